@@ -1,0 +1,87 @@
+import { Scalar } from "@scalar/hono-api-reference";
+import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
+import { requestId } from "hono/request-id";
+import { ApiError, errorBody, type ErrorStatus } from "./lib/errors";
+import { createRouter } from "./lib/create-router";
+import { identify } from "./middleware/auth";
+import { database } from "./middleware/db";
+import { rateLimit } from "./middleware/rate-limit";
+import companies, { seedFormRouter } from "./routes/companies/companies.index";
+import health from "./routes/health/health.index";
+
+const MAX_BODY_BYTES = 1024 * 1024;
+
+/** Area routers, mounted at the root: each declares its full paths. */
+const areas = [health, companies];
+
+export function createApp() {
+  const app = createRouter();
+
+  app.use(requestId());
+  app.use(
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => {
+        throw new ApiError(413, "the request body is larger than 1 MiB");
+      },
+    }),
+  );
+  app.use(database);
+  app.use(identify);
+  app.use(rateLimit);
+
+  for (const area of areas) app.route("/", area);
+  app.route("/", seedFormRouter);
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    description: "`Authorization: Bearer <token>`; person tokens start with `pk_`, service tokens with `sk_`.",
+  });
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "Privacy Platform API",
+      version: "0.1.0",
+      description:
+        "Secure calling, contacts, employee exposure, licenses, consent container and webhooks. Errors always have the body `{\"error\": {\"code\", \"message\"}}`.",
+    },
+  });
+  app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Privacy Platform API" }));
+
+  app.notFound((c) => c.json(errorBody(404, `there is no route ${c.req.method} ${c.req.path}`), 404));
+  app.onError((err, c) => {
+    if (err instanceof ApiError) return c.json(errorBody(err.statusCode, err.detail), err.statusCode, err.headers);
+    const framework = fromFrameworkError(err);
+    if (framework) return c.json(errorBody(framework.status, framework.detail), framework.status);
+    const id = c.var.requestId;
+    console.error(
+      JSON.stringify({
+        level: "error",
+        requestId: id,
+        method: c.req.method,
+        path: c.req.path,
+        error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+        stack: err instanceof Error ? err.stack : undefined,
+      }),
+    );
+    return c.json(errorBody(500, `something went wrong on our side; quote request id ${id} when reporting it`), 500);
+  });
+
+  return app;
+}
+
+/**
+ * Hono and its validators throw plain HTTPExceptions for malformed JSON (400)
+ * and an unexpected Content-Type (415); DECISIONS §1 answers both with 400.
+ */
+function fromFrameworkError(err: Error): { status: ErrorStatus; detail: string } | null {
+  if (!(err instanceof HTTPException)) return null;
+  if (err.status === 415) return { status: 400, detail: "the request body must be JSON (Content-Type: application/json)" };
+  if (err.status === 400) {
+    const message = err.message || "the request could not be read";
+    return { status: 400, detail: message.charAt(0).toLowerCase() + message.slice(1) };
+  }
+  return null;
+}

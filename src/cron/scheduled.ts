@@ -1,0 +1,30 @@
+import { createDb } from "../db/client";
+import { purgeExpiredEphemeral } from "../services/memberships";
+import { pruneDeliveredHistory } from "../services/webhook-history";
+
+export const HOURLY = "0 * * * *";
+export const DAILY = "30 3 * * *";
+
+/**
+ * The cron triggers of wrangler.toml. Locally: `curl
+ * "127.0.0.1:8787/cdn-cgi/handler/scheduled?cron=0+*+*+*+*"` (wrangler dev runs
+ * with --test-scheduled).
+ */
+export async function handleScheduled(controller: ScheduledController, env: Env): Promise<void> {
+  const db = createDb(env.DB);
+  const now = new Date(controller.scheduledTime);
+  switch (controller.cron) {
+    case HOURLY: {
+      const purged = await purgeExpiredEphemeral(db, now);
+      console.log(JSON.stringify({ cron: controller.cron, ephemeralPurged: purged.length }));
+      return;
+    }
+    case DAILY: {
+      const pruned = await pruneDeliveredHistory(db, now);
+      console.log(JSON.stringify({ cron: controller.cron, historyPruned: pruned }));
+      return;
+    }
+    default:
+      console.warn(JSON.stringify({ cron: controller.cron, warning: "no job is scheduled for this cron" }));
+  }
+}

@@ -1,0 +1,28 @@
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { createdAt, id, timestamp } from "./columns";
+import { people } from "./people";
+
+/**
+ * Bearer tokens. Only the SHA-256 hex of a token is stored (DECISIONS §2);
+ * `prefix` keeps its first characters so an operator can tell tokens apart.
+ * A token belongs to a person or to a named service with scopes.
+ */
+export const accessTokens = sqliteTable(
+  "access_tokens",
+  {
+    id: id(),
+    tokenHash: text("token_hash").notNull(),
+    prefix: text("prefix").notNull(),
+    personId: integer("person_id").references(() => people.id, { onDelete: "cascade" }),
+    serviceName: text("service_name"),
+    scopes: text("scopes", { mode: "json" }).$type<string[]>().notNull().default([]),
+    expiresAt: timestamp("expires_at"),
+    revokedAt: timestamp("revoked_at"),
+    lastUsedAt: timestamp("last_used_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("access_tokens_hash_uq").on(t.tokenHash),
+    index("access_tokens_person_idx").on(t.personId),
+  ],
+);

@@ -1,0 +1,80 @@
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { createdAt, id, timestamp } from "./columns";
+import { people } from "./people";
+
+/**
+ * Pool of secure numbers. The unique indexes on `e164` and `person_id` are
+ * what make assignment safe under concurrency: one number per person, one
+ * person per number (DECISIONS §3).
+ */
+export const secureNumbers = sqliteTable(
+  "secure_numbers",
+  {
+    id: id(),
+    e164: text("e164").notNull(),
+    countryCode: text("country_code").notNull(),
+    number: text("number").notNull(),
+    personId: integer("person_id").references(() => people.id, { onDelete: "set null" }),
+    assignedAt: timestamp("assigned_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("secure_numbers_e164_uq").on(t.e164),
+    uniqueIndex("secure_numbers_person_uq").on(t.personId),
+  ],
+);
+
+export const blockedCalls = sqliteTable(
+  "blocked_calls",
+  {
+    id: id(),
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    callerId: text("caller_id"),
+    countryCode: text("country_code").notNull(),
+    phoneNumber: text("phone_number").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("blocked_calls_person_created_idx").on(t.personId, t.createdAt)],
+);
+
+export const activityTypes = [
+  "chat_message",
+  "chat_read_indicator",
+  "chat_reaction_emoji",
+  "incoming_call_missed",
+  "incoming_call_connected_insecure",
+  "incoming_call_connected_secure",
+  "outgoing_call_missed",
+  "outgoing_call_connected_insecure",
+  "outgoing_call_connected_secure",
+] as const;
+
+export const partyTypes = ["person", "company"] as const;
+
+/**
+ * Chat and call records. Parties are polymorphic (person or company), so no
+ * foreign keys; the indexes serve "newer than id, where I am sender or
+ * receiver", and the unique index makes a retried POST idempotent.
+ */
+export const activities = sqliteTable(
+  "activities",
+  {
+    id: id(),
+    type: text("type", { enum: activityTypes }).notNull(),
+    sendableType: text("sendable_type", { enum: partyTypes }).notNull(),
+    sendableId: integer("sendable_id").notNull(),
+    receivableType: text("receivable_type", { enum: partyTypes }).notNull(),
+    receivableId: integer("receivable_id").notNull(),
+    callTime: integer("call_time").notNull().default(0),
+    message: text("message"),
+    messageId: text("message_id"),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    index("activities_sendable_idx").on(t.sendableType, t.sendableId, t.id),
+    index("activities_receivable_idx").on(t.receivableType, t.receivableId, t.id),
+    uniqueIndex("activities_message_uq").on(t.sendableType, t.sendableId, t.messageId),
+  ],
+);

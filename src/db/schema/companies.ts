@@ -1,0 +1,132 @@
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { createdAt, id, flag, timestamp, updatedAt } from "./columns";
+import { licenses } from "./licenses";
+import { people } from "./people";
+
+/**
+ * One table for every organisation the API knows: employers (tenants),
+ * people-search sites, publishers of consent containers and their vendors.
+ * `kind` says which; a site row is what `/sites` lists [seed 2.14].
+ */
+export const companyKinds = ["employer", "site", "publisher", "vendor"] as const;
+export type CompanyKind = (typeof companyKinds)[number];
+
+export const companies = sqliteTable(
+  "companies",
+  {
+    id: id(),
+    kind: text("kind", { enum: companyKinds }).notNull(),
+    name: text("name").notNull(),
+    slug: text("slug").notNull(),
+    status: text("status", { enum: ["enabled", "disabled"] }).notNull().default("enabled"),
+    url: text("url").notNull().default(""),
+    logo: text("logo"),
+    /** Publisher primary domain (consent container CORS and lookup result). */
+    domain: text("domain"),
+    /** Vendors: public trust profile. */
+    profileUrl: text("profile_url"),
+    /** Sites: whether the scanner covers it. */
+    scanner: flag("scanner").notNull().default(false),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex("companies_slug_uq").on(t.slug), index("companies_kind_idx").on(t.kind)],
+);
+
+export const companyPhones = sqliteTable(
+  "company_phones",
+  {
+    id: id(),
+    companyId: integer("company_id")
+      .notNull()
+      .references(() => companies.id, { onDelete: "cascade" }),
+    countryCode: text("country_code").notNull(),
+    phoneNumber: text("phone_number").notNull(),
+    e164: text("e164").notNull(),
+  },
+  (t) => [
+    index("company_phones_e164_idx").on(t.e164),
+    index("company_phones_company_idx").on(t.companyId),
+  ],
+);
+
+/** Roles are per company; `permissions` holds strings like "read settings". */
+export const roles = sqliteTable(
+  "roles",
+  {
+    id: id(),
+    companyId: integer("company_id")
+      .notNull()
+      .references(() => companies.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    permissions: text("permissions", { mode: "json" }).$type<string[]>().notNull(),
+  },
+  (t) => [uniqueIndex("roles_company_name_uq").on(t.companyId, t.name)],
+);
+
+/**
+ * A person's place in a company: roles, the license seat they hold and, for
+ * ephemeral employees, when the hourly purge removes them.
+ */
+export const memberships = sqliteTable(
+  "memberships",
+  {
+    id: id(),
+    companyId: integer("company_id")
+      .notNull()
+      .references(() => companies.id, { onDelete: "cascade" }),
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    licenseId: text("license_id").references(() => licenses.id),
+    licenseStartAt: timestamp("license_start_at"),
+    licenseEndAt: timestamp("license_end_at"),
+    licenseRenews: flag("license_renews").notNull().default(true),
+    licenseProrateOnRenewal: flag("license_prorate_on_renewal").notNull().default(false),
+    ephemeralUntil: timestamp("ephemeral_until"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    uniqueIndex("memberships_company_person_uq").on(t.companyId, t.personId),
+    index("memberships_person_idx").on(t.personId),
+    index("memberships_company_license_idx").on(t.companyId, t.licenseId),
+    index("memberships_ephemeral_idx").on(t.ephemeralUntil),
+  ],
+);
+
+export const membershipRoles = sqliteTable(
+  "membership_roles",
+  {
+    membershipId: integer("membership_id")
+      .notNull()
+      .references(() => memberships.id, { onDelete: "cascade" }),
+    roleId: integer("role_id")
+      .notNull()
+      .references(() => roles.id, { onDelete: "cascade" }),
+  },
+  (t) => [primaryKey({ columns: [t.membershipId, t.roleId] }), index("membership_roles_role_idx").on(t.roleId)],
+);
+
+/** Login invitations sent when an employee is created with `invite: true`. */
+export const invitations = sqliteTable(
+  "invitations",
+  {
+    id: id(),
+    companyId: integer("company_id")
+      .notNull()
+      .references(() => companies.id, { onDelete: "cascade" }),
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    email: text("email").notNull(),
+    tokenHash: text("token_hash").notNull(),
+    expiresAt: timestamp("expires_at").notNull(),
+    acceptedAt: timestamp("accepted_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("invitations_token_hash_uq").on(t.tokenHash),
+    index("invitations_company_person_idx").on(t.companyId, t.personId),
+  ],
+);

@@ -1,0 +1,128 @@
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { companies } from "./companies";
+import { createdAt, flag, id, timestamp, updatedAt } from "./columns";
+import { people } from "./people";
+
+/** A person's address book entry. */
+export const contacts = sqliteTable(
+  "contacts",
+  {
+    id: id(),
+    ownerId: integer("owner_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    displayName: text("display_name").notNull().default(""),
+    birthday: text("birthday"),
+    labels: text("labels", { mode: "json" }).$type<string[]>().notNull().default([]),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("contacts_owner_updated_idx").on(t.ownerId, t.updatedAt)],
+);
+
+export const contactEmails = sqliteTable(
+  "contact_emails",
+  {
+    id: id(),
+    contactId: integer("contact_id")
+      .notNull()
+      .references(() => contacts.id, { onDelete: "cascade" }),
+    email: text("email").notNull(),
+  },
+  (t) => [index("contact_emails_contact_idx").on(t.contactId), index("contact_emails_email_idx").on(t.email)],
+);
+
+export const contactPhones = sqliteTable(
+  "contact_phones",
+  {
+    id: id(),
+    contactId: integer("contact_id")
+      .notNull()
+      .references(() => contacts.id, { onDelete: "cascade" }),
+    e164: text("e164").notNull(),
+  },
+  (t) => [index("contact_phones_contact_idx").on(t.contactId), index("contact_phones_e164_idx").on(t.e164)],
+);
+
+export const contactAddresses = sqliteTable(
+  "contact_addresses",
+  {
+    id: id(),
+    contactId: integer("contact_id")
+      .notNull()
+      .references(() => contacts.id, { onDelete: "cascade" }),
+    line: text("line").notNull(),
+  },
+  (t) => [index("contact_addresses_contact_idx").on(t.contactId)],
+);
+
+/**
+ * A request from `requesterId` asking `targetId` for trust. At most one
+ * pending request per pair (partial unique index); decided requests stay as
+ * history and the pair may ask again (DECISIONS §4).
+ */
+export const trustRequests = sqliteTable(
+  "trust_requests",
+  {
+    id: id(),
+    requesterId: integer("requester_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    targetId: integer("target_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    contactReason: text("contact_reason").notNull().default(""),
+    status: text("status", { enum: ["pending", "trusted", "untrusted"] }).notNull().default("pending"),
+    decidedAt: timestamp("decided_at"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    uniqueIndex("trust_requests_pending_uq")
+      .on(t.requesterId, t.targetId)
+      .where(sql`status = 'pending'`),
+    index("trust_requests_target_idx").on(t.targetId, t.status),
+  ],
+);
+
+/** The trust decision a person made about another person. */
+export const personTrust = sqliteTable(
+  "person_trust",
+  {
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    trustedPersonId: integer("trusted_person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    trusted: flag("trusted").notNull(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.personId, t.trustedPersonId] }),
+    index("person_trust_trusted_idx").on(t.trustedPersonId),
+  ],
+);
+
+/**
+ * A person's trust setting for a company: callers (trust-lookup) and consent
+ * vendors (the container's `trust` field) share it.
+ */
+export const companyTrust = sqliteTable(
+  "company_trust",
+  {
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    companyId: integer("company_id")
+      .notNull()
+      .references(() => companies.id, { onDelete: "cascade" }),
+    trust: text("trust", { enum: ["trusted", "negative"] }).notNull(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.personId, t.companyId] }),
+    index("company_trust_company_idx").on(t.companyId),
+  ],
+);

@@ -1,0 +1,63 @@
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { companies } from "./companies";
+import { createdAt, flag, id, updatedAt } from "./columns";
+import { people } from "./people";
+
+/** The license catalog; ids are strings such as "scan" (DECISIONS §1). */
+export const licenses = sqliteTable("licenses", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  /** Minor units (cents). */
+  price: integer("price").notNull(),
+  currency: text("currency").notNull().default("USD"),
+  fullScan: flag("full_scan").notNull().default(false),
+  fullDelete: flag("full_delete").notNull().default(false),
+});
+
+/** Sites a license covers. */
+export const licenseSites = sqliteTable(
+  "license_sites",
+  {
+    licenseId: text("license_id")
+      .notNull()
+      .references(() => licenses.id, { onDelete: "cascade" }),
+    siteId: integer("site_id")
+      .notNull()
+      .references(() => companies.id, { onDelete: "cascade" }),
+  },
+  (t) => [primaryKey({ columns: [t.licenseId, t.siteId] })],
+);
+
+/** Seats a company owns per license: `num_active` of [seed 2.13]. */
+export const companySeats = sqliteTable(
+  "company_seats",
+  {
+    companyId: integer("company_id")
+      .notNull()
+      .references(() => companies.id, { onDelete: "cascade" }),
+    licenseId: text("license_id")
+      .notNull()
+      .references(() => licenses.id),
+    quantity: integer("quantity").notNull().default(0),
+    updatedAt: updatedAt(),
+  },
+  (t) => [primaryKey({ columns: [t.companyId, t.licenseId] })],
+);
+
+/** Every purchase, for the record; seats are the running total in `company_seats`. */
+export const licensePurchases = sqliteTable(
+  "license_purchases",
+  {
+    id: id(),
+    companyId: integer("company_id")
+      .notNull()
+      .references(() => companies.id, { onDelete: "cascade" }),
+    licenseId: text("license_id")
+      .notNull()
+      .references(() => licenses.id),
+    quantity: integer("quantity").notNull(),
+    purchasedBy: integer("purchased_by").references(() => people.id, { onDelete: "set null" }),
+    createdAt: createdAt(),
+  },
+  (t) => [index("license_purchases_company_idx").on(t.companyId, t.createdAt)],
+);

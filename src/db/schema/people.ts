@@ -1,0 +1,104 @@
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { companies } from "./companies";
+import { createdAt, flag, id, timestamp, updatedAt } from "./columns";
+
+/**
+ * People are global accounts: an employee of several companies, a secure-app
+ * user and a contact's linked platform user are all the same row. Company
+ * membership lives in `memberships`.
+ */
+export const people = sqliteTable("people", {
+  id: id(),
+  firstName: text("first_name").notNull(),
+  middleName: text("middle_name"),
+  lastName: text("last_name").notNull(),
+  dob: text("dob"),
+  avatarUrl: text("avatar_url"),
+  riskScore: integer("risk_score").notNull().default(0),
+  /** Encryption data of the secure-calling app [seed 2.6]. */
+  encryptionHash: text("encryption_hash"),
+  e2eId: text("e2e_id"),
+  lastScanAt: timestamp("last_scan_at"),
+  lastLoginAt: timestamp("last_login_at"),
+  createdAt: createdAt(),
+  updatedAt: updatedAt(),
+});
+
+export const personAkas = sqliteTable(
+  "person_akas",
+  {
+    id: id(),
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    firstName: text("first_name").notNull(),
+    middleName: text("middle_name"),
+    lastName: text("last_name"),
+  },
+  (t) => [index("person_akas_person_idx").on(t.personId)],
+);
+
+/**
+ * Emails are unique across all people (DECISIONS §5). `employerCompanyId`
+ * marks an address a company added for its employee, so removing the employee
+ * can tell employer emails from the person's own [seed 4.3 rule 6].
+ * Stored lowercased; the unique index also serves prefix search as a range scan.
+ */
+export const personEmails = sqliteTable(
+  "person_emails",
+  {
+    id: id(),
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    email: text("email").notNull(),
+    primary: flag("primary").notNull().default(false),
+    employerCompanyId: integer("employer_company_id").references(() => companies.id, {
+      onDelete: "set null",
+    }),
+  },
+  (t) => [
+    uniqueIndex("person_emails_email_uq").on(t.email),
+    index("person_emails_person_idx").on(t.personId),
+    index("person_emails_employer_idx").on(t.employerCompanyId),
+  ],
+);
+
+export const personPhones = sqliteTable(
+  "person_phones",
+  {
+    id: id(),
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    /** Calling code as digits, e.g. "1". */
+    countryCode: text("country_code").notNull(),
+    /** National significant number, digits only. */
+    phoneNumber: text("phone_number").notNull(),
+    e164: text("e164").notNull(),
+    primary: flag("primary").notNull().default(false),
+  },
+  (t) => [
+    index("person_phones_e164_idx").on(t.e164),
+    index("person_phones_person_idx").on(t.personId),
+  ],
+);
+
+export const personAddresses = sqliteTable(
+  "person_addresses",
+  {
+    id: id(),
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    primary: flag("primary").notNull().default(false),
+    line1: text("line_1").notNull(),
+    line2: text("line_2"),
+    city: text("city").notNull(),
+    region: text("region").notNull(),
+    postalCode: text("postal_code").notNull(),
+    /** ISO 3166-1 alpha-2, uppercase. */
+    country: text("country").notNull(),
+  },
+  (t) => [index("person_addresses_person_idx").on(t.personId)],
+);

@@ -1,0 +1,92 @@
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { companies } from "./companies";
+import { createdAt, id, timestamp, updatedAt } from "./columns";
+import { people } from "./people";
+
+/** A scan of one person across sites; the id is the scanner's `scan_id`. */
+export const scans = sqliteTable(
+  "scans",
+  {
+    id: text("id").primaryKey(),
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    status: text("status", { enum: ["started", "completed"] }).notNull(),
+    startedAt: timestamp("started_at"),
+    completedAt: timestamp("completed_at"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("scans_person_idx").on(t.personId)],
+);
+
+/**
+ * One site's outcome within a scan. Unique per (scan, site) so a redelivered
+ * scan event is applied once.
+ */
+export const scanResults = sqliteTable(
+  "scan_results",
+  {
+    id: id(),
+    scanId: text("scan_id").notNull(),
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    siteId: integer("site_id")
+      .notNull()
+      .references(() => companies.id, { onDelete: "cascade" }),
+    outcome: text("outcome", { enum: ["found", "not_found", "failed"] }).notNull(),
+    url: text("url"),
+    data: text("data", { mode: "json" }).$type<Record<string, unknown>>(),
+    at: timestamp("at").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("scan_results_scan_site_uq").on(t.scanId, t.siteId),
+    index("scan_results_person_site_idx").on(t.personId, t.siteId, t.at),
+  ],
+);
+
+export const exposureStatuses = ["pending", "in_progress", "closed"] as const;
+
+/** A listing of a person found on a people-search site (DECISIONS §5). */
+export const exposures = sqliteTable(
+  "exposures",
+  {
+    id: id(),
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    siteId: integer("site_id")
+      .notNull()
+      .references(() => companies.id, { onDelete: "cascade" }),
+    status: text("status", { enum: exposureStatuses }).notNull().default("pending"),
+    url: text("url"),
+    data: text("data", { mode: "json" }).$type<Record<string, unknown>>().notNull().default({}),
+    requestedAt: timestamp("requested_at"),
+    closedAt: timestamp("closed_at"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index("exposures_person_status_idx").on(t.personId, t.status),
+    index("exposures_status_idx").on(t.status, t.id),
+    index("exposures_updated_idx").on(t.updatedAt),
+  ],
+);
+
+export const exposureHistory = sqliteTable(
+  "exposure_history",
+  {
+    id: id(),
+    exposureId: integer("exposure_id")
+      .notNull()
+      .references(() => exposures.id, { onDelete: "cascade" }),
+    siteId: integer("site_id")
+      .notNull()
+      .references(() => companies.id, { onDelete: "cascade" }),
+    event: text("event").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("exposure_history_exposure_idx").on(t.exposureId, t.createdAt)],
+);

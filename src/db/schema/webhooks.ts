@@ -1,0 +1,50 @@
+import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { companies } from "./companies";
+import { createdAt, flag, id, timestamp, updatedAt } from "./columns";
+
+export const webhooks = sqliteTable(
+  "webhooks",
+  {
+    id: id(),
+    companyId: integer("company_id")
+      .notNull()
+      .references(() => companies.id, { onDelete: "cascade" }),
+    endpoint: text("endpoint").notNull(),
+    event: text("event").notNull(),
+    active: flag("active").notNull().default(true),
+    secret: text("secret").notNull(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("webhooks_company_event_idx").on(t.companyId, t.event)],
+);
+
+/**
+ * One delivery of one event to one webhook: the webhook history [seed 2.18].
+ * Its uuid is the Standard Webhooks `webhook-id`. Kept when the webhook is
+ * deleted (the company's history stays readable).
+ */
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    id: text("id").primaryKey(),
+    companyId: integer("company_id")
+      .notNull()
+      .references(() => companies.id, { onDelete: "cascade" }),
+    webhookId: integer("webhook_id").references(() => webhooks.id, { onDelete: "set null" }),
+    event: text("event").notNull(),
+    payload: text("payload", { mode: "json" }).$type<unknown>().notNull(),
+    status: text("status", { enum: ["pending", "dispatched", "success", "failed"] })
+      .notNull()
+      .default("pending"),
+    result: text("result").notNull().default(""),
+    attempts: integer("attempts").notNull().default(0),
+    deliveredAt: timestamp("delivered_at"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index("webhook_deliveries_company_created_idx").on(t.companyId, t.createdAt),
+    index("webhook_deliveries_status_idx").on(t.status, t.updatedAt),
+  ],
+);

@@ -1,0 +1,91 @@
+import { z } from "@hono/zod-openapi";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/** Status phrases that open every error message (DECISIONS §1). */
+const PHRASES: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  409: "Conflict",
+  413: "Payload Too Large",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+};
+
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500;
+
+/** The one error body of the API: `{"error": {"code": "404", "message": "Not Found: …"}}`. */
+export const ErrorSchema = z
+  .object({
+    error: z.object({
+      code: z.string().openapi({ example: "404" }),
+      message: z.string().openapi({ example: "Not Found: company 7 does not exist" }),
+    }),
+  })
+  .openapi("Error");
+
+export type ErrorBody = z.infer<typeof ErrorSchema>;
+
+export const errorBody = (status: ErrorStatus, detail: string): ErrorBody => ({
+  error: { code: String(status), message: `${PHRASES[status]}: ${detail}` },
+});
+
+/**
+ * The one exception every layer throws. `onError` turns it into the error
+ * body; `headers` carries extras such as `WWW-Authenticate` or `Retry-After`.
+ */
+export class ApiError extends HTTPException {
+  constructor(
+    readonly statusCode: ErrorStatus,
+    readonly detail: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(statusCode as ContentfulStatusCode, { message: detail });
+    this.name = "ApiError";
+  }
+}
+
+export const badRequest = (detail: string) => new ApiError(400, detail);
+export const unauthorized = (detail: string) =>
+  new ApiError(401, detail, { "WWW-Authenticate": 'Bearer realm="api"' });
+export const forbidden = (detail: string) => new ApiError(403, detail);
+export const notFound = (detail: string) => new ApiError(404, detail);
+export const conflict = (detail: string) => new ApiError(409, detail);
+export const tooManyRequests = (detail: string, retryAfterSeconds: number) =>
+  new ApiError(429, detail, { "Retry-After": String(retryAfterSeconds) });
+
+/**
+ * Folds zod issues into one sentence naming every offending field, e.g.
+ * "invalid query: `per_page` must be at most 100; `page` is required".
+ */
+export function describeZodError(error: z.ZodError, target: string): string {
+  const parts = error.issues.map((issue) => {
+    const field = formatPath(issue.path);
+    const message = /received undefined$/.test(issue.message) ? "is required" : lowerFirst(issue.message);
+    return field ? `\`${field}\` ${message}` : message;
+  });
+  return `invalid ${TARGET_NAMES[target] ?? target}: ${parts.join("; ")}`;
+}
+
+const TARGET_NAMES: Record<string, string> = {
+  json: "body",
+  form: "body",
+  query: "query string",
+  param: "path",
+  header: "headers",
+  cookie: "cookies",
+};
+
+function formatPath(path: PropertyKey[]): string {
+  return path
+    .map((segment, i) =>
+      typeof segment === "number" ? `[${segment}]` : `${i === 0 ? "" : "."}${String(segment)}`,
+    )
+    .join("");
+}
+
+function lowerFirst(message: string): string {
+  return message.charAt(0).toLowerCase() + message.slice(1);
+}

@@ -1,0 +1,34 @@
+import { z } from "@hono/zod-openapi";
+
+/**
+ * Ids are JSON integers; path and body ids also accept numeric strings
+ * (DECISIONS §1). Returns null for anything that is not a positive integer.
+ */
+export function parseId(value: unknown): number | null {
+  if (typeof value === "number") return Number.isSafeInteger(value) && value > 0 ? value : null;
+  if (typeof value === "string" && /^[0-9]{1,15}$/.test(value)) {
+    const n = Number(value);
+    return n > 0 ? n : null;
+  }
+  return null;
+}
+
+/** A positive integer id given as a number or a numeric string. */
+export const IdSchema = z
+  .union([z.number(), z.string()])
+  .transform((value, ctx) => {
+    const id = parseId(value);
+    if (id === null) {
+      ctx.addIssue({ code: "custom", message: "must be a positive integer id" });
+      return z.NEVER;
+    }
+    return id;
+  })
+  .openapi({ type: "integer", minimum: 1, example: 1 });
+
+export const pathId = (name: string, description: string) =>
+  z
+    .string()
+    .regex(/^[0-9]{1,15}$/, { message: "must be a positive integer id" })
+    .transform(Number)
+    .openapi({ param: { name, in: "path", required: true }, type: "integer", description, example: 1 });

@@ -1,0 +1,64 @@
+import { createMiddleware } from "hono/factory";
+import { forbidden, unauthorized } from "../lib/errors";
+import { tokenHasValidShape, verifyToken } from "../services/tokens";
+import type { AppEnv, Principal } from "../types";
+
+const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
+
+/**
+ * Runs on every request: resolves the bearer token, if any, to a principal.
+ * It never rejects by itself, so unknown routes still answer 404 and the rate
+ * limiter can key on the token; routes that need a caller use `requireAuth`.
+ */
+export const identify = createMiddleware<AppEnv>(async (c, next) => {
+  c.set("principal", null);
+  c.set("authFailure", null);
+  const header = c.req.header("Authorization");
+  if (header !== undefined) {
+    const token = BEARER.exec(header)?.[1];
+    if (!token || !tokenHasValidShape(token)) {
+      c.set("authFailure", "the Authorization header must be `Bearer <token>`");
+    } else {
+      const check = await verifyToken(c.var.db, token, new Date(), (work) =>
+        c.executionCtx.waitUntil(work.catch((err) => console.error("recording token use failed", err))),
+      );
+      if (check.ok) c.set("principal", check.principal);
+      else c.set("authFailure", check.reason);
+    }
+  }
+  await next();
+});
+
+export type AuthRule = { person?: boolean; scope?: string };
+
+/**
+ * Route guard: who may call (DECISIONS §2 table). A person token passes when
+ * `person` is set; a service token passes when it holds `scope`.
+ * Missing or bad token → 401; a valid token of the wrong kind → 403.
+ */
+export function requireAuth(rule: AuthRule) {
+  return createMiddleware<AppEnv>(async (c, next) => {
+    assertAllowed(c.var.principal, c.var.authFailure, rule);
+    await next();
+  });
+}
+
+export function assertAllowed(principal: Principal | null, failure: string | null, rule: AuthRule): Principal {
+  if (!principal) throw unauthorized(failure ?? "this endpoint needs a bearer token (Authorization: Bearer <token>)");
+  if (principal.kind === "person" && rule.person) return principal;
+  if (principal.kind === "service" && rule.scope && principal.scopes.includes(rule.scope)) return principal;
+  if (principal.kind === "person") throw forbidden("this endpoint is for service tokens, not person tokens");
+  throw forbidden(
+    rule.scope
+      ? `this endpoint needs a person token or a service token with scope \`${rule.scope}\``
+      : "this endpoint needs a person token",
+  );
+}
+
+export const requirePerson = requireAuth({ person: true });
+
+/** The calling person's id; only valid behind `requirePerson` or `companyAccess`. */
+export function personId(principal: Principal | null): number {
+  if (principal?.kind !== "person") throw unauthorized("this endpoint needs a person token");
+  return principal.personId;
+}

@@ -1,0 +1,24 @@
+import { z } from "@hono/zod-openapi";
+import { pathId } from "../../lib/ids";
+
+export const CompanySchema = z
+  .object({
+    id: z.number().int().openapi({ example: 1 }),
+    name: z.string().openapi({ example: "Acme Corp" }),
+    status: z.enum(["enabled", "disabled"]).openapi({ example: "enabled" }),
+    url: z.string().openapi({ example: "https://acme.example" }),
+    logo: z.string().openapi({ description: "Logo URL; empty when none", example: "" }),
+    scanner: z.boolean().openapi({ description: "Whether the scanner covers it (people-search sites)" }),
+  })
+  .openapi("Company");
+
+export const RoleSchema = z
+  .object({
+    name: z.string().openapi({ example: "HR" }),
+    permissions: z.array(z.string()).openapi({ example: ["read employees", "write employees"] }),
+  })
+  .openapi("Role");
+
+export const CompanyParams = z.object({ company_id: pathId("company_id", "Company id") });
+
+export const SiteParams = CompanyParams.extend({ id: pathId("id", "People-search site id") });

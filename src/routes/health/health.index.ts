@@ -1,0 +1,13 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { createRouter } from "../../lib/create-router";
+import { jsonContent } from "../../lib/openapi";
+
+const health = createRoute({
+  method: "get",
+  path: "/healthz",
+  tags: ["Operations"],
+  summary: "Liveness check (no auth, not rate limited)",
+  responses: { 200: jsonContent(z.object({ ok: z.literal(true) }).openapi("Health"), "The Worker is serving") },
+});
+
+export default createRouter().openapi(health, (c) => c.json({ ok: true as const }, 200));

@@ -1,0 +1,64 @@
+import { and, asc, eq } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { companies, roles } from "../db/schema";
+import { DEFAULT_ROLES } from "../lib/permissions";
+
+type CompanyRow = Pick<typeof companies.$inferSelect, "id" | "name" | "status" | "url" | "logo" | "scanner">;
+
+const companyColumns = {
+  id: companies.id,
+  name: companies.name,
+  status: companies.status,
+  url: companies.url,
+  logo: companies.logo,
+  scanner: companies.scanner,
+};
+
+/** The Company shape of [seed 2.14], also used for people-search sites. */
+export const toCompany = (row: CompanyRow) => ({
+  id: row.id,
+  name: row.name,
+  status: row.status,
+  url: row.url,
+  logo: row.logo ?? "",
+  scanner: row.scanner,
+});
+
+export async function getCompany(db: Db, companyId: number) {
+  const row = await db.select(companyColumns).from(companies).where(eq(companies.id, companyId)).get();
+  return row ? toCompany(row) : null;
+}
+
+export async function listRoles(db: Db, companyId: number) {
+  const rows = await db
+    .select({ name: roles.name, permissions: roles.permissions })
+    .from(roles)
+    .where(eq(roles.companyId, companyId))
+    .orderBy(asc(roles.id))
+    .all();
+  return rows;
+}
+
+/** People-search sites are global: every tenant sees the same list. */
+export async function listSites(db: Db) {
+  const rows = await db
+    .select(companyColumns)
+    .from(companies)
+    .where(eq(companies.kind, "site"))
+    .orderBy(asc(companies.name), asc(companies.id))
+    .all();
+  return rows.map(toCompany);
+}
+
+export async function getSite(db: Db, siteId: number) {
+  const row = await db
+    .select(companyColumns)
+    .from(companies)
+    .where(and(eq(companies.id, siteId), eq(companies.kind, "site")))
+    .get();
+  return row ? toCompany(row) : null;
+}
+
+/** The roles every employer company starts with (DECISIONS §2). */
+export const defaultRoleRows = (companyId: number) =>
+  DEFAULT_ROLES.map((role) => ({ companyId, name: role.name, permissions: [...role.permissions] }));

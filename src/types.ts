@@ -1,0 +1,25 @@
+import type { RouteConfig, RouteHandler } from "@hono/zod-openapi";
+import type { Db } from "./db/client";
+
+/** Who is calling, resolved from the bearer token (DECISIONS §2). */
+export type Principal =
+  | { kind: "person"; tokenId: number; personId: number }
+  | { kind: "service"; tokenId: number; service: string; scopes: string[] };
+
+/** The caller's standing in the company of a `/companies/{company_id}/…` path. */
+export type CompanyAccess = { companyId: number; membershipId: number; permissions: string[] };
+
+export type AppEnv = {
+  Bindings: Env;
+  Variables: {
+    requestId: string;
+    db: Db;
+    /** null when the request carried no usable token; see `authFailure`. */
+    principal: Principal | null;
+    /** Why the token was refused, for routes that require one. */
+    authFailure: string | null;
+    company: CompanyAccess;
+  };
+};
+
+export type AppRouteHandler<R extends RouteConfig> = RouteHandler<R, AppEnv>;

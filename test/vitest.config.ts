@@ -1,0 +1,24 @@
+import path from "node:path";
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+const root = path.resolve(import.meta.dirname, "..");
+
+/**
+ * Tests run inside workerd against real local D1, KV, Queues and rate
+ * limiters configured from wrangler.toml. The drizzle-kit migrations are
+ * handed to the setup file, which applies them per test file.
+ */
+export default defineConfig(async () => ({
+  root,
+  plugins: [
+    cloudflareTest({
+      wrangler: { configPath: path.join(root, "wrangler.toml") },
+      miniflare: { bindings: { TEST_MIGRATIONS: await readD1Migrations(path.join(root, "drizzle")) } },
+    }),
+  ],
+  test: {
+    include: ["test/**/*.test.ts"],
+    setupFiles: ["test/setup.ts"],
+  },
+}));
