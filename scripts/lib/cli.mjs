@@ -1,0 +1,80 @@
+// Shared plumbing for the operator scripts: run the project's own binaries
+// (node_modules/.bin first on PATH, so wrangler gets the project's Node 22),
+// report steps, and run SQL on the local or remote D1 through wrangler.
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const BIN = path.join(ROOT, "node_modules", ".bin");
+
+/** Environment for child processes: the project's binaries come first. */
+export const childEnv = (extra = {}) => ({
+  ...process.env,
+  WRANGLER_SEND_METRICS: "false",
+  PATH: `${BIN}${path.delimiter}${process.env.PATH ?? ""}`, ...extra });
+
+export const bin = (name) => path.join(BIN, name);
+
+export function step(message) {
+  process.stderr.write(`\n▸ ${message}\n`);
+}
+
+export function fail(message) {
+  process.stderr.write(`\n✖ ${message}\n`);
+  process.exit(1);
+}
+
+/** Runs a project binary, streaming its output; exits with a clear message when it fails. */
+export function run(name, args, { env = {}, what = `${name} ${args.join(" ")}` } = {}) {
+  const result = spawnSync(bin(name), args, { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], env: childEnv(env) });
+  if (result.error) fail(`${what} could not start: ${result.error.message}. Did you run \`npm ci\`?`);
+  if (result.status !== 0) fail(`${what} failed (exit ${result.status}).`);
+}
+
+/**
+ * Parses `--flag value`, `--flag=value`, repeated flags (arrays) and bare
+ * `--switch`es; the rest are positionals.
+ */
+export function parseArgs(argv, { switches = [] } = {}) {
+  const flags = {};
+  const positionals = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (!arg.startsWith("--")) {
+      positionals.push(arg);
+      continue;
+    }
+    let [name, value] = arg.slice(2).split(/=(.*)/s, 2);
+    if (switches.includes(name)) value = "true";
+    else if (value === undefined) {
+      value = argv[++i];
+      if (value === undefined) fail(`--${name} needs a value`);
+    }
+    flags[name] = name in flags ? [flags[name], value].flat() : value;
+  }
+  return { flags, positionals };
+}
+
+/**
+ * Runs SQL on the D1 database `DB`: the local one that `npm run dev` uses,
+ * or with `remote` the production one. Returns the rows of each statement.
+ * Only values the scripts have validated themselves are put into the SQL.
+ */
+export function d1(sql, { remote = false } = {}) {
+  const target = remote ? ["--remote", "--env", "production"] : ["--local"];
+  const result = spawnSync(bin("wrangler"), ["d1", "execute", "DB", ...target, "--json", "--command", sql], {
+    cwd: ROOT,
+    encoding: "utf8",
+    env: childEnv({ CI: "1" }),
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (result.error) fail(`wrangler could not start: ${result.error.message}. Did you run \`npm ci\`?`);
+  if (result.status !== 0) {
+    fail(`D1 ${remote ? "remote" : "local"} query failed:\n${(result.stderr || result.stdout).trim()}`);
+  }
+  const parsed = JSON.parse(result.stdout);
+  return parsed.map((statement) => statement.results ?? []);
+}
+
+export const sqlString = (value) => `'${String(value).replaceAll("'", "''")}'`;

@@ -1,0 +1,18 @@
+// `npm run db:seed`: loads the demo world of DECISIONS §9 into the local D1
+// that `wrangler dev` uses, with the same loader the tests use. Idempotent.
+import { getPlatformProxy } from "wrangler";
+import { createDb } from "../src/db/client";
+import { DEMO, loadDemoWorld } from "../src/db/demo-world";
+
+if (process.argv.includes("--remote")) {
+  console.error("✖ The demo world holds well-known tokens; it is never loaded into a remote database.");
+  process.exit(1);
+}
+
+const { env, dispose } = await getPlatformProxy<Env>({ configPath: "wrangler.toml", persist: true });
+try {
+  await loadDemoWorld(createDb(env.DB));
+  console.error(`  demo world loaded; tokens: ${Object.values(DEMO.tokens).join(", ")}`);
+} finally {
+  await dispose();
+}

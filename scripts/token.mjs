@@ -1,0 +1,119 @@
+// `npm run token -- <command>`: mint, revoke and list access tokens
+// (DECISIONS §2). Works on the local D1 by default, `--remote` on production.
+// A minted token is printed once, on stdout; only its SHA-256 is stored.
+import { createHash, randomBytes } from "node:crypto";
+import { d1, fail, parseArgs, sqlString } from "./lib/cli.mjs";
+
+const SCOPES = ["calls:lookup", "scans:write"];
+const USAGE = `Usage:
+  npm run token -- mint --person <id> [--expires <days>] [--remote]
+  npm run token -- mint --service <name> --scope <scope> [--scope <scope>] [--expires <days>] [--remote]
+  npm run token -- revoke <token> [--remote]
+  npm run token -- revoke --id <token id> [--remote]
+  npm run token -- list [--remote]
+
+Scopes: ${SCOPES.join(", ")}. Tokens go to the local database unless --remote is given.`;
+
+const { flags, positionals } = parseArgs(process.argv.slice(2), { switches: ["remote", "help"] });
+const remote = flags.remote === "true";
+const [command, ...rest] = positionals;
+const now = Date.now();
+const hash = (token) => createHash("sha256").update(token).digest("hex");
+
+if (flags.help || !command) {
+  console.error(USAGE);
+  process.exit(command || flags.help ? 0 : 1);
+}
+
+switch (command) {
+  case "mint":
+    mint();
+    break;
+  case "revoke":
+    revoke();
+    break;
+  case "list":
+    list();
+    break;
+  default:
+    fail(`unknown command "${command}".\n\n${USAGE}`);
+}
+
+function mint() {
+  const expiresAt = flags.expires === undefined ? null : now + positiveInt(flags.expires, "--expires") * 86_400_000;
+  let token;
+  let owner;
+  if (flags.person !== undefined) {
+    const personId = positiveInt(flags.person, "--person");
+    const [people] = d1(`SELECT id, first_name, last_name FROM people WHERE id = ${personId}`, { remote });
+    if (!people.length) fail(`there is no person ${personId}.`);
+    token = `pk_${randomBytes(32).toString("base64url")}`;
+    owner = { person_id: personId, service_name: null, scopes: [] };
+    console.error(`Minting a person token for ${people[0].first_name} ${people[0].last_name} (person ${personId}).`);
+  } else if (flags.service !== undefined) {
+    const name = String(flags.service);
+    if (!/^[a-z][a-z0-9-]{1,39}$/.test(name)) fail("--service must be 2–40 lowercase letters, digits or dashes.");
+    const scopes = [flags.scope ?? []].flat();
+    if (!scopes.length) fail(`a service token needs at least one --scope (${SCOPES.join(", ")}).`);
+    const unknown = scopes.filter((scope) => !SCOPES.includes(scope));
+    if (unknown.length) fail(`unknown scope ${unknown.join(", ")}; valid: ${SCOPES.join(", ")}.`);
+    token = `sk_${randomBytes(32).toString("base64url")}`;
+    owner = { person_id: null, service_name: name, scopes };
+    console.error(`Minting a service token for "${name}" with scopes ${scopes.join(", ")}.`);
+  } else {
+    fail(`mint needs --person <id> or --service <name>.\n\n${USAGE}`);
+  }
+  d1(
+    `INSERT INTO access_tokens (token_hash, prefix, person_id, service_name, scopes, expires_at, created_at) VALUES (` +
+      [
+        sqlString(hash(token)),
+        sqlString(token.slice(0, 8)),
+        owner.person_id ?? "NULL",
+        owner.service_name === null ? "NULL" : sqlString(owner.service_name),
+        sqlString(JSON.stringify(owner.scopes)),
+        expiresAt ?? "NULL",
+        now,
+      ].join(", ") +
+      ")",
+    { remote },
+  );
+  console.error(
+    `Stored in the ${remote ? "remote" : "local"} database${expiresAt ? `, expires ${new Date(expiresAt).toISOString()}` : ", no expiry"}. It is shown only now:`,
+  );
+  console.log(token);
+}
+
+function revoke() {
+  const where =
+    flags.id !== undefined
+      ? `id = ${positiveInt(flags.id, "--id")}`
+      : rest[0]
+        ? `token_hash = ${sqlString(hash(rest[0]))}`
+        : fail(`revoke needs a token or --id <token id>.\n\n${USAGE}`);
+  const [rows] = d1(`UPDATE access_tokens SET revoked_at = ${now} WHERE ${where} AND revoked_at IS NULL RETURNING id, prefix`, { remote });
+  if (!rows.length) fail("no active token matched; nothing was revoked.");
+  console.error(`Revoked token ${rows[0].id} (${rows[0].prefix}…). Cached verifications end within 30 s.`);
+}
+
+function list() {
+  const [rows] = d1(
+    "SELECT id, prefix, person_id, service_name, scopes, expires_at, revoked_at, last_used_at FROM access_tokens ORDER BY id",
+    { remote },
+  );
+  const iso = (ms) => (ms === null ? "" : new Date(ms).toISOString());
+  console.table(
+    rows.map((row) => ({
+      id: row.id,
+      prefix: `${row.prefix}…`,
+      owner: row.person_id !== null ? `person ${row.person_id}` : `service ${row.service_name} ${row.scopes}`,
+      expires: iso(row.expires_at),
+      revoked: iso(row.revoked_at),
+      last_used: iso(row.last_used_at),
+    })),
+  );
+}
+
+function positiveInt(value, name) {
+  if (!/^[0-9]+$/.test(String(value)) || Number(value) < 1) fail(`${name} must be a positive integer.`);
+  return Number(value);
+}
