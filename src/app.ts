@@ -7,13 +7,14 @@ import { createRouter } from "./lib/create-router";
 import { identify } from "./middleware/auth";
 import { database } from "./middleware/db";
 import { rateLimit } from "./middleware/rate-limit";
+import buzz from "./routes/buzz/buzz.index";
 import companies, { seedFormRouter } from "./routes/companies/companies.index";
 import health from "./routes/health/health.index";
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
 /** Area routers, mounted at the root: each declares its full paths. */
-const areas = [health, companies];
+const areas = [health, buzz, companies];
 
 export function createApp() {
   const app = createRouter();

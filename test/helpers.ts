@@ -15,6 +15,9 @@ export type CallOptions = {
 export function call(path: string, { method = "GET", token, body, headers = {} }: CallOptions = {}) {
   const init: RequestInit = { method, headers: { ...headers } };
   const h = init.headers as Record<string, string>;
+  // Real traffic always carries the client address; a fresh one per call keeps
+  // unauthenticated tests from sharing one per-IP rate-limit budget.
+  h["CF-Connecting-IP"] ??= `198.51.100.${Math.floor(Math.random() * 250) + 1}`;
   if (token) h.Authorization = `Bearer ${token}`;
   if (body !== undefined) {
     init.body = typeof body === "string" ? body : JSON.stringify(body);
@@ -45,4 +48,18 @@ export async function expectError(response: Response, status: number, phrase: st
   expect(body.error.message.startsWith(`${phrase}: `)).toBe(true);
   expect(body.error.message.length).toBeGreaterThan(phrase.length + 10);
   return body.error.message;
+}
+
+/** Inserts an access token directly, for token states the demo world lacks. */
+export async function insertToken(
+  token: string,
+  fields: { personId?: number; serviceName?: string; scopes?: string[]; expiresAt?: Date; revokedAt?: Date },
+) {
+  const { env } = await import("cloudflare:workers");
+  const { createDb } = await import("../src/db/client");
+  const { accessTokens } = await import("../src/db/schema");
+  const { sha256Hex } = await import("../src/lib/crypto");
+  await createDb(env.DB)
+    .insert(accessTokens)
+    .values({ tokenHash: await sha256Hex(token), prefix: token.slice(0, 8), ...fields });
 }
