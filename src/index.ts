@@ -1,11 +1,13 @@
 import { createApp } from "./app";
-import { handleQueue } from "./queue/consumer";
 import { handleScheduled } from "./cron/scheduled";
+import { handleQueue } from "./queue/consumer";
 
 const app = createApp();
 
-export default {
+const worker: ExportedHandler<Env> = {
   fetch: app.fetch,
   queue: handleQueue,
   scheduled: handleScheduled,
-} satisfies ExportedHandler<Env>;
+};
+
+export default worker;

@@ -1,0 +1,87 @@
+import {
+  createExecutionContext,
+  createMessageBatch,
+  createScheduledController,
+  getQueueResult,
+  waitOnExecutionContext,
+} from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import worker from "../src/index";
+
+/** Fires a cron trigger through the Worker's scheduled handler, as the runtime would. */
+async function fireCron(cron: string, scheduledTime: number) {
+  const ctx = createExecutionContext();
+  await worker.scheduled!(createScheduledController({ cron, scheduledTime }), env, ctx);
+  await waitOnExecutionContext(ctx);
+}
+
+const hour = 3600_000;
+const day = 24 * hour;
+
+async function count(sql: string, ...params: unknown[]) {
+  const row = await env.DB.prepare(sql).bind(...params).first<{ n: number }>();
+  return row?.n ?? 0;
+}
+
+describe("hourly cron: ephemeral employees", () => {
+  it("removes ephemeral employees 24 h after creation, keeping accounts that hold their own email", async () => {
+    const now = Date.now();
+    await env.DB.batch([
+      env.DB.prepare("INSERT INTO people (id, first_name, last_name, created_at, updated_at) VALUES (50, 'Eph', 'Only', ?1, ?1), (51, 'Eph', 'Own', ?1, ?1), (52, 'Eph', 'Fresh', ?1, ?1)").bind(now - 2 * day),
+      env.DB.prepare(
+        "INSERT INTO person_emails (person_id, email, \"primary\", employer_company_id) VALUES (50, 'eph.only@acme.example', 1, 1), (51, 'eph.own@acme.example', 1, 1), (51, 'eph.own@home.example', 0, NULL), (52, 'eph.fresh@acme.example', 1, 1)",
+      ),
+      env.DB.prepare(
+        "INSERT INTO memberships (company_id, person_id, ephemeral_until, created_at, updated_at) VALUES (1, 50, ?1, ?2, ?2), (1, 51, ?1, ?2, ?2), (1, 52, ?3, ?4, ?4)",
+      ).bind(now - hour, now - day - hour, now + day - hour, now - hour),
+    ]);
+
+    await fireCron("0 * * * *", now);
+
+    expect(await count("SELECT count(*) AS n FROM people WHERE id = 50")).toBe(0);
+    expect(await count("SELECT count(*) AS n FROM person_emails WHERE person_id = 50")).toBe(0);
+    // Person 51 added an email of their own: the account stays, disconnected from Acme.
+    expect(await count("SELECT count(*) AS n FROM people WHERE id = 51")).toBe(1);
+    expect(await count("SELECT count(*) AS n FROM memberships WHERE person_id = 51")).toBe(0);
+    expect(await count("SELECT count(*) AS n FROM person_emails WHERE person_id = 51 AND employer_company_id IS NULL")).toBe(1);
+    expect(await count("SELECT count(*) AS n FROM person_emails WHERE person_id = 51 AND employer_company_id = 1")).toBe(0);
+    // Not yet 24 h old: untouched. The demo employees are permanent and untouched.
+    expect(await count("SELECT count(*) AS n FROM memberships WHERE person_id IN (1, 2, 52)")).toBe(3);
+  });
+});
+
+describe("daily cron: webhook history", () => {
+  it("prunes finished deliveries older than 90 days and keeps the rest", async () => {
+    const now = Date.now();
+    const old = now - 91 * day;
+    const recent = now - 89 * day;
+    await env.DB.prepare(
+      `INSERT INTO webhook_deliveries (id, company_id, event, payload, status, created_at, updated_at) VALUES
+       ('old-success', 1, 'scan:started', '{}', 'success', ?1, ?1),
+       ('old-failed', 1, 'scan:started', '{}', 'failed', ?1, ?1),
+       ('old-pending', 1, 'scan:started', '{}', 'pending', ?1, ?1),
+       ('recent-success', 1, 'scan:started', '{}', 'success', ?2, ?2)`,
+    )
+      .bind(old, recent)
+      .run();
+
+    await fireCron("30 3 * * *", now);
+
+    const { results } = await env.DB.prepare("SELECT id FROM webhook_deliveries ORDER BY id").all<{ id: string }>();
+    expect(results.map((row) => row.id)).toEqual(["old-pending", "recent-success"]);
+  });
+});
+
+describe("queue consumer", () => {
+  it("acknowledges dead-lettered messages instead of retrying them forever", async () => {
+    const batch = createMessageBatch("webhook-deliveries-dlq", [
+      { id: "m-1", timestamp: new Date(), attempts: 8, body: { deliveryId: "x" } },
+    ]);
+    const ctx = createExecutionContext();
+    await worker.queue!(batch, env, ctx);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.explicitAcks).toEqual(["m-1"]);
+    expect(result.retryMessages).toEqual([]);
+  });
+});
