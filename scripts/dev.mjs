@@ -5,7 +5,10 @@ import { spawn } from "node:child_process";
 import { ROOT, bin, childEnv, run, step } from "./lib/cli.mjs";
 
 step("Applying D1 migrations to the local database (.wrangler/state)");
-run("wrangler", ["d1", "migrations", "apply", "DB", "--local"], { env: { CI: "1" }, what: "wrangler d1 migrations apply" });
+run("wrangler", ["d1", "migrations", "apply", "DB", "--local"], {
+  env: { CI: "1" },
+  what: "wrangler d1 migrations apply",
+});
 
 step("Loading the demo world (DECISIONS §9)");
 run("tsx", ["scripts/seed.ts"], { what: "the demo-world loader" });
@@ -13,7 +16,16 @@ run("tsx", ["scripts/seed.ts"], { what: "the demo-world loader" });
 step("Starting wrangler dev on http://127.0.0.1:8787 (crons: /cdn-cgi/handler/scheduled?cron=...)");
 const child = spawn(
   bin("wrangler"),
-  ["dev", "--ip", "127.0.0.1", "--port", "8787", "--test-scheduled", "--show-interactive-dev-session=false", ...process.argv.slice(2)],
+  [
+    "dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    "8787",
+    "--test-scheduled",
+    "--show-interactive-dev-session=false",
+    ...process.argv.slice(2),
+  ],
   { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], env: childEnv() },
 );
 

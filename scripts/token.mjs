@@ -90,7 +90,10 @@ function revoke() {
       : rest[0]
         ? `token_hash = ${sqlString(hash(rest[0]))}`
         : fail(`revoke needs a token or --id <token id>.\n\n${USAGE}`);
-  const [rows] = d1(`UPDATE access_tokens SET revoked_at = ${now} WHERE ${where} AND revoked_at IS NULL RETURNING id, prefix`, { remote });
+  const [rows] = d1(
+    `UPDATE access_tokens SET revoked_at = ${now} WHERE ${where} AND revoked_at IS NULL RETURNING id, prefix`,
+    { remote },
+  );
   if (!rows.length) fail("no active token matched; nothing was revoked.");
   console.error(`Revoked token ${rows[0].id} (${rows[0].prefix}…). Cached verifications end within 30 s.`);
 }

@@ -46,7 +46,7 @@ export function createApp() {
       title: "Privacy Platform API",
       version: "0.1.0",
       description:
-        "Secure calling, contacts, employee exposure, licenses, consent container and webhooks. Errors always have the body `{\"error\": {\"code\", \"message\"}}`.",
+        'Secure calling, contacts, employee exposure, licenses, consent container and webhooks. Errors always have the body `{"error": {"code", "message"}}`.',
     },
   });
   app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Privacy Platform API" }));
@@ -79,7 +79,8 @@ export function createApp() {
  */
 function fromFrameworkError(err: Error): { status: ErrorStatus; detail: string } | null {
   if (!(err instanceof HTTPException)) return null;
-  if (err.status === 415) return { status: 400, detail: "the request body must be JSON (Content-Type: application/json)" };
+  if (err.status === 415)
+    return { status: 400, detail: "the request body must be JSON (Content-Type: application/json)" };
   if (err.status === 400) {
     const message = err.message || "the request could not be read";
     return { status: 400, detail: message.charAt(0).toLowerCase() + message.slice(1) };

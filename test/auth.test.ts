@@ -51,7 +51,9 @@ describe("bearer authentication", () => {
     expect((await call("/companies/2", { token: "pk_test_login_carol" })).status).toBe(200);
     // Recorded in waitUntil; give it a moment.
     await new Promise((resolve) => setTimeout(resolve, 50));
-    const row = await env.DB.prepare("SELECT last_login_at FROM people WHERE id = ?").bind(DEMO.people.carol).first<{ last_login_at: number }>();
+    const row = await env.DB.prepare("SELECT last_login_at FROM people WHERE id = ?")
+      .bind(DEMO.people.carol)
+      .first<{ last_login_at: number }>();
     expect(row?.last_login_at).toBeGreaterThanOrEqual(before);
   });
 });

@@ -13,7 +13,14 @@ const acme = {
 const sites = [
   { id: 3, name: "PeopleFinder", status: "enabled", url: "https://peoplefinder.example", logo: "", scanner: true },
   { id: 4, name: "SpyDirectory", status: "enabled", url: "https://spydirectory.example", logo: "", scanner: true },
-  { id: 5, name: "WhitePages Archive", status: "enabled", url: "https://whitepages-archive.example", logo: "", scanner: false },
+  {
+    id: 5,
+    name: "WhitePages Archive",
+    status: "enabled",
+    url: "https://whitepages-archive.example",
+    logo: "",
+    scanner: false,
+  },
 ];
 
 describe("GET /companies/{company_id}", () => {
@@ -36,7 +43,13 @@ describe("GET /companies/{company_id}/roles", () => {
     expect(response.status).toBe(200);
     const roles = (await response.json()) as { name: string; permissions: string[] }[];
     expect(roles.map((role) => role.name)).toEqual(["Admin", "HR", "Viewer"]);
-    expect(roles[1]!.permissions).toEqual(["read employees", "write employees", "read exposures", "read licenses", "read sites"]);
+    expect(roles[1]!.permissions).toEqual([
+      "read employees",
+      "write employees",
+      "read exposures",
+      "read licenses",
+      "read sites",
+    ]);
     expect(roles[2]!.permissions).toEqual(["read employees", "read exposures", "read sites"]);
     for (const permission of roles[0]!.permissions) expect(permission).toMatch(/^(read|write) [a-z]+$/);
   });
@@ -85,7 +98,9 @@ describe("people-search sites", () => {
     const { env } = await import("cloudflare:workers");
     // Give Bob, a Viewer, a role without `read sites` instead.
     await env.DB.batch([
-      env.DB.prepare("INSERT INTO roles (id, company_id, name, permissions) VALUES (100, 1, 'Settings only', '[\"read settings\"]')"),
+      env.DB.prepare(
+        "INSERT INTO roles (id, company_id, name, permissions) VALUES (100, 1, 'Settings only', '[\"read settings\"]')",
+      ),
       env.DB.prepare("UPDATE membership_roles SET role_id = 100 WHERE membership_id = 2"),
     ]);
     try {

@@ -20,7 +20,9 @@ const hour = 3600_000;
 const day = 24 * hour;
 
 async function count(sql: string, ...params: unknown[]) {
-  const row = await env.DB.prepare(sql).bind(...params).first<{ n: number }>();
+  const row = await env.DB.prepare(sql)
+    .bind(...params)
+    .first<{ n: number }>();
   return row?.n ?? 0;
 }
 
@@ -28,7 +30,9 @@ describe("hourly cron: ephemeral employees", () => {
   it("removes ephemeral employees 24 h after creation, keeping accounts that hold their own email", async () => {
     const now = Date.now();
     await env.DB.batch([
-      env.DB.prepare("INSERT INTO people (id, first_name, last_name, created_at, updated_at) VALUES (50, 'Eph', 'Only', ?1, ?1), (51, 'Eph', 'Own', ?1, ?1), (52, 'Eph', 'Fresh', ?1, ?1)").bind(now - 2 * day),
+      env.DB.prepare(
+        "INSERT INTO people (id, first_name, last_name, created_at, updated_at) VALUES (50, 'Eph', 'Only', ?1, ?1), (51, 'Eph', 'Own', ?1, ?1), (52, 'Eph', 'Fresh', ?1, ?1)",
+      ).bind(now - 2 * day),
       env.DB.prepare(
         "INSERT INTO person_emails (person_id, email, \"primary\", employer_company_id) VALUES (50, 'eph.only@acme.example', 1, 1), (51, 'eph.own@acme.example', 1, 1), (51, 'eph.own@home.example', 0, NULL), (52, 'eph.fresh@acme.example', 1, 1)",
       ),
@@ -44,8 +48,12 @@ describe("hourly cron: ephemeral employees", () => {
     // Person 51 added an email of their own: the account stays, disconnected from Acme.
     expect(await count("SELECT count(*) AS n FROM people WHERE id = 51")).toBe(1);
     expect(await count("SELECT count(*) AS n FROM memberships WHERE person_id = 51")).toBe(0);
-    expect(await count("SELECT count(*) AS n FROM person_emails WHERE person_id = 51 AND employer_company_id IS NULL")).toBe(1);
-    expect(await count("SELECT count(*) AS n FROM person_emails WHERE person_id = 51 AND employer_company_id = 1")).toBe(0);
+    expect(
+      await count("SELECT count(*) AS n FROM person_emails WHERE person_id = 51 AND employer_company_id IS NULL"),
+    ).toBe(1);
+    expect(
+      await count("SELECT count(*) AS n FROM person_emails WHERE person_id = 51 AND employer_company_id = 1"),
+    ).toBe(0);
     // Not yet 24 h old: untouched. The demo employees are permanent and untouched.
     expect(await count("SELECT count(*) AS n FROM memberships WHERE person_id IN (1, 2, 52)")).toBe(3);
   });

@@ -12,7 +12,9 @@ const BIN = path.join(ROOT, "node_modules", ".bin");
 export const childEnv = (extra = {}) => ({
   ...process.env,
   WRANGLER_SEND_METRICS: "false",
-  PATH: `${BIN}${path.delimiter}${process.env.PATH ?? ""}`, ...extra });
+  PATH: `${BIN}${path.delimiter}${process.env.PATH ?? ""}`,
+  ...extra,
+});
 
 export const bin = (name) => path.join(BIN, name);
 

@@ -15,7 +15,12 @@ export function insertChunks<T extends SQLiteTable>(db: Db, table: T, rows: T["$
   const size = Math.max(1, Math.floor(D1_MAX_PARAMS / perRow));
   const statements = [];
   for (let i = 0; i < rows.length; i += size) {
-    statements.push(db.insert(table).values(rows.slice(i, i + size)).onConflictDoNothing());
+    statements.push(
+      db
+        .insert(table)
+        .values(rows.slice(i, i + size))
+        .onConflictDoNothing(),
+    );
   }
   return statements;
 }

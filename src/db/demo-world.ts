@@ -33,24 +33,95 @@ const created = new Date("2026-01-05T09:00:00.000Z");
 
 type Row<T extends { $inferInsert: unknown }> = T["$inferInsert"];
 
-const companyRows = ([
-  { id: C.acme, kind: "employer", name: "Acme Corp", slug: "acme", url: "https://acme.example", logo: "https://acme.example/logo.png" },
-  { id: C.globex, kind: "employer", name: "Globex", slug: "globex", url: "https://globex.example" },
-  { id: C.peopleFinder, kind: "site", name: "PeopleFinder", slug: "peoplefinder", url: "https://peoplefinder.example", scanner: true },
-  { id: C.spyDirectory, kind: "site", name: "SpyDirectory", slug: "spydirectory", url: "https://spydirectory.example", scanner: true },
-  { id: C.whitePagesArchive, kind: "site", name: "WhitePages Archive", slug: "whitepages-archive", url: "https://whitepages-archive.example", scanner: false },
-  { id: C.dailyNews, kind: "publisher", name: "Daily News", slug: "dailynews", url: "https://dailynews.example", domain: "dailynews.example", logo: "https://dailynews.example/logo.png" },
-  { id: C.oldBlog, kind: "publisher", name: "Old Blog", slug: "oldblog", url: "https://oldblog.example", domain: "oldblog.example" },
-  { id: V.adMetrics, kind: "vendor", name: "AdMetrics", slug: "admetrics", url: "https://admetrics.example", logo: "https://admetrics.example/logo.png", profileUrl: "https://trust.example/vendors/admetrics" },
-  { id: V.trackBuddy, kind: "vendor", name: "TrackBuddy", slug: "trackbuddy", url: "https://trackbuddy.example", logo: "https://trackbuddy.example/logo.png", profileUrl: "https://trust.example/vendors/trackbuddy" },
-  { id: V.pixelPartners, kind: "vendor", name: "Pixel Partners", slug: "pixelpartners", url: "https://pixelpartners.example", logo: "https://pixelpartners.example/logo.png", profileUrl: "https://trust.example/vendors/pixelpartners" },
-] satisfies Row<typeof t.companies>[]).map((row) => ({ createdAt: created, updatedAt: created, ...row }));
+const companyRows = (
+  [
+    {
+      id: C.acme,
+      kind: "employer",
+      name: "Acme Corp",
+      slug: "acme",
+      url: "https://acme.example",
+      logo: "https://acme.example/logo.png",
+    },
+    { id: C.globex, kind: "employer", name: "Globex", slug: "globex", url: "https://globex.example" },
+    {
+      id: C.peopleFinder,
+      kind: "site",
+      name: "PeopleFinder",
+      slug: "peoplefinder",
+      url: "https://peoplefinder.example",
+      scanner: true,
+    },
+    {
+      id: C.spyDirectory,
+      kind: "site",
+      name: "SpyDirectory",
+      slug: "spydirectory",
+      url: "https://spydirectory.example",
+      scanner: true,
+    },
+    {
+      id: C.whitePagesArchive,
+      kind: "site",
+      name: "WhitePages Archive",
+      slug: "whitepages-archive",
+      url: "https://whitepages-archive.example",
+      scanner: false,
+    },
+    {
+      id: C.dailyNews,
+      kind: "publisher",
+      name: "Daily News",
+      slug: "dailynews",
+      url: "https://dailynews.example",
+      domain: "dailynews.example",
+      logo: "https://dailynews.example/logo.png",
+    },
+    {
+      id: C.oldBlog,
+      kind: "publisher",
+      name: "Old Blog",
+      slug: "oldblog",
+      url: "https://oldblog.example",
+      domain: "oldblog.example",
+    },
+    {
+      id: V.adMetrics,
+      kind: "vendor",
+      name: "AdMetrics",
+      slug: "admetrics",
+      url: "https://admetrics.example",
+      logo: "https://admetrics.example/logo.png",
+      profileUrl: "https://trust.example/vendors/admetrics",
+    },
+    {
+      id: V.trackBuddy,
+      kind: "vendor",
+      name: "TrackBuddy",
+      slug: "trackbuddy",
+      url: "https://trackbuddy.example",
+      logo: "https://trackbuddy.example/logo.png",
+      profileUrl: "https://trust.example/vendors/trackbuddy",
+    },
+    {
+      id: V.pixelPartners,
+      kind: "vendor",
+      name: "Pixel Partners",
+      slug: "pixelpartners",
+      url: "https://pixelpartners.example",
+      logo: "https://pixelpartners.example/logo.png",
+      profileUrl: "https://trust.example/vendors/pixelpartners",
+    },
+  ] satisfies Row<typeof t.companies>[]
+).map((row) => ({ createdAt: created, updatedAt: created, ...row }));
 
-const peopleRows = ([
-  { id: P.alice, firstName: "Alice", lastName: "Admin", dob: "1984-03-14" },
-  { id: P.bob, firstName: "Bob", lastName: "Builder", dob: "1990-07-02" },
-  { id: P.carol, firstName: "Carol", lastName: "Chief", dob: "1979-11-23" },
-] satisfies Row<typeof t.people>[]).map((row) => ({ createdAt: created, updatedAt: created, ...row }));
+const peopleRows = (
+  [
+    { id: P.alice, firstName: "Alice", lastName: "Admin", dob: "1984-03-14" },
+    { id: P.bob, firstName: "Bob", lastName: "Builder", dob: "1990-07-02" },
+    { id: P.carol, firstName: "Carol", lastName: "Chief", dob: "1979-11-23" },
+  ] satisfies Row<typeof t.people>[]
+).map((row) => ({ createdAt: created, updatedAt: created, ...row }));
 
 /** Role ids: Acme's Admin, HR, Viewer are 1–3, Globex's 4–6 (DEFAULT_ROLES order). */
 const roleRows = [C.acme, C.globex].flatMap((companyId, c) =>
@@ -89,9 +160,37 @@ export async function demoWorldStatements(db: Db) {
       { id: 1, personId: P.bob, countryCode: "1", phoneNumber: "4155550199", e164: DEMO.bobPhone, primary: true },
     ]),
     ...insertChunks(db, t.personAddresses, [
-      { id: 1, personId: P.alice, primary: true, line1: "1 Market St", city: "San Francisco", region: "CA", postalCode: "94105", country: "US" },
-      { id: 2, personId: P.bob, primary: true, line1: "200 Mission St", line2: "Apt 4", city: "San Francisco", region: "CA", postalCode: "94105", country: "US" },
-      { id: 3, personId: P.carol, primary: true, line1: "42 Elm St", city: "Springfield", region: "IL", postalCode: "62701", country: "US" },
+      {
+        id: 1,
+        personId: P.alice,
+        primary: true,
+        line1: "1 Market St",
+        city: "San Francisco",
+        region: "CA",
+        postalCode: "94105",
+        country: "US",
+      },
+      {
+        id: 2,
+        personId: P.bob,
+        primary: true,
+        line1: "200 Mission St",
+        line2: "Apt 4",
+        city: "San Francisco",
+        region: "CA",
+        postalCode: "94105",
+        country: "US",
+      },
+      {
+        id: 3,
+        personId: P.carol,
+        primary: true,
+        line1: "42 Elm St",
+        city: "Springfield",
+        region: "IL",
+        postalCode: "62701",
+        country: "US",
+      },
     ]),
     ...insertChunks(db, t.licenses, [
       { id: "scan", name: "Scan", price: 0, currency: "USD", fullScan: false, fullDelete: false },
@@ -110,8 +209,24 @@ export async function demoWorldStatements(db: Db) {
     ]),
     ...insertChunks(db, t.roles, roleRows),
     ...insertChunks(db, t.memberships, [
-      { id: 1, companyId: C.acme, personId: P.alice, licenseId: "protect", licenseStartAt: created, createdAt: created, updatedAt: created },
-      { id: 2, companyId: C.acme, personId: P.bob, licenseId: "scan", licenseStartAt: created, createdAt: created, updatedAt: created },
+      {
+        id: 1,
+        companyId: C.acme,
+        personId: P.alice,
+        licenseId: "protect",
+        licenseStartAt: created,
+        createdAt: created,
+        updatedAt: created,
+      },
+      {
+        id: 2,
+        companyId: C.acme,
+        personId: P.bob,
+        licenseId: "scan",
+        licenseStartAt: created,
+        createdAt: created,
+        updatedAt: created,
+      },
       { id: 3, companyId: C.globex, personId: P.carol, createdAt: created, updatedAt: created },
     ]),
     ...insertChunks(db, t.membershipRoles, [
@@ -123,7 +238,13 @@ export async function demoWorldStatements(db: Db) {
     ...insertChunks(
       db,
       t.secureNumbers,
-      DEMO.securePool.map((e164, i) => ({ id: i + 1, e164, countryCode: "1", number: e164.slice(2), createdAt: created })),
+      DEMO.securePool.map((e164, i) => ({
+        id: i + 1,
+        e164,
+        countryCode: "1",
+        number: e164.slice(2),
+        createdAt: created,
+      })),
     ),
     ...insertChunks(db, t.consentContainers, [
       { id: 1, publisherId: C.dailyNews, enabled: true, createdAt: created },

@@ -48,8 +48,7 @@ export class ApiError extends HTTPException {
 }
 
 export const badRequest = (detail: string) => new ApiError(400, detail);
-export const unauthorized = (detail: string) =>
-  new ApiError(401, detail, { "WWW-Authenticate": 'Bearer realm="api"' });
+export const unauthorized = (detail: string) => new ApiError(401, detail, { "WWW-Authenticate": 'Bearer realm="api"' });
 export const forbidden = (detail: string) => new ApiError(403, detail);
 export const notFound = (detail: string) => new ApiError(404, detail);
 export const conflict = (detail: string) => new ApiError(409, detail);
@@ -80,9 +79,7 @@ const TARGET_NAMES: Record<string, string> = {
 
 function formatPath(path: PropertyKey[]): string {
   return path
-    .map((segment, i) =>
-      typeof segment === "number" ? `[${segment}]` : `${i === 0 ? "" : "."}${String(segment)}`,
-    )
+    .map((segment, i) => (typeof segment === "number" ? `[${segment}]` : `${i === 0 ? "" : "."}${String(segment)}`))
     .join("");
 }
 

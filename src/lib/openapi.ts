@@ -19,7 +19,9 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
 
 /** Documents the error answers a route can give, all in the one error body. */
 export function errorResponses<S extends ErrorStatus>(...statuses: S[]) {
-  return Object.fromEntries(statuses.map((status) => [status, jsonContent(ErrorSchema, ERROR_DESCRIPTIONS[status])])) as {
+  return Object.fromEntries(
+    statuses.map((status) => [status, jsonContent(ErrorSchema, ERROR_DESCRIPTIONS[status])]),
+  ) as {
     [K in S]: ReturnType<typeof jsonContent<typeof ErrorSchema>>;
   };
 }

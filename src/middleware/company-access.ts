@@ -33,7 +33,9 @@ export function companyAccess(permission: Permission) {
     if (rows.length === 0) throw notFound(`company ${companyId} does not exist`);
     const permissions = [...new Set(rows.flatMap((row) => row.permissions ?? []))];
     if (!grants(permissions, permission)) {
-      throw forbidden(`this needs the \`${permission}\` permission, which your roles in company ${companyId} do not grant`);
+      throw forbidden(
+        `this needs the \`${permission}\` permission, which your roles in company ${companyId} do not grant`,
+      );
     }
     c.set("company", { companyId, membershipId: rows[0]!.membershipId, permissions });
     await next();

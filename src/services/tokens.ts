@@ -74,7 +74,8 @@ function toCheck(
   if (row.revokedAt) return { ok: false, reason: "the bearer token has been revoked" };
   if (row.expiresAt && row.expiresAt.getTime() <= now.getTime())
     return { ok: false, reason: "the bearer token has expired" };
-  if (row.personId !== null) return { ok: true, principal: { kind: "person", tokenId: row.id, personId: row.personId } };
+  if (row.personId !== null)
+    return { ok: true, principal: { kind: "person", tokenId: row.id, personId: row.personId } };
   return {
     ok: true,
     principal: { kind: "service", tokenId: row.id, service: row.serviceName ?? "service", scopes: row.scopes },
@@ -89,7 +90,10 @@ async function recordUse(db: Db, principal: Principal, now: Date) {
     await db.batch([
       ...statements,
       // A login is not a profile change: keep `updated_at` (heartbeat's last_user_update).
-      db.update(people).set({ lastLoginAt: now, updatedAt: sql`${people.updatedAt}` }).where(eq(people.id, principal.personId)),
+      db
+        .update(people)
+        .set({ lastLoginAt: now, updatedAt: sql`${people.updatedAt}` })
+        .where(eq(people.id, principal.personId)),
     ]);
   } else {
     await db.batch(statements);

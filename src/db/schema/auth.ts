@@ -21,8 +21,5 @@ export const accessTokens = sqliteTable(
     lastUsedAt: timestamp("last_used_at"),
     createdAt: createdAt(),
   },
-  (t) => [
-    uniqueIndex("access_tokens_hash_uq").on(t.tokenHash),
-    index("access_tokens_person_idx").on(t.personId),
-  ],
+  (t) => [uniqueIndex("access_tokens_hash_uq").on(t.tokenHash), index("access_tokens_person_idx").on(t.personId)],
 );

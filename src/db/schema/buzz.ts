@@ -1,5 +1,5 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { createdAt, id, timestamp } from "./columns";
+import { cascadeRef, createdAt, id, timestamp } from "./columns";
 import { people } from "./people";
 
 /**
@@ -18,19 +18,14 @@ export const secureNumbers = sqliteTable(
     assignedAt: timestamp("assigned_at"),
     createdAt: createdAt(),
   },
-  (t) => [
-    uniqueIndex("secure_numbers_e164_uq").on(t.e164),
-    uniqueIndex("secure_numbers_person_uq").on(t.personId),
-  ],
+  (t) => [uniqueIndex("secure_numbers_e164_uq").on(t.e164), uniqueIndex("secure_numbers_person_uq").on(t.personId)],
 );
 
 export const blockedCalls = sqliteTable(
   "blocked_calls",
   {
     id: id(),
-    personId: integer("person_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
+    personId: cascadeRef("person_id", () => people.id),
     callerId: text("caller_id"),
     countryCode: text("country_code").notNull(),
     phoneNumber: text("phone_number").notNull(),

@@ -1,4 +1,4 @@
-import { integer } from "drizzle-orm/sqlite-core";
+import { type AnySQLiteColumn, integer } from "drizzle-orm/sqlite-core";
 
 /**
  * Column helpers shared by every table. Timestamps are stored as integer
@@ -21,3 +21,10 @@ export const updatedAt = () =>
     .$onUpdateFn(() => new Date());
 
 export const flag = (name: string) => integer(name, { mode: "boolean" });
+
+/**
+ * A required reference to another row that goes when that row goes: most of
+ * the model hangs off a person or a company this way.
+ */
+export const cascadeRef = (name: string, target: () => AnySQLiteColumn) =>
+  integer(name).notNull().references(target, { onDelete: "cascade" });

@@ -1,5 +1,5 @@
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { createdAt, id, flag, timestamp, updatedAt } from "./columns";
+import { cascadeRef, createdAt, flag, id, timestamp, updatedAt } from "./columns";
 import { licenses } from "./licenses";
 import { people } from "./people";
 
@@ -18,7 +18,9 @@ export const companies = sqliteTable(
     kind: text("kind", { enum: companyKinds }).notNull(),
     name: text("name").notNull(),
     slug: text("slug").notNull(),
-    status: text("status", { enum: ["enabled", "disabled"] }).notNull().default("enabled"),
+    status: text("status", { enum: ["enabled", "disabled"] })
+      .notNull()
+      .default("enabled"),
     url: text("url").notNull().default(""),
     logo: text("logo"),
     /** Publisher primary domain (consent container CORS and lookup result). */
@@ -37,17 +39,12 @@ export const companyPhones = sqliteTable(
   "company_phones",
   {
     id: id(),
-    companyId: integer("company_id")
-      .notNull()
-      .references(() => companies.id, { onDelete: "cascade" }),
+    companyId: cascadeRef("company_id", () => companies.id),
     countryCode: text("country_code").notNull(),
     phoneNumber: text("phone_number").notNull(),
     e164: text("e164").notNull(),
   },
-  (t) => [
-    index("company_phones_e164_idx").on(t.e164),
-    index("company_phones_company_idx").on(t.companyId),
-  ],
+  (t) => [index("company_phones_e164_idx").on(t.e164), index("company_phones_company_idx").on(t.companyId)],
 );
 
 /** Roles are per company; `permissions` holds strings like "read settings". */
@@ -55,9 +52,7 @@ export const roles = sqliteTable(
   "roles",
   {
     id: id(),
-    companyId: integer("company_id")
-      .notNull()
-      .references(() => companies.id, { onDelete: "cascade" }),
+    companyId: cascadeRef("company_id", () => companies.id),
     name: text("name").notNull(),
     permissions: text("permissions", { mode: "json" }).$type<string[]>().notNull(),
   },
@@ -72,12 +67,8 @@ export const memberships = sqliteTable(
   "memberships",
   {
     id: id(),
-    companyId: integer("company_id")
-      .notNull()
-      .references(() => companies.id, { onDelete: "cascade" }),
-    personId: integer("person_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
+    companyId: cascadeRef("company_id", () => companies.id),
+    personId: cascadeRef("person_id", () => people.id),
     licenseId: text("license_id").references(() => licenses.id),
     licenseStartAt: timestamp("license_start_at"),
     licenseEndAt: timestamp("license_end_at"),
@@ -98,12 +89,8 @@ export const memberships = sqliteTable(
 export const membershipRoles = sqliteTable(
   "membership_roles",
   {
-    membershipId: integer("membership_id")
-      .notNull()
-      .references(() => memberships.id, { onDelete: "cascade" }),
-    roleId: integer("role_id")
-      .notNull()
-      .references(() => roles.id, { onDelete: "cascade" }),
+    membershipId: cascadeRef("membership_id", () => memberships.id),
+    roleId: cascadeRef("role_id", () => roles.id),
   },
   (t) => [primaryKey({ columns: [t.membershipId, t.roleId] }), index("membership_roles_role_idx").on(t.roleId)],
 );
@@ -113,12 +100,8 @@ export const invitations = sqliteTable(
   "invitations",
   {
     id: id(),
-    companyId: integer("company_id")
-      .notNull()
-      .references(() => companies.id, { onDelete: "cascade" }),
-    personId: integer("person_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
+    companyId: cascadeRef("company_id", () => companies.id),
+    personId: cascadeRef("person_id", () => people.id),
     email: text("email").notNull(),
     tokenHash: text("token_hash").notNull(),
     expiresAt: timestamp("expires_at").notNull(),

@@ -1,6 +1,6 @@
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { companies } from "./companies";
-import { createdAt, flag, id } from "./columns";
+import { cascadeRef, createdAt, flag, id } from "./columns";
 
 /**
  * A publisher's consent container. Its public id is the publisher company's
@@ -10,9 +10,7 @@ export const consentContainers = sqliteTable(
   "consent_containers",
   {
     id: id(),
-    publisherId: integer("publisher_id")
-      .notNull()
-      .references(() => companies.id, { onDelete: "cascade" }),
+    publisherId: cascadeRef("publisher_id", () => companies.id),
     enabled: flag("enabled").notNull().default(true),
     createdAt: createdAt(),
   },
@@ -23,12 +21,8 @@ export const consentContainers = sqliteTable(
 export const containerVendors = sqliteTable(
   "container_vendors",
   {
-    containerId: integer("container_id")
-      .notNull()
-      .references(() => consentContainers.id, { onDelete: "cascade" }),
-    vendorId: integer("vendor_id")
-      .notNull()
-      .references(() => companies.id, { onDelete: "cascade" }),
+    containerId: cascadeRef("container_id", () => consentContainers.id),
+    vendorId: cascadeRef("vendor_id", () => companies.id),
     position: integer("position").notNull(),
     category: text("category").notNull(),
   },

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { companies } from "./companies";
-import { createdAt, flag, id, timestamp, updatedAt } from "./columns";
+import { cascadeRef, createdAt, flag, id, timestamp, updatedAt } from "./columns";
 import { people } from "./people";
 
 /** A person's address book entry. */
@@ -9,9 +9,7 @@ export const contacts = sqliteTable(
   "contacts",
   {
     id: id(),
-    ownerId: integer("owner_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
+    ownerId: cascadeRef("owner_id", () => people.id),
     displayName: text("display_name").notNull().default(""),
     birthday: text("birthday"),
     labels: text("labels", { mode: "json" }).$type<string[]>().notNull().default([]),
@@ -25,9 +23,7 @@ export const contactEmails = sqliteTable(
   "contact_emails",
   {
     id: id(),
-    contactId: integer("contact_id")
-      .notNull()
-      .references(() => contacts.id, { onDelete: "cascade" }),
+    contactId: cascadeRef("contact_id", () => contacts.id),
     email: text("email").notNull(),
   },
   (t) => [index("contact_emails_contact_idx").on(t.contactId), index("contact_emails_email_idx").on(t.email)],
@@ -37,9 +33,7 @@ export const contactPhones = sqliteTable(
   "contact_phones",
   {
     id: id(),
-    contactId: integer("contact_id")
-      .notNull()
-      .references(() => contacts.id, { onDelete: "cascade" }),
+    contactId: cascadeRef("contact_id", () => contacts.id),
     e164: text("e164").notNull(),
   },
   (t) => [index("contact_phones_contact_idx").on(t.contactId), index("contact_phones_e164_idx").on(t.e164)],
@@ -49,9 +43,7 @@ export const contactAddresses = sqliteTable(
   "contact_addresses",
   {
     id: id(),
-    contactId: integer("contact_id")
-      .notNull()
-      .references(() => contacts.id, { onDelete: "cascade" }),
+    contactId: cascadeRef("contact_id", () => contacts.id),
     line: text("line").notNull(),
   },
   (t) => [index("contact_addresses_contact_idx").on(t.contactId)],
@@ -66,14 +58,12 @@ export const trustRequests = sqliteTable(
   "trust_requests",
   {
     id: id(),
-    requesterId: integer("requester_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
-    targetId: integer("target_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
+    requesterId: cascadeRef("requester_id", () => people.id),
+    targetId: cascadeRef("target_id", () => people.id),
     contactReason: text("contact_reason").notNull().default(""),
-    status: text("status", { enum: ["pending", "trusted", "untrusted"] }).notNull().default("pending"),
+    status: text("status", { enum: ["pending", "trusted", "untrusted"] })
+      .notNull()
+      .default("pending"),
     decidedAt: timestamp("decided_at"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
@@ -90,12 +80,8 @@ export const trustRequests = sqliteTable(
 export const personTrust = sqliteTable(
   "person_trust",
   {
-    personId: integer("person_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
-    trustedPersonId: integer("trusted_person_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
+    personId: cascadeRef("person_id", () => people.id),
+    trustedPersonId: cascadeRef("trusted_person_id", () => people.id),
     trusted: flag("trusted").notNull(),
     updatedAt: updatedAt(),
   },
@@ -112,17 +98,10 @@ export const personTrust = sqliteTable(
 export const companyTrust = sqliteTable(
   "company_trust",
   {
-    personId: integer("person_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
-    companyId: integer("company_id")
-      .notNull()
-      .references(() => companies.id, { onDelete: "cascade" }),
+    personId: cascadeRef("person_id", () => people.id),
+    companyId: cascadeRef("company_id", () => companies.id),
     trust: text("trust", { enum: ["trusted", "negative"] }).notNull(),
     updatedAt: updatedAt(),
   },
-  (t) => [
-    primaryKey({ columns: [t.personId, t.companyId] }),
-    index("company_trust_company_idx").on(t.companyId),
-  ],
+  (t) => [primaryKey({ columns: [t.personId, t.companyId] }), index("company_trust_company_idx").on(t.companyId)],
 );

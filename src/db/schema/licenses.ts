@@ -1,6 +1,6 @@
 import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { companies } from "./companies";
-import { createdAt, flag, id, updatedAt } from "./columns";
+import { cascadeRef, createdAt, flag, id, updatedAt } from "./columns";
 import { people } from "./people";
 
 /** The license catalog; ids are strings such as "scan" (DECISIONS §1). */
@@ -21,9 +21,7 @@ export const licenseSites = sqliteTable(
     licenseId: text("license_id")
       .notNull()
       .references(() => licenses.id, { onDelete: "cascade" }),
-    siteId: integer("site_id")
-      .notNull()
-      .references(() => companies.id, { onDelete: "cascade" }),
+    siteId: cascadeRef("site_id", () => companies.id),
   },
   (t) => [primaryKey({ columns: [t.licenseId, t.siteId] })],
 );
@@ -32,9 +30,7 @@ export const licenseSites = sqliteTable(
 export const companySeats = sqliteTable(
   "company_seats",
   {
-    companyId: integer("company_id")
-      .notNull()
-      .references(() => companies.id, { onDelete: "cascade" }),
+    companyId: cascadeRef("company_id", () => companies.id),
     licenseId: text("license_id")
       .notNull()
       .references(() => licenses.id),
@@ -49,9 +45,7 @@ export const licensePurchases = sqliteTable(
   "license_purchases",
   {
     id: id(),
-    companyId: integer("company_id")
-      .notNull()
-      .references(() => companies.id, { onDelete: "cascade" }),
+    companyId: cascadeRef("company_id", () => companies.id),
     licenseId: text("license_id")
       .notNull()
       .references(() => licenses.id),

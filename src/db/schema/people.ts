@@ -1,6 +1,6 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { companies } from "./companies";
-import { createdAt, flag, id, timestamp, updatedAt } from "./columns";
+import { cascadeRef, createdAt, flag, id, timestamp, updatedAt } from "./columns";
 
 /**
  * People are global accounts: an employee of several companies, a secure-app
@@ -28,9 +28,7 @@ export const personAkas = sqliteTable(
   "person_akas",
   {
     id: id(),
-    personId: integer("person_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
+    personId: cascadeRef("person_id", () => people.id),
     firstName: text("first_name").notNull(),
     middleName: text("middle_name"),
     lastName: text("last_name"),
@@ -48,9 +46,7 @@ export const personEmails = sqliteTable(
   "person_emails",
   {
     id: id(),
-    personId: integer("person_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
+    personId: cascadeRef("person_id", () => people.id),
     email: text("email").notNull(),
     primary: flag("primary").notNull().default(false),
     employerCompanyId: integer("employer_company_id").references(() => companies.id, {
@@ -68,9 +64,7 @@ export const personPhones = sqliteTable(
   "person_phones",
   {
     id: id(),
-    personId: integer("person_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
+    personId: cascadeRef("person_id", () => people.id),
     /** Calling code as digits, e.g. "1". */
     countryCode: text("country_code").notNull(),
     /** National significant number, digits only. */
@@ -78,19 +72,14 @@ export const personPhones = sqliteTable(
     e164: text("e164").notNull(),
     primary: flag("primary").notNull().default(false),
   },
-  (t) => [
-    index("person_phones_e164_idx").on(t.e164),
-    index("person_phones_person_idx").on(t.personId),
-  ],
+  (t) => [index("person_phones_e164_idx").on(t.e164), index("person_phones_person_idx").on(t.personId)],
 );
 
 export const personAddresses = sqliteTable(
   "person_addresses",
   {
     id: id(),
-    personId: integer("person_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
+    personId: cascadeRef("person_id", () => people.id),
     primary: flag("primary").notNull().default(false),
     line1: text("line_1").notNull(),
     line2: text("line_2"),

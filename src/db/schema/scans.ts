@@ -1,6 +1,6 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { companies } from "./companies";
-import { createdAt, id, timestamp, updatedAt } from "./columns";
+import { cascadeRef, createdAt, id, timestamp, updatedAt } from "./columns";
 import { people } from "./people";
 
 /** A scan of one person across sites; the id is the scanner's `scan_id`. */
@@ -8,9 +8,7 @@ export const scans = sqliteTable(
   "scans",
   {
     id: text("id").primaryKey(),
-    personId: integer("person_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
+    personId: cascadeRef("person_id", () => people.id),
     status: text("status", { enum: ["started", "completed"] }).notNull(),
     startedAt: timestamp("started_at"),
     completedAt: timestamp("completed_at"),
@@ -29,12 +27,8 @@ export const scanResults = sqliteTable(
   {
     id: id(),
     scanId: text("scan_id").notNull(),
-    personId: integer("person_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
-    siteId: integer("site_id")
-      .notNull()
-      .references(() => companies.id, { onDelete: "cascade" }),
+    personId: cascadeRef("person_id", () => people.id),
+    siteId: cascadeRef("site_id", () => companies.id),
     outcome: text("outcome", { enum: ["found", "not_found", "failed"] }).notNull(),
     url: text("url"),
     data: text("data", { mode: "json" }).$type<Record<string, unknown>>(),
@@ -54,12 +48,8 @@ export const exposures = sqliteTable(
   "exposures",
   {
     id: id(),
-    personId: integer("person_id")
-      .notNull()
-      .references(() => people.id, { onDelete: "cascade" }),
-    siteId: integer("site_id")
-      .notNull()
-      .references(() => companies.id, { onDelete: "cascade" }),
+    personId: cascadeRef("person_id", () => people.id),
+    siteId: cascadeRef("site_id", () => companies.id),
     status: text("status", { enum: exposureStatuses }).notNull().default("pending"),
     url: text("url"),
     data: text("data", { mode: "json" }).$type<Record<string, unknown>>().notNull().default({}),
@@ -79,12 +69,8 @@ export const exposureHistory = sqliteTable(
   "exposure_history",
   {
     id: id(),
-    exposureId: integer("exposure_id")
-      .notNull()
-      .references(() => exposures.id, { onDelete: "cascade" }),
-    siteId: integer("site_id")
-      .notNull()
-      .references(() => companies.id, { onDelete: "cascade" }),
+    exposureId: cascadeRef("exposure_id", () => exposures.id),
+    siteId: cascadeRef("site_id", () => companies.id),
     event: text("event").notNull(),
     createdAt: createdAt(),
   },

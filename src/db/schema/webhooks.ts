@@ -1,14 +1,12 @@
 import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { companies } from "./companies";
-import { createdAt, flag, id, timestamp, updatedAt } from "./columns";
+import { cascadeRef, createdAt, flag, id, timestamp, updatedAt } from "./columns";
 
 export const webhooks = sqliteTable(
   "webhooks",
   {
     id: id(),
-    companyId: integer("company_id")
-      .notNull()
-      .references(() => companies.id, { onDelete: "cascade" }),
+    companyId: cascadeRef("company_id", () => companies.id),
     endpoint: text("endpoint").notNull(),
     event: text("event").notNull(),
     active: flag("active").notNull().default(true),
@@ -28,9 +26,7 @@ export const webhookDeliveries = sqliteTable(
   "webhook_deliveries",
   {
     id: text("id").primaryKey(),
-    companyId: integer("company_id")
-      .notNull()
-      .references(() => companies.id, { onDelete: "cascade" }),
+    companyId: cascadeRef("company_id", () => companies.id),
     webhookId: integer("webhook_id").references(() => webhooks.id, { onDelete: "set null" }),
     event: text("event").notNull(),
     payload: text("payload", { mode: "json" }).$type<unknown>().notNull(),

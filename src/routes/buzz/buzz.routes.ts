@@ -6,8 +6,18 @@ const tags = ["Secure calling"];
 
 export const EncryptionSchema = z
   .object({
-    hash: z.string().trim().min(1).max(512).openapi({ description: "Identifies the user across devices", example: "9f86d081884c7d65" }),
-    e2e_id: z.string().trim().min(1).max(512).openapi({ description: "The user's id at the end-to-end encryption provider", example: "e2e-user-42" }),
+    hash: z
+      .string()
+      .trim()
+      .min(1)
+      .max(512)
+      .openapi({ description: "Identifies the user across devices", example: "9f86d081884c7d65" }),
+    e2e_id: z
+      .string()
+      .trim()
+      .min(1)
+      .max(512)
+      .openapi({ description: "The user's id at the end-to-end encryption provider", example: "e2e-user-42" }),
   })
   .openapi("EncryptionData");
 
