@@ -1,0 +1,57 @@
+import { z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+
+/**
+ * The one paging scheme (DECISIONS §1): `page` from 1, `per_page` with a
+ * per-endpoint default and maximum; out-of-range values are a 400, never
+ * clamped. Answers carry `X-Total-Count` and an RFC 8288 `Link` header.
+ */
+export function pageQuery(defaultPerPage: number, maxPerPage: number) {
+  return z.object({
+    page: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .default(1)
+      .openapi({ param: { name: "page", in: "query" }, description: "Page number, from 1", example: 1 }),
+    per_page: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(maxPerPage)
+      .default(defaultPerPage)
+      .openapi({
+        param: { name: "per_page", in: "query" },
+        description: `Results per page (default ${defaultPerPage}, at most ${maxPerPage})`,
+        example: defaultPerPage,
+      }),
+  });
+}
+
+export type Page = { page: number; per_page: number };
+
+/** SQL `LIMIT` / `OFFSET` of a page. */
+export const pageWindow = ({ page, per_page }: Page) => ({ limit: per_page, offset: (page - 1) * per_page });
+
+/** Sets `X-Total-Count` and `Link` (`first`, `prev`, `next`, `last`) for a page of `total` items. */
+export function setPageHeaders(c: Context, { page, per_page }: Page, total: number) {
+  c.header("X-Total-Count", String(total));
+  const lastPage = Math.max(1, Math.ceil(total / per_page));
+  const link = (n: number, rel: string) => {
+    const url = new URL(c.req.url);
+    url.searchParams.set("page", String(n));
+    url.searchParams.set("per_page", String(per_page));
+    return `<${url.toString()}>; rel="${rel}"`;
+  };
+  const links = [link(1, "first")];
+  if (page > 1) links.push(link(Math.min(page - 1, lastPage), "prev"));
+  if (page < lastPage) links.push(link(page + 1, "next"));
+  links.push(link(lastPage, "last"));
+  c.header("Link", links.join(", "));
+}
+
+/** Documents the paging headers on a list response. */
+export const pageHeaders = z.object({
+  "X-Total-Count": z.string().openapi({ description: "Number of items across all pages", example: "42" }),
+  Link: z.string().openapi({ description: 'RFC 8288 links: rel="first", "prev", "next", "last"' }),
+});

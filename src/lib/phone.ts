@@ -1,0 +1,50 @@
+import { getCountryCallingCode, isSupportedCountry, parsePhoneNumberFromString } from "libphonenumber-js/max";
+
+/**
+ * Phone numbers are parsed with libphonenumber-js (full metadata, so validity
+ * is real, not just a length check) and compared in E.164 (DECISIONS §3).
+ */
+export type Phone = {
+  /** Calling code as digits, e.g. "1". */
+  countryCode: string;
+  /** National significant number, digits only. */
+  nationalNumber: string;
+  /** "+14155550100" */
+  e164: string;
+};
+
+/**
+ * A country calling code given as digits ("1"), with a plus ("+1") or as an
+ * ISO 3166-1 alpha-2 country ("US") → digits, or null when it is none of them.
+ */
+export function normalizeCallingCode(input: string): string | null {
+  const value = input.trim();
+  const digits = /^\+?([0-9]{1,3})$/.exec(value);
+  if (digits) return digits[1]!;
+  const country = value.toUpperCase();
+  if (/^[A-Z]{2}$/.test(country) && isSupportedCountry(country)) return getCountryCallingCode(country);
+  return null;
+}
+
+/** A valid number from a calling code and a national number, or null. */
+export function phoneFromParts(callingCode: string, number: string): Phone | null {
+  const code = normalizeCallingCode(callingCode);
+  if (code === null || !/^[0-9+()\-.\s]{1,32}$/.test(number)) return null;
+  const trimmed = number.trim();
+  // A number that already carries its own "+code" is taken as it is.
+  const parsed = trimmed.startsWith("+")
+    ? parsePhoneNumberFromString(trimmed)
+    : parsePhoneNumberFromString(trimmed, { defaultCallingCode: code });
+  return toPhone(parsed);
+}
+
+/** A valid number written internationally ("+1 415 555 0100"), or null. */
+export function phoneFromInternational(input: string): Phone | null {
+  if (!/^\+[0-9()\-.\s]{4,32}$/.test(input.trim())) return null;
+  return toPhone(parsePhoneNumberFromString(input.trim()));
+}
+
+function toPhone(parsed: ReturnType<typeof parsePhoneNumberFromString>): Phone | null {
+  if (!parsed || !parsed.isValid()) return null;
+  return { countryCode: parsed.countryCallingCode, nationalNumber: parsed.nationalNumber, e164: parsed.number };
+}
