@@ -10,11 +10,12 @@ import { rateLimit } from "./middleware/rate-limit";
 import buzz from "./routes/buzz/buzz.index";
 import companies, { seedFormRouter } from "./routes/companies/companies.index";
 import health from "./routes/health/health.index";
+import vcc from "./routes/vcc/vcc.index";
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
 /** Area routers, mounted at the root: each declares its full paths. */
-const areas = [health, buzz, companies];
+const areas = [health, buzz, companies, vcc];
 
 export function createApp() {
   const app = createRouter();
