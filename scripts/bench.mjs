@@ -6,10 +6,11 @@
 // stops it again. Prints a table; writes nothing into the repository.
 //
 // Rate limits (DECISIONS §8): each token scenario spends 900 of its token's
-// 1000 requests per 60 s (20 warm-up + 880 measured). Against an already
-// running server, runs must therefore be at least a minute apart, or the
-// second run gets 429s. A server the bench starts itself is fresh each time.
-// /healthz is never rate limited.
+// 1000 requests per 60 s (20 warm-up + 880 measured), so runs must be at least
+// a minute apart, or the second run gets 429s. That holds even when the bench
+// starts its own server: locally the limiter's counters live in
+// .wrangler/state (windows aligned to the wall-clock minute) and survive a
+// restart. /healthz is never rate limited.
 //
 // Exits 1 when any request got an unexpected status or the server could not be
 // started; being over the latency target is reported, not an error.
@@ -26,21 +27,44 @@ const STARTUP_TIMEOUT_MS = 120_000;
 const POLL_INTERVAL_MS = 500;
 const STOP_TIMEOUT_MS = 15_000;
 const REQUEST_TIMEOUT_MS = 10_000;
+/** Requests each token scenario may spend per run: 1000 per token per 60 s, minus a margin. */
+const TOKEN_BUDGET = 900;
 const WARMUP_REQUESTS = 20;
 const P95_TARGET_MS = 50;
 const TARGET_SCENARIO = "company read (auth + membership)";
 
 /**
  * @typedef {{ name: string, path: string, token?: string, expected: number, requests: number, concurrency: number }} Scenario
- * @typedef {{ latencies: number[], statuses: Map<string, number>, elapsedMs: number }} Run
+ * @typedef {Record<"scenario" | "requests" | "conc" | "expected" | "unexpected" | "req/s" | "p50 ms" | "p95 ms" | "p99 ms" | "max ms", string>} Row
  */
 
 /** @type {Scenario[]} */
 const SCENARIOS = [
   { name: "healthz", path: "/healthz", expected: 200, requests: 2000, concurrency: 16 },
-  { name: TARGET_SCENARIO, path: "/companies/1", token: "pk_demo_alice", expected: 200, requests: 900 - WARMUP_REQUESTS, concurrency: 16 },
-  { name: "sites list", path: "/companies/1/sites", token: "pk_demo_bob", expected: 200, requests: 900 - WARMUP_REQUESTS, concurrency: 16 },
-  { name: "tenant miss 404", path: "/companies/1", token: "pk_demo_carol", expected: 404, requests: 900 - WARMUP_REQUESTS, concurrency: 16 },
+  {
+    name: TARGET_SCENARIO,
+    path: "/companies/1",
+    token: "pk_demo_alice",
+    expected: 200,
+    requests: TOKEN_BUDGET - WARMUP_REQUESTS,
+    concurrency: 16,
+  },
+  {
+    name: "sites list",
+    path: "/companies/1/sites",
+    token: "pk_demo_bob",
+    expected: 200,
+    requests: TOKEN_BUDGET - WARMUP_REQUESTS,
+    concurrency: 16,
+  },
+  {
+    name: "tenant miss 404",
+    path: "/companies/1",
+    token: "pk_demo_carol",
+    expected: 404,
+    requests: TOKEN_BUDGET - WARMUP_REQUESTS,
+    concurrency: 16,
+  },
 ];
 
 // ---------------------------------------------------------------------------
@@ -52,6 +76,8 @@ let server = null;
 let serverLog = null;
 /** @type {Promise<void> | null} */
 let stopping = null;
+/** Set on SIGINT or a fatal error: no new requests, the handler owns the exit. */
+let shuttingDown = false;
 
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -103,6 +129,7 @@ async function startServer() {
 
   const deadline = Date.now() + STARTUP_TIMEOUT_MS;
   while (Date.now() < deadline) {
+    if (shuttingDown) return;
     if (spawnError) return abort(`could not start scripts/dev.mjs: ${/** @type {Error} */ (spawnError).message}`);
     if (!isRunning(child)) {
       process.stderr.write("\n");
@@ -119,7 +146,9 @@ async function startServer() {
     await sleep(POLL_INTERVAL_MS);
   }
   process.stderr.write("\n");
-  return abort(`the server did not answer ${BASE_URL}/healthz within ${STARTUP_TIMEOUT_MS / 1000} s. Last lines of ${serverLog}:\n${logTail()}`);
+  return abort(
+    `the server did not answer ${BASE_URL}/healthz within ${STARTUP_TIMEOUT_MS / 1000} s. Last lines of ${serverLog}:\n${logTail()}`,
+  );
 }
 
 /** SIGTERM to the spawned child's PID only; SIGKILL to that PID after 15 s. */
@@ -155,11 +184,13 @@ function stopServer() {
 
 /** Stops the server (if the bench started one) and exits 1 with the message. */
 async function abort(/** @type {string} */ message) {
+  shuttingDown = true;
   await stopServer();
   fail(message);
 }
 
 process.on("SIGINT", () => {
+  shuttingDown = true;
   process.stderr.write("\ninterrupted\n");
   stopServer().finally(() => process.exit(130));
 });
@@ -224,6 +255,17 @@ function descendants(/** @type {number} */ root) {
 
 const alive = (/** @type {number} */ pid) => fs.existsSync(`/proc/${pid}`);
 
+/** " (entry socket 127.0.0.1:8787)" from a workerd command line, to tell wrangler's processes apart. */
+function socketOf(/** @type {number} */ pid) {
+  try {
+    const args = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    const entry = args.map((arg) => /^--socket-addr=entry=(.+)$/.exec(arg)?.[1]).find(Boolean);
+    return entry ? ` (entry socket ${entry})` : "";
+  } catch {
+    return "";
+  }
+}
+
 function reportMemory() {
   console.log("");
   if (!server || server.pid === undefined) {
@@ -252,7 +294,9 @@ function reportMemory() {
       // ended meanwhile
     }
     if (Number.isFinite(kib)) totalKiB += kib;
-    console.log(`Memory: workerd PID ${pid} resident (VmRSS) ${Number.isFinite(kib) ? (kib / 1024).toFixed(1) : "?"} MiB`);
+    console.log(
+      `Memory: workerd PID ${pid}${socketOf(pid)} resident (VmRSS) ${Number.isFinite(kib) ? (kib / 1024).toFixed(1) : "?"} MiB`,
+    );
   }
   if (workerds.length > 1) console.log(`Memory: workerd total ${(totalKiB / 1024).toFixed(1)} MiB`);
 }
@@ -271,7 +315,7 @@ async function load(/** @type {Scenario} */ scenario, /** @type {number} */ coun
   const statuses = new Map();
   let next = 0;
   const worker = async () => {
-    while (next < count) {
+    while (next < count && !shuttingDown) {
       next++;
       const started = performance.now();
       let status;
@@ -303,15 +347,18 @@ const formatOthers = (/** @type {Map<string, number>} */ statuses, /** @type {nu
 async function main() {
   console.log(`Bench against ${BASE_URL}`);
   console.log(
-    `Each token scenario spends ${900} of its token's 1000 requests/60 s (${WARMUP_REQUESTS} warm-up + ${900 - WARMUP_REQUESTS} measured):`,
+    `Each token scenario spends ${TOKEN_BUDGET} of its token's 1000 requests/60 s (${WARMUP_REQUESTS} warm-up + ${TOKEN_BUDGET - WARMUP_REQUESTS} measured):`,
   );
-  console.log("against an already running server, runs must be at least a minute apart. /healthz is not rate limited.");
+  console.log(
+    "so runs must be at least a minute apart (the local limiter keeps its counts in .wrangler/state, across restarts). /healthz is not rate limited.",
+  );
 
   const status = await probe();
   if (status === null) await startServer();
   else if (status !== 200) fail(`${BASE_URL}/healthz answered ${status}, not 200; is that this API?`);
   else step(`Using the server already running at ${BASE_URL}`);
 
+  /** @type {Row[]} */
   const rows = [];
   let unexpectedTotal = 0;
   let rateLimited = false;
@@ -319,9 +366,13 @@ async function main() {
   let targetP95 = null;
 
   for (const scenario of SCENARIOS) {
-    step(`${scenario.name}: GET ${scenario.path} × ${scenario.requests} (+${WARMUP_REQUESTS} warm-up), concurrency ${scenario.concurrency}`);
+    if (shuttingDown) return;
+    step(
+      `${scenario.name}: GET ${scenario.path} × ${scenario.requests} (+${WARMUP_REQUESTS} warm-up), concurrency ${scenario.concurrency}`,
+    );
     const warm = await load(scenario, WARMUP_REQUESTS);
     const run = await load(scenario, scenario.requests);
+    if (shuttingDown) return;
     const sorted = [...run.latencies].sort((a, b) => a - b);
     const ok = run.statuses.get(String(scenario.expected)) ?? 0;
     const others = formatOthers(run.statuses, scenario.expected);
@@ -346,11 +397,13 @@ async function main() {
   }
 
   // Aligned text table: text columns left-aligned, numbers right-aligned.
-  const columns = /** @type {(keyof typeof rows[number])[]} */ (Object.keys(rows[0]));
+  const columns = /** @type {(keyof Row)[]} */ (Object.keys(rows[0]));
   const widths = columns.map((col) => Math.max(col.length, ...rows.map((row) => row[col].length)));
   const leftAligned = new Set(["scenario", "unexpected", "expected"]);
-  const line = (/** @type {(col: typeof columns[number]) => string} */ cell) =>
-    columns.map((col, i) => (leftAligned.has(col) ? cell(col).padEnd(widths[i]) : cell(col).padStart(widths[i]))).join("  ");
+  const line = (/** @type {(col: keyof Row) => string} */ cell) =>
+    columns
+      .map((col, i) => (leftAligned.has(col) ? cell(col).padEnd(widths[i]) : cell(col).padStart(widths[i])))
+      .join("  ");
   console.log("");
   console.log(line((col) => col));
   console.log(widths.map((w) => "-".repeat(w)).join("  "));
@@ -368,7 +421,7 @@ async function main() {
 
   if (unexpectedTotal > 0) {
     const hint = rateLimited
-      ? " Some were 429 (rate limited): wait a minute between runs against the same server."
+      ? " Some were 429 (rate limited): wait a minute after the previous run and try again."
       : "";
     fail(`${unexpectedTotal} request(s) got an unexpected status.${hint}`);
   }
