@@ -20,5 +20,8 @@ export default defineConfig(async () => ({
   test: {
     include: ["test/**/*.test.ts"],
     setupFiles: ["test/setup.ts"],
+    // Generous bounds: CI has two cores and each file boots its own workerd.
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
   },
 }));
