@@ -9,13 +9,18 @@ import { database } from "./middleware/db";
 import { rateLimit } from "./middleware/rate-limit";
 import buzz from "./routes/buzz/buzz.index";
 import companies, { seedFormRouter } from "./routes/companies/companies.index";
+import contacts from "./routes/contacts/contacts.index";
 import health from "./routes/health/health.index";
 import vcc from "./routes/vcc/vcc.index";
+import scans from "./routes/scans/scans.index";
+import webhooks from "./routes/webhooks/webhooks.index";
+import employees from "./routes/employees/employees.index";
+import licenses from "./routes/licenses/licenses.index";
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
 /** Area routers, mounted at the root: each declares its full paths. */
-const areas = [health, buzz, companies, vcc];
+const areas = [health, buzz, companies, vcc, webhooks, scans, employees, licenses, contacts];
 
 export function createApp() {
   const app = createRouter();

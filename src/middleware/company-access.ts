@@ -1,10 +1,11 @@
 import { and, eq } from "drizzle-orm";
 import { createMiddleware } from "hono/factory";
+import type { Db } from "../db/client";
 import { membershipRoles, memberships, roles } from "../db/schema";
-import { forbidden, notFound } from "../lib/errors";
+import { badRequest, forbidden, notFound } from "../lib/errors";
 import { parseId } from "../lib/ids";
 import { grants, type Permission } from "../lib/permissions";
-import type { AppEnv } from "../types";
+import type { AppEnv, CompanyAccess } from "../types";
 import { assertAllowed } from "./auth";
 
 /**
@@ -22,22 +23,59 @@ export function companyAccess(permission: Permission) {
     const companyId = parseId(raw);
     if (companyId === null) throw notFound(`company ${JSON.stringify(raw)} does not exist`);
 
-    const rows = await c.var.db
-      .select({ membershipId: memberships.id, permissions: roles.permissions })
-      .from(memberships)
-      .leftJoin(membershipRoles, eq(membershipRoles.membershipId, memberships.id))
-      .leftJoin(roles, and(eq(roles.id, membershipRoles.roleId), eq(roles.companyId, memberships.companyId)))
-      .where(and(eq(memberships.companyId, companyId), eq(memberships.personId, principal.personId)))
-      .all();
-
-    if (rows.length === 0) throw notFound(`company ${companyId} does not exist`);
-    const permissions = [...new Set(rows.flatMap((row) => row.permissions ?? []))];
-    if (!grants(permissions, permission)) {
-      throw forbidden(
-        `this needs the \`${permission}\` permission, which your roles in company ${companyId} do not grant`,
-      );
-    }
-    c.set("company", { companyId, membershipId: rows[0]!.membershipId, permissions });
+    c.set("company", await resolveCompanyAccess(c.var.db, principal.personId, companyId, permission));
     await next();
   });
+}
+
+/**
+ * Guards the forms without a company segment (`/licenses…`, DECISIONS §2):
+ * they act on the caller's company when the caller belongs to exactly one,
+ * else 400 pointing at the `/companies/{company_id}/…` form. The permission is
+ * checked in that company exactly as `companyAccess` does.
+ */
+export function soleCompanyAccess(permission: Permission, companyForm: string) {
+  return createMiddleware<AppEnv>(async (c, next) => {
+    const principal = assertAllowed(c.var.principal, c.var.authFailure, { person: true });
+    if (principal.kind !== "person") throw forbidden("this endpoint needs a person token");
+
+    const rows = await c.var.db
+      .select({ companyId: memberships.companyId })
+      .from(memberships)
+      .where(eq(memberships.personId, principal.personId))
+      .limit(2)
+      .all();
+    if (rows.length !== 1) {
+      throw badRequest(
+        `${rows.length === 0 ? "you belong to no company" : "you belong to several companies"}; name one with ${companyForm}`,
+      );
+    }
+    c.set("company", await resolveCompanyAccess(c.var.db, principal.personId, rows[0]!.companyId, permission));
+    await next();
+  });
+}
+
+/** The person's standing in the company: 404 when not a member, 403 without `permission`. */
+export async function resolveCompanyAccess(
+  db: Db,
+  personId: number,
+  companyId: number,
+  permission: Permission,
+): Promise<CompanyAccess> {
+  const rows = await db
+    .select({ membershipId: memberships.id, permissions: roles.permissions })
+    .from(memberships)
+    .leftJoin(membershipRoles, eq(membershipRoles.membershipId, memberships.id))
+    .leftJoin(roles, and(eq(roles.id, membershipRoles.roleId), eq(roles.companyId, memberships.companyId)))
+    .where(and(eq(memberships.companyId, companyId), eq(memberships.personId, personId)))
+    .all();
+
+  if (rows.length === 0) throw notFound(`company ${companyId} does not exist`);
+  const permissions = [...new Set(rows.flatMap((row) => row.permissions ?? []))];
+  if (!grants(permissions, permission)) {
+    throw forbidden(
+      `this needs the \`${permission}\` permission, which your roles in company ${companyId} do not grant`,
+    );
+  }
+  return { companyId, membershipId: rows[0]!.membershipId, permissions };
 }

@@ -1,3 +1,6 @@
+import { handleScanEvents } from "./scan-events";
+import { handleDeadDeliveries, handleWebhookDeliveries } from "./webhook-deliveries";
+
 /**
  * Queue consumer for the queues of wrangler.toml. Each queue name maps to the
  * function that handles its batch; the scan and webhook areas register theirs
@@ -7,7 +10,11 @@ type BatchHandler = (batch: MessageBatch<unknown>, env: Env) => Promise<void>;
 
 const DEAD_LETTER = /-dlq$/;
 
-export const queueHandlers: Record<string, BatchHandler> = {};
+export const queueHandlers: Record<string, BatchHandler> = {
+  "webhook-deliveries": handleWebhookDeliveries,
+  "webhook-deliveries-dlq": handleDeadDeliveries,
+  "scan-events": handleScanEvents,
+};
 
 export async function handleQueue(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const handler = queueHandlers[batch.queue];

@@ -1,6 +1,8 @@
-import { and, inArray, lt } from "drizzle-orm";
+import { and, desc, eq, gte, inArray, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { webhookDeliveries } from "../db/schema";
+import { pageWindow, type Page } from "../lib/pagination";
+import { iso } from "../lib/time";
 
 export const HISTORY_RETENTION_DAYS = 90;
 
@@ -12,4 +14,41 @@ export async function pruneDeliveredHistory(db: Db, now: Date) {
     .where(and(inArray(webhookDeliveries.status, ["success", "failed"]), lt(webhookDeliveries.createdAt, cutoff)))
     .returning({ id: webhookDeliveries.id });
   return deleted.length;
+}
+
+/** The WebhookHistory entry of [seed 2.18]. */
+export const toHistoryEntry = (row: typeof webhookDeliveries.$inferSelect) => ({
+  id: row.id,
+  event: row.event,
+  payload: row.payload,
+  status: row.status,
+  result: row.result,
+  created_at: iso(row.createdAt)!,
+});
+
+export type HistoryFilter = { start?: Date; end?: Date; types?: string[] };
+
+/**
+ * One page of the company's delivery history, newest first (DECISIONS §6):
+ * `start` inclusive, `end` exclusive, `types` any of the event names.
+ */
+export async function listHistory(db: Db, companyId: number, filter: HistoryFilter, page: Page) {
+  const where = and(
+    eq(webhookDeliveries.companyId, companyId),
+    filter.start ? gte(webhookDeliveries.createdAt, filter.start) : undefined,
+    filter.end ? lt(webhookDeliveries.createdAt, filter.end) : undefined,
+    filter.types?.length ? inArray(webhookDeliveries.event, filter.types) : undefined,
+  );
+  const [rows, total] = await Promise.all([
+    db
+      .select()
+      .from(webhookDeliveries)
+      .where(where)
+      .orderBy(desc(webhookDeliveries.createdAt), desc(sql`rowid`))
+      .limit(pageWindow(page).limit)
+      .offset(pageWindow(page).offset)
+      .all(),
+    db.$count(webhookDeliveries, where),
+  ]);
+  return { total, items: rows.map(toHistoryEntry) };
 }

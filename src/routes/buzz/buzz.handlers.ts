@@ -1,7 +1,18 @@
-import { unauthorized } from "../../lib/errors";
+import type { Context } from "hono";
+import { badRequest, forbidden, notFound, unauthorized } from "../../lib/errors";
 import { personId } from "../../middleware/auth";
+import * as activities from "../../services/activities";
 import { saveEncryption } from "../../services/encryption";
-import type { AppRouteHandler } from "../../types";
+import { heartbeatTimes, secureNumberFor } from "../../services/heartbeat";
+import {
+  latestBlockedCalls,
+  lookupCall,
+  lookupTrust,
+  readLookupFields,
+  recordBlockedCall,
+  type LookupFields,
+} from "../../services/trust-lookup";
+import type { AppEnv, AppRouteHandler } from "../../types";
 import type * as routes from "./buzz.routes";
 
 export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async (c) => {
@@ -9,4 +20,93 @@ export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async
   // The token outlived its person (deleted within the token cache window).
   if (!saved) throw unauthorized("the bearer token's person no longer exists");
   return c.json(saved, 200);
+};
+
+/** Answers a trust lookup; the blocked call and KV fills happen after the answer. */
+async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields) {
+  const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
+  const { trusted, user_id, blocked } = await lookupTrust(c.var.db, c.env.TRUST_INDEX, fields, defer);
+  if (blocked) defer(recordBlockedCall(c.var.db, blocked));
+  return { trusted, user_id };
+}
+
+export const trustLookupGet: AppRouteHandler<typeof routes.trustLookupGet> = async (c) => {
+  return c.json(await answerTrustLookup(c, readLookupFields(c.req.valid("query"))), 200);
+};
+
+export const trustLookupPost: AppRouteHandler<typeof routes.trustLookupPost> = async (c) => {
+  // Query fields count too (the seed's sample sends them there); body fields win.
+  const fields = readLookupFields(c.req.queries(), await readAnyBody(c));
+  return c.json(await answerTrustLookup(c, fields), 200);
+};
+
+/**
+ * The body of a trust-lookup POST as an object, whatever it is: a form, JSON,
+ * or nothing usable (then {}). Never throws (DECISIONS §3).
+ */
+async function readAnyBody(c: Context<AppEnv>): Promise<unknown> {
+  try {
+    const type = c.req.header("Content-Type") ?? "";
+    if (/^multipart\/form-data/i.test(type)) return await c.req.parseBody();
+    // Decoded by hand: the runtime warns when a form body is read with text().
+    const text = new TextDecoder().decode(await c.req.arrayBuffer());
+    if (/^application\/x-www-form-urlencoded/i.test(type)) return Object.fromEntries(new URLSearchParams(text));
+    if (text.trim() === "") return {};
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      // Providers that post a form without saying so.
+      return text.includes("=") ? Object.fromEntries(new URLSearchParams(text)) : {};
+    }
+  } catch {
+    return {};
+  }
+}
+
+export const callLookup: AppRouteHandler<typeof routes.callLookup> = async (c) => {
+  const principal = c.var.principal;
+  const asPerson = principal?.kind === "person" ? principal.personId : null;
+  const details = await lookupCall(c.var.db, c.env.TRUST_INDEX, c.req.valid("query"), asPerson);
+  if (!details) throw notFound("the receiving number is not your secure number");
+  return c.json(details, 200);
+};
+
+export const heartbeat: AppRouteHandler<typeof routes.heartbeat> = async (c) => {
+  const me = personId(c.var.principal);
+  const times = await heartbeatTimes(c.var.db, me);
+  if (!times) throw unauthorized("the bearer token's person no longer exists");
+  const secure_number = await secureNumberFor(c.var.db, c.env.TRUST_INDEX, me);
+  return c.json({ ...times, secure_number }, 200);
+};
+
+export const listBlocked: AppRouteHandler<typeof routes.listBlocked> = async (c) => {
+  return c.json(await latestBlockedCalls(c.var.db, personId(c.var.principal)), 200);
+};
+
+export const createActivity: AppRouteHandler<typeof routes.createActivity> = async (c) => {
+  const input = c.req.valid("json");
+  const me = personId(c.var.principal);
+  const isMe = (type: string, id: number) => type === "person" && id === me;
+  if (!isMe(input.sendable_type, input.sendable_id) && !isMe(input.receivable_type, input.receivable_id)) {
+    throw forbidden("you can only record activities you sent or received");
+  }
+  for (const side of ["sendable", "receivable"] as const) {
+    const type = input[`${side}_type`];
+    const id = input[`${side}_id`];
+    if (!(await activities.partyExists(c.var.db, type, id))) {
+      throw badRequest(`invalid body: \`${side}_id\` ${type} ${id} does not exist`);
+    }
+  }
+  return c.json({ success: true as const, data: await activities.recordActivity(c.var.db, input) }, 200);
+};
+
+export const listActivity: AppRouteHandler<typeof routes.listActivity> = async (c) => {
+  const { id } = c.req.valid("param");
+  const { limit } = c.req.valid("query");
+  return c.json(await activities.activitiesAfter(c.var.db, personId(c.var.principal), id, limit), 200);
+};
+
+export const clearHistory: AppRouteHandler<typeof routes.clearHistory> = async (c) => {
+  await activities.clearHistory(c.var.db, personId(c.var.principal));
+  return c.body(null, 204);
 };

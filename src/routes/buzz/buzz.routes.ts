@@ -1,6 +1,20 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
-import { requirePerson } from "../../middleware/auth";
+import { requireAuth, requirePerson } from "../../middleware/auth";
+import { developmentOnly } from "../../middleware/development-only";
+import {
+  ActivityCreatedSchema,
+  ActivityCreateSchema,
+  ActivityParams,
+  ActivityQuery,
+  ActivitySchema,
+  BlockedCallSchema,
+  CallLookupQuery,
+  CallLookupResultSchema,
+  HeartbeatSchema,
+  TrustLookupQuery,
+  TrustLookupResultSchema,
+} from "./buzz.schemas";
 
 const tags = ["Secure calling"];
 
@@ -33,4 +47,144 @@ export const putEncryption = createRoute({
     200: jsonContent(EncryptionSchema, "The saved encryption data"),
     ...errorResponses(400, 401, 403, 413, 429),
   },
+});
+
+const lookupResponses = {
+  200: jsonContent(
+    TrustLookupResultSchema,
+    "Whether the call may ring; `trusted: false` (never an error) for any input that matches no trusted caller",
+  ),
+  ...errorResponses(401, 403, 413, 429),
+};
+
+const trustLookupDescription =
+  "For the telephony provider (service token with scope `calls:lookup`) while a call rings a secure number. " +
+  "Never answers an error for its input: anything missing, unparseable or unknown is `trusted: false`. " +
+  "`user_id` is the member holding the receiving number, 0 when none; an untrusted call to a member is " +
+  "recorded as blocked.";
+
+export const trustLookupGet = createRoute({
+  method: "get",
+  path: "/apps/buzz/trust-lookup",
+  tags,
+  summary: "May this call ring the member's phone?",
+  description: trustLookupDescription,
+  security: bearerSecurity,
+  middleware: [requireAuth({ scope: "calls:lookup" })] as const,
+  request: { query: TrustLookupQuery },
+  responses: lookupResponses,
+});
+
+/** Documented by reference only, so no validator runs: the handler reads any body itself. */
+const trustLookupBody = { $ref: "#/components/schemas/TrustLookupRequest" };
+
+export const trustLookupPost = createRoute({
+  method: "post",
+  path: "/apps/buzz/trust-lookup",
+  tags,
+  summary: "May this call ring the member's phone? (fields in the body)",
+  description: `${trustLookupDescription} Same fields as the GET, as JSON or \`application/x-www-form-urlencoded\`.`,
+  security: bearerSecurity,
+  middleware: [requireAuth({ scope: "calls:lookup" })] as const,
+  request: {
+    body: {
+      content: {
+        "application/json": { schema: trustLookupBody },
+        "application/x-www-form-urlencoded": { schema: trustLookupBody },
+      },
+    },
+  },
+  responses: lookupResponses,
+});
+
+export const callLookup = createRoute({
+  method: "get",
+  path: "/apps/buzz/call-lookup",
+  tags,
+  summary: "Who is calling: details of a trusted caller",
+  description:
+    "For the telephony provider (scope `calls:lookup`) or the receiving member (person token; the receiving " +
+    "number must be their own secure number, else 404). A call that would not be trusted answers three empty " +
+    "arrays: nothing is revealed about untrusted numbers.",
+  security: bearerSecurity,
+  middleware: [requireAuth({ person: true, scope: "calls:lookup" })] as const,
+  request: { query: CallLookupQuery },
+  responses: {
+    200: jsonContent(CallLookupResultSchema, "The caller's contacts, people and companies"),
+    ...errorResponses(400, 401, 403, 404, 429),
+  },
+});
+
+export const heartbeat = createRoute({
+  method: "get",
+  path: "/apps/buzz/heartbeat",
+  tags,
+  summary: "App heartbeat: what changed, and the caller's secure number",
+  description:
+    "Call on app open or focus and every five minutes of use. Assigns a secure number from the pool on the " +
+    "first call (one per person, whatever the concurrency); `secure_number` is null while the pool is empty.",
+  security: bearerSecurity,
+  middleware: [requirePerson] as const,
+  responses: {
+    200: jsonContent(HeartbeatSchema, "Change times and the secure number"),
+    ...errorResponses(401, 403, 429),
+  },
+});
+
+export const listBlocked = createRoute({
+  method: "get",
+  path: "/apps/buzz/blocked",
+  tags,
+  summary: "The caller's 100 most recent blocked calls, newest first",
+  security: bearerSecurity,
+  middleware: [requirePerson] as const,
+  responses: {
+    200: jsonContent(z.array(BlockedCallSchema), "Blocked calls"),
+    ...errorResponses(401, 403, 429),
+  },
+});
+
+export const createActivity = createRoute({
+  method: "post",
+  path: "/apps/buzz/activity",
+  tags,
+  summary: "Record a chat or call activity",
+  description:
+    "The caller must be the sender or the receiver (else 403). `chat_*` types need `message` and `message_id`. " +
+    "Idempotent on (sender, `message_id`): a retry answers the first record and creates nothing.",
+  security: bearerSecurity,
+  middleware: [requirePerson] as const,
+  request: { body: { required: true, content: { "application/json": { schema: ActivityCreateSchema } } } },
+  responses: {
+    200: jsonContent(ActivityCreatedSchema, "The recorded activity (the first one, on a retry)"),
+    ...errorResponses(400, 401, 403, 413, 429),
+  },
+});
+
+export const listActivity = createRoute({
+  method: "get",
+  path: "/apps/buzz/activity/{id}",
+  tags,
+  summary: "Activities involving the caller newer than an id",
+  description:
+    "Oldest first, at most `limit`; page on by passing the last id received. A record was received by the " +
+    "caller when `receivable_id` is theirs, sent when `sendable_id` is.",
+  security: bearerSecurity,
+  middleware: [requirePerson] as const,
+  request: { params: ActivityParams, query: ActivityQuery },
+  responses: {
+    200: jsonContent(z.array(ActivitySchema), "Activities"),
+    ...errorResponses(400, 401, 403, 429),
+  },
+});
+
+export const clearHistory = createRoute({
+  method: "delete",
+  path: "/apps/buzz/clear",
+  tags,
+  summary: "Development only: wipe the caller's activity and blocked calls",
+  description: "Exists only when `ENVIRONMENT` is `development`; elsewhere it is 404 like any unknown route.",
+  security: bearerSecurity,
+  middleware: [developmentOnly, requirePerson] as const,
+  responses: { 204: { description: "Wiped" }, ...errorResponses(401, 403, 404, 429) },
 });

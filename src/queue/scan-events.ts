@@ -1,0 +1,45 @@
+import { createDb } from "../db/client";
+import { ScanEventBatchSchema } from "../routes/scans/scans.schemas";
+import { describeZodError } from "../lib/errors";
+import { applyScanEvent } from "../services/scans";
+
+/**
+ * `scan-events`: each message is a batch posted to `POST /internal/scan-events`,
+ * applied in order. Applying is idempotent, so a message that fails halfway
+ * is simply retried from its first event.
+ */
+export async function handleScanEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  const db = createDb(env.DB);
+  for (const message of batch.messages) {
+    const parsed = ScanEventBatchSchema.safeParse(message.body);
+    if (!parsed.success) {
+      console.error(
+        JSON.stringify({
+          level: "error",
+          queue: batch.queue,
+          messageId: message.id,
+          error: `not a scan event batch: ${describeZodError(parsed.error, "message")}`,
+        }),
+      );
+      message.ack();
+      continue;
+    }
+    try {
+      const applied = [];
+      for (const event of parsed.data) applied.push(await applyScanEvent(db, env.WEBHOOK_QUEUE, event));
+      console.log(JSON.stringify({ level: "info", queue: batch.queue, messageId: message.id, applied }));
+      message.ack();
+    } catch (err) {
+      console.error(
+        JSON.stringify({
+          level: "error",
+          queue: batch.queue,
+          messageId: message.id,
+          attempts: message.attempts,
+          error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+        }),
+      );
+      message.retry({ delaySeconds: 30 });
+    }
+  }
+}

@@ -1,0 +1,226 @@
+import { z } from "@hono/zod-openapi";
+import { activityTypes, partyTypes } from "../../db/schema";
+import { IdSchema, pathId } from "../../lib/ids";
+import { CompanyRefSchema, ContactSchema } from "../contacts/contacts.schemas";
+
+const LOOKUP_FIELDS = {
+  number_code: { description: "Country calling code of the receiving (secure) number", example: "1", required: true },
+  number: { description: "Receiving number without formatting", example: "2025550101", required: true },
+  inbound_code: { description: "Country calling code of the caller", example: "1", required: true },
+  inbound: { description: "Caller number without formatting", example: "4155550100", required: true },
+  caller_id: { description: "Caller id of the inbound number", example: "ACME CORP", required: false },
+} as const;
+
+/**
+ * trust-lookup never answers an error for its input (DECISIONS §3), so its
+ * query parameters accept anything: the handler reads them leniently. The
+ * document still shows them as the strings the provider should send.
+ */
+export const TrustLookupQuery = z.object(
+  Object.fromEntries(
+    Object.entries(LOOKUP_FIELDS).map(([name, { description, example, required }]) => [
+      name,
+      z
+        .unknown()
+        .optional()
+        .openapi({ type: "string", description, example, param: { name, in: "query", required } }),
+    ]),
+  ) as Record<keyof typeof LOOKUP_FIELDS, z.ZodOptional<z.ZodUnknown>>,
+);
+
+/**
+ * The POST body of trust-lookup, JSON or form. Documented only: the handler
+ * parses the body itself so that even a malformed one answers `trusted: false`.
+ */
+const bodyField = (name: keyof typeof LOOKUP_FIELDS) => {
+  const { description, example, required } = LOOKUP_FIELDS[name];
+  const schema = z.string().openapi({ description, example });
+  return required ? schema : schema.optional();
+};
+
+export const TrustLookupBody = z
+  .object({
+    number_code: bodyField("number_code"),
+    number: bodyField("number"),
+    inbound_code: bodyField("inbound_code"),
+    inbound: bodyField("inbound"),
+    caller_id: bodyField("caller_id"),
+  })
+  .openapi("TrustLookupRequest");
+
+const lookupParam = (name: keyof typeof LOOKUP_FIELDS) => {
+  const { description, example, required } = LOOKUP_FIELDS[name];
+  const schema = z
+    .string()
+    .trim()
+    .max(64)
+    .openapi({ param: { name, in: "query" }, description, example });
+  return required ? schema : schema.optional();
+};
+
+/** call-lookup takes the same parameters in the query string [seed 4.1], validated. */
+export const CallLookupQuery = z.object({
+  number_code: lookupParam("number_code"),
+  number: lookupParam("number"),
+  inbound_code: lookupParam("inbound_code"),
+  inbound: lookupParam("inbound"),
+  caller_id: lookupParam("caller_id"),
+});
+
+export const TrustLookupResultSchema = z
+  .object({
+    trusted: z.boolean().openapi({ description: "Whether the call may ring the member's phone" }),
+    user_id: z
+      .number()
+      .int()
+      .openapi({ description: "The member holding the receiving number; 0 when none matched", example: 1 }),
+  })
+  .openapi("TrustLookupResult");
+
+export const CallerPersonSchema = z
+  .object({
+    id: z.number().int(),
+    first_name: z.string(),
+    middle_name: z.string().nullable(),
+    last_name: z.string(),
+    display_name: z.string(),
+    avatar: z.string().openapi({ description: "Avatar URL; empty when none" }),
+    e2ee: z.boolean().openapi({ description: "Whether the person saved end-to-end encryption data" }),
+    e2e_id: z.string().nullable().openapi({ description: "The person's id at the end-to-end encryption provider" }),
+  })
+  .openapi("CallerPerson");
+
+export const CallLookupResultSchema = z
+  .object({
+    contacts: z.array(ContactSchema).openapi({ description: "The receiver's contacts with the caller's number" }),
+    people: z.array(CallerPersonSchema).openapi({ description: "Platform users with the caller's number" }),
+    companies: z
+      .array(CompanyRefSchema)
+      .openapi({ description: "Companies with the caller's number that the receiver trusts" }),
+  })
+  .openapi("CallLookupResult");
+
+export const SecureNumberSchema = z
+  .object({
+    country_code: z.string().openapi({ example: "1" }),
+    number: z.string().openapi({ example: "2025550101" }),
+    e164: z.string().openapi({ example: "+12025550101" }),
+  })
+  .openapi("SecureNumber");
+
+const changedAt = (description: string) =>
+  z
+    .string()
+    .nullable()
+    .openapi({ description: `${description}; null when never`, format: "date-time" });
+
+export const HeartbeatSchema = z
+  .object({
+    last_contact_update: changedAt("Last change to the caller's contacts"),
+    last_trust_request: changedAt("Last time someone asked the caller for trust"),
+    last_company_update: changedAt("Last change to a company the caller trusts, or to their company trust settings"),
+    last_coworker_update: changedAt("Last change to a coworker, or a coworker joining"),
+    last_user_update: changedAt("Last change to the caller's own record"),
+    last_activity_id: z
+      .string()
+      .openapi({ description: 'Id of the newest activity involving the caller; "0" when none', example: "42" }),
+    secure_number: SecureNumberSchema.nullable().openapi({
+      description: "The caller's secure number; null when the pool had none to assign",
+    }),
+  })
+  .openapi("Heartbeat");
+
+export const BlockedCallSchema = z
+  .object({
+    id: z.number().int().openapi({ description: "The authenticated person's id [seed 2.4]" }),
+    caller_id: z.string().openapi({ description: "Caller id the provider sent; empty when none" }),
+    country_code: z.string().openapi({ example: "1" }),
+    phone_number: z.string().openapi({ example: "4155550123" }),
+    created_at: z.string().openapi({ format: "date-time" }),
+  })
+  .openapi("BlockedCall");
+
+const ActivityTypeSchema = z.enum(activityTypes);
+const PartyTypeSchema = z.enum(partyTypes);
+
+export const ActivityCreateSchema = z
+  .object({
+    type: ActivityTypeSchema,
+    sendable_type: PartyTypeSchema,
+    sendable_id: IdSchema,
+    receivable_type: PartyTypeSchema,
+    receivable_id: IdSchema,
+    call_time: z.number().int().min(0).default(0).openapi({ description: "Call length in seconds" }),
+    message: z.string().min(1).max(65_536).optional().openapi({ description: "Encrypted message content" }),
+    message_id: z
+      .uuid()
+      .optional()
+      .openapi({ description: "Client-made message id; a retried POST with the same one creates nothing" }),
+  })
+  .superRefine((value, ctx) => {
+    if (!value.type.startsWith("chat_")) return;
+    for (const field of ["message", "message_id"] as const) {
+      if (value[field] === undefined) {
+        ctx.addIssue({ code: "custom", path: [field], message: `is required for ${value.type}` });
+      }
+    }
+  })
+  .openapi("ActivityCreate");
+
+const activityFields = {
+  id: z.number().int(),
+  type: ActivityTypeSchema,
+  sendable_id: z.number().int(),
+  receivable_id: z.number().int(),
+  call_time: z.number().int(),
+  message: z.string().nullable(),
+  message_id: z.string().nullable(),
+  created_at: z.string().openapi({ format: "date-time" }),
+};
+
+export const ActivityCreatedSchema = z
+  .object({
+    success: z.literal(true),
+    data: z.object({ ...activityFields, sendable_type: PartyTypeSchema, receivable_type: PartyTypeSchema }),
+  })
+  .openapi("ActivityCreated");
+
+const ReadPartyTypeSchema = z.enum(["AppModelsPerson", "AppModelsCompany"]);
+
+const PartySchema = z
+  .union([
+    z.object({
+      id: z.number().int(),
+      first_name: z.string(),
+      middle_name: z.string().nullable(),
+      last_name: z.string(),
+    }),
+    z.object({ id: z.number().int(), name: z.string() }),
+  ])
+  .nullable()
+  .openapi({ description: "The person (names) or company (name); null when it no longer exists" });
+
+export const ActivitySchema = z
+  .object({
+    ...activityFields,
+    sendable_type: ReadPartyTypeSchema,
+    receivable_type: ReadPartyTypeSchema,
+    sendable: PartySchema,
+    receivable: PartySchema,
+  })
+  .openapi("Activity");
+
+/** The id is a cursor, not a resource: 0 (or any id) is fine. */
+export const ActivityParams = z.object({
+  id: pathId("id", "Activities with a greater id are returned; 0 for all"),
+});
+
+export const ActivityQuery = z.object({
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(500)
+    .default(100)
+    .openapi({ param: { name: "limit", in: "query" }, description: "At most this many (default 100, at most 500)" }),
+});

@@ -1,0 +1,190 @@
+import { z } from "@hono/zod-openapi";
+import { IdSchema, pathId } from "../../lib/ids";
+import { pageQuery } from "../../lib/pagination";
+import { phoneFromInternational } from "../../lib/phone";
+import { CalendarDate, QueryTimestamp } from "../../lib/time";
+import { CONTACT_COLLECTIONS, type ContactCollection } from "../../services/contacts";
+
+const strings = (description: string) => z.array(z.string()).openapi({ description });
+
+export const ContactSchema = z
+  .object({
+    id: z.number().int().openapi({ example: 12 }),
+    profile_icon: z.string().openapi({ description: "Avatar URL of the linked platform user; empty when none" }),
+    display_name: z.string().openapi({ example: "Dana Doe" }),
+    birthday: z.string().nullable().openapi({ description: "YYYY-MM-DD", example: "1991-04-12" }),
+    email: strings("Email addresses (with `include=emails` when listing)").optional(),
+    phone: strings("Phone numbers in E.164 (with `include=phone_numbers` when listing)")
+      .optional()
+      .openapi({ example: ["+14155550123"] }),
+    address: strings("One free-text line per address (with `include=addresses` when listing)").optional(),
+    risk_score: z.number().int().openapi({ description: "The linked platform user's; 0 when none" }),
+    labels: z.array(z.string()).openapi({ example: ["family"] }),
+    user_id: z.number().int().nullable().openapi({
+      description: "The platform user whose phone, secure number or email matches the contact's; null when none",
+    }),
+    connected: z.boolean().openapi({ description: "Whether the contact is linked to a platform user" }),
+    e2ee: z.boolean().openapi({ description: "Whether the linked platform user saved end-to-end encryption data" }),
+    created: z.string().openapi({ format: "date-time" }),
+    updated: z.string().openapi({ format: "date-time" }),
+  })
+  .openapi("Contact");
+
+const unique = <T>(values: T[]) => [...new Set(values)];
+
+const PhoneNumber = z
+  .string()
+  .max(40)
+  .transform((value, ctx) => {
+    const phone = phoneFromInternational(value);
+    if (!phone) {
+      ctx.addIssue({ code: "custom", message: "must be a valid phone number written with its + country code" });
+      return z.NEVER;
+    }
+    return phone.e164;
+  })
+  .openapi({ type: "string", example: "+1 415 555 0123" });
+
+const Email = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .max(254)
+  .pipe(z.email({ error: "must be an email address" }))
+  .openapi({ type: "string", example: "dana@example.com" });
+
+const writeFields = {
+  display_name: z.string().trim().max(200).optional().openapi({ example: "Dana Doe" }),
+  birthday: CalendarDate.nullable().optional().openapi({ description: "YYYY-MM-DD; null clears it" }),
+  emails: z.array(Email).max(50).transform(unique).optional(),
+  phone_numbers: z
+    .array(PhoneNumber)
+    .max(50)
+    .transform(unique)
+    .optional()
+    .openapi({ description: "International form; stored and read in E.164" }),
+  addresses: z
+    .array(z.string().trim().min(1).max(500))
+    .max(20)
+    .optional()
+    .openapi({ description: "One free-text line per address" }),
+  labels: z.array(z.string().trim().min(1).max(100)).max(50).transform(unique).optional(),
+};
+
+/**
+ * A contact as written [seed 2.7]: only the writable fields; read-only ones
+ * sent anyway are ignored (DECISIONS §4). A field left out keeps its value,
+ * a collection sent replaces the stored one.
+ */
+export const ContactWriteSchema = z.object(writeFields).openapi("ContactWrite");
+
+export const ContactSyncSchema = z
+  .array(
+    z
+      .object({
+        id: IdSchema.optional().openapi({ description: "Updates this contact; without it a contact is created" }),
+        ...writeFields,
+      })
+      .openapi("ContactSyncElement"),
+  )
+  .max(500);
+
+export const ContactParams = z.object({ id: pathId("id", "Contact id") });
+
+export const ContactsQuery = pageQuery(10, 100).extend({
+  updated_at: QueryTimestamp.optional().openapi({
+    param: { name: "updated_at", in: "query" },
+    description: "Only contacts created or updated at or since this time",
+  }),
+  include: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      const names = (value ?? "")
+        .split(",")
+        .map((name) => name.trim())
+        .filter(Boolean);
+      const unknown = names.filter((name) => !(CONTACT_COLLECTIONS as readonly string[]).includes(name));
+      if (unknown.length > 0) {
+        ctx.addIssue({
+          code: "custom",
+          message: `may only name ${CONTACT_COLLECTIONS.join(", ")} (not ${unknown.join(", ")})`,
+        });
+        return z.NEVER;
+      }
+      return new Set(names as ContactCollection[]);
+    })
+    .openapi({
+      param: { name: "include", in: "query" },
+      type: "string",
+      description: "Comma-separated: emails, addresses, phone_numbers",
+      example: "emails,phone_numbers",
+    }),
+});
+
+export const SuccessSchema = z.object({ success: z.literal(true) }).openapi("Success");
+
+export const TrustRequestSchema = z
+  .object({
+    id: z.number().int().openapi({ description: "The person asking for trust" }),
+    first_name: z.string(),
+    middle_name: z.string().nullable(),
+    last_name: z.string(),
+    contact_reason: z.string(),
+    updated_at: z.string().openapi({ format: "date-time", description: "When they (last) asked" }),
+  })
+  .openapi("TrustRequest");
+
+export const TrustRequestCreateSchema = z
+  .object({
+    user_id: IdSchema.optional().openapi({ description: "The platform user to ask" }),
+    phone: PhoneNumber.optional().openapi({ description: "…or their phone or secure number" }),
+    email: Email.optional().openapi({ description: "…or their email" }),
+    contact_reason: z.string().trim().max(500).default("").openapi({ example: "We met at the conference" }),
+  })
+  .superRefine((value, ctx) => {
+    const given = (["user_id", "phone", "email"] as const).filter((key) => value[key] !== undefined);
+    if (given.length !== 1) {
+      ctx.addIssue({ code: "custom", message: "give exactly one of `user_id`, `phone` or `email`" });
+    }
+  })
+  .openapi("TrustRequestCreate");
+
+export const TrustDecisionSchema = z
+  .object({
+    trusted: z
+      .union([z.literal(1), z.literal(0), z.boolean()], { error: "must be 1, 0, true or false" })
+      .transform((value) => value === 1 || value === true)
+      .openapi({ type: "integer", enum: [1, 0], description: "1 (or true) to trust, 0 (or false) to untrust" }),
+  })
+  .openapi("TrustDecision");
+
+export const TrustDecisionResultSchema = z
+  .object({
+    id: z.number().int().openapi({ description: "The requester" }),
+    trusted: z.boolean(),
+  })
+  .openapi("TrustDecisionResult");
+
+export const RequesterParams = z.object({ id: pathId("id", "The requester's person id") });
+
+export const CompanyRefSchema = z
+  .object({
+    id: z.number().int(),
+    name: z.string().openapi({ example: "Acme Corp" }),
+    slug: z.string().openapi({ example: "acme" }),
+    logo: z.string().openapi({ description: "Logo URL; empty when none" }),
+    url: z.string().openapi({ example: "https://acme.example" }),
+  })
+  .openapi("CompanyRef");
+
+export const CompanyEmployeesSchema = z
+  .object({
+    company: CompanyRefSchema,
+    employees: z.array(z.object({ id: z.number().int(), first_name: z.string(), last_name: z.string() })),
+  })
+  .openapi("CompanyWithEmployees");
+
+export const CompanyParams = z.object({ id: pathId("id", "A company the caller belongs to") });
+
+export const PersonParams = z.object({ id: pathId("id", "The caller's own person id") });

@@ -1,0 +1,142 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
+import { pageHeaders } from "../../lib/pagination";
+import { companyAccess } from "../../middleware/company-access";
+import { CompanyParams } from "../companies/companies.schemas";
+import {
+  CreateEmployeeSchema,
+  EmployeeListQuery,
+  EmployeeParams,
+  ExposureListQuery,
+  ExposureParams,
+  ExposureSchema,
+  HistoryEntrySchema,
+  PersonSchema,
+  UpdateEmployeeSchema,
+} from "./employees.schemas";
+
+const tags = ["Employees"];
+
+/*
+ * The exposure routes are declared (and registered) before `/employees/{id}`:
+ * the router tries routes in registration order, and `exposures` must never
+ * be read as an employee id.
+ */
+
+export const listExposures = createRoute({
+  method: "get",
+  path: "/companies/{company_id}/employees/exposures",
+  tags,
+  summary: "List the exposures found for the company's employees",
+  description:
+    "Needs `read exposures`. Oldest change first; `since` returns what was created or changed at or after it, for polling.",
+  security: bearerSecurity,
+  middleware: [companyAccess("read exposures")] as const,
+  request: { params: CompanyParams, query: ExposureListQuery },
+  responses: {
+    200: { ...jsonContent(z.array(ExposureSchema), "One page of exposures"), headers: pageHeaders },
+    ...errorResponses(400, 401, 403, 404, 429),
+  },
+});
+
+export const exposureHistory = createRoute({
+  method: "get",
+  path: "/companies/{company_id}/employees/exposures/{id}/history",
+  tags,
+  summary: "The history of actions on one exposure",
+  description: "Needs `read exposures`. Oldest first. An exposure of someone who is not an employee here is 404.",
+  security: bearerSecurity,
+  middleware: [companyAccess("read exposures")] as const,
+  request: { params: ExposureParams },
+  responses: {
+    200: jsonContent(z.array(HistoryEntrySchema), "The exposure's history"),
+    ...errorResponses(400, 401, 403, 404, 429),
+  },
+});
+
+export const listEmployees = createRoute({
+  method: "get",
+  path: "/companies/{company_id}/employees",
+  tags,
+  summary: "List the company's employees",
+  description: "Needs `read employees`. Ordered by id; `search` keeps employees with an email starting with it.",
+  security: bearerSecurity,
+  middleware: [companyAccess("read employees")] as const,
+  request: { params: CompanyParams, query: EmployeeListQuery },
+  responses: {
+    200: { ...jsonContent(z.array(PersonSchema), "One page of employees"), headers: pageHeaders },
+    ...errorResponses(400, 401, 403, 404, 429),
+  },
+});
+
+export const getEmployee = createRoute({
+  method: "get",
+  path: "/companies/{company_id}/employees/{id}",
+  tags,
+  summary: "Read one employee",
+  description: "Needs `read employees`.",
+  security: bearerSecurity,
+  middleware: [companyAccess("read employees")] as const,
+  request: { params: EmployeeParams },
+  responses: {
+    200: jsonContent(PersonSchema, "The employee"),
+    ...errorResponses(400, 401, 403, 404, 429),
+  },
+});
+
+export const createEmployee = createRoute({
+  method: "post",
+  path: "/companies/{company_id}/employees",
+  tags,
+  summary: "Add an employee",
+  description:
+    "Needs `write employees`. Values are standardized (emails lowercased, countries ISO alpha-2, US states as two-letter codes, phones E.164). " +
+    "400 when an email already belongs to a person, a role or license is unknown, or no seat of the license is free; nothing is written then. " +
+    "`ephemeral` employees are removed 24 hours later. Sends `person:created`.",
+  security: bearerSecurity,
+  middleware: [companyAccess("write employees")] as const,
+  request: {
+    params: CompanyParams,
+    body: { required: true, content: { "application/json": { schema: CreateEmployeeSchema } } },
+  },
+  responses: {
+    200: jsonContent(PersonSchema, "The new employee"),
+    ...errorResponses(400, 401, 403, 404, 413, 429),
+  },
+});
+
+export const updateEmployee = createRoute({
+  method: "put",
+  path: "/companies/{company_id}/employees/{id}",
+  tags,
+  summary: "Change an employee",
+  description:
+    "Needs `write employees`. Only the fields given change; `akas`, `phone_numbers` and `addresses` replace the whole list (`[]` removes all). " +
+    "`license` assigns or replaces the seat (null frees it). Sends `person:updated`.",
+  security: bearerSecurity,
+  middleware: [companyAccess("write employees")] as const,
+  request: {
+    params: EmployeeParams,
+    body: { required: true, content: { "application/json": { schema: UpdateEmployeeSchema } } },
+  },
+  responses: {
+    200: jsonContent(PersonSchema, "The employee as changed"),
+    ...errorResponses(400, 401, 403, 404, 413, 429),
+  },
+});
+
+export const removeEmployee = createRoute({
+  method: "delete",
+  path: "/companies/{company_id}/employees/{id}",
+  tags,
+  summary: "Remove an employee from the company",
+  description:
+    "Needs `write employees`. The company's emails and the membership go (freeing the seat); the account goes too when nothing else holds it. Sends `person:removed`.",
+  security: bearerSecurity,
+  middleware: [companyAccess("write employees")] as const,
+  request: { params: EmployeeParams },
+  responses: {
+    204: { description: "Removed" },
+    ...errorResponses(400, 401, 403, 404, 429),
+  },
+});

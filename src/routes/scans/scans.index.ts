@@ -1,0 +1,7 @@
+import { createRouter } from "../../lib/create-router";
+import * as handlers from "./scans.handlers";
+import * as routes from "./scans.routes";
+
+const router = createRouter().openapi(routes.postScanEvents, handlers.postScanEvents);
+
+export default router;

@@ -1,0 +1,93 @@
+import { z } from "@hono/zod-openapi";
+import { pathId } from "../../lib/ids";
+import { pageQuery } from "../../lib/pagination";
+import { QueryTimestamp } from "../../lib/time";
+import { EVENT_NAMES } from "../../services/events";
+import { MAX_ENDPOINT_LENGTH } from "../../services/webhooks";
+import { CompanyParams } from "../companies/companies.schemas";
+
+const EVENT_LIST = EVENT_NAMES.join(", ");
+
+export const EventNameSchema = z
+  .enum(EVENT_NAMES, { error: `must be one of ${EVENT_LIST}` })
+  .openapi({ example: "scan:found" });
+
+export const WebhookSchema = z
+  .object({
+    id: z.number().int().openapi({ example: 1 }),
+    endpoint: z.string().openapi({ example: "https://hooks.acme.example/privacy" }),
+    event: z.string().openapi({ example: "scan:found" }),
+    active: z.boolean(),
+    secret: z.string().openapi({
+      description: "Standard Webhooks signing secret: `whsec_` + base64 key",
+      example: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    }),
+    created_at: z.string().openapi({ format: "date-time" }),
+    updated_at: z.string().openapi({ format: "date-time" }),
+  })
+  .openapi("Webhook");
+
+export const CreateWebhookSchema = z
+  .object({
+    endpoint: z.string().trim().min(1).max(MAX_ENDPOINT_LENGTH).openapi({
+      description: "Absolute https:// URL without credentials",
+      example: "https://hooks.acme.example/privacy",
+    }),
+    event: EventNameSchema,
+    active: z.boolean().default(true).openapi({ description: "Defaults to true" }),
+  })
+  .openapi("CreateWebhook");
+
+export const UpdateWebhookSchema = z.object({ active: z.boolean() }).openapi("UpdateWebhook");
+
+export const WebhookParams = CompanyParams.extend({ id: pathId("id", "Webhook id") });
+
+export const WebhookHistorySchema = z
+  .object({
+    id: z.string().openapi({ description: "Also the `webhook-id` header of the delivery", example: "0b9d…" }),
+    event: z.string().openapi({ example: "scan:found" }),
+    payload: z.unknown().openapi({ description: "The `data` delivered" }),
+    status: z.enum(["pending", "dispatched", "success", "failed"]),
+    result: z.string().openapi({ description: "Last answer: the HTTP status, or the error", example: "200" }),
+    created_at: z.string().openapi({ format: "date-time" }),
+  })
+  .openapi("WebhookHistory");
+
+/** `type=scan:found,scan:failed`: each name must be an event name. */
+const TypeList = z
+  .string()
+  .transform((value, ctx) => {
+    const names = value
+      .split(",")
+      .map((name) => name.trim())
+      .filter(Boolean);
+    const unknown = names.filter((name) => !(EVENT_NAMES as readonly string[]).includes(name));
+    if (unknown.length > 0) {
+      ctx.addIssue({ code: "custom", message: `has unknown event ${unknown.join(", ")}; valid: ${EVENT_LIST}` });
+      return z.NEVER;
+    }
+    return names;
+  })
+  .openapi({
+    param: { name: "type", in: "query" },
+    type: "string",
+    description: "One event name or a comma-separated list",
+    example: "scan:found,exposure:created",
+  });
+
+export const HistoryQuery = pageQuery(100, 1000)
+  .extend({
+    start_date: QueryTimestamp.optional().openapi({
+      param: { name: "start_date", in: "query" },
+      description: "Only events at or after this time",
+    }),
+    end_date: QueryTimestamp.optional().openapi({
+      param: { name: "end_date", in: "query" },
+      description: "Only events before this time",
+    }),
+    type: TypeList.optional(),
+  })
+  .refine((q) => !q.start_date || !q.end_date || q.start_date < q.end_date, {
+    message: "must be later than `start_date`",
+    path: ["end_date"],
+  });

@@ -1,0 +1,330 @@
+import { and, asc, count, eq, gte, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { contactAddresses, contactEmails, contactPhones, contacts, people } from "../db/schema";
+import { badRequest } from "../lib/errors";
+import { iso } from "../lib/time";
+import { inIds } from "./people";
+
+/** The collections `include` can add to a listed contact, by their write names [seed 2.7]. */
+export const CONTACT_COLLECTIONS = ["emails", "phone_numbers", "addresses"] as const;
+export type ContactCollection = (typeof CONTACT_COLLECTIONS)[number];
+const ALL_COLLECTIONS = new Set<ContactCollection>(CONTACT_COLLECTIONS);
+
+/** The Contact of [seed 2.7] as read (DECISIONS §4). */
+export type Contact = {
+  id: number;
+  profile_icon: string;
+  display_name: string;
+  birthday: string | null;
+  email?: string[];
+  phone?: string[];
+  address?: string[];
+  risk_score: number;
+  labels: string[];
+  user_id: number | null;
+  connected: boolean;
+  e2ee: boolean;
+  created: string;
+  updated: string;
+};
+
+/**
+ * A contact as written, already standardized by the route's schema (emails
+ * lowercased, phones in E.164, duplicates removed). A field left out keeps its
+ * value; a collection that is present replaces the stored one.
+ */
+export type ContactInput = {
+  id?: number;
+  display_name?: string;
+  birthday?: string | null;
+  labels?: string[];
+  emails?: string[];
+  phone_numbers?: string[];
+  addresses?: string[];
+};
+
+/**
+ * The platform person linked to each contact (DECISIONS §4): one whose phone,
+ * secure number or email matches one of the contact's; the lowest id when
+ * several match. A grouped union over three joins, written in SQL.
+ */
+const linkedPeople = (db: Db, ids: number[]) => {
+  const list = JSON.stringify(ids);
+  const matches = sql`(
+    select contact_id, min(person_id) as person_id from (
+      select cp.contact_id, pp.person_id from contact_phones cp
+        join person_phones pp on pp.e164 = cp.e164
+        where cp.contact_id in (select value from json_each(${list}))
+      union all
+      select cp.contact_id, sn.person_id from contact_phones cp
+        join secure_numbers sn on sn.e164 = cp.e164
+        where sn.person_id is not null and cp.contact_id in (select value from json_each(${list}))
+      union all
+      select ce.contact_id, pe.person_id from contact_emails ce
+        join person_emails pe on pe.email = ce.email
+        where ce.contact_id in (select value from json_each(${list}))
+    ) group by contact_id
+  ) as m`;
+  return db
+    .select({
+      contactId: sql<number>`m.contact_id`,
+      personId: people.id,
+      avatarUrl: people.avatarUrl,
+      riskScore: people.riskScore,
+      e2ee: sql<number>`(${people.encryptionHash} is not null and ${people.e2eId} is not null)`,
+    })
+    .from(matches)
+    .innerJoin(people, sql`${people.id} = m.person_id`);
+};
+
+/**
+ * Loads the owner's contacts of `ids` in that order (ids that are not the
+ * owner's are left out), with the collections named in `include`.
+ * One D1 round trip, whatever the number of contacts.
+ */
+export async function loadContacts(
+  db: Db,
+  ownerId: number,
+  ids: number[],
+  include: ReadonlySet<ContactCollection> = ALL_COLLECTIONS,
+): Promise<Contact[]> {
+  if (ids.length === 0) return [];
+  const [rows, links, emails, phones, addresses] = await db.batch([
+    db
+      .select()
+      .from(contacts)
+      .where(and(eq(contacts.ownerId, ownerId), inIds(contacts.id, ids))),
+    linkedPeople(db, ids),
+    db
+      .select({ contactId: contactEmails.contactId, value: contactEmails.email })
+      .from(contactEmails)
+      .where(inIds(contactEmails.contactId, ids))
+      .orderBy(asc(contactEmails.id)),
+    db
+      .select({ contactId: contactPhones.contactId, value: contactPhones.e164 })
+      .from(contactPhones)
+      .where(inIds(contactPhones.contactId, ids))
+      .orderBy(asc(contactPhones.id)),
+    db
+      .select({ contactId: contactAddresses.contactId, value: contactAddresses.line })
+      .from(contactAddresses)
+      .where(inIds(contactAddresses.contactId, ids))
+      .orderBy(asc(contactAddresses.id)),
+  ]);
+
+  const byContact = (list: { contactId: number; value: string }[]) => {
+    const map = new Map<number, string[]>();
+    for (const { contactId, value } of list) map.set(contactId, [...(map.get(contactId) ?? []), value]);
+    return map;
+  };
+  const emailsOf = byContact(emails);
+  const phonesOf = byContact(phones);
+  const addressesOf = byContact(addresses);
+  const linkOf = new Map(links.map((link) => [link.contactId, link]));
+  const rowOf = new Map(rows.map((row) => [row.id, row]));
+
+  return ids.flatMap((id) => {
+    const row = rowOf.get(id);
+    if (!row) return [];
+    const link = linkOf.get(id);
+    const contact: Contact = {
+      id: row.id,
+      profile_icon: link?.avatarUrl ?? "",
+      display_name: row.displayName,
+      birthday: row.birthday,
+      risk_score: link?.riskScore ?? 0,
+      labels: row.labels,
+      user_id: link?.personId ?? null,
+      connected: link !== undefined,
+      e2ee: Boolean(link?.e2ee),
+      created: iso(row.createdAt)!,
+      updated: iso(row.updatedAt)!,
+    };
+    if (include.has("emails")) contact.email = emailsOf.get(id) ?? [];
+    if (include.has("phone_numbers")) contact.phone = phonesOf.get(id) ?? [];
+    if (include.has("addresses")) contact.address = addressesOf.get(id) ?? [];
+    return [contact];
+  });
+}
+
+/** One page of the owner's contacts, oldest first, optionally changed since a time. */
+export async function listContacts(
+  db: Db,
+  ownerId: number,
+  options: { since?: Date; limit: number; offset: number; include: ReadonlySet<ContactCollection> },
+) {
+  const where = and(eq(contacts.ownerId, ownerId), options.since ? gte(contacts.updatedAt, options.since) : undefined);
+  const [page, [totals]] = await db.batch([
+    db
+      .select({ id: contacts.id })
+      .from(contacts)
+      .where(where)
+      .orderBy(asc(contacts.id))
+      .limit(options.limit)
+      .offset(options.offset),
+    db.select({ total: count() }).from(contacts).where(where),
+  ]);
+  const items = await loadContacts(
+    db,
+    ownerId,
+    page.map((row) => row.id),
+    options.include,
+  );
+  return { items, total: totals?.total ?? 0 };
+}
+
+/** The owner's contacts having `e164` among their phones (call-lookup). */
+export async function contactsWithPhone(db: Db, ownerId: number, e164: string): Promise<Contact[]> {
+  const rows = await db
+    .selectDistinct({ id: contacts.id })
+    .from(contacts)
+    .innerJoin(contactPhones, eq(contactPhones.contactId, contacts.id))
+    .where(and(eq(contacts.ownerId, ownerId), eq(contactPhones.e164, e164)))
+    .orderBy(asc(contacts.id))
+    .all();
+  return loadContacts(
+    db,
+    ownerId,
+    rows.map((row) => row.id),
+  );
+}
+
+/**
+ * Sync (DECISIONS §4): elements with an `id` update that contact of the
+ * owner, the others create one. All or nothing: every id is checked first
+ * (a bad one is a 400 naming its index) and every write goes in one
+ * `db.batch`, which D1 runs as one transaction. Besides one UPDATE per
+ * updated contact, the statements are a fixed handful whatever the size: the
+ * rows travel as one JSON parameter unpacked with `json_each`, which keeps
+ * every statement under D1's 100 bound parameters
+ * (https://developers.cloudflare.com/d1/platform/limits/).
+ * Returns the resulting contacts in request order.
+ */
+export async function saveContacts(db: Db, ownerId: number, inputs: ContactInput[]): Promise<Contact[]> {
+  if (inputs.length === 0) return [];
+  await assertUpdatable(db, ownerId, inputs);
+  const now = Date.now();
+
+  const updates = inputs.filter((input) => input.id !== undefined);
+  const creates = inputs.filter((input) => input.id === undefined);
+
+  const updateStatements = updates.map((input) => {
+    const set: Partial<typeof contacts.$inferInsert> = { updatedAt: new Date(now) };
+    if (input.display_name !== undefined) set.displayName = input.display_name;
+    if (input.birthday !== undefined) set.birthday = input.birthday;
+    if (input.labels !== undefined) set.labels = input.labels;
+    return db
+      .update(contacts)
+      .set(set)
+      .where(and(eq(contacts.id, input.id!), eq(contacts.ownerId, ownerId)));
+  });
+
+  // Collections present on an update replace the stored ones.
+  const replaced = (key: "emails" | "phone_numbers" | "addresses") =>
+    updates.filter((input) => input[key] !== undefined).map((input) => input.id!);
+
+  // New contacts are inserted by one statement in request order, so inside
+  // the transaction they take consecutive ids ending at max(id): the k-th new
+  // contact is max(id) - creates + 1 + k. Children find their contact that way.
+  const createRows = JSON.stringify(
+    creates.map((input) => ({
+      display_name: input.display_name ?? "",
+      birthday: input.birthday ?? null,
+      labels: input.labels ?? [],
+    })),
+  );
+  const children = JSON.stringify(
+    inputs.map((input) => ({
+      ...(input.id !== undefined ? { id: input.id } : { k: creates.indexOf(input) }),
+      emails: input.emails,
+      phone_numbers: input.phone_numbers,
+      addresses: input.addresses,
+    })),
+  );
+  const contactIdOf = sql`coalesce(json_extract(j.value, '$.id'), (select max(id) from contacts) - ${creates.length} + 1 + json_extract(j.value, '$.k'))`;
+  // insert … select with SQL fills every column in schema order: (id, contact_id, value).
+  const insertChildren = (table: typeof contactEmails | typeof contactPhones | typeof contactAddresses, key: string) =>
+    db.insert(table).select(sql`
+      select null, ${contactIdOf}, item.value
+      from json_each(${children}) as j, json_each(j.value, ${`$.${key}`}) as item
+      where exists (select 1 from contacts where id = ${contactIdOf} and owner_id = ${ownerId})
+      order by j.key, item.key`);
+
+  const [first, ...rest] = [
+    ...updateStatements,
+    db.delete(contactEmails).where(inIds(contactEmails.contactId, replaced("emails"))),
+    db.delete(contactPhones).where(inIds(contactPhones.contactId, replaced("phone_numbers"))),
+    db.delete(contactAddresses).where(inIds(contactAddresses.contactId, replaced("addresses"))),
+    // Columns in schema order: id, owner_id, display_name, birthday, labels, created_at, updated_at.
+    db
+      .insert(contacts)
+      .select(
+        sql`select null, ${ownerId}, json_extract(value, '$.display_name'), json_extract(value, '$.birthday'),
+                   json_extract(value, '$.labels'), ${now}, ${now}
+            from json_each(${createRows}) order by key`,
+      )
+      .returning({ id: contacts.id }),
+    insertChildren(contactEmails, "emails"),
+    insertChildren(contactPhones, "phone_numbers"),
+    insertChildren(contactAddresses, "addresses"),
+  ];
+  const results = await db.batch([first!, ...rest]);
+
+  const createdIds = (results[updateStatements.length + 3] as { id: number }[])
+    .map((row) => row.id)
+    .sort((a, b) => a - b);
+  const ids = inputs.map((input) => input.id ?? createdIds[creates.indexOf(input)]!);
+  return loadContacts(db, ownerId, ids);
+}
+
+/** Every id must name one of the owner's contacts, once; otherwise 400 naming the element. */
+async function assertUpdatable(db: Db, ownerId: number, inputs: ContactInput[]) {
+  const ids = inputs.flatMap((input) => (input.id === undefined ? [] : [input.id]));
+  if (ids.length === 0) return;
+  const owned = new Set(
+    (
+      await db
+        .select({ id: contacts.id })
+        .from(contacts)
+        .where(and(eq(contacts.ownerId, ownerId), inIds(contacts.id, ids)))
+        .all()
+    ).map((row) => row.id),
+  );
+  const seen = new Map<number, number>();
+  inputs.forEach((input, index) => {
+    if (input.id === undefined) return;
+    if (!owned.has(input.id)) throw badRequest(`invalid body: \`[${index}].id\` contact ${input.id} does not exist`);
+    const earlier = seen.get(input.id);
+    if (earlier !== undefined) {
+      throw badRequest(
+        `invalid body: \`[${index}].id\` contact ${input.id} is already updated by element [${earlier}]`,
+      );
+    }
+    seen.set(input.id, index);
+  });
+}
+
+/** Whether `id` is one of the owner's contacts. */
+export async function ownsContact(db: Db, ownerId: number, id: number): Promise<boolean> {
+  const row = await db
+    .select({ id: contacts.id })
+    .from(contacts)
+    .where(and(eq(contacts.id, id), eq(contacts.ownerId, ownerId)))
+    .get();
+  return row !== undefined;
+}
+
+/** Deletes one of the owner's contacts; false when there is none. */
+export async function deleteContact(db: Db, ownerId: number, id: number): Promise<boolean> {
+  const row = await db
+    .delete(contacts)
+    .where(and(eq(contacts.id, id), eq(contacts.ownerId, ownerId)))
+    .returning({ id: contacts.id })
+    .get();
+  return row !== undefined;
+}
+
+/** Development only: removes every contact of the owner. */
+export async function clearContacts(db: Db, ownerId: number) {
+  await db.delete(contacts).where(eq(contacts.ownerId, ownerId));
+}

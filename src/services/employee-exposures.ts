@@ -1,0 +1,80 @@
+import { and, asc, count, eq, gte, inArray, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { companies, exposureHistory, exposures, exposureStatuses, memberships } from "../db/schema";
+import { pageWindow, type Page } from "../lib/pagination";
+import { iso } from "../lib/time";
+import { exposureQuery, siteColumns, toExposure, toSite, type Exposure } from "./exposures";
+import { inIds } from "./people";
+
+/**
+ * The reads of exposures a company makes about its employees
+ * (`/companies/{company_id}/employees/exposures…`); the exposure life itself
+ * is in `./exposures`.
+ */
+export type ExposureStatus = (typeof exposureStatuses)[number];
+
+export type HistoryEntry = { event: string; company: ReturnType<typeof toSite>; when: string };
+
+export type ExposureFilter = {
+  /** Only exposures changed (created or moved) at or after this time. */
+  since: Date | null;
+  /** Only these employees; ids that are not employees of the company match nothing. */
+  employees: number[] | null;
+  /** Only these statuses. */
+  statuses: ExposureStatus[] | null;
+};
+
+/** Every exposure read is filtered by the company's employees in SQL (tenancy). */
+const ofEmployeesOf = (companyId: number) =>
+  sql`${exposures.personId} in (select ${memberships.personId} from ${memberships} where ${memberships.companyId} = ${companyId})`;
+
+/**
+ * GET /employees/exposures [seed 4.3 rule 7]: one page of the company's
+ * employees' exposures, oldest change first, so a client polling with
+ * `since` reads them in the order they happened.
+ */
+export async function listExposures(
+  db: Db,
+  companyId: number,
+  filter: ExposureFilter,
+  page: Page,
+): Promise<{ items: Exposure[]; total: number }> {
+  const where = and(
+    ofEmployeesOf(companyId),
+    filter.employees ? inIds(exposures.personId, filter.employees) : undefined,
+    filter.statuses ? inArray(exposures.status, filter.statuses) : undefined,
+    filter.since ? gte(exposures.updatedAt, filter.since) : undefined,
+  );
+  const { limit, offset } = pageWindow(page);
+  // Not one db.batch: drizzle maps D1 batch rows by column name, and this join
+  // selects `id` and `url` of both the exposure and the site.
+  const [rows, [total]] = await Promise.all([
+    exposureQuery(db).where(where).orderBy(asc(exposures.updatedAt), asc(exposures.id)).limit(limit).offset(offset),
+    db.select({ n: count() }).from(exposures).where(where),
+  ]);
+  return { items: rows.map(toExposure), total: total?.n ?? 0 };
+}
+
+/**
+ * The history of one exposure [seed 2.12], oldest first; null when there is
+ * no such exposure of an employee of the company.
+ */
+export async function getExposureHistory(
+  db: Db,
+  companyId: number,
+  exposureId: number,
+): Promise<HistoryEntry[] | null> {
+  const mine = and(eq(exposures.id, exposureId), ofEmployeesOf(companyId));
+  const [owner, rows] = await db.batch([
+    db.select({ id: exposures.id }).from(exposures).where(mine),
+    db
+      .select({ event: exposureHistory.event, createdAt: exposureHistory.createdAt, site: siteColumns })
+      .from(exposureHistory)
+      .innerJoin(exposures, eq(exposures.id, exposureHistory.exposureId))
+      .innerJoin(companies, eq(companies.id, exposureHistory.siteId))
+      .where(mine)
+      .orderBy(asc(exposureHistory.createdAt), asc(exposureHistory.id)),
+  ]);
+  if (owner.length === 0) return null;
+  return rows.map((row) => ({ event: row.event, company: toSite(row.site), when: iso(row.createdAt)! }));
+}

@@ -1,0 +1,177 @@
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { companies, exposureHistory, exposures } from "../db/schema";
+import { iso } from "../lib/time";
+import { emitForPerson, type DeliveryMessage } from "./events";
+
+/**
+ * Exposures: listings of a person found on people-search sites, and their
+ * life (DECISIONS §5): a `found` scan result creates a `pending` exposure,
+ * the hourly removal step moves it to `in_progress`, a confirmation from the
+ * site moves it to `closed`. No other moves; a repeated move is a no-op.
+ */
+
+/** The site object carried by exposures and scan events: `{id, name, slug, logo, url}`. */
+export const siteColumns = {
+  id: companies.id,
+  name: companies.name,
+  slug: companies.slug,
+  logo: companies.logo,
+  url: companies.url,
+};
+
+export type SiteRow = { id: number; name: string; slug: string; logo: string | null; url: string };
+
+export const toSite = (row: SiteRow) => ({
+  id: row.id,
+  name: row.name,
+  slug: row.slug,
+  logo: row.logo ?? "",
+  url: row.url,
+});
+
+/** Columns for `toExposure`; select them from `exposures` inner-joined with the site (`exposureQuery`). */
+export const exposureColumns = {
+  id: exposures.id,
+  personId: exposures.personId,
+  status: exposures.status,
+  url: exposures.url,
+  data: exposures.data,
+  createdAt: exposures.createdAt,
+  updatedAt: exposures.updatedAt,
+  site: siteColumns,
+};
+
+export type ExposureRow = {
+  id: number;
+  personId: number;
+  status: (typeof exposures.$inferSelect)["status"];
+  url: string | null;
+  data: Record<string, unknown>;
+  createdAt: Date;
+  updatedAt: Date;
+  site: SiteRow;
+};
+
+/** The exposure object of DECISIONS §5, also the `Exposure` webhook payload. */
+export const toExposure = (row: ExposureRow) => ({
+  id: row.id,
+  employee_id: row.personId,
+  status: row.status,
+  site: toSite(row.site),
+  url: row.url,
+  data: row.data,
+  created_at: iso(row.createdAt)!,
+  updated_at: iso(row.updatedAt)!,
+});
+
+export type Exposure = ReturnType<typeof toExposure>;
+
+/** `select … from exposures join companies (the site)`; add `.where(…)`. */
+export const exposureQuery = (db: Db) =>
+  db.select(exposureColumns).from(exposures).innerJoin(companies, eq(companies.id, exposures.siteId));
+
+/** History texts [seed 2.12]: each is its prefix followed by the site's name. */
+export const historyPrefix = {
+  found: "Found on ",
+  requested: "Removal requested from ",
+  closed: "Removal confirmed by ",
+} as const;
+
+/**
+ * History rows for the exposures among `ids` that are still in `from`, built
+ * in SQL, so a batch `[this, move from → to]` writes history exactly for the
+ * rows it moves (a repeated move writes nothing).
+ */
+function historyForMove(db: Db, ids: number[], from: ExposureRow["status"], prefix: string, at: Date) {
+  return db.insert(exposureHistory).select(
+    db
+      .select({
+        id: sql<number>`null`.as("id"),
+        exposureId: exposures.id,
+        siteId: exposures.siteId,
+        event: sql<string>`${prefix} || ${companies.name}`.as("event"),
+        createdAt: sql<number>`${at.getTime()}`.as("created_at"),
+      })
+      .from(exposures)
+      .innerJoin(companies, eq(companies.id, exposures.siteId))
+      .where(and(inArray(exposures.id, ids), eq(exposures.status, from))),
+  );
+}
+
+/**
+ * The removal step of the hourly cron: pending exposures move to
+ * `in_progress` in batches of `batchSize` (oldest first), each batch one
+ * atomic D1 batch, then `exposure:requested` and `request:created` are sent.
+ * Bounded by `maxBatches` per run so one run stays within the Worker's
+ * per-invocation query budget; the next run picks up the rest.
+ * Returns the number of exposures moved.
+ */
+export async function submitRemovalRequests(
+  db: Db,
+  queue: Queue<DeliveryMessage>,
+  now: Date,
+  { batchSize = 25, maxBatches = 4 } = {},
+): Promise<number> {
+  let moved = 0;
+  for (let round = 0; round < maxBatches; round++) {
+    const pending = await exposureQuery(db)
+      .where(eq(exposures.status, "pending"))
+      .orderBy(asc(exposures.id))
+      .limit(batchSize)
+      .all();
+    if (pending.length === 0) break;
+
+    const ids = pending.map((row) => row.id);
+    const [, movedRows] = await db.batch([
+      historyForMove(db, ids, "pending", historyPrefix.requested, now),
+      db
+        .update(exposures)
+        .set({ status: "in_progress", requestedAt: now, updatedAt: now })
+        .where(and(inArray(exposures.id, ids), eq(exposures.status, "pending")))
+        .returning({ id: exposures.id }),
+    ]);
+    const movedIds = new Set(movedRows.map((row) => row.id));
+    for (const row of pending) {
+      if (!movedIds.has(row.id)) continue;
+      const exposure = toExposure({ ...row, status: "in_progress", updatedAt: now });
+      await emitForPerson(db, queue, row.personId, "exposure:requested", exposure);
+      await emitForPerson(db, queue, row.personId, "request:created", exposure);
+    }
+    moved += movedIds.size;
+    if (pending.length < batchSize) break;
+  }
+  return moved;
+}
+
+/**
+ * A site confirmed the removal: an `in_progress` exposure moves to `closed`
+ * (`exposure:closed` and `request:closed`). Any other state is left alone.
+ * Returns what happened, for the consumer's log.
+ */
+export async function confirmRemoval(
+  db: Db,
+  queue: Queue<DeliveryMessage>,
+  exposureId: number,
+  at: Date,
+): Promise<"closed" | "unchanged" | "missing"> {
+  const row = await exposureQuery(db).where(eq(exposures.id, exposureId)).get();
+  if (!row) return "missing";
+  if (row.status !== "in_progress") return "unchanged";
+
+  const now = new Date();
+  const [, closed] = await db.batch([
+    historyForMove(db, [exposureId], "in_progress", historyPrefix.closed, at),
+    db
+      .update(exposures)
+      .set({ status: "closed", closedAt: at, updatedAt: now })
+      .where(and(eq(exposures.id, exposureId), eq(exposures.status, "in_progress")))
+      .returning({ id: exposures.id }),
+  ]);
+  if (closed.length === 0) return "unchanged";
+
+  const exposure = toExposure({ ...row, status: "closed", updatedAt: now });
+  await emitForPerson(db, queue, row.personId, "exposure:closed", exposure);
+  await emitForPerson(db, queue, row.personId, "request:closed", exposure);
+  return "closed";
+}

@@ -1,0 +1,115 @@
+import { and, asc, eq, inArray, isNull, notExists, sql } from "drizzle-orm";
+import { alias } from "drizzle-orm/sqlite-core";
+import type { Db } from "../db/client";
+import { secureNumbers } from "../db/schema";
+import { iso } from "../lib/time";
+import * as trustIndex from "./trust-index";
+
+export type SecureNumber = { country_code: string; number: string; e164: string };
+
+const held = alias(secureNumbers, "held");
+const free = alias(secureNumbers, "free");
+
+const numberColumns = {
+  country_code: secureNumbers.countryCode,
+  number: secureNumbers.number,
+  e164: secureNumbers.e164,
+};
+
+/**
+ * The caller's secure number, assigning one from the pool when they have none
+ * (DECISIONS §3). The assignment is one UPDATE that takes the lowest free
+ * number only if the person still holds none; D1 runs statements one at a
+ * time, and the unique index on `person_id` backs it, so two concurrent first
+ * heartbeats give one number and no number goes to two people.
+ * Null when the pool is empty (logged).
+ */
+export async function secureNumberFor(db: Db, kv: KVNamespace, personId: number): Promise<SecureNumber | null> {
+  const current = await db.select(numberColumns).from(secureNumbers).where(eq(secureNumbers.personId, personId)).get();
+  if (current) return current;
+
+  const assigned = await db
+    .update(secureNumbers)
+    .set({ personId, assignedAt: new Date() })
+    .where(
+      and(
+        inArray(
+          secureNumbers.id,
+          db.select({ id: free.id }).from(free).where(isNull(free.personId)).orderBy(asc(free.id)).limit(1),
+        ),
+        notExists(db.select({ id: held.id }).from(held).where(eq(held.personId, personId))),
+      ),
+    )
+    .returning(numberColumns)
+    .get();
+
+  if (assigned) {
+    // Lookups to the new number find its holder, and people who trusted this
+    // person now trust calls from it too.
+    await trustIndex.indexSecureNumber(kv, assigned.e164, personId);
+    await trustIndex.rebuildForTrustersOf(db, kv, personId);
+    return assigned;
+  }
+
+  // A concurrent heartbeat of the same person won, or the pool is empty.
+  const raced = await db.select(numberColumns).from(secureNumbers).where(eq(secureNumbers.personId, personId)).get();
+  if (raced) return raced;
+  console.warn(
+    JSON.stringify({
+      level: "warn",
+      error: "the secure-number pool is empty",
+      personId,
+      note: "npm run numbers -- add",
+    }),
+  );
+  return null;
+}
+
+type Times = {
+  user: number | null;
+  contact: number | null;
+  trust_request: number | null;
+  company: number | null;
+  coworker: number | null;
+  activity: number;
+};
+
+/**
+ * The heartbeat's `last_*` fields (DECISIONS §3): the newest change time of
+ * what each names, for this person; null when there is none. One query of
+ * scalar subqueries, each served by an index. Null when the person is gone.
+ */
+export async function heartbeatTimes(db: Db, personId: number) {
+  const me = personId;
+  const row = await db.get<Times>(sql`
+    select
+      (select updated_at from people where id = ${me}) as user,
+      (select max(updated_at) from contacts where owner_id = ${me}) as contact,
+      (select max(updated_at) from trust_requests where target_id = ${me}) as trust_request,
+      (select max(t) from (
+         select c.updated_at as t from companies c
+           where c.id in (select company_id from memberships where person_id = ${me}
+                          union select company_id from company_trust where person_id = ${me} and trust = 'trusted')
+         union all select updated_at from company_trust where person_id = ${me}
+         union all select updated_at from memberships where person_id = ${me})) as company,
+      (select max(t) from (
+         select p.updated_at as t from memberships m
+           join memberships mine on mine.company_id = m.company_id and mine.person_id = ${me}
+           join people p on p.id = m.person_id
+           where m.person_id != ${me}
+         union all select m.updated_at from memberships m
+           join memberships mine on mine.company_id = m.company_id and mine.person_id = ${me}
+           where m.person_id != ${me})) as coworker,
+      max(coalesce((select max(id) from activities where sendable_type = 'person' and sendable_id = ${me}), 0),
+          coalesce((select max(id) from activities where receivable_type = 'person' and receivable_id = ${me}), 0)) as activity`);
+  if (!row || row.user === null) return null;
+  const at = (ms: number | null) => iso(ms === null ? null : new Date(ms));
+  return {
+    last_contact_update: at(row.contact),
+    last_trust_request: at(row.trust_request),
+    last_company_update: at(row.company),
+    last_coworker_update: at(row.coworker),
+    last_user_update: at(row.user),
+    last_activity_id: String(row.activity),
+  };
+}

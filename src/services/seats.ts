@@ -1,0 +1,111 @@
+import { and, count, eq, isNotNull, sql, type SQL } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { companies, companySeats, memberships } from "../db/schema";
+import { badRequest } from "../lib/errors";
+
+/**
+ * Seats of a license in a company (DECISIONS §5): `num_active` bought,
+ * `num_assigned` held by members, `num_available = num_active - num_assigned`.
+ */
+export type Seats = { num_active: number; num_assigned: number; num_available: number };
+
+/** Seats per license id for one company; licenses the company never bought are absent (all zero). */
+export async function seatsByLicense(db: Db, companyId: number): Promise<Map<string, Seats>> {
+  const [bought, assigned] = await db.batch([
+    db
+      .select({ licenseId: companySeats.licenseId, quantity: companySeats.quantity })
+      .from(companySeats)
+      .where(eq(companySeats.companyId, companyId)),
+    db
+      .select({ licenseId: memberships.licenseId, n: count() })
+      .from(memberships)
+      .where(and(eq(memberships.companyId, companyId), isNotNull(memberships.licenseId)))
+      .groupBy(memberships.licenseId),
+  ]);
+  const seats = new Map<string, Seats>();
+  const entry = (licenseId: string) => {
+    let found = seats.get(licenseId);
+    if (!found) seats.set(licenseId, (found = { num_active: 0, num_assigned: 0, num_available: 0 }));
+    return found;
+  };
+  for (const row of bought) entry(row.licenseId).num_active = row.quantity;
+  for (const row of assigned) if (row.licenseId) entry(row.licenseId).num_assigned = row.n;
+  for (const value of seats.values()) value.num_available = value.num_active - value.num_assigned;
+  return seats;
+}
+
+export const NO_SEATS: Seats = { num_active: 0, num_assigned: 0, num_available: 0 };
+
+/** Throws the 400 of DECISIONS §5 when the company has no free seat of the license. */
+export async function assertSeatAvailable(db: Db, companyId: number, licenseId: string) {
+  const seats = (await seatsByLicense(db, companyId)).get(licenseId) ?? NO_SEATS;
+  if (seats.num_available < 1) throw noSeat(licenseId, seats);
+}
+
+const noSeat = (licenseId: string, seats: Seats) =>
+  badRequest(
+    `no \`${licenseId}\` seat is available (${seats.num_assigned} of ${seats.num_active} assigned); buy more with POST /companies/{company_id}/licenses or name another \`license\``,
+  );
+
+/** Gives the membership of (company, person) the license, starting now. */
+export function assignSeatStatement(db: Db, companyId: number, personId: number | SQL, licenseId: string, now: Date) {
+  return db
+    .update(memberships)
+    .set({ licenseId, licenseStartAt: now, licenseEndAt: null, updatedAt: now })
+    .where(and(eq(memberships.companyId, companyId), eq(memberships.personId, personId)));
+}
+
+/** Frees the seat the membership holds (removing a membership frees it too). */
+export function freeSeatStatement(db: Db, companyId: number, personId: number, now: Date) {
+  return db
+    .update(memberships)
+    .set({ licenseId: null, licenseStartAt: null, licenseEndAt: null, updatedAt: now })
+    .where(and(eq(memberships.companyId, companyId), eq(memberships.personId, personId)));
+}
+
+/**
+ * `assertSeatAvailable` answers the common case with a clear message, but two
+ * requests can both see the last seat free. D1 has no BEGIN and SQLite's
+ * RAISE() only works inside triggers, so the batch that assigns a seat ends
+ * with this statement: when the company now holds more seats of `licenseId`
+ * than it bought, it inserts a row with a NULL quantity, the NOT NULL
+ * constraint fails, and D1 rolls the whole batch back
+ * (https://developers.cloudflare.com/d1/worker-api/d1-database/#batch).
+ * `isSeatGuardFailure` recognises that error.
+ */
+export function seatGuardStatement(db: Db, companyId: number, licenseId: string) {
+  const bought = sql`coalesce((select ${companySeats.quantity} from ${companySeats} where ${companySeats.companyId} = ${companyId} and ${companySeats.licenseId} = ${licenseId}), 0)`;
+  const held = sql`(select count(*) from ${memberships} where ${memberships.companyId} = ${companyId} and ${memberships.licenseId} = ${licenseId})`;
+  // Built with the query builder: drizzle's D1 batch cannot bind a raw `db.run(sql…)`.
+  return db.insert(companySeats).select(
+    db
+      .select({
+        companyId: companies.id,
+        licenseId: sql<string>`${licenseId}`.as("license_id"),
+        quantity: sql<number>`null`.as("quantity"),
+        updatedAt: sql<Date>`0`.as("updated_at"),
+      })
+      .from(companies)
+      .where(and(eq(companies.id, companyId), sql`${bought} < ${held}`)),
+  );
+}
+
+export function isSeatGuardFailure(err: unknown): boolean {
+  return errorText(err).includes("NOT NULL constraint failed: company_seats.quantity");
+}
+
+/** The messages of an error and its causes (drizzle wraps D1's errors). */
+export function errorText(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
+    parts.push(e instanceof Error ? e.message : String(e));
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.join(" | ");
+}
+
+/** Throws the no-seat 400 for a batch the seat guard rolled back. */
+export async function noSeatAfterRace(db: Db, companyId: number, licenseId: string): Promise<never> {
+  const seats = (await seatsByLicense(db, companyId)).get(licenseId) ?? NO_SEATS;
+  throw noSeat(licenseId, seats);
+}

@@ -1,0 +1,224 @@
+import { and, asc, desc, eq, inArray, or, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { blockedCalls, companies, companyPhones, people, personPhones, secureNumbers } from "../db/schema";
+import { phoneFromParts, type Phone } from "../lib/phone";
+import { iso } from "../lib/time";
+import { contactsWithPhone, type Contact } from "./contacts";
+import { toCompanyRef, type CompanyRef } from "./coworkers";
+import * as trustIndex from "./trust-index";
+
+/** The lookup parameters of [seed 4.1], as the provider sent them (any may be missing). */
+export type LookupFields = {
+  number_code?: string;
+  number?: string;
+  inbound_code?: string;
+  inbound?: string;
+  caller_id?: string;
+};
+
+export type BlockedCallInput = typeof blockedCalls.$inferInsert;
+
+/**
+ * `phoneFromParts` that never throws: libphonenumber-js throws for a calling
+ * code it does not know ("999"), and trust-lookup must not fail on input.
+ */
+function parsePhone(callingCode: string | undefined, number: string | undefined): Phone | null {
+  try {
+    return phoneFromParts(callingCode ?? "", number ?? "");
+  } catch {
+    return null;
+  }
+}
+
+/** Raw input kept on a blocked call is clipped: it is whatever the provider sent. */
+const clip = (value: string | undefined, max: number) => (value ?? "").trim().slice(0, max);
+
+/**
+ * trust-lookup [seed 4.1 rule 2, DECISIONS §3]: `user_id` is the member
+ * holding the receiving number (0 when it is unparseable or nobody's);
+ * `trusted` only when that member trusts the caller's number. Never throws
+ * for its input. When a member matched and the answer is untrusted, the
+ * blocked call to record is returned too.
+ */
+export async function lookupTrust(
+  db: Db,
+  kv: KVNamespace,
+  fields: LookupFields,
+  defer?: trustIndex.Defer,
+): Promise<{ trusted: boolean; user_id: number; blocked: BlockedCallInput | null }> {
+  const receiving = parsePhone(fields.number_code, fields.number);
+  const receiverId = receiving ? await trustIndex.receiverOf(db, kv, receiving.e164, defer) : null;
+  if (receiverId === null) return { trusted: false, user_id: 0, blocked: null };
+
+  const caller = parsePhone(fields.inbound_code, fields.inbound);
+  const trusted = caller !== null && (await trustIndex.trusts(db, kv, receiverId, caller.e164, defer));
+  return {
+    trusted,
+    user_id: receiverId,
+    blocked: trusted
+      ? null
+      : {
+          personId: receiverId,
+          callerId: clip(fields.caller_id, 64) || null,
+          countryCode: caller?.countryCode ?? clip(fields.inbound_code, 8),
+          phoneNumber: caller?.nationalNumber ?? clip(fields.inbound, 32),
+        },
+  };
+}
+
+export type CallDetails = {
+  contacts: Contact[];
+  people: CallerPerson[];
+  companies: CompanyRef[];
+};
+
+export type CallerPerson = {
+  id: number;
+  first_name: string;
+  middle_name: string | null;
+  last_name: string;
+  display_name: string;
+  avatar: string;
+  e2ee: boolean;
+  e2e_id: string | null;
+};
+
+/**
+ * call-lookup (DECISIONS §3): what the receiver may know about a trusted
+ * caller. `asPerson` is set when a member asks with their own token: the
+ * receiving number must then be their secure number, else null (404).
+ * An untrusted or unmatched call gets three empty arrays.
+ */
+export async function lookupCall(
+  db: Db,
+  kv: KVNamespace,
+  fields: LookupFields,
+  asPerson: number | null,
+): Promise<CallDetails | null> {
+  const receiving = parsePhone(fields.number_code, fields.number);
+  const receiverId = receiving ? await trustIndex.receiverOf(db, kv, receiving.e164) : null;
+  if (asPerson !== null && receiverId !== asPerson) return null;
+
+  const nothing: CallDetails = { contacts: [], people: [], companies: [] };
+  const caller = parsePhone(fields.inbound_code, fields.inbound);
+  if (receiverId === null || caller === null) return nothing;
+  if (!(await trustIndex.trusts(db, kv, receiverId, caller.e164))) return nothing;
+
+  const [contacts, callers, callerCompanies] = await Promise.all([
+    contactsWithPhone(db, receiverId, caller.e164),
+    peopleWithNumber(db, caller),
+    companiesWithPhone(db, receiverId, caller),
+  ]);
+  return { contacts, people: callers, companies: callerCompanies };
+}
+
+/** Platform users whose phone or secure number is `phone` [seed 2.2]. */
+async function peopleWithNumber(db: Db, phone: Phone): Promise<CallerPerson[]> {
+  const rows = await db
+    .select({
+      id: people.id,
+      firstName: people.firstName,
+      middleName: people.middleName,
+      lastName: people.lastName,
+      avatarUrl: people.avatarUrl,
+      encryptionHash: people.encryptionHash,
+      e2eId: people.e2eId,
+    })
+    .from(people)
+    .where(
+      or(
+        inArray(
+          people.id,
+          db.select({ id: personPhones.personId }).from(personPhones).where(eq(personPhones.e164, phone.e164)),
+        ),
+        inArray(
+          people.id,
+          db
+            .select({ id: sql<number>`${secureNumbers.personId}` })
+            .from(secureNumbers)
+            .where(eq(secureNumbers.e164, phone.e164)),
+        ),
+      ),
+    )
+    .orderBy(asc(people.id))
+    .all();
+  return rows.map((row) => ({
+    id: row.id,
+    first_name: row.firstName,
+    middle_name: row.middleName,
+    last_name: row.lastName,
+    display_name: [row.firstName, row.middleName, row.lastName].filter(Boolean).join(" "),
+    avatar: row.avatarUrl ?? "",
+    e2ee: row.encryptionHash !== null && row.e2eId !== null,
+    e2e_id: row.e2eId,
+  }));
+}
+
+/** Companies with `phone` that the receiver trusts [seed 2.2]. */
+async function companiesWithPhone(db: Db, receiverId: number, phone: Phone): Promise<CompanyRef[]> {
+  const rows = await db
+    .selectDistinct({
+      id: companies.id,
+      name: companies.name,
+      slug: companies.slug,
+      logo: companies.logo,
+      url: companies.url,
+    })
+    .from(companies)
+    .innerJoin(companyPhones, eq(companyPhones.companyId, companies.id))
+    .where(and(eq(companyPhones.e164, phone.e164), trustIndex.companyTrustedBy(db, receiverId, companies.id)))
+    .orderBy(asc(companies.id))
+    .all();
+  return rows.map(toCompanyRef);
+}
+
+/**
+ * Records a blocked call; runs after the answer (`waitUntil`), so a failure
+ * (the member deleted meanwhile) is logged, never surfaced.
+ */
+export async function recordBlockedCall(db: Db, call: BlockedCallInput) {
+  try {
+    await db.insert(blockedCalls).values({ ...call, createdAt: new Date() });
+  } catch (err) {
+    console.error(JSON.stringify({ level: "error", error: `recording a blocked call failed: ${String(err)}` }));
+  }
+}
+
+/** The newest 100 blocked calls of a member [seed 2.4, 4.1 rule 8]. */
+export async function latestBlockedCalls(db: Db, personId: number) {
+  const rows = await db
+    .select()
+    .from(blockedCalls)
+    .where(eq(blockedCalls.personId, personId))
+    .orderBy(desc(blockedCalls.createdAt), desc(blockedCalls.id))
+    .limit(100)
+    .all();
+  return rows.map((row) => ({
+    id: personId,
+    caller_id: row.callerId ?? "",
+    country_code: row.countryCode,
+    phone_number: row.phoneNumber,
+    created_at: iso(row.createdAt)!,
+  }));
+}
+
+const FIELD_NAMES = ["number_code", "number", "inbound_code", "inbound", "caller_id"] as const;
+
+/**
+ * Reads the lookup fields from whatever the provider sent (query, JSON or
+ * form): strings are kept, numbers written as strings, the first of repeated
+ * values taken, anything else ignored. Never throws.
+ */
+export function readLookupFields(...sources: unknown[]): LookupFields {
+  const fields: LookupFields = {};
+  for (const source of sources) {
+    if (typeof source !== "object" || source === null || Array.isArray(source)) continue;
+    for (const name of FIELD_NAMES) {
+      let value = (source as Record<string, unknown>)[name];
+      if (Array.isArray(value)) value = value[0];
+      if (typeof value === "number" && Number.isFinite(value)) value = String(value);
+      if (typeof value === "string") fields[name] = value;
+    }
+  }
+  return fields;
+}

@@ -1,0 +1,342 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { createDb } from "../src/db/client";
+import { rebuildForCompany } from "../src/services/trust-index";
+import { as, call, DEMO, expectError } from "./helpers";
+
+type Lookup = { trusted: boolean; user_id: number };
+type Fields = Partial<Record<"number_code" | "number" | "inbound_code" | "inbound" | "caller_id", string>>;
+
+const telephony = DEMO.tokens.telephony;
+
+/** GET /apps/buzz/trust-lookup as the telephony provider. */
+async function lookup(fields: Fields): Promise<Lookup> {
+  const response = await call(`/apps/buzz/trust-lookup?${new URLSearchParams(fields)}`, { token: telephony });
+  expect(response.status).toBe(200);
+  return response.json();
+}
+
+/** The secure number heartbeat gives a demo person, as lookup fields. */
+async function secureNumberOf(who: "alice" | "bob" | "carol") {
+  const response = await as(who).get("/apps/buzz/heartbeat");
+  expect(response.status).toBe(200);
+  const { secure_number } = (await response.json()) as { secure_number: { country_code: string; number: string } };
+  return { number_code: secure_number.country_code, number: secure_number.number };
+}
+
+/** Empties the trust index, as after a deploy or an eviction. */
+async function clearKv() {
+  let cursor: string | undefined;
+  do {
+    const page = await env.TRUST_INDEX.list({ cursor });
+    await Promise.all(page.keys.map((key) => env.TRUST_INDEX.delete(key.name)));
+    cursor = page.list_complete ? undefined : page.cursor;
+  } while (cursor);
+}
+
+/** Polls until `check` passes: blocked calls are written after the answer (waitUntil). */
+async function eventually(check: () => Promise<void>, timeoutMs = 2000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (Date.now() > until) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+}
+
+const alice = DEMO.people.alice;
+
+describe("trust-lookup: who may call", () => {
+  it("401 without a token, 403 for a person token or a service without `calls:lookup`", async () => {
+    const path = "/apps/buzz/trust-lookup?number_code=1&number=2025550101&inbound_code=1&inbound=4155550100";
+    await expectError(await call(path), 401, "Unauthorized");
+    await expectError(await as("alice").get(path), 403, "Forbidden");
+    await expectError(await as("scanner").get(path), 403, "Forbidden");
+    await expectError(await as("scanner").send("POST", "/apps/buzz/trust-lookup", {}), 403, "Forbidden");
+  });
+
+  it("a number no member holds is untrusted with user_id 0", async () => {
+    // The last pool number; this file's heartbeats take the lowest ones.
+    expect(await lookup({ number_code: "1", number: "2025550110", inbound_code: "1", inbound: "4155550100" })).toEqual({
+      trusted: false,
+      user_id: 0,
+    });
+  });
+
+  it("trusts the phone of a company the receiver belongs to, once they hold a secure number", async () => {
+    const receiving = await secureNumberOf("alice");
+    expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" })).toEqual({
+      trusted: true,
+      user_id: alice,
+    });
+    // Bob is at Acme too; Carol is not.
+    expect(await lookup({ ...(await secureNumberOf("bob")), inbound_code: "+1", inbound: "(415) 555-0100" })).toEqual({
+      trusted: true,
+      user_id: DEMO.people.bob,
+    });
+    expect(await lookup({ ...(await secureNumberOf("carol")), inbound_code: "US", inbound: "4155550100" })).toEqual({
+      trusted: false,
+      user_id: DEMO.people.carol,
+    });
+  });
+
+  it("trusts a contact's phone, and stops as soon as the number is removed from the contact", async () => {
+    const receiving = await secureNumberOf("alice");
+    const caller = { inbound_code: "44", inbound: "7911 123456" };
+    expect(await lookup({ ...receiving, ...caller })).toEqual({ trusted: false, user_id: alice });
+
+    const created = await as("alice").send("POST", "/contacts/sync", [
+      { display_name: "Uncle Lee", phone_numbers: ["+44 7911 123456", "+1 415 555 0142"] },
+    ]);
+    expect(created.status).toBe(200);
+    const id = ((await created.json()) as { id: number }[])[0]!.id;
+    expect(await lookup({ ...receiving, ...caller })).toEqual({ trusted: true, user_id: alice });
+    // Warm cache now; the write below must rewrite it, not leave it.
+    expect(await env.TRUST_INDEX.get(`trust:${alice}`, "json")).toContain("+447911123456");
+
+    const put = await as("alice").send("PUT", `/contacts/${id}`, { phone_numbers: ["+1 415 555 0142"] });
+    expect(put.status).toBe(200);
+    // Rewritten with the new set, not merely deleted.
+    const rewritten = await env.TRUST_INDEX.get(`trust:${alice}`, "json");
+    expect(rewritten).toEqual(expect.arrayContaining(["+14155550100", "+14155550142"]));
+    expect(rewritten).not.toContain("+447911123456");
+    expect(await lookup({ ...receiving, ...caller })).toEqual({ trusted: false, user_id: alice });
+    expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550142" })).toEqual({
+      trusted: true,
+      user_id: alice,
+    });
+
+    expect((await as("alice").send("DELETE", `/contacts/${id}`)).status).toBe(200);
+    expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550142" })).toEqual({
+      trusted: false,
+      user_id: alice,
+    });
+  });
+
+  it("trusts the phones and secure number of a person the receiver trusted, and not after untrusting", async () => {
+    const receiving = await secureNumberOf("alice");
+    const carolSecure = await secureNumberOf("carol");
+    await env.DB.prepare(
+      "INSERT INTO person_phones (person_id, country_code, phone_number, e164, \"primary\") VALUES (3, '1', '3125550177', '+13125550177', 1)",
+    ).run();
+    const fromCarolPhone = { ...receiving, inbound_code: "1", inbound: "3125550177" };
+    const fromCarolSecure = { ...receiving, inbound_code: carolSecure.number_code, inbound: carolSecure.number };
+    expect(await lookup(fromCarolPhone)).toEqual({ trusted: false, user_id: alice });
+
+    expect(
+      (await as("carol").send("POST", "/contacts/requests", { user_id: alice, contact_reason: "hi" })).status,
+    ).toBe(201);
+    expect((await as("alice").send("POST", `/contacts/trust/${DEMO.people.carol}`, { trusted: 1 })).status).toBe(201);
+    expect(await lookup(fromCarolPhone)).toEqual({ trusted: true, user_id: alice });
+    expect(await lookup(fromCarolSecure)).toEqual({ trusted: true, user_id: alice });
+
+    expect((await as("alice").send("POST", `/contacts/trust/${DEMO.people.carol}`, { trusted: 0 })).status).toBe(201);
+    expect(await lookup(fromCarolPhone)).toEqual({ trusted: false, user_id: alice });
+    expect(await lookup(fromCarolSecure)).toEqual({ trusted: false, user_id: alice });
+  });
+
+  it("a company set to `negative` is never trusted, not even the receiver's own; `trusted` companies are", async () => {
+    const receiving = await secureNumberOf("alice");
+    const db = createDb(env.DB);
+    await env.DB.batch([
+      env.DB.prepare(
+        "INSERT INTO company_phones (company_id, country_code, phone_number, e164) VALUES (2, '1', '6175550100', '+16175550100')",
+      ),
+      env.DB.prepare(
+        "INSERT INTO company_trust (person_id, company_id, trust, updated_at) VALUES (1, 2, 'trusted', 0), (1, 1, 'negative', 0)",
+      ),
+    ]);
+    await rebuildForCompany(db, env.TRUST_INDEX, 1);
+    await rebuildForCompany(db, env.TRUST_INDEX, 2);
+    const fromGlobex = { ...receiving, inbound_code: "1", inbound: "6175550100" };
+    const fromAcme = { ...receiving, inbound_code: "1", inbound: "4155550100" };
+    try {
+      expect(await lookup(fromGlobex)).toEqual({ trusted: true, user_id: alice });
+      expect(await lookup(fromAcme)).toEqual({ trusted: false, user_id: alice });
+
+      await env.DB.prepare("UPDATE company_trust SET trust = 'negative' WHERE person_id = 1 AND company_id = 2").run();
+      await rebuildForCompany(db, env.TRUST_INDEX, 2);
+      expect(await lookup(fromGlobex)).toEqual({ trusted: false, user_id: alice });
+    } finally {
+      await env.DB.prepare("DELETE FROM company_trust WHERE person_id = 1 AND company_id IN (1, 2)").run();
+      await rebuildForCompany(db, env.TRUST_INDEX, 1);
+    }
+    expect(await lookup(fromAcme)).toEqual({ trusted: true, user_id: alice });
+  });
+});
+
+describe("trust-lookup: input never causes an error", () => {
+  it.each<[string, Fields, "none" | "alice"]>([
+    ["no fields at all", {}, "none"],
+    [
+      "an unparseable receiving number",
+      { number_code: "1", number: "abc", inbound_code: "1", inbound: "4155550100" },
+      "none",
+    ],
+    [
+      "a receiving number too short to exist",
+      { number_code: "1", number: "555", inbound_code: "1", inbound: "4155550100" },
+      "none",
+    ],
+    [
+      "an unknown country code",
+      { number_code: "999", number: "2025550101", inbound_code: "1", inbound: "4155550100" },
+      "none",
+    ],
+    ["a missing caller", { number_code: "1", number: "ALICE" }, "alice"],
+    [
+      "an unparseable caller",
+      { number_code: "1", number: "ALICE", inbound_code: "1", inbound: "not-a-number" },
+      "alice",
+    ],
+    [
+      "a caller with a bad country code",
+      { number_code: "1", number: "ALICE", inbound_code: "ZZ", inbound: "4155550100" },
+      "alice",
+    ],
+    [
+      "an absurdly long caller",
+      { number_code: "1", number: "ALICE", inbound_code: "1", inbound: "9".repeat(500) },
+      "alice",
+    ],
+  ])("%s → 200 trusted:false", async (_, fields, receiver) => {
+    const { number } = await secureNumberOf("alice");
+    const resolved = { ...fields, ...(fields.number === "ALICE" ? { number } : {}) };
+    expect(await lookup(resolved)).toEqual({ trusted: false, user_id: receiver === "alice" ? alice : 0 });
+  });
+
+  it("POST with a form body answers like the GET", async () => {
+    const receiving = await secureNumberOf("alice");
+    const body = new URLSearchParams({ ...receiving, inbound_code: "1", inbound: "4155550100" }).toString();
+    const response = await call("/apps/buzz/trust-lookup", {
+      method: "POST",
+      token: telephony,
+      body,
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ trusted: true, user_id: alice });
+  });
+
+  it("POST with JSON (numbers as numbers too) answers like the GET", async () => {
+    const receiving = await secureNumberOf("alice");
+    const response = await call("/apps/buzz/trust-lookup", {
+      method: "POST",
+      token: telephony,
+      body: { number_code: 1, number: Number(receiving.number), inbound_code: "1", inbound: "4155550100" },
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ trusted: true, user_id: alice });
+  });
+
+  it.each([
+    ["malformed JSON", '{"number": ', "application/json"],
+    ["a JSON array", "[1, 2]", "application/json"],
+    ["JSON null", "null", "application/json"],
+    ["an empty body", "", "application/json"],
+    ["plain text", "hello", "text/plain"],
+    ["a form of junk", "a=1&number=%%%", "application/x-www-form-urlencoded"],
+  ])("POST with %s → 200 trusted:false, user_id 0", async (_, body, type) => {
+    const response = await call("/apps/buzz/trust-lookup", {
+      method: "POST",
+      token: telephony,
+      body,
+      headers: { "Content-Type": type },
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ trusted: false, user_id: 0 });
+  });
+
+  it("repeated and wrongly typed query values are tolerated", async () => {
+    const receiving = await secureNumberOf("alice");
+    const response = await call(
+      `/apps/buzz/trust-lookup?number_code=1&number=${receiving.number}&number=1&inbound_code=1&inbound=4155550100&inbound_code=x`,
+      { token: telephony },
+    );
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ trusted: true, user_id: alice });
+  });
+});
+
+describe("trust-lookup: the KV fast path", () => {
+  it("answers the same with an empty and with a warm index", async () => {
+    const receiving = await secureNumberOf("alice");
+    const cases: Fields[] = [
+      { ...receiving, inbound_code: "1", inbound: "4155550100" },
+      { ...receiving, inbound_code: "1", inbound: "4155550123" },
+      { ...receiving, inbound_code: "1", inbound: "oops" },
+      { number_code: "1", number: "2025550109", inbound_code: "1", inbound: "4155550100" },
+      { number_code: "1", number: "x", inbound_code: "1", inbound: "4155550100" },
+    ];
+    await clearKv();
+    const cold = [];
+    for (const fields of cases) cold.push(await lookup(fields));
+    expect((await env.TRUST_INDEX.list()).keys.length).toBeGreaterThan(0);
+    const warm = [];
+    for (const fields of cases) warm.push(await lookup(fields));
+    expect(warm).toEqual(cold);
+    expect(cold.map((answer) => answer.trusted)).toEqual([true, false, false, false, false]);
+  });
+
+  it("reads only the index on a warm path: a planted entry decides", async () => {
+    // Proves the fast path is KV: D1 would say Acme's phone is trusted.
+    const receiving = await secureNumberOf("alice");
+    await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" });
+    await env.TRUST_INDEX.put(`trust:${alice}`, JSON.stringify(["+14155550999"]));
+    try {
+      expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" })).toEqual({
+        trusted: false,
+        user_id: alice,
+      });
+    } finally {
+      await env.TRUST_INDEX.delete(`trust:${alice}`);
+    }
+    expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" })).toEqual({
+      trusted: true,
+      user_id: alice,
+    });
+  });
+});
+
+describe("trust-lookup: blocked calls", () => {
+  type Blocked = { id: number; caller_id: string; country_code: string; phone_number: string; created_at: string };
+
+  it("records an untrusted call to a member, and not a trusted one nor one to nobody", async () => {
+    const receiving = await secureNumberOf("alice");
+    await lookup({ ...receiving, inbound_code: "1", inbound: "415 555 0166", caller_id: "SPAM LIKELY" });
+    await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100", caller_id: "ACME" });
+    await lookup({ number_code: "1", number: "2025550108", inbound_code: "1", inbound: "4155550167" });
+
+    await eventually(async () => {
+      const response = await as("alice").get("/apps/buzz/blocked");
+      expect(response.status).toBe(200);
+      const blocked = (await response.json()) as Blocked[];
+      expect(blocked[0]).toEqual({
+        id: alice,
+        caller_id: "SPAM LIKELY",
+        country_code: "1",
+        phone_number: "4155550166",
+        created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      });
+      expect(blocked.some((call) => call.caller_id === "ACME")).toBe(false);
+    });
+    const rows = await env.DB.prepare(
+      "SELECT count(*) AS n FROM blocked_calls WHERE phone_number = '4155550167'",
+    ).first<{
+      n: number;
+    }>();
+    expect(rows?.n).toBe(0);
+  });
+
+  it("records the raw caller when it cannot be parsed", async () => {
+    const receiving = await secureNumberOf("alice");
+    await lookup({ ...receiving, inbound_code: "1", inbound: "unknown-caller" });
+    await eventually(async () => {
+      const blocked = (await (await as("alice").get("/apps/buzz/blocked")).json()) as Blocked[];
+      expect(blocked[0]).toMatchObject({ caller_id: "", country_code: "1", phone_number: "unknown-caller" });
+    });
+  });
+});
