@@ -212,6 +212,11 @@ describe("POST /companies/{company_id}/employees", () => {
       "phone_numbers[0].country_code",
     ],
     [
+      "a calling code no country uses",
+      { phone_numbers: [{ country_code: "999", phone_number: "4155550123" }] },
+      "phone_numbers[0].country_code",
+    ],
+    [
       "an invalid phone number",
       { phone_numbers: [{ country_code: "1", phone_number: "123" }] },
       "phone_numbers[0].phone_number",

@@ -1,8 +1,17 @@
-import { getCountryCallingCode, isSupportedCountry, parsePhoneNumberFromString } from "libphonenumber-js/max";
+import {
+  type CountryCode,
+  getCountryCallingCode,
+  isSupportedCountry,
+  parsePhoneNumberFromString,
+  type PhoneNumber,
+} from "libphonenumber-js/core";
+import metadata from "libphonenumber-js/metadata.max.json";
 
 /**
- * Phone numbers are parsed with libphonenumber-js (full metadata, so validity
- * is real, not just a length check) and compared in E.164 (DECISIONS §3).
+ * Phone numbers are parsed with libphonenumber-js and its full metadata (so
+ * validity is real, not just a length check) and compared in E.164
+ * (DECISIONS §3). The core build with explicit metadata lets us also ask
+ * which calling codes exist: the library throws on an unknown one.
  */
 export type Phone = {
   /** Calling code as digits, e.g. "1". */
@@ -15,14 +24,16 @@ export type Phone = {
 
 /**
  * A country calling code given as digits ("1"), with a plus ("+1") or as an
- * ISO 3166-1 alpha-2 country ("US") → digits, or null when it is none of them.
+ * ISO 3166-1 alpha-2 country ("US") → digits, or null when no such code exists.
  */
 export function normalizeCallingCode(input: string): string | null {
   const value = input.trim();
   const digits = /^\+?([0-9]{1,3})$/.exec(value);
-  if (digits) return digits[1]!;
-  const country = value.toUpperCase();
-  if (/^[A-Z]{2}$/.test(country) && isSupportedCountry(country)) return getCountryCallingCode(country);
+  if (digits) return Object.hasOwn(metadata.country_calling_codes, digits[1]!) ? digits[1]! : null;
+  const country = value.toUpperCase() as CountryCode;
+  if (/^[A-Z]{2}$/.test(country) && isSupportedCountry(country, metadata)) {
+    return getCountryCallingCode(country, metadata);
+  }
   return null;
 }
 
@@ -33,18 +44,18 @@ export function phoneFromParts(callingCode: string, number: string): Phone | nul
   const trimmed = number.trim();
   // A number that already carries its own "+code" is taken as it is.
   const parsed = trimmed.startsWith("+")
-    ? parsePhoneNumberFromString(trimmed)
-    : parsePhoneNumberFromString(trimmed, { defaultCallingCode: code });
+    ? parsePhoneNumberFromString(trimmed, metadata)
+    : parsePhoneNumberFromString(trimmed, { defaultCallingCode: code }, metadata);
   return toPhone(parsed);
 }
 
 /** A valid number written internationally ("+1 415 555 0100"), or null. */
 export function phoneFromInternational(input: string): Phone | null {
   if (!/^\+[0-9()\-.\s]{4,32}$/.test(input.trim())) return null;
-  return toPhone(parsePhoneNumberFromString(input.trim()));
+  return toPhone(parsePhoneNumberFromString(input.trim(), metadata));
 }
 
-function toPhone(parsed: ReturnType<typeof parsePhoneNumberFromString>): Phone | null {
+function toPhone(parsed: PhoneNumber | undefined): Phone | null {
   if (!parsed || !parsed.isValid()) return null;
   return { countryCode: parsed.countryCallingCode, nationalNumber: parsed.nationalNumber, e164: parsed.number };
 }

@@ -18,18 +18,6 @@ export type LookupFields = {
 
 export type BlockedCallInput = typeof blockedCalls.$inferInsert;
 
-/**
- * `phoneFromParts` that never throws: libphonenumber-js throws for a calling
- * code it does not know ("999"), and trust-lookup must not fail on input.
- */
-function parsePhone(callingCode: string | undefined, number: string | undefined): Phone | null {
-  try {
-    return phoneFromParts(callingCode ?? "", number ?? "");
-  } catch {
-    return null;
-  }
-}
-
 /** Raw input kept on a blocked call is clipped: it is whatever the provider sent. */
 const clip = (value: string | undefined, max: number) => (value ?? "").trim().slice(0, max);
 
@@ -46,11 +34,11 @@ export async function lookupTrust(
   fields: LookupFields,
   defer?: trustIndex.Defer,
 ): Promise<{ trusted: boolean; user_id: number; blocked: BlockedCallInput | null }> {
-  const receiving = parsePhone(fields.number_code, fields.number);
+  const receiving = phoneFromParts(fields.number_code ?? "", fields.number ?? "");
   const receiverId = receiving ? await trustIndex.receiverOf(db, kv, receiving.e164, defer) : null;
   if (receiverId === null) return { trusted: false, user_id: 0, blocked: null };
 
-  const caller = parsePhone(fields.inbound_code, fields.inbound);
+  const caller = phoneFromParts(fields.inbound_code ?? "", fields.inbound ?? "");
   const trusted = caller !== null && (await trustIndex.trusts(db, kv, receiverId, caller.e164, defer));
   return {
     trusted,
@@ -60,8 +48,8 @@ export async function lookupTrust(
       : {
           personId: receiverId,
           callerId: clip(fields.caller_id, 64) || null,
-          countryCode: caller?.countryCode ?? clip(fields.inbound_code, 8),
-          phoneNumber: caller?.nationalNumber ?? clip(fields.inbound, 32),
+          countryCode: caller?.countryCode ?? clip(fields.inbound_code ?? "", 8),
+          phoneNumber: caller?.nationalNumber ?? clip(fields.inbound ?? "", 32),
         },
   };
 }
@@ -95,12 +83,12 @@ export async function lookupCall(
   fields: LookupFields,
   asPerson: number | null,
 ): Promise<CallDetails | null> {
-  const receiving = parsePhone(fields.number_code, fields.number);
+  const receiving = phoneFromParts(fields.number_code ?? "", fields.number ?? "");
   const receiverId = receiving ? await trustIndex.receiverOf(db, kv, receiving.e164) : null;
   if (asPerson !== null && receiverId !== asPerson) return null;
 
   const nothing: CallDetails = { contacts: [], people: [], companies: [] };
-  const caller = parsePhone(fields.inbound_code, fields.inbound);
+  const caller = phoneFromParts(fields.inbound_code ?? "", fields.inbound ?? "");
   if (receiverId === null || caller === null) return nothing;
   if (!(await trustIndex.trusts(db, kv, receiverId, caller.e164))) return nothing;
 
