@@ -1,5 +1,4 @@
 import { createDb } from "../db/client";
-import { emitEvent } from "../services/events";
 import { submitRemovalRequests } from "../services/exposures";
 import { purgeExpiredEphemeral } from "../services/memberships";
 import { sweepOutbox } from "../services/webhook-delivery";
@@ -18,11 +17,8 @@ export async function handleScheduled(controller: ScheduledController, env: Env)
   const now = new Date(controller.scheduledTime);
   switch (controller.cron) {
     case HOURLY: {
-      const purged = await purgeExpiredEphemeral(db, now);
-      // DECISIONS §5: the purge sends `person:removed` like DELETE /employees/{id} does.
-      for (const { companyId, personId } of purged) {
-        await emitEvent(db, env.WEBHOOK_QUEUE, companyId, "person:removed", { id: personId });
-      }
+      // Removed exactly as DELETE /employees/{id} removes (index rewrite, `person:removed`).
+      const purged = await purgeExpiredEphemeral({ db, kv: env.TRUST_INDEX, queue: env.WEBHOOK_QUEUE }, now);
       console.log(JSON.stringify({ cron: controller.cron, ephemeralPurged: purged.length }));
       // The sweep (recovery of unsent deliveries) first, so a failing removal step cannot hold it up.
       const deliveriesRequeued = await sweepOutbox(db, env.WEBHOOK_QUEUE, now);

@@ -18,7 +18,6 @@ import { pageWindow, type Page } from "../lib/pagination";
 import { grants, type Permission } from "../lib/permissions";
 import type { CompanyAccess } from "../types";
 import { findLicense } from "./licenses";
-import { removalStatements } from "./memberships";
 import { visibleEmail } from "./people";
 import {
   assertSeatAvailable,
@@ -266,12 +265,6 @@ export async function updateEmployee(
  * DELETE /employees/{id} [seed 4.3 rule 6] in one batch; see `removalStatements`.
  * Returns false when the person is not an employee of the company.
  */
-export async function removeEmployee(db: Db, companyId: number, personId: number): Promise<boolean> {
-  if (!(await isEmployee(db, companyId, personId))) return false;
-  await db.batch(removalStatements(db, companyId, personId));
-  return true;
-}
-
 /** Runs a write batch, turning the constraint failures a concurrent request can cause into 400s. */
 async function runBatch(db: Db, statements: BatchItem<"sqlite">[], companyId: number, licenseId: string | null) {
   const [first, ...rest] = statements;

@@ -1,6 +1,8 @@
 import { and, eq, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { memberships, people, personEmails } from "../db/schema";
+import { emitEvent, type DeliveryMessage } from "./events";
+import * as trustIndex from "./trust-index";
 
 /**
  * The statements that remove a person from a company [seed 4.3 rule 6]: the
@@ -27,19 +29,32 @@ export function removalStatements(db: Db, companyId: number, personId: number) {
   ] as const;
 }
 
+export type RemovalDeps = { db: Db; kv: KVNamespace; queue: Queue<DeliveryMessage> };
+
+/**
+ * The one way a person leaves a company, for `DELETE /employees/{id}` and the
+ * ephemeral purge alike: the removal batch, then the trust index rewritten for
+ * everything that depended on the person (read before, since their trust rows
+ * may go with them), then `person:removed` to the company's webhooks.
+ */
+export async function removeFromCompany({ db, kv, queue }: RemovalDeps, companyId: number, personId: number) {
+  const dependents = await trustIndex.dependentsOf(db, personId);
+  await db.batch(removalStatements(db, companyId, personId));
+  await trustIndex.refresh(db, kv, dependents);
+  await emitEvent(db, queue, companyId, "person:removed", { id: personId });
+}
+
 /**
  * Ephemeral employees are removed 24 h after creation (seed §3, DECISIONS §5).
  * Returns the removed (company, person) pairs.
  */
-export async function purgeExpiredEphemeral(db: Db, now: Date, limit = 200) {
-  const expired = await db
+export async function purgeExpiredEphemeral(deps: RemovalDeps, now: Date, limit = 200) {
+  const expired = await deps.db
     .select({ companyId: memberships.companyId, personId: memberships.personId })
     .from(memberships)
     .where(lte(memberships.ephemeralUntil, now))
     .limit(limit)
     .all();
-  for (const { companyId, personId } of expired) {
-    await db.batch(removalStatements(db, companyId, personId));
-  }
+  for (const { companyId, personId } of expired) await removeFromCompany(deps, companyId, personId);
   return expired;
 }

@@ -176,6 +176,41 @@ export async function rebuildForCompany(db: Db, kv: KVNamespace, companyId: numb
   if (people.length > 0) await rebuildFor(db, kv, ...people.map((row) => row.id));
 }
 
+/** What in the index depends on one person: see `dependentsOf`. */
+export type Dependents = { personIds: number[]; secureNumbers: string[] };
+
+/**
+ * Everything in the index that depends on `personId`: their own trusted set
+ * (their memberships and trust choices), the sets of people who trusted them
+ * (their phones and secure number), and their secure number's holder entry.
+ * Read it *before* a change that may delete the person: their trust rows and
+ * number go with them.
+ */
+export async function dependentsOf(db: Db, personId: number): Promise<Dependents> {
+  const [trusters, numbers] = await Promise.all([
+    db
+      .select({ id: personTrust.personId })
+      .from(personTrust)
+      .where(and(eq(personTrust.trustedPersonId, personId), eq(personTrust.trusted, true)))
+      .all(),
+    db.select({ e164: secureNumbers.e164 }).from(secureNumbers).where(eq(secureNumbers.personId, personId)).all(),
+  ]);
+  return { personIds: [personId, ...trusters.map((row) => row.id)], secureNumbers: numbers.map((row) => row.e164) };
+}
+
+/** Rewrites what `dependentsOf` found, from D1 as it is now. */
+export async function refresh(db: Db, kv: KVNamespace, dependents: Dependents): Promise<void> {
+  await rebuildFor(db, kv, ...dependents.personIds);
+  if (dependents.secureNumbers.length === 0) return;
+  const holders = await db
+    .select({ e164: secureNumbers.e164, personId: secureNumbers.personId })
+    .from(secureNumbers)
+    .where(inArray(secureNumbers.e164, dependents.secureNumbers))
+    .all();
+  const holderOf = new Map(holders.map((row) => [row.e164, row.personId]));
+  await Promise.all(dependents.secureNumbers.map((e164) => indexSecureNumber(kv, e164, holderOf.get(e164) ?? null)));
+}
+
 async function safeGet(kv: KVNamespace, key: string): Promise<string | null> {
   try {
     return await kv.get(key);
