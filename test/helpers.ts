@@ -1,6 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { DEMO } from "../src/db/demo-world";
+import { fileTokens, type Who } from "./principals";
 
 export { DEMO };
 
@@ -26,11 +27,9 @@ export function call(path: string, { method = "GET", token, body, headers = {} }
   return exports.default.fetch(new Request(`http://api.test${path}`, init));
 }
 
-type Who = keyof typeof DEMO.tokens;
-
-/** `as("alice").get("/companies/1")`: calls as one of the demo principals. */
+/** `as("alice").get("/companies/1")`: calls as one of the demo principals (with this file's token). */
 export function as(who: Who) {
-  const token = DEMO.tokens[who];
+  const token = fileTokens[who];
   return {
     get: (path: string, options: CallOptions = {}) => call(path, { ...options, token }),
     send: (method: string, path: string, body?: unknown, options: CallOptions = {}) =>
