@@ -30,11 +30,14 @@ export function normalizeCallingCode(input: string): string | null {
   const value = input.trim();
   const digits = /^\+?([0-9]{1,3})$/.exec(value);
   if (digits) return Object.hasOwn(metadata.country_calling_codes, digits[1]!) ? digits[1]! : null;
-  const country = value.toUpperCase() as CountryCode;
-  if (/^[A-Z]{2}$/.test(country) && isSupportedCountry(country, metadata)) {
-    return getCountryCallingCode(country, metadata);
-  }
+  const country = value.toUpperCase();
+  if (isCountryCode(country)) return getCountryCallingCode(country as CountryCode, metadata);
   return null;
+}
+
+/** Whether `code` is an ISO 3166-1 alpha-2 country the phone metadata knows ("US"; case-sensitive). */
+export function isCountryCode(code: string): boolean {
+  return /^[A-Z]{2}$/.test(code) && isSupportedCountry(code as CountryCode, metadata);
 }
 
 /** A valid number from a calling code and a national number, or null. */

@@ -3,6 +3,7 @@ import { alias } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
 import { activities, activityTypes, blockedCalls, companies, partyTypes, people } from "../db/schema";
 import { iso } from "../lib/time";
+import { conflict } from "../lib/errors";
 
 export type ActivityType = (typeof activityTypes)[number];
 export type PartyType = (typeof partyTypes)[number];
@@ -82,7 +83,13 @@ export async function recordActivity(db: Db, input: ActivityInput) {
       ),
     )
     .get();
-  // Only a unique message id can conflict, so the first record exists.
+  // Only a unique message id can conflict, so the first record exists. It is
+  // a retry only when it is the same activity; otherwise the id is taken.
+  const same =
+    first!.type === input.type &&
+    first!.receivableType === input.receivable_type &&
+    first!.receivableId === input.receivable_id;
+  if (!same) throw conflict(`\`message_id\` ${input.message_id} is already used by another of your activities`);
   return toCreated(first!);
 }
 

@@ -14,6 +14,35 @@ const companyColumns = {
   scanner: companies.scanner,
 };
 
+/** Columns of the short company reference `{id, name, slug, logo, url}`. */
+export const companyRefColumns = {
+  id: companies.id,
+  name: companies.name,
+  slug: companies.slug,
+  logo: companies.logo,
+  url: companies.url,
+};
+
+export type CompanyRef = { id: number; name: string; slug: string; logo: string; url: string };
+
+/**
+ * The short company reference used by [seed 2.9] (coworkers), [seed 2.12]
+ * (exposure history), exposures, scan events and call-lookup.
+ */
+export const toCompanyRef = (row: {
+  id: number;
+  name: string;
+  slug: string;
+  logo: string | null;
+  url: string;
+}): CompanyRef => ({
+  id: row.id,
+  name: row.name,
+  slug: row.slug,
+  logo: row.logo ?? "",
+  url: row.url,
+});
+
 /** The Company shape of [seed 2.14], also used for people-search sites. */
 export const toCompany = (row: CompanyRow) => ({
   id: row.id,

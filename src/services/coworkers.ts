@@ -1,18 +1,8 @@
 import { and, asc, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { companies, memberships, people } from "../db/schema";
+import { toCompanyRef } from "./companies";
 import { inIds } from "./people";
-
-/** The company object of [seed 2.9] and [seed 2.12]. */
-export type CompanyRef = { id: number; name: string; slug: string; logo: string; url: string };
-
-export const toCompanyRef = (row: { id: number; name: string; slug: string; logo: string | null; url: string }) => ({
-  id: row.id,
-  name: row.name,
-  slug: row.slug,
-  logo: row.logo ?? "",
-  url: row.url,
-});
 
 /**
  * Every company `personId` belongs to (or only `companyId`) with all its

@@ -11,24 +11,11 @@ import { emitForPerson, type DeliveryMessage } from "./events";
  * site moves it to `closed`. No other moves; a repeated move is a no-op.
  */
 
-/** The site object carried by exposures and scan events: `{id, name, slug, logo, url}`. */
-export const siteColumns = {
-  id: companies.id,
-  name: companies.name,
-  slug: companies.slug,
-  logo: companies.logo,
-  url: companies.url,
-};
+/** The site object carried by exposures and scan events is the short company reference. */
+export { companyRefColumns as siteColumns, toCompanyRef as toSite, type CompanyRef as SiteRef } from "./companies";
+import { companyRefColumns as siteColumns, toCompanyRef as toSite } from "./companies";
 
-export type SiteRow = { id: number; name: string; slug: string; logo: string | null; url: string };
-
-export const toSite = (row: SiteRow) => ({
-  id: row.id,
-  name: row.name,
-  slug: row.slug,
-  logo: row.logo ?? "",
-  url: row.url,
-});
+type SiteRow = Parameters<typeof toSite>[0];
 
 /** Columns for `toExposure`; select them from `exposures` inner-joined with the site (`exposureQuery`). */
 export const exposureColumns = {

@@ -4,7 +4,7 @@ import { blockedCalls, companies, companyPhones, people, personPhones, secureNum
 import { phoneFromParts, type Phone } from "../lib/phone";
 import { iso } from "../lib/time";
 import { contactsWithPhone, type Contact } from "./contacts";
-import { toCompanyRef, type CompanyRef } from "./coworkers";
+import { toCompanyRef, type CompanyRef } from "./companies";
 import * as trustIndex from "./trust-index";
 
 /** The lookup parameters of [seed 4.1], as the provider sent them (any may be missing). */

@@ -86,9 +86,15 @@ export const listBlocked: AppRouteHandler<typeof routes.listBlocked> = async (c)
 export const createActivity: AppRouteHandler<typeof routes.createActivity> = async (c) => {
   const input = c.req.valid("json");
   const me = personId(c.var.principal);
-  const isMe = (type: string, id: number) => type === "person" && id === me;
-  if (!isMe(input.sendable_type, input.sendable_id) && !isMe(input.receivable_type, input.receivable_id)) {
-    throw forbidden("you can only record activities you sent or received");
+  // Messages and outgoing calls are recorded by their sender, incoming calls by
+  // their receiver: nobody records an activity in another person's name.
+  const recorder = input.type.startsWith("incoming_") ? "receivable" : "sendable";
+  if (input[`${recorder}_type`] !== "person" || input[`${recorder}_id`] !== me) {
+    throw forbidden(
+      recorder === "sendable"
+        ? "a message or outgoing call is recorded by its sender: `sendable_type` must be person and `sendable_id` your id"
+        : "an incoming call is recorded by its receiver: `receivable_type` must be person and `receivable_id` your id",
+    );
   }
   for (const side of ["sendable", "receivable"] as const) {
     const type = input[`${side}_type`];

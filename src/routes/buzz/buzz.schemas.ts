@@ -1,7 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import { activityTypes, partyTypes } from "../../db/schema";
 import { IdSchema, pathId } from "../../lib/ids";
-import { CompanyRefSchema, ContactSchema } from "../contacts/contacts.schemas";
+import { CompanyRefSchema } from "../companies/companies.schemas";
+import { ContactSchema } from "../contacts/contacts.schemas";
 
 const LOOKUP_FIELDS = {
   number_code: { description: "Country calling code of the receiving (secure) number", example: "1", required: true },

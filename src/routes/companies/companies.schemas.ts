@@ -12,6 +12,17 @@ export const CompanySchema = z
   })
   .openapi("Company");
 
+/** The short company reference `{id, name, slug, logo, url}` (coworkers, exposure history, sites in exposures). */
+export const CompanyRefSchema = z
+  .object({
+    id: z.number().int(),
+    name: z.string().openapi({ example: "Acme Corp" }),
+    slug: z.string().openapi({ example: "acme" }),
+    logo: z.string().openapi({ description: "Logo URL; empty when none" }),
+    url: z.string().openapi({ example: "https://acme.example" }),
+  })
+  .openapi("CompanyRef");
+
 export const RoleSchema = z
   .object({
     name: z.string().openapi({ example: "HR" }),

@@ -1,3 +1,4 @@
+import { CompanyRefSchema } from "../companies/companies.schemas";
 import { z } from "@hono/zod-openapi";
 import { IdSchema, pathId } from "../../lib/ids";
 import { pageQuery } from "../../lib/pagination";
@@ -167,16 +168,6 @@ export const TrustDecisionResultSchema = z
   .openapi("TrustDecisionResult");
 
 export const RequesterParams = z.object({ id: pathId("id", "The requester's person id") });
-
-export const CompanyRefSchema = z
-  .object({
-    id: z.number().int(),
-    name: z.string().openapi({ example: "Acme Corp" }),
-    slug: z.string().openapi({ example: "acme" }),
-    logo: z.string().openapi({ description: "Logo URL; empty when none" }),
-    url: z.string().openapi({ example: "https://acme.example" }),
-  })
-  .openapi("CompanyRef");
 
 export const CompanyEmployeesSchema = z
   .object({
