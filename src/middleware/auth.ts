@@ -3,6 +3,7 @@ import { forbidden, unauthorized } from "../lib/errors";
 import { tokenHasValidShape, verifyToken } from "../services/tokens";
 import type { AppEnv, Principal } from "../types";
 
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
 
 /**
@@ -19,9 +20,12 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
     if (!token || !tokenHasValidShape(token)) {
       c.set("authFailure", "the Authorization header must be `Bearer <token>`");
     } else {
-      const check = await verifyToken(c.var.db, token, new Date(), (work) =>
-        c.executionCtx.waitUntil(work.catch((err) => console.error("recording token use failed", err))),
-      );
+      const check = await verifyToken(c.var.db, token, new Date(), {
+        onFirstUse: (work) =>
+          c.executionCtx.waitUntil(work.catch((err) => console.error("recording token use failed", err))),
+        // Writes always see the token's current state (revocation, a removed person).
+        fresh: !SAFE_METHODS.has(c.req.method),
+      });
       if (check.ok) c.set("principal", check.principal);
       else c.set("authFailure", check.reason);
     }

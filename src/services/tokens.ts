@@ -23,16 +23,18 @@ export const tokenHasValidShape = (token: string) => TOKEN_SHAPE.test(token);
 /**
  * Resolves a bearer token to its principal: SHA-256 lookup, then expiry and
  * revocation. `onFirstUse` lets the caller record `last_login` off the hot
- * path (it runs once per cache fill, not per request).
+ * path (it runs once per cache fill, not per request). `fresh` skips the
+ * cache: writes use it, so a revoked token or a removed person can never
+ * write within the cache window (reads may, for at most 30 s).
  */
 export async function verifyToken(
   db: Db,
   token: string,
   now: Date,
-  onFirstUse?: (work: Promise<unknown>) => void,
+  { onFirstUse, fresh = false }: { onFirstUse?: (work: Promise<unknown>) => void; fresh?: boolean } = {},
 ): Promise<TokenCheck> {
   const hash = await sha256Hex(token);
-  const cached = cache.get(hash);
+  const cached = fresh ? undefined : cache.get(hash);
   if (cached && cached.until > now.getTime()) return cached.check;
 
   const row = await db
