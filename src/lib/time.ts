@@ -4,13 +4,34 @@ import { z } from "@hono/zod-openapi";
 export const iso = (date: Date | null | undefined): string | null => (date ? date.toISOString() : null);
 
 /**
+ * ISO 8601 spellings RFC 3339 (and so zod) does not take: minutes without
+ * seconds (`12:00Z`), basic or hour-only offsets (`+0200`, `+02`), lowercase
+ * `t`/`z`. They are rewritten to the RFC 3339 form before validation.
+ */
+const ISO_8601_LENIENT =
+  /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2})(:\d{2}(?:\.\d+)?)?(?:([Zz])|([+-]\d{2})(?::?(\d{2}))?)$/;
+
+function toRfc3339(value: unknown): unknown {
+  if (typeof value !== "string") return value;
+  const m = ISO_8601_LENIENT.exec(value.trim());
+  if (!m) return value.trim();
+  const [, date, hhmm, seconds = ":00", zulu, offsetHours, offsetMinutes = "00"] = m;
+  return `${date}T${hhmm}${seconds}${zulu ? "Z" : `${offsetHours}:${offsetMinutes}`}`;
+}
+
+/**
  * A timestamp in a query string (DECISIONS §1): any ISO 8601 date-time with
- * an offset (`Z` or `+02:00`), or a bare date meaning midnight UTC.
+ * an offset (`Z`, `+02:00`, `+0200`, `+02`; seconds optional), or a bare date
+ * meaning midnight UTC. A date-time without an offset is refused: its instant
+ * would be a guess.
  */
 export const QueryTimestamp = z
-  .union([z.iso.datetime({ offset: true }), z.iso.date()], {
-    error: "must be an ISO 8601 timestamp with an offset (2026-01-31T12:00:00Z) or a date (2026-01-31)",
-  })
+  .preprocess(
+    toRfc3339,
+    z.union([z.iso.datetime({ offset: true }), z.iso.date()], {
+      error: "must be an ISO 8601 timestamp with an offset (2026-01-31T12:00:00Z) or a date (2026-01-31)",
+    }),
+  )
   .transform((value) => new Date(value.length === 10 ? `${value}T00:00:00Z` : value))
   .openapi({ type: "string", format: "date-time", example: "2026-01-31T12:00:00Z" });
 
