@@ -371,10 +371,10 @@ describe("GET /apps/buzz/activity/{id}", () => {
     expect(bobs.some((a) => a.id === sent || a.id === received)).toBe(false);
   });
 
-  it("400 for a limit out of range or a bad id", async () => {
+  it("400 for a limit out of range, 404 for an id that is not a number", async () => {
     await expectError(await as("bob").get("/apps/buzz/activity/0?limit=501"), 400, "Bad Request");
     await expectError(await as("bob").get("/apps/buzz/activity/0?limit=0"), 400, "Bad Request");
-    await expectError(await as("bob").get("/apps/buzz/activity/abc"), 400, "Bad Request");
+    await expectError(await as("bob").get("/apps/buzz/activity/abc"), 404, "Not Found");
   });
 });
 

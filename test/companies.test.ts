@@ -89,8 +89,8 @@ describe("people-search sites", () => {
     },
   );
 
-  it("rejects a site id that is not a number with 400", async () => {
-    const message = await expectError(await as("alice").get("/companies/1/site/abc"), 400, "Bad Request");
+  it("answers 404 for a site id that is not a number: that path names nothing", async () => {
+    const message = await expectError(await as("alice").get("/companies/1/site/abc"), 404, "Not Found");
     expect(message).toContain("`id`");
   });
 

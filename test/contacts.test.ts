@@ -322,8 +322,8 @@ describe("GET, PUT, DELETE /contacts/{id}", () => {
     expect(await count("SELECT count(*) AS n FROM contact_phones WHERE contact_id = ?", c!.id)).toBe(0);
   });
 
-  it("400 for a non-numeric id and a bad body, 404 for an unknown id", async () => {
-    expect(await expectError(await as("alice").get("/contacts/abc"), 400, "Bad Request")).toContain("`id`");
+  it("404 for a non-numeric or unknown id, 400 for a bad body", async () => {
+    expect(await expectError(await as("alice").get("/contacts/abc"), 404, "Not Found")).toContain("`id`");
     const [c] = await sync("alice", [{ display_name: "Valid" }]);
     await expectError(await as("alice").send("PUT", `/contacts/${c!.id}`, { emails: "x" }), 400, "Bad Request");
     await expectError(await as("alice").get("/contacts/99999999"), 404, "Not Found");

@@ -464,7 +464,7 @@ describe("GET /companies/{company_id}/employees/{id}", () => {
     );
     await expectError(await as("alice").get(`${ACME}/999999`), 404, "Not Found");
     await expectError(await as("carol").get(`${ACME}/1`), 404, "Not Found");
-    await expectError(await as("alice").get(`${ACME}/abc`), 400, "Bad Request");
+    await expectError(await as("alice").get(`${ACME}/abc`), 404, "Not Found");
   });
 });
 

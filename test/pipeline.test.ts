@@ -29,6 +29,18 @@ describe("request pipeline", () => {
     expect(await expectError(wrongMethod, 404, "Not Found")).toContain("DELETE /companies/1");
   });
 
+  it("answers 404 when a known path's method has no route, even where another route's {id} would match", async () => {
+    for (const [method, path] of [
+      ["GET", "/contacts/sync"],
+      ["PATCH", "/companies/1/webhooks/history"],
+      ["DELETE", "/companies/1/employees/exposures"],
+    ]) {
+      expect(await expectError(await as("alice").send(method!, path!), 404, "Not Found")).toContain(
+        `${method} ${path}`,
+      );
+    }
+  });
+
   it("rejects malformed JSON with 400", async () => {
     const response = await as("alice").send("PUT", "/apps/buzz/encryption", '{"hash": "x",');
     expect(await expectError(response, 400, "Bad Request")).toMatch(/malformed JSON/i);

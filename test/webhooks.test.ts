@@ -178,11 +178,11 @@ describe("GET /companies/{company_id}/webhooks[/{id}]", () => {
     expect((await call(`/companies/1/webhooks/${mine.id}`, { token: AUDITOR_TOKEN })).status).toBe(200);
   });
 
-  it("404 for another tenant's webhook or an unknown id, 400 for a non-numeric id", async () => {
+  it("404 for another tenant's webhook, an unknown id or a non-numeric id", async () => {
     const theirs = await createWebhook({ endpoint: "https://hooks.globex.example/x", event: "scan:found" }, "carol");
     await expectError(await as("alice").get(`/companies/1/webhooks/${theirs.id}`), 404, "Not Found");
     await expectError(await as("alice").get("/companies/1/webhooks/999999"), 404, "Not Found");
-    const message = await expectError(await as("alice").get("/companies/1/webhooks/abc"), 400, "Bad Request");
+    const message = await expectError(await as("alice").get("/companies/1/webhooks/abc"), 404, "Not Found");
     expect(message).toContain("`id`");
   });
 
