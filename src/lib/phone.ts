@@ -45,11 +45,12 @@ export function phoneFromParts(callingCode: string, number: string): Phone | nul
   const code = normalizeCallingCode(callingCode);
   if (code === null || !/^[0-9+()\-.\s]{1,32}$/.test(number)) return null;
   const trimmed = number.trim();
-  // A number that already carries its own "+code" is taken as it is.
+  // A number may carry its own "+code"; it must then be the code it was given with.
   const parsed = trimmed.startsWith("+")
     ? parsePhoneNumberFromString(trimmed, metadata)
     : parsePhoneNumberFromString(trimmed, { defaultCallingCode: code }, metadata);
-  return toPhone(parsed);
+  const phone = toPhone(parsed);
+  return phone && phone.countryCode === code ? phone : null;
 }
 
 /** A valid number written internationally ("+1 415 555 0100"), or null. */
