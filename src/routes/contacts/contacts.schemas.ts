@@ -1,5 +1,6 @@
 import { CompanyRefSchema } from "../companies/companies.schemas";
 import { z } from "@hono/zod-openapi";
+import { EmailAddress } from "../../lib/email";
 import { IdSchema, pathId } from "../../lib/ids";
 import { pageQuery } from "../../lib/pagination";
 import { phoneFromInternational } from "../../lib/phone";
@@ -46,18 +47,10 @@ const PhoneNumber = z
   })
   .openapi({ type: "string", example: "+1 415 555 0123" });
 
-const Email = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .max(254)
-  .pipe(z.email({ error: "must be an email address" }))
-  .openapi({ type: "string", example: "dana@example.com" });
-
 const writeFields = {
   display_name: z.string().trim().max(200).optional().openapi({ example: "Dana Doe" }),
   birthday: CalendarDate.nullable().optional().openapi({ description: "YYYY-MM-DD; null clears it" }),
-  emails: z.array(Email).max(50).transform(unique).optional(),
+  emails: z.array(EmailAddress).max(50).transform(unique).optional(),
   phone_numbers: z
     .array(PhoneNumber)
     .max(50)
@@ -140,7 +133,7 @@ export const TrustRequestCreateSchema = z
   .object({
     user_id: IdSchema.optional().openapi({ description: "The platform user to ask" }),
     phone: PhoneNumber.optional().openapi({ description: "…or their phone or secure number" }),
-    email: Email.optional().openapi({ description: "…or their email" }),
+    email: EmailAddress.optional().openapi({ description: "…or their email" }),
     contact_reason: z.string().trim().max(500).default("").openapi({ example: "We met at the conference" }),
   })
   .superRefine((value, ctx) => {
