@@ -402,6 +402,22 @@ describe("GET /companies/{company_id}/employees", () => {
     expect(await found("carol@")).toEqual([]);
   });
 
+  it("`search` ending in the highest code point (U+10FFFF) answers 200, matching only its prefix", async () => {
+    const tag = fresh("edge");
+    const person = await create(body(`${tag}-a`));
+    const found = async (search: string) => {
+      const response = await as("alice").get(`${ACME}?search=${encodeURIComponent(search)}`);
+      expect(response.status).toBe(200);
+      return (await response.json<Person[]>()).map((p) => p.id);
+    };
+    expect(await found(`${tag}\u{10FFFF}`)).toEqual([]);
+    expect(await found(`${tag}-\u{10FFFF}\u{10FFFF}`)).toEqual([]);
+    expect(await found("\u{10FFFF}")).toEqual([]);
+    // The bound after U+D7FF skips the surrogates.
+    expect(await found(`${tag}\u{D7FF}`)).toEqual([]);
+    expect(await found(`${tag}-`)).toEqual([person.id]);
+  });
+
   it("pages with X-Total-Count and Link headers", async () => {
     const total = await count("SELECT count(*) AS n FROM memberships WHERE company_id = 1");
     const response = await as("alice").get(`${ACME}?page=2&per_page=1`);

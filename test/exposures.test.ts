@@ -181,3 +181,15 @@ async function withBobRole(permissions: string[], run: () => Promise<void>) {
     ]);
   }
 }
+
+describe("OpenAPI schemas of exposures", () => {
+  it("describe the site and the history's company with the shared CompanyRef schema", async () => {
+    type Schema = { $ref?: string; allOf?: Schema[]; properties?: Record<string, Schema> };
+    const doc = await (await call("/openapi.json")).json<{ components: { schemas: Record<string, Schema> } }>();
+    const { schemas } = doc.components;
+    const ref = (schema: Schema | undefined) => schema?.$ref ?? schema?.allOf?.[0]?.$ref;
+    expect(ref(schemas.Exposure?.properties?.site)).toBe("#/components/schemas/CompanyRef");
+    expect(ref(schemas.ExposureHistoryEntry?.properties?.company)).toBe("#/components/schemas/CompanyRef");
+    expect(Object.keys(schemas)).not.toContain("SiteRef");
+  });
+});

@@ -13,7 +13,7 @@ import {
   roles,
 } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
-import { badRequest, forbidden, notFound } from "../lib/errors";
+import { badRequest, conflict, forbidden, notFound } from "../lib/errors";
 import { pageWindow, type Page } from "../lib/pagination";
 import { grants, type Permission } from "../lib/permissions";
 import type { CompanyAccess } from "../types";
@@ -78,6 +78,7 @@ const insertedPersonId = sql`(select max(${people.id}) from ${people})`;
  */
 export async function listEmployeeIds(db: Db, companyId: number, search: string | null, page: Page) {
   const { limit, offset } = pageWindow(page);
+  const upper = search ? prefixUpperBound(search) : null;
   // With a search, the email range drives: SQLite reads the matching addresses
   // from the unique index, then probes (company_id, person_id) for each.
   const where = and(
@@ -91,7 +92,7 @@ export async function listEmployeeIds(db: Db, companyId: number, search: string 
             .where(
               and(
                 gte(personEmails.email, search),
-                lt(personEmails.email, prefixUpperBound(search)),
+                upper === null ? undefined : lt(personEmails.email, upper),
                 visibleEmail(companyId),
               ),
             ),
@@ -111,20 +112,120 @@ export async function listEmployeeIds(db: Db, companyId: number, search: string 
   return { ids: rows.map((row) => row.id), total: total?.n ?? 0 };
 }
 
-/** The smallest string greater than every string that starts with `prefix`. */
-function prefixUpperBound(prefix: string): string {
-  const chars = Array.from(prefix);
-  const last = chars.pop()!;
-  return chars.join("") + String.fromCodePoint(last.codePointAt(0)! + 1);
+/**
+ * The smallest string greater than every string that starts with `prefix`
+ * (SQLite compares UTF-8 bytes, i.e. code points), or null when there is
+ * none: trailing U+10FFFF cannot be bumped, so they go and the code point
+ * before them is bumped instead, skipping the surrogates.
+ */
+function prefixUpperBound(prefix: string): string | null {
+  const codes = Array.from(prefix, (char) => char.codePointAt(0)!);
+  while (codes.length > 0 && codes[codes.length - 1] === 0x10ffff) codes.pop();
+  const last = codes.pop();
+  if (last === undefined) return null;
+  const next = last + 1 === 0xd800 ? 0xe000 : last + 1;
+  return String.fromCodePoint(...codes, next);
 }
 
-export async function isEmployee(db: Db, companyId: number, personId: number): Promise<boolean> {
-  const row = await db
+/** A member's standing in the company: their membership and the permissions their roles grant. */
+type Standing = { membershipId: number; licenseId: string | null; permissions: string[] };
+
+const WRITE_SETTINGS: Permission = "write settings";
+
+async function standingOf(db: Db, companyId: number, personId: number): Promise<Standing> {
+  const rows = await db
+    .select({ membershipId: memberships.id, licenseId: memberships.licenseId, permissions: roles.permissions })
+    .from(memberships)
+    .leftJoin(membershipRoles, eq(membershipRoles.membershipId, memberships.id))
+    .leftJoin(roles, and(eq(roles.id, membershipRoles.roleId), eq(roles.companyId, memberships.companyId)))
+    .where(and(eq(memberships.companyId, companyId), eq(memberships.personId, personId)))
+    .all();
+  if (rows.length === 0) throw notFound(`employee ${personId} does not exist`);
+  const { membershipId, licenseId } = rows[0]!;
+  return { membershipId, licenseId, permissions: [...new Set(rows.flatMap((row) => row.permissions ?? []))] };
+}
+
+/**
+ * A caller may change or remove a member only when their own roles grant
+ * every permission the member holds (403 otherwise), so an HR member cannot
+ * demote, rewrite or remove an Admin.
+ */
+function assertCovers(access: CompanyAccess, personId: number, target: Standing, action: "change" | "remove") {
+  const missing = target.permissions.filter((permission) => !grants(access.permissions, permission as Permission));
+  if (missing.length === 0) return;
+  throw forbidden(
+    `you cannot ${action} employee ${personId}: they hold ${missing.map((p) => `\`${p}\``).join(", ")}, which your roles do not grant`,
+  );
+}
+
+/** `roles.permissions` (a JSON array) contains `permission`. */
+const roleGrants = (permission: Permission) =>
+  sql`exists (select 1 from json_each(${roles.permissions}) where value = ${permission})`;
+
+/**
+ * 409 when the member is the company's last holder of `write settings`
+ * (only they can manage its settings, roles and billing), for DELETE and for a
+ * PUT whose roles drop it: the company would be locked out.
+ */
+async function assertNotLastSettingsWriter(
+  db: Db,
+  access: CompanyAccess,
+  personId: number,
+  target: Standing,
+  action: "remove" | "demote",
+) {
+  const other = await db
     .select({ id: memberships.id })
     .from(memberships)
-    .where(and(eq(memberships.companyId, companyId), eq(memberships.personId, personId)))
+    .innerJoin(membershipRoles, eq(membershipRoles.membershipId, memberships.id))
+    .innerJoin(roles, and(eq(roles.id, membershipRoles.roleId), eq(roles.companyId, memberships.companyId)))
+    .where(
+      and(eq(memberships.companyId, access.companyId), ne(memberships.personId, personId), roleGrants(WRITE_SETTINGS)),
+    )
+    .limit(1)
     .get();
-  return row !== undefined;
+  if (!other) throw lastSettingsWriter(access, personId, target.membershipId === access.membershipId, action);
+}
+
+function lastSettingsWriter(access: CompanyAccess, personId: number, self: boolean, action: "remove" | "demote") {
+  const who = self ? "you are" : `employee ${personId} is`;
+  const what = action === "remove" ? (self ? "removing yourself" : "removing them") : "taking it away";
+  return conflict(
+    `${who} the last member of company ${access.companyId} with \`write settings\`; give another member a role with it (such as Admin) before ${what}`,
+  );
+}
+
+/**
+ * The batch that changes roles ends with this guard when it takes `write
+ * settings` from someone: if no member of the company holds it afterwards
+ * (two Admins demoting each other at once), it inserts a role without a
+ * name, the NOT NULL constraint fails and D1 rolls the batch back (see
+ * `seatGuardStatement`).
+ */
+function settingsWriterGuardStatement(db: Db, companyId: number) {
+  return db.insert(roles).select(
+    sql`select null, ${companyId}, null, '[]' where not exists (
+      select 1 from ${memberships}
+      join ${membershipRoles} on ${membershipRoles.membershipId} = ${memberships.id}
+      join ${roles} on ${roles.id} = ${membershipRoles.roleId} and ${roles.companyId} = ${memberships.companyId}
+      where ${memberships.companyId} = ${companyId} and ${roleGrants(WRITE_SETTINGS)})`,
+  );
+}
+
+const isSettingsWriterGuardFailure = (err: unknown) =>
+  errorText(err).includes("NOT NULL constraint failed: roles.name");
+
+/**
+ * DELETE /employees/{id}: 404 when the person is not an employee, 403 when
+ * the caller lacks one of their permissions, 409 when they are the last
+ * member with `write settings` (removing yourself included).
+ */
+export async function assertRemovable(db: Db, access: CompanyAccess, personId: number): Promise<void> {
+  const target = await standingOf(db, access.companyId, personId);
+  assertCovers(access, personId, target, "remove");
+  if (grants(target.permissions, WRITE_SETTINGS)) {
+    await assertNotLastSettingsWriter(db, access, personId, target, "remove");
+  }
 }
 
 /**
@@ -135,7 +236,7 @@ export async function isEmployee(db: Db, companyId: number, personId: number): P
 export async function createEmployee(db: Db, access: CompanyAccess, input: NewEmployee, now: Date): Promise<number> {
   const { companyId } = access;
   await assertEmailsFree(db, input.emails, null);
-  const roleIds = await resolveRoles(db, access, input.roles);
+  const roleIds = (await resolveRoles(db, access, input.roles)).map((role) => role.id);
   const licenseId = input.license === null ? null : await resolveLicenseId(db, input.license);
   if (licenseId) await assertSeatAvailable(db, companyId, licenseId);
 
@@ -190,22 +291,24 @@ export async function createEmployee(db: Db, access: CompanyAccess, input: NewEm
  * PUT /employees/{id} [seed 4.3 rule 5]: only the fields given change; akas,
  * phone_numbers and addresses are replaced as a whole (an empty array removes
  * them). `emails` replaces the emails this company manages for the person;
- * the person's own emails stay (the employer cannot remove them).
+ * the person's own emails stay (the employer cannot remove them). The caller
+ * must hold every permission of the member (403), and may not take `write
+ * settings` from its last holder (409). When the person also belongs to
+ * another company, their person-wide details (names, dob, akas, phones,
+ * addresses) are theirs: changing them is a 409; sending them unchanged is fine.
  */
 export async function updateEmployee(
   db: Db,
   access: CompanyAccess,
   personId: number,
-  changes: EmployeeChanges,
+  requested: EmployeeChanges,
   now: Date,
 ): Promise<void> {
   const { companyId } = access;
-  const membership = await db
-    .select({ id: memberships.id, licenseId: memberships.licenseId })
-    .from(memberships)
-    .where(and(eq(memberships.companyId, companyId), eq(memberships.personId, personId)))
-    .get();
-  if (!membership) throw notFound(`employee ${personId} does not exist`);
+  const membership = await standingOf(db, companyId, personId);
+  assertCovers(access, personId, membership, "change");
+  const shared = await belongsElsewhere(db, companyId, personId);
+  const changes = shared ? await withoutPersonWideChanges(db, personId, requested) : requested;
 
   const statements: BatchItem<"sqlite">[] = [
     db
@@ -220,9 +323,29 @@ export async function updateEmployee(
       .where(eq(people.id, personId)),
   ];
 
+  let guardSettings = false;
+  if (changes.roles) {
+    const granted = await resolveRoles(db, access, changes.roles);
+    if (
+      grants(membership.permissions, WRITE_SETTINGS) &&
+      !grants(
+        granted.flatMap((role) => role.permissions),
+        WRITE_SETTINGS,
+      )
+    ) {
+      await assertNotLastSettingsWriter(db, access, personId, membership, "demote");
+      guardSettings = true;
+    }
+    statements.push(db.delete(membershipRoles).where(eq(membershipRoles.membershipId, membership.membershipId)));
+    statements.push(
+      ...granted.map((role) =>
+        db.insert(membershipRoles).values({ membershipId: membership.membershipId, roleId: role.id }),
+      ),
+    );
+  }
   if (changes.emails) {
-    await assertEmailsFree(db, changes.emails, personId);
-    statements.push(...(await emailReplacement(db, companyId, personId, changes.emails)));
+    await assertEmailsFree(db, changes.emails, { companyId, personId });
+    statements.push(...(await emailReplacement(db, companyId, personId, changes.emails, shared)));
   }
   if (changes.akas) {
     statements.push(db.delete(personAkas).where(eq(personAkas.personId, personId)));
@@ -235,13 +358,6 @@ export async function updateEmployee(
   if (changes.addresses) {
     statements.push(db.delete(personAddresses).where(eq(personAddresses.personId, personId)));
     statements.push(...collectionInserts(db, personId, { addresses: changes.addresses }));
-  }
-  if (changes.roles) {
-    const roleIds = await resolveRoles(db, access, changes.roles);
-    statements.push(db.delete(membershipRoles).where(eq(membershipRoles.membershipId, membership.id)));
-    statements.push(
-      ...roleIds.map((roleId) => db.insert(membershipRoles).values({ membershipId: membership.id, roleId })),
-    );
   }
 
   let guardedLicense: string | null = null;
@@ -256,22 +372,126 @@ export async function updateEmployee(
       guardedLicense = licenseId;
     }
   }
-  statements.push(db.update(memberships).set({ updatedAt: now }).where(eq(memberships.id, membership.id)));
+  statements.push(db.update(memberships).set({ updatedAt: now }).where(eq(memberships.id, membership.membershipId)));
+  if (guardSettings) statements.push(settingsWriterGuardStatement(db, companyId));
 
-  await runBatch(db, statements, companyId, guardedLicense);
+  await runBatch(db, statements, companyId, guardedLicense, { access, personId, target: membership });
 }
 
+/** Whether the person is also a member of a company other than `companyId`. */
+async function belongsElsewhere(db: Db, companyId: number, personId: number): Promise<boolean> {
+  const row = await db
+    .select({ id: memberships.id })
+    .from(memberships)
+    .where(and(eq(memberships.personId, personId), ne(memberships.companyId, companyId)))
+    .limit(1)
+    .get();
+  return row !== undefined;
+}
+
+/** The PUT fields that belong to the person rather than to one company, with their names on the wire. */
+const PERSON_WIDE = {
+  firstName: "first_name",
+  middleName: "middle_name",
+  lastName: "last_name",
+  dob: "dob",
+  akas: "akas",
+  phones: "phone_numbers",
+  addresses: "addresses",
+} as const;
+
 /**
- * DELETE /employees/{id} [seed 4.3 rule 6] in one batch; see `removalStatements`.
- * Returns false when the person is not an employee of the company.
+ * For a person another company also relies on: 409 when `changes` would
+ * change a person-wide field; else the changes without those fields, so that
+ * values sent unchanged are not rewritten (their rows keep their ids).
  */
-/** Runs a write batch, turning the constraint failures a concurrent request can cause into 400s. */
-async function runBatch(db: Db, statements: BatchItem<"sqlite">[], companyId: number, licenseId: string | null) {
+async function withoutPersonWideChanges(db: Db, personId: number, changes: EmployeeChanges) {
+  const fields = (Object.keys(PERSON_WIDE) as (keyof typeof PERSON_WIDE)[]).filter((key) => changes[key] !== undefined);
+  if (fields.length === 0) return changes;
+  const [[base], akas, phones, addresses] = await db.batch([
+    db
+      .select({
+        firstName: people.firstName,
+        middleName: people.middleName,
+        lastName: people.lastName,
+        dob: people.dob,
+      })
+      .from(people)
+      .where(eq(people.id, personId)),
+    db
+      .select({ firstName: personAkas.firstName, middleName: personAkas.middleName, lastName: personAkas.lastName })
+      .from(personAkas)
+      .where(eq(personAkas.personId, personId))
+      .orderBy(asc(personAkas.id)),
+    db
+      .select({
+        primary: personPhones.primary,
+        countryCode: personPhones.countryCode,
+        nationalNumber: personPhones.phoneNumber,
+        e164: personPhones.e164,
+      })
+      .from(personPhones)
+      .where(eq(personPhones.personId, personId))
+      .orderBy(asc(personPhones.id)),
+    db
+      .select({
+        primary: personAddresses.primary,
+        line1: personAddresses.line1,
+        line2: personAddresses.line2,
+        city: personAddresses.city,
+        region: personAddresses.region,
+        postalCode: personAddresses.postalCode,
+        country: personAddresses.country,
+      })
+      .from(personAddresses)
+      .where(eq(personAddresses.personId, personId))
+      .orderBy(asc(personAddresses.id)),
+  ]);
+  const current: Record<keyof typeof PERSON_WIDE, unknown> = { ...base!, akas, phones, addresses };
+  const changed = fields.filter((key) => canonical(changes[key]) !== canonical(current[key]));
+  if (changed.length > 0) {
+    throw conflict(
+      `this person also belongs to another company; their personal details can only be changed by them (${changed
+        .map((key) => `\`${PERSON_WIDE[key]}\``)
+        .join(", ")} would change); leave those fields out or send their current values`,
+    );
+  }
+  const rest = { ...changes };
+  for (const key of fields) delete rest[key];
+  return rest;
+}
+
+/** JSON with object keys sorted, to compare values regardless of key order. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : v,
+  );
+}
+
+type SettingsGuard = { access: CompanyAccess; personId: number; target: Standing };
+
+/**
+ * Runs a write batch, turning the guard and constraint failures a concurrent
+ * request can cause into the answers the checks before it would have given.
+ */
+async function runBatch(
+  db: Db,
+  statements: BatchItem<"sqlite">[],
+  companyId: number,
+  licenseId: string | null,
+  settings?: SettingsGuard,
+) {
   const [first, ...rest] = statements;
   try {
     return await db.batch([first!, ...rest]);
   } catch (err) {
     if (licenseId && isSeatGuardFailure(err)) await noSeatAfterRace(db, companyId, licenseId);
+    if (settings && isSettingsWriterGuardFailure(err)) {
+      const { access, personId, target } = settings;
+      throw lastSettingsWriter(access, personId, target.membershipId === access.membershipId, "demote");
+    }
     if (errorText(err).includes("UNIQUE constraint failed: person_emails.email")) {
       throw badRequest("one of the emails was just taken by another person; nothing was changed");
     }
@@ -279,13 +499,24 @@ async function runBatch(db: Db, statements: BatchItem<"sqlite">[], companyId: nu
   }
 }
 
-/** Emails are unique across all people (DECISIONS §5); `self` may keep the ones it has. */
-async function assertEmailsFree(db: Db, emails: EmailInput[], self: number | null) {
+/**
+ * Emails are unique across all people (DECISIONS §5). On PUT the person
+ * (`self`) may keep the emails this company sees of them; another employer's
+ * address of the same person is taken like anyone else's.
+ */
+async function assertEmailsFree(db: Db, emails: EmailInput[], self: { companyId: number; personId: number } | null) {
   const addresses = emails.map((entry) => entry.email);
   const taken = await db
     .select({ email: personEmails.email })
     .from(personEmails)
-    .where(and(inArray(personEmails.email, addresses), self === null ? undefined : ne(personEmails.personId, self)))
+    .where(
+      and(
+        inArray(personEmails.email, addresses),
+        self === null
+          ? undefined
+          : sql`not (${personEmails.personId} = ${self.personId} and ${visibleEmail(self.companyId)})`,
+      ),
+    )
     .all();
   if (taken.length === 0) return;
   const primary = primaryOf(emails).email;
@@ -297,15 +528,34 @@ async function assertEmailsFree(db: Db, emails: EmailInput[], self: number | nul
   );
 }
 
-async function emailReplacement(db: Db, companyId: number, personId: number, emails: EmailInput[]) {
-  const existing = await db
-    .select({ id: personEmails.id, email: personEmails.email, employer: personEmails.employerCompanyId })
+/**
+ * Replaces the emails this company manages and sets the primary flag on the
+ * emails it sees (another employer's addresses are never touched). When the
+ * person also belongs to another company, the flags of their own emails are
+ * theirs too: only this company's emails are rewritten, and naming an own
+ * email that is not already primary is a 409. A company's view then shows
+ * its own primary first (see `loadPeople`).
+ */
+async function emailReplacement(db: Db, companyId: number, personId: number, emails: EmailInput[], shared: boolean) {
+  const visible = await db
+    .select({
+      id: personEmails.id,
+      email: personEmails.email,
+      primary: personEmails.primary,
+      employer: personEmails.employerCompanyId,
+    })
     .from(personEmails)
-    .where(eq(personEmails.personId, personId))
+    .where(and(eq(personEmails.personId, personId), visibleEmail(companyId)))
     .all();
+  const primary = primaryOf(emails).email;
+  if (shared && visible.some((row) => row.employer === null && row.email === primary && !row.primary)) {
+    throw conflict(
+      `\`${primary}\` is the person's own email and this person also belongs to another company; only they can make it their primary email, so name one of this company's emails as primary`,
+    );
+  }
   const wanted = new Set(emails.map((entry) => entry.email));
-  const have = new Set(existing.map((row) => row.email));
-  const dropped = existing.filter((row) => row.employer === companyId && !wanted.has(row.email)).map((row) => row.id);
+  const have = new Set(visible.map((row) => row.email));
+  const dropped = visible.filter((row) => row.employer === companyId && !wanted.has(row.email)).map((row) => row.id);
   const statements: BatchItem<"sqlite">[] = [];
   if (dropped.length > 0) statements.push(db.delete(personEmails).where(inArray(personEmails.id, dropped)));
   statements.push(
@@ -316,12 +566,16 @@ async function emailReplacement(db: Db, companyId: number, personId: number, ema
       emails.filter((entry) => !have.has(entry.email)),
     ),
   );
-  // The primary named here becomes the person's one primary address.
   statements.push(
     db
       .update(personEmails)
-      .set({ primary: sql`${personEmails.email} = ${primaryOf(emails).email}` })
-      .where(eq(personEmails.personId, personId)),
+      .set({ primary: sql`${personEmails.email} = ${primary}` })
+      .where(
+        and(
+          eq(personEmails.personId, personId),
+          shared ? eq(personEmails.employerCompanyId, companyId) : visibleEmail(companyId),
+        ),
+      ),
   );
   return statements;
 }
@@ -374,14 +628,18 @@ const primaryOf = <T extends { primary: boolean }>(entries: T[]): T =>
  * company lacks is a 400 (DECISIONS §2); a role with a permission the caller
  * does not hold is a 403, so nobody hands out more than they have.
  */
-async function resolveRoles(db: Db, access: CompanyAccess, names: string[]): Promise<number[]> {
+async function resolveRoles(
+  db: Db,
+  access: CompanyAccess,
+  names: string[],
+): Promise<{ id: number; permissions: string[] }[]> {
   const available = await db
     .select({ id: roles.id, name: roles.name, permissions: roles.permissions })
     .from(roles)
     .where(eq(roles.companyId, access.companyId))
     .orderBy(asc(roles.id))
     .all();
-  const ids = new Set<number>();
+  const chosen = new Map<number, { id: number; permissions: string[] }>();
   for (const name of names) {
     const role = available.find((entry) => entry.name.toLowerCase() === name.toLowerCase());
     if (!role) {
@@ -395,9 +653,9 @@ async function resolveRoles(db: Db, access: CompanyAccess, names: string[]): Pro
         `you cannot give the role \`${role.name}\`: it grants ${missing.map((p) => `\`${p}\``).join(", ")}, which your roles do not`,
       );
     }
-    ids.add(role.id);
+    chosen.set(role.id, { id: role.id, permissions: role.permissions });
   }
-  return [...ids];
+  return [...chosen.values()];
 }
 
 async function resolveLicenseId(db: Db, ref: string): Promise<string> {

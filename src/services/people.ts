@@ -195,7 +195,7 @@ export async function loadPeople(db: Db, companyId: number, personIds: number[])
         postal_code: address.postalCode,
         country: address.country,
       })),
-      emails: emailsOf(id).map((email) => ({ id: email.id, primary: email.primary, email: email.email })),
+      emails: shownEmails(emailsOf(id), companyId),
       phone_numbers: phonesOf(id).map((phone) => ({
         id: phone.id,
         primary: phone.primary,
@@ -227,6 +227,23 @@ export async function loadPeople(db: Db, companyId: number, personIds: number[])
     };
     return [person];
   });
+}
+
+/**
+ * The emails a company sees, with exactly one primary where the person has
+ * one: the company's own choice (an address it manages) comes before the
+ * person's own primary, which another company may not have chosen.
+ */
+function shownEmails(
+  rows: { id: number; primary: boolean; email: string; employerCompanyId: number | null }[],
+  companyId: number,
+): Person["emails"] {
+  const managedPrimary = rows.some((row) => row.primary && row.employerCompanyId === companyId);
+  return rows.map((row) => ({
+    id: row.id,
+    primary: row.primary && (!managedPrimary || row.employerCompanyId === companyId),
+    email: row.email,
+  }));
 }
 
 /** One employee of the company as a Person, or null when the id is not an employee there. */

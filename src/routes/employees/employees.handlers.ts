@@ -48,7 +48,7 @@ export const updateEmployee: AppRouteHandler<typeof routes.updateEmployee> = asy
 export const removeEmployee: AppRouteHandler<typeof routes.removeEmployee> = async (c) => {
   const { db, company } = c.var;
   const { id } = c.req.valid("param");
-  if (!(await employees.isEmployee(db, company.companyId, id))) throw notFound(`employee ${id} does not exist`);
+  await employees.assertRemovable(db, company, id);
   await removeFromCompany({ db, kv: c.env.TRUST_INDEX, queue: c.env.WEBHOOK_QUEUE }, company.companyId, id);
   return c.body(null, 204);
 };

@@ -112,7 +112,10 @@ export const updateEmployee = createRoute({
   summary: "Change an employee",
   description:
     "Needs `write employees`. Only the fields given change; `akas`, `phone_numbers` and `addresses` replace the whole list (`[]` removes all). " +
-    "`license` assigns or replaces the seat (null frees it). Sends `person:updated`.",
+    "`license` assigns or replaces the seat (null frees it). " +
+    "403 unless your roles grant every permission the employee holds. " +
+    "409 when `roles` would take `write settings` from its last holder, or when a person who also belongs to another company would have their names, dob, akas, phones or addresses changed. " +
+    "Sends `person:updated`.",
   security: bearerSecurity,
   middleware: [companyAccess("write employees")] as const,
   request: {
@@ -121,7 +124,7 @@ export const updateEmployee = createRoute({
   },
   responses: {
     200: jsonContent(PersonSchema, "The employee as changed"),
-    ...errorResponses(400, 401, 403, 404, 413, 429),
+    ...errorResponses(400, 401, 403, 404, 409, 413, 429),
   },
 });
 
@@ -131,12 +134,13 @@ export const removeEmployee = createRoute({
   tags,
   summary: "Remove an employee from the company",
   description:
-    "Needs `write employees`. The company's emails and the membership go (freeing the seat); the account goes too when nothing else holds it. Sends `person:removed`.",
+    "Needs `write employees` and every permission the employee holds (else 403). The company's emails and the membership go (freeing the seat); the account goes too when nothing else holds it. " +
+    "409 for the company's last member with `write settings`, yourself included. Sends `person:removed`.",
   security: bearerSecurity,
   middleware: [companyAccess("write employees")] as const,
   request: { params: EmployeeParams },
   responses: {
     204: { description: "Removed" },
-    ...errorResponses(400, 401, 403, 404, 429),
+    ...errorResponses(400, 401, 403, 404, 409, 429),
   },
 });

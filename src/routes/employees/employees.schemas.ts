@@ -1,13 +1,12 @@
 import { z } from "@hono/zod-openapi";
-import { isSupportedCountry } from "libphonenumber-js/max";
 import { pathId } from "../../lib/ids";
 import { pageQuery } from "../../lib/pagination";
-import { normalizeCallingCode, phoneFromInternational, phoneFromParts } from "../../lib/phone";
+import { isCountryCode, normalizeCallingCode, phoneFromInternational, phoneFromParts } from "../../lib/phone";
 import { CalendarDate, QueryTimestamp } from "../../lib/time";
 import { usStateCode } from "../../lib/us-states";
 import { exposureStatuses } from "../../db/schema";
 import type { AddressInput, EmployeeChanges, NewEmployee, PhoneInput } from "../../services/employees";
-import { CompanyParams } from "../companies/companies.schemas";
+import { CompanyParams, CompanyRefSchema } from "../companies/companies.schemas";
 
 /*
  * Input is standardized here, at the edge [seed 4.3 rule 4, DECISIONS §5],
@@ -124,7 +123,7 @@ const AddressInputSchema = z
       .string()
       .trim()
       .toUpperCase()
-      .refine((code) => /^[A-Z]{2}$/.test(code) && isSupportedCountry(code), {
+      .refine(isCountryCode, {
         message: "must be an ISO 3166-1 alpha-2 country code such as US",
       })
       .openapi({ example: "US" }),
@@ -355,16 +354,6 @@ export const ExposureListQuery = pageQuery(100, 1000).extend({
     }),
 });
 
-const SiteRefSchema = z
-  .object({
-    id: z.number().int(),
-    name: z.string(),
-    slug: z.string(),
-    logo: z.string().openapi({ description: "Logo URL; empty when none" }),
-    url: z.string(),
-  })
-  .openapi("SiteRef");
-
 export const PersonSchema = z
   .object({
     id: z.number().int().openapi({ example: 12 }),
@@ -433,7 +422,7 @@ export const ExposureSchema = z
     id: z.number().int(),
     employee_id: z.number().int(),
     status: z.enum(exposureStatuses),
-    site: SiteRefSchema,
+    site: CompanyRefSchema,
     url: z.string().nullable().openapi({ description: "The listing found" }),
     data: z.record(z.string(), z.unknown()).openapi({ description: "What the scan found" }),
     created_at: z.string(),
@@ -444,7 +433,7 @@ export const ExposureSchema = z
 export const HistoryEntrySchema = z
   .object({
     event: z.string().openapi({ example: "Found on PeopleFinder" }),
-    company: SiteRefSchema.openapi({ description: "The site acted upon" }),
+    company: CompanyRefSchema.openapi({ description: "The site acted upon" }),
     when: z.string(),
   })
   .openapi("ExposureHistoryEntry");
