@@ -51,11 +51,54 @@ async function newEmployee(companies: number[] = [DEMO.companies.acme]) {
 }
 
 /** Runs the scan-events consumer on one message, as the queue would deliver it. */
-async function consume(body: unknown, attempts = 1) {
+async function consume(body: unknown, attempts = 1, bindings: Env = env) {
   const batch = createMessageBatch("scan-events", [{ id: "scan-msg", timestamp: new Date(), attempts, body }]);
   const ctx = createExecutionContext();
-  await worker.queue!(batch, env, ctx);
+  await worker.queue!(batch, bindings, ctx);
   return getQueueResult(batch, ctx);
+}
+
+/**
+ * `env.DB` wrapped to count what reaches D1: `calls` are round trips (one per
+ * `batch`, one per statement run alone), `statements` every statement run.
+ */
+function countedD1(d1: D1Database) {
+  const count = { calls: 0, statements: 0 };
+  const unwrapped = new WeakMap<object, D1PreparedStatement>();
+  const wrap = (statement: D1PreparedStatement): D1PreparedStatement => {
+    const proxy = new Proxy(statement, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (typeof value !== "function") return value;
+        if (prop === "bind") return (...args: unknown[]) => wrap(value.apply(target, args) as D1PreparedStatement);
+        if (prop === "first" || prop === "all" || prop === "run" || prop === "raw") {
+          return (...args: unknown[]) => {
+            count.calls++;
+            count.statements++;
+            return value.apply(target, args) as unknown;
+          };
+        }
+        return value.bind(target) as unknown;
+      },
+    });
+    unwrapped.set(proxy, statement);
+    return proxy;
+  };
+  const db = new Proxy(d1, {
+    get(target, prop) {
+      if (prop === "prepare") return (sql: string) => wrap(target.prepare(sql));
+      if (prop === "batch") {
+        return (statements: D1PreparedStatement[]) => {
+          count.calls++;
+          count.statements += statements.length;
+          return target.batch(statements.map((statement) => unwrapped.get(statement) ?? statement));
+        };
+      }
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === "function" ? (value.bind(target) as unknown) : value;
+    },
+  });
+  return { db, count };
 }
 
 async function fireHourlyCron() {
@@ -358,6 +401,32 @@ describe("POST /internal/scan-events", () => {
     await waitFor(async () => (await exposuresOf(person)).length === 100, "every event applied");
   });
 
+  it("queues at most 25 events per message, so one consumer invocation stays small; all applied", async () => {
+    const person = await newEmployee([]);
+    const send = vi.spyOn(env.SCAN_QUEUE, "send");
+    try {
+      const batch = Array.from({ length: 100 }, (_, i) => ({
+        type: "not_found",
+        scan_id: `packed-${person}`,
+        person_id: person,
+        site_id: 3 + (i % 3),
+        at: "2026-03-03T10:00:00Z",
+      })).map((event, i) => ({ ...event, scan_id: `packed-${person}-${Math.floor(i / 3)}` }));
+      const response = await post(batch);
+      expect(response.status).toBe(202);
+      expect(send.mock.calls.map(([body]) => (body as unknown[]).length)).toEqual([25, 25, 25, 25]);
+      expect(send.mock.calls.flatMap(([body]) => body as unknown[])).toEqual(batch);
+    } finally {
+      send.mockRestore();
+    }
+    await waitFor(async () => {
+      const row = await env.DB.prepare("SELECT count(*) AS n FROM scan_results WHERE person_id = ?")
+        .bind(person)
+        .first<{ n: number }>();
+      return row!.n === 100;
+    }, "every event applied");
+  });
+
   it("413 naming an event too large for a queue message, nothing queued", async () => {
     const person = await newEmployee();
     const batch = [
@@ -412,6 +481,92 @@ describe("scan-events consumer", () => {
     const [exposure] = await exposuresOf(person);
     expect(exposure).toMatchObject({ site_id: 4, status: "pending", url: null });
     expect(JSON.parse(exposure!.data)).toEqual({});
+  });
+
+  it("applies a 100-event message completely in one invocation, with a handful of D1 calls", async () => {
+    const person = await newEmployee();
+    const scan = `bulk-${person}`;
+    const batch = [
+      { type: "started", scan_id: scan, person_id: person, at: "2026-03-04T10:00:00Z" },
+      ...Array.from({ length: 97 }, (_, i) => ({
+        type: "found",
+        scan_id: `${scan}-${i}`,
+        person_id: person,
+        site_id: 3,
+        url: `https://peoplefinder.example/p/bulk-${person}-${i}`,
+        at: "2026-03-04T10:01:00Z",
+      })),
+      { type: "not_found", scan_id: scan, person_id: person, site_id: 4, at: "2026-03-04T10:02:00Z" },
+      { type: "completed", scan_id: scan, person_id: person, at: "2026-03-04T11:00:00Z" },
+    ];
+    const first = countedD1(env.DB);
+    const result = await consume(batch, 1, { ...env, DB: first.db });
+    console.log(JSON.stringify({ message: "100 events, first delivery", ...first.count }));
+    expect(result.explicitAcks).toEqual(["scan-msg"]);
+    expect(result.retryMessages).toEqual([]);
+
+    const [exposureCount, resultCount, deliveryCount] = await Promise.all(
+      [
+        "SELECT count(*) AS n FROM exposures WHERE person_id = ?1",
+        "SELECT count(*) AS n FROM scan_results WHERE person_id = ?1",
+        "SELECT count(*) AS n FROM webhook_deliveries WHERE json_extract(payload, '$.person_id') = ?1 OR json_extract(payload, '$.employee_id') = ?1",
+      ].map(async (sql) => (await env.DB.prepare(sql).bind(person).first<{ n: number }>())!.n),
+    );
+    expect([exposureCount, resultCount]).toEqual([97, 98]);
+    // Acme listens to every event: started, 97 × (found + exposure:created), not_found, completed.
+    expect(deliveryCount).toBe(1 + 97 * 2 + 1 + 1);
+    const scanRow = await env.DB.prepare("SELECT status, started_at FROM scans WHERE id = ?").bind(scan).first();
+    expect(scanRow).toEqual({ status: "completed", started_at: Date.parse("2026-03-04T10:00:00Z") });
+    // Before: about ten round trips per event (a thousand per message).
+    expect(first.count.calls).toBeLessThanOrEqual(5);
+
+    // Redelivered: nothing changes, nothing is sent twice, and it costs even less.
+    const state = await stateOf(person);
+    const again = countedD1(env.DB);
+    expect((await consume(batch, 2, { ...env, DB: again.db })).explicitAcks).toEqual(["scan-msg"]);
+    console.log(JSON.stringify({ message: "100 events, redelivered", ...again.count }));
+    expect(await stateOf(person)).toEqual(state);
+    expect(again.count.calls).toBeLessThanOrEqual(first.count.calls);
+  });
+
+  it("within one message: a listing found twice opens one exposure, a (scan, site) result counts once", async () => {
+    const person = await newEmployee();
+    const found = (scan: string, url: string, at = "2026-03-05T10:00:00Z") => ({
+      type: "found",
+      scan_id: scan,
+      person_id: person,
+      site_id: 3,
+      url,
+      at,
+    });
+    const result = await consume([
+      found(`one-${person}`, "https://peoplefinder.example/p/same"),
+      found(`two-${person}`, "https://peoplefinder.example/p/same"),
+      found(`two-${person}`, "https://peoplefinder.example/p/other", "2026-03-05T10:05:00Z"),
+      found(`three-${person}`, "https://peoplefinder.example/p/third"),
+    ]);
+    expect(result.explicitAcks).toEqual(["scan-msg"]);
+    expect((await exposuresOf(person)).map((e) => e.url)).toEqual([
+      "https://peoplefinder.example/p/same",
+      "https://peoplefinder.example/p/third",
+    ]);
+    const { results } = await env.DB.prepare(
+      "SELECT scan_id, url FROM scan_results WHERE person_id = ? ORDER BY scan_id",
+    )
+      .bind(person)
+      .all();
+    expect(results).toEqual([
+      { scan_id: `one-${person}`, url: "https://peoplefinder.example/p/same" },
+      { scan_id: `three-${person}`, url: "https://peoplefinder.example/p/third" },
+      { scan_id: `two-${person}`, url: "https://peoplefinder.example/p/same" },
+    ]);
+    expect((await eventsAbout(person)).map((e) => e.event)).toEqual([
+      "scan:found",
+      "exposure:created",
+      "scan:found",
+      "scan:found",
+      "exposure:created",
+    ]);
   });
 
   it("does not open a second exposure for a listing that is already open; another listing is another exposure", async () => {

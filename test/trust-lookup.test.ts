@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createDb } from "../src/db/client";
-import { rebuildForCompany } from "../src/services/trust-index";
+import { rebuildFor, rebuildForCompany, TRUST_SET_TTL_SECONDS } from "../src/services/trust-index";
 import { as, call, DEMO, expectError } from "./helpers";
 
 type Lookup = { trusted: boolean; user_id: number };
@@ -298,6 +298,30 @@ describe("trust-lookup: the KV fast path", () => {
       trusted: true,
       user_id: alice,
     });
+  });
+
+  it("an entry filled on a miss lives about 60 s; a rebuild after a write keeps the long TTL", async () => {
+    // A miss fill reads D1 before the answer and writes KV after it: it can land after
+    // a write's rebuild and put back the old set, so it must not outlive the ~60 s of DECISIONS §3.
+    const receiving = await secureNumberOf("alice");
+    await clearKv();
+    const before = Math.floor(Date.now() / 1000);
+    await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" });
+    const expirations = async () => {
+      const { keys } = await env.TRUST_INDEX.list();
+      return Object.fromEntries(keys.map((key) => [key.name, key.expiration]));
+    };
+    const secureKey = `sn:+${receiving.number_code}${receiving.number}`;
+    await eventually(async () =>
+      expect(Object.keys(await expirations()).sort()).toEqual([secureKey, `trust:${alice}`]),
+    );
+    for (const expiration of Object.values(await expirations())) {
+      expect(expiration).toBeGreaterThanOrEqual(before + 60);
+      expect(expiration).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 61);
+    }
+
+    await rebuildFor(createDb(env.DB), env.TRUST_INDEX, alice);
+    expect((await expirations())[`trust:${alice}`]).toBeGreaterThanOrEqual(before + TRUST_SET_TTL_SECONDS);
   });
 });
 

@@ -1,12 +1,13 @@
 import { createDb } from "../db/client";
 import { ScanEventBatchSchema } from "../routes/scans/scans.schemas";
 import { describeZodError } from "../lib/errors";
-import { applyScanEvent } from "../services/scans";
+import { applyScanEvents } from "../services/scans";
 
 /**
- * `scan-events`: each message is a batch posted to `POST /internal/scan-events`,
- * applied in order. Applying is idempotent, so a message that fails halfway
- * is simply retried from its first event.
+ * `scan-events`: each message is (a slice of) a batch posted to
+ * `POST /internal/scan-events`, applied in order with a few D1 batches per
+ * message (see `applyScanEvents`). Applying is idempotent, so a message that
+ * fails halfway is simply retried from its first event.
  */
 export async function handleScanEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const db = createDb(env.DB);
@@ -25,8 +26,7 @@ export async function handleScanEvents(batch: MessageBatch<unknown>, env: Env): 
       continue;
     }
     try {
-      const applied = [];
-      for (const event of parsed.data) applied.push(await applyScanEvent(db, env.WEBHOOK_QUEUE, event));
+      const applied = await applyScanEvents(db, env.WEBHOOK_QUEUE, parsed.data);
       console.log(JSON.stringify({ level: "info", queue: batch.queue, messageId: message.id, applied }));
       message.ack();
     } catch (err) {

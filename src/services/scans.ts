@@ -1,10 +1,11 @@
 import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { companies, exposureHistory, exposures, people, scanResults, scans } from "../db/schema";
 import { iso } from "../lib/time";
 import type { ScanEvent } from "../routes/scans/scans.schemas";
-import { emitForPerson, type DeliveryMessage, type EventName } from "./events";
-import { confirmRemoval, exposureQuery, historyPrefix, siteColumns, toExposure, toSite } from "./exposures";
+import { audienceQuery, emitMany, inList, type DeliveryMessage, type Emission, type EventName } from "./events";
+import { confirmRemoval, historyPrefix, siteColumns, toExposure, toSite } from "./exposures";
 
 /**
  * Scan events (DECISIONS §5 "Scans enter"): validated and enqueued by
@@ -73,8 +74,14 @@ export async function missingReferences(db: Db, events: ScanEvent[]): Promise<st
 export const MAX_MESSAGE_BYTES = 120_000;
 
 /**
- * Splits a batch into queue messages: one message when it fits (the usual
- * case), else the fewest consecutive slices under the message size limit.
+ * Events per queue message: the consumer applies a message in one
+ * invocation, whose D1 queries are limited, so a message stays small.
+ */
+export const MAX_EVENTS_PER_MESSAGE = 25;
+
+/**
+ * Splits a batch into queue messages: the fewest consecutive slices of at
+ * most `MAX_EVENTS_PER_MESSAGE` events under the message size limit.
  * Returns the index of an event too large for any message instead.
  */
 export function packMessages(events: unknown[]): { messages: unknown[][] } | { tooLarge: number } {
@@ -86,7 +93,7 @@ export function packMessages(events: unknown[]): { messages: unknown[][] } | { t
   let current: unknown[] = [];
   let bytes = 2;
   events.forEach((event, i) => {
-    if (current.length > 0 && bytes + sizes[i]! > MAX_MESSAGE_BYTES) {
+    if (current.length === MAX_EVENTS_PER_MESSAGE || (current.length > 0 && bytes + sizes[i]! > MAX_MESSAGE_BYTES)) {
       messages.push(current);
       current = [];
       bytes = 2;
@@ -98,151 +105,259 @@ export function packMessages(events: unknown[]): { messages: unknown[][] } | { t
   return { messages };
 }
 
-type Emit = (personId: number, event: EventName, payload: unknown) => Promise<unknown>;
-
-/** Applies one event; returns what happened, for the consumer's log line. */
-export async function applyScanEvent(db: Db, queue: Queue<DeliveryMessage>, event: ScanEvent): Promise<string> {
-  const emit: Emit = (personId, name, payload) => emitForPerson(db, queue, personId, name, payload);
-  switch (event.type) {
-    case "started":
-      return applyStarted(db, emit, event);
-    case "completed":
-      return applyCompleted(db, emit, event);
-    case "removal_confirmed":
-      return confirmRemoval(db, queue, event.exposure_id, event.at);
-    default:
-      return applyResult(db, emit, event);
+/**
+ * Applies the events of one queue message, in order; returns what happened
+ * to each, for the consumer's log line. A message is at most 100 events (25
+ * from the intake), and the Worker may run few D1 queries per invocation,
+ * so runs of scan events are applied together (`applyRun`): one batch of
+ * reads, one batch of writes, one batch of delivery rows. A
+ * `removal_confirmed` is applied on its own, in its place.
+ */
+export async function applyScanEvents(db: Db, queue: Queue<DeliveryMessage>, events: ScanEvent[]): Promise<string[]> {
+  const outcomes: string[] = [];
+  let run: RunEvent[] = [];
+  const flush = async () => {
+    if (run.length > 0) outcomes.push(...(await applyRun(db, queue, run)));
+    run = [];
+  };
+  for (const event of events) {
+    if (event.type !== "removal_confirmed") {
+      run.push(event);
+      continue;
+    }
+    await flush();
+    outcomes.push(await confirmRemoval(db, queue, event.exposure_id, event.at));
   }
+  await flush();
+  return outcomes;
 }
 
 type ProgressEvent = Extract<ScanEvent, { type: "started" | "completed" }>;
 type ResultEvent = Extract<ScanEvent, { type: "found" | "not_found" | "failed" }>;
+type RunEvent = ProgressEvent | ResultEvent;
+type Site = Parameters<typeof toSite>[0];
 
-const scanEventPayload = (event: ProgressEvent | ResultEvent, site?: Parameters<typeof toSite>[0]) => ({
+const RESULT_EVENTS = { found: "scan:found", not_found: "scan:not_found", failed: "scan:failed" } as const;
+
+/** The webhook events a run of scan events may send. */
+const eventsOf = (event: RunEvent): EventName[] =>
+  event.type === "started"
+    ? ["scan:started"]
+    : event.type === "completed"
+      ? ["scan:completed"]
+      : event.type === "found"
+        ? ["scan:found", "exposure:created"]
+        : [RESULT_EVENTS[event.type]];
+
+const scanEventPayload = (event: RunEvent, site?: Site) => ({
   scan_id: event.scan_id,
   person_id: event.person_id,
   ...(site ? { site: toSite(site) } : {}),
   at: iso(event.at)!,
 });
 
-async function personExists(db: Db, personId: number) {
-  return (await db.select({ id: people.id }).from(people).where(eq(people.id, personId)).get()) !== undefined;
+/** A listing: the same person, site and `url` (null included) is the same listing. */
+const listingKey = (personId: number, siteId: number, url: string | null) => JSON.stringify([personId, siteId, url]);
+const resultKey = (scanId: string, siteId: number) => JSON.stringify([scanId, siteId]);
+
+/**
+ * One event's share of the run: the statements it adds to the write batch,
+ * and what it makes of their results (its outcome and the events it sends).
+ */
+type Step = {
+  statements: BatchItem<"sqlite">[];
+  settle: (results: unknown[]) => { outcome: string; emit?: Emission[] };
+};
+
+const done = (outcome: string): Step => ({ statements: [], settle: () => ({ outcome }) });
+
+/**
+ * Applies consecutive scan events. Everything they depend on is read first
+ * in one batch: the people and sites named, the results already recorded
+ * for their (scan, site), the open exposures of their people on their
+ * sites, and who receives their webhooks. Then the changes are written in
+ * one atomic batch, and the events they cause emitted together.
+ *
+ * Every change is applied at most once, so a redelivered message changes
+ * nothing twice and sends no webhook twice: scans move only from "not yet"
+ * (`started_at`/`completed_at` null, decided in SQL by the upsert), results
+ * are unique per (scan, site). Events earlier in the run count as applied
+ * for the later ones (a listing found twice opens one exposure).
+ */
+async function applyRun(db: Db, queue: Queue<DeliveryMessage>, events: RunEvent[]): Promise<string[]> {
+  const results = events.filter((event): event is ResultEvent => "site_id" in event);
+  const personIds = [...new Set(events.map((event) => event.person_id))];
+  const siteIds = [...new Set(results.map((event) => event.site_id))];
+  const [knownPeople, knownSites, recorded, open, audience] = await db.batch([
+    db.select({ id: people.id }).from(people).where(inList(people.id, personIds)),
+    db
+      .select(siteColumns)
+      .from(companies)
+      .where(and(inList(companies.id, siteIds), eq(companies.kind, "site"))),
+    db
+      .select({ scanId: scanResults.scanId, siteId: scanResults.siteId })
+      .from(scanResults)
+      .where(inList(scanResults.scanId, [...new Set(results.map((event) => event.scan_id))])),
+    db
+      .select({ personId: exposures.personId, siteId: exposures.siteId, url: exposures.url })
+      .from(exposures)
+      .where(
+        and(
+          inList(exposures.personId, personIds),
+          inList(exposures.siteId, siteIds),
+          inArray(exposures.status, ["pending", "in_progress"]),
+        ),
+      ),
+    audienceQuery(db, { personIds, events: [...new Set(events.flatMap(eventsOf))] }),
+  ]);
+
+  const state: RunState = {
+    db,
+    now: new Date(),
+    people: new Set(knownPeople.map((row) => row.id)),
+    sites: new Map(knownSites.map((site) => [site.id, site])),
+    recorded: new Set(recorded.map((row) => resultKey(row.scanId, row.siteId))),
+    open: new Set(open.map((row) => listingKey(row.personId, row.siteId, row.url))),
+  };
+  const steps = events.map((event) => {
+    if (!state.people.has(event.person_id)) return done("skipped: person does not exist");
+    switch (event.type) {
+      case "started":
+        return startedStep(state, event);
+      case "completed":
+        return completedStep(state, event);
+      default:
+        return resultStep(state, event);
+    }
+  });
+
+  const statements = steps.flatMap((step) => step.statements);
+  const written: unknown[] =
+    statements.length > 0 ? await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]) : [];
+  let next = 0;
+  const settled = steps.map((step) => step.settle(written.slice(next, (next += step.statements.length))));
+  await emitMany(
+    db,
+    queue,
+    settled.flatMap((step) => step.emit ?? []),
+    audience,
+  );
+  return settled.map((step) => step.outcome);
 }
 
+type RunState = {
+  db: Db;
+  now: Date;
+  people: Set<number>;
+  sites: Map<number, Site>;
+  /** (scan, site) pairs recorded, before or earlier in the run. */
+  recorded: Set<string>;
+  /** Open (pending or in progress) listings, before or earlier in the run. */
+  open: Set<string>;
+};
+
 /** First `started` for a scan records its start; a scan id always stays with its person. */
-async function applyStarted(db: Db, emit: Emit, event: ProgressEvent) {
-  if (!(await personExists(db, event.person_id))) return "skipped: person does not exist";
-  const now = new Date();
-  const changed = await db
-    .insert(scans)
-    .values({
-      id: event.scan_id,
-      personId: event.person_id,
-      status: "started",
-      startedAt: event.at,
-      createdAt: now,
-      updatedAt: now,
-    })
-    .onConflictDoUpdate({
-      target: scans.id,
-      set: { startedAt: event.at, updatedAt: now },
-      setWhere: and(isNull(scans.startedAt), eq(scans.personId, event.person_id)),
-    })
-    .returning({ id: scans.id });
-  if (changed.length === 0) return "unchanged";
-  await emit(event.person_id, "scan:started", scanEventPayload(event));
-  return "started";
+function startedStep({ db, now }: RunState, event: ProgressEvent): Step {
+  return {
+    statements: [
+      db
+        .insert(scans)
+        .values({
+          id: event.scan_id,
+          personId: event.person_id,
+          status: "started",
+          startedAt: event.at,
+          createdAt: now,
+          updatedAt: now,
+        })
+        .onConflictDoUpdate({
+          target: scans.id,
+          set: { startedAt: event.at, updatedAt: now },
+          setWhere: and(isNull(scans.startedAt), eq(scans.personId, event.person_id)),
+        })
+        .returning({ id: scans.id }),
+    ],
+    settle: ([changed]) =>
+      (changed as unknown[]).length === 0
+        ? { outcome: "unchanged" }
+        : {
+            outcome: "started",
+            emit: [{ personId: event.person_id, event: "scan:started", payload: scanEventPayload(event) }],
+          },
+  };
 }
 
 /** First `completed` for a scan completes it and moves the person's `last_scan_at` forward. */
-async function applyCompleted(db: Db, emit: Emit, event: ProgressEvent) {
-  if (!(await personExists(db, event.person_id))) return "skipped: person does not exist";
-  const now = new Date();
-  const [changed] = await db.batch([
-    db
-      .insert(scans)
-      .values({
-        id: event.scan_id,
-        personId: event.person_id,
-        status: "completed",
-        completedAt: event.at,
-        createdAt: now,
-        updatedAt: now,
-      })
-      .onConflictDoUpdate({
-        target: scans.id,
-        set: { status: "completed", completedAt: event.at, updatedAt: now },
-        setWhere: and(isNull(scans.completedAt), eq(scans.personId, event.person_id)),
-      })
-      .returning({ id: scans.id }),
-    // Idempotent on its own (only ever forward); `updated_at` of the person is
-    // about their data, which a scan does not change.
-    db
-      .update(people)
-      .set({ lastScanAt: event.at, updatedAt: sql`${people.updatedAt}` })
-      .where(and(eq(people.id, event.person_id), or(isNull(people.lastScanAt), lt(people.lastScanAt, event.at)))),
-  ]);
-  if (changed.length === 0) return "unchanged";
-  await emit(event.person_id, "scan:completed", scanEventPayload(event));
-  return "completed";
+function completedStep({ db, now }: RunState, event: ProgressEvent): Step {
+  return {
+    statements: [
+      db
+        .insert(scans)
+        .values({
+          id: event.scan_id,
+          personId: event.person_id,
+          status: "completed",
+          completedAt: event.at,
+          createdAt: now,
+          updatedAt: now,
+        })
+        .onConflictDoUpdate({
+          target: scans.id,
+          set: { status: "completed", completedAt: event.at, updatedAt: now },
+          setWhere: and(isNull(scans.completedAt), eq(scans.personId, event.person_id)),
+        })
+        .returning({ id: scans.id }),
+      // Idempotent on its own (only ever forward); `updated_at` of the person is
+      // about their data, which a scan does not change.
+      db
+        .update(people)
+        .set({ lastScanAt: event.at, updatedAt: sql`${people.updatedAt}` })
+        .where(and(eq(people.id, event.person_id), or(isNull(people.lastScanAt), lt(people.lastScanAt, event.at)))),
+    ],
+    settle: ([changed]) =>
+      (changed as unknown[]).length === 0
+        ? { outcome: "unchanged" }
+        : {
+            outcome: "completed",
+            emit: [{ personId: event.person_id, event: "scan:completed", payload: scanEventPayload(event) }],
+          },
+  };
 }
-
-const RESULT_EVENTS = { found: "scan:found", not_found: "scan:not_found", failed: "scan:failed" } as const;
 
 /**
  * One site's outcome of a scan, recorded once per (scan, site). A `found`
  * creates a `pending` exposure unless the person already has an open one
  * (pending or in progress) for the same listing on that site.
  */
-async function applyResult(db: Db, emit: Emit, event: ResultEvent) {
-  const existing = await db
-    .select({ id: scanResults.id })
-    .from(scanResults)
-    .where(and(eq(scanResults.scanId, event.scan_id), eq(scanResults.siteId, event.site_id)))
-    .get();
-  if (existing) return "unchanged";
-  const site = await db
-    .select(siteColumns)
-    .from(companies)
-    .where(and(eq(companies.id, event.site_id), eq(companies.kind, "site")))
-    .get();
-  if (!site) return "skipped: not a people-search site";
-  if (!(await personExists(db, event.person_id))) return "skipped: person does not exist";
+function resultStep(state: RunState, event: ResultEvent): Step {
+  const { db, now } = state;
+  const key = resultKey(event.scan_id, event.site_id);
+  if (state.recorded.has(key)) return done("unchanged");
+  const site = state.sites.get(event.site_id);
+  if (!site) return done("skipped: not a people-search site");
+  state.recorded.add(key);
 
   const url = event.url ?? null;
   const data = event.data ?? {};
-  const now = new Date();
-  const recordResult = db.insert(scanResults).values({
-    scanId: event.scan_id,
-    personId: event.person_id,
-    siteId: event.site_id,
-    outcome: event.type,
-    url,
-    data: event.data ?? null,
-    at: event.at,
-    createdAt: now,
-  });
-
-  const open =
-    event.type === "found"
-      ? await exposureQuery(db)
-          .where(
-            and(
-              eq(exposures.personId, event.person_id),
-              eq(exposures.siteId, event.site_id),
-              inArray(exposures.status, ["pending", "in_progress"]),
-              url === null ? isNull(exposures.url) : eq(exposures.url, url),
-            ),
-          )
-          .get()
-      : undefined;
-
-  let created: Parameters<typeof toExposure>[0] | null = null;
-  if (event.type === "found" && !open) {
-    // Without ON CONFLICT: if a concurrent delivery recorded this result first,
-    // the whole batch fails and the message is retried, then seen as applied.
-    const [, inserted] = await db.batch([
-      recordResult,
+  // Without ON CONFLICT: if a concurrent delivery recorded this result first,
+  // the whole write batch fails and the message is retried, then seen as applied.
+  const statements: BatchItem<"sqlite">[] = [
+    db.insert(scanResults).values({
+      scanId: event.scan_id,
+      personId: event.person_id,
+      siteId: event.site_id,
+      outcome: event.type,
+      url,
+      data: event.data ?? null,
+      at: event.at,
+      createdAt: now,
+    }),
+  ];
+  const listing = listingKey(event.person_id, event.site_id, url);
+  const opens = event.type === "found" && !state.open.has(listing);
+  if (opens) {
+    state.open.add(listing);
+    statements.push(
       db
         .insert(exposures)
         .values({
@@ -261,14 +376,24 @@ async function applyResult(db: Db, emit: Emit, event: ResultEvent) {
         event: historyPrefix.found + site.name,
         createdAt: event.at,
       }),
-    ]);
-    created = { ...inserted[0]!, site };
-  } else {
-    await recordResult;
+    );
   }
 
-  const payload = scanEventPayload(event, site);
-  await emit(event.person_id, RESULT_EVENTS[event.type], event.type === "found" ? { ...payload, url, data } : payload);
-  if (created) await emit(event.person_id, "exposure:created", toExposure(created));
-  return created ? "found: exposure created" : event.type;
+  return {
+    statements,
+    settle: ([, inserted]) => {
+      const payload = scanEventPayload(event, site);
+      const emit: Emission[] = [
+        {
+          personId: event.person_id,
+          event: RESULT_EVENTS[event.type],
+          payload: event.type === "found" ? { ...payload, url, data } : payload,
+        },
+      ];
+      if (!opens) return { outcome: event.type, emit };
+      const row = (inserted as (typeof exposures.$inferSelect)[])[0]!;
+      emit.push({ personId: event.person_id, event: "exposure:created", payload: toExposure({ ...row, site }) });
+      return { outcome: "found: exposure created", emit };
+    },
+  };
 }

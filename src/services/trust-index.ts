@@ -26,9 +26,16 @@ import {
  * so a change is seen by other locations within about 60 s. The TTLs are a
  * safety net for changes made outside these functions (an operator editing D1):
  * no entry outlives them.
+ *
+ * A fill after a miss reads D1, then writes KV later (after the answer): a
+ * write's rewrite can land in between and be overwritten with what D1 said
+ * before it. So a fill lives only `MISS_FILL_TTL_SECONDS` (KV's minimum), which
+ * bounds that staleness by the same ~60 s; rewrites after a write, which
+ * read D1 after committing, keep the long TTLs.
  */
 export const SECURE_NUMBER_TTL_SECONDS = 24 * 3600;
 export const TRUST_SET_TTL_SECONDS = 3600;
+export const MISS_FILL_TTL_SECONDS = 60;
 
 const secureKey = (e164: string) => `sn:${e164}`;
 const trustKey = (personId: number) => `trust:${personId}`;
@@ -52,7 +59,7 @@ export async function receiverOf(db: Db, kv: KVNamespace, e164: string, defer?: 
     .where(eq(secureNumbers.e164, e164))
     .get();
   const personId = row?.personId ?? null;
-  await fill(indexSecureNumber(kv, e164, personId), defer);
+  await fill(safePut(kv, secureKey(e164), String(personId ?? 0), MISS_FILL_TTL_SECONDS), defer);
   return personId;
 }
 
@@ -61,7 +68,7 @@ async function fill(work: Promise<unknown>, defer: Defer | undefined) {
   else await work;
 }
 
-/** Records who holds a secure number (after an assignment, or a miss). */
+/** Records who holds a secure number (after an assignment or a release). */
 export async function indexSecureNumber(kv: KVNamespace, e164: string, personId: number | null) {
   await safePut(kv, secureKey(e164), String(personId ?? 0), SECURE_NUMBER_TTL_SECONDS);
 }
@@ -74,7 +81,7 @@ export async function trusts(db: Db, kv: KVNamespace, personId: number, e164: st
     if (numbers) return numbers.includes(e164);
   }
   const numbers = await trustedNumbers(db, personId);
-  await fill(writeSet(kv, personId, numbers), defer);
+  await fill(writeSet(kv, personId, numbers, MISS_FILL_TTL_SECONDS), defer);
   return numbers.includes(e164);
 }
 
@@ -87,8 +94,8 @@ function parseSet(value: string): string[] | null {
   }
 }
 
-const writeSet = (kv: KVNamespace, personId: number, numbers: string[]) =>
-  safePut(kv, trustKey(personId), JSON.stringify(numbers), TRUST_SET_TTL_SECONDS);
+const writeSet = (kv: KVNamespace, personId: number, numbers: string[], ttlSeconds = TRUST_SET_TTL_SECONDS) =>
+  safePut(kv, trustKey(personId), JSON.stringify(numbers), ttlSeconds);
 
 /**
  * Who is trusted (DECISIONS §3), straight from D1: the numbers receiver
