@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { EmailAddress } from "../../lib/email";
 import { pathId } from "../../lib/ids";
 import { pageQuery } from "../../lib/pagination";
 import { isCountryCode, normalizeCallingCode, phoneFromInternational, phoneFromParts } from "../../lib/phone";
@@ -29,13 +30,6 @@ const OptionalText = (max: number) =>
     .optional()
     .transform((value) => (value === undefined ? undefined : value || null));
 
-const Email = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .pipe(z.email({ error: "must be an email address" }).max(254))
-  .openapi({ example: "dana@acme.example" });
-
 const Primary = z
   .boolean()
   .optional()
@@ -45,7 +39,7 @@ const Dob = CalendarDate.refine((date) => date >= "1900-01-01" && date < new Dat
   message: "must be a real date in the past",
 }).openapi({ description: "Date of birth, YYYY-MM-DD", example: "1988-04-12" });
 
-const EmailInput = z.object({ primary: Primary, email: Email }).openapi("EmailInput");
+const EmailInput = z.object({ primary: Primary, email: EmailAddress }).openapi("EmailInput");
 
 const AkaInput = z
   .object({ first_name: Name, middle_name: OptionalText(100), last_name: OptionalText(100) })
