@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { contactAddresses, contactEmails, contactPhones, contacts, people } from "../db/schema";
 import { badRequest } from "../lib/errors";
 import { iso } from "../lib/time";
-import { inIds } from "./people";
+import { e2eeColumn, inIds } from "./people";
 
 /** The collections `include` can add to a listed contact, by their write names [seed 2.7]. */
 export const CONTACT_COLLECTIONS = ["emails", "phone_numbers", "addresses"] as const;
@@ -71,7 +71,7 @@ const linkedPeople = (db: Db, ids: number[]) => {
       personId: people.id,
       avatarUrl: people.avatarUrl,
       riskScore: people.riskScore,
-      e2ee: sql<number>`(${people.encryptionHash} is not null and ${people.e2eId} is not null)`,
+      e2ee: e2eeColumn,
     })
     .from(matches)
     .innerJoin(people, sql`${people.id} = m.person_id`);

@@ -1,6 +1,6 @@
-import { and, asc, count, eq, gt, notExists, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, gt, isNotNull, notExists, sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
-import { alias } from "drizzle-orm/sqlite-core";
+import { alias, union } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
 import {
   exposures,
@@ -14,10 +14,28 @@ import {
   personPhones,
   roles,
   scanResults,
+  secureNumbers,
 } from "../db/schema";
 import { iso } from "../lib/time";
 
 /** The Person of [seed 2.10]: every field always present, null where there is no value (DECISIONS §5). */
+/** A person's full name: first, middle and last, those present, joined by spaces. */
+export const displayName = (p: { firstName: string; middleName: string | null; lastName: string }) =>
+  [p.firstName, p.middleName, p.lastName].filter(Boolean).join(" ");
+
+/** Whether a person can be reached end to end: they saved both encryption identifiers [seed 2.6]. */
+export const e2eeColumn = sql<number>`(${people.encryptionHash} is not null and ${people.e2eId} is not null)`;
+
+/** Ids of the people a number reaches: by one of their phones or by their secure number (DECISIONS §3). */
+export const holdersOfNumber = (db: Db, e164: string) =>
+  union(
+    db.select({ id: personPhones.personId }).from(personPhones).where(eq(personPhones.e164, e164)),
+    db
+      .select({ id: sql<number>`${secureNumbers.personId}` })
+      .from(secureNumbers)
+      .where(and(eq(secureNumbers.e164, e164), isNotNull(secureNumbers.personId))),
+  );
+
 export type Person = {
   id: number;
   first_name: string;
@@ -177,7 +195,7 @@ export async function loadPeople(db: Db, companyId: number, personIds: number[])
       first_name: base.firstName,
       middle_name: base.middleName,
       last_name: base.lastName,
-      display_name: [base.firstName, base.middleName, base.lastName].filter(Boolean).join(" "),
+      display_name: displayName(base),
       dob: base.dob,
       akas: akasOf(id).map((aka) => ({
         id: aka.id,

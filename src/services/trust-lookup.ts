@@ -1,10 +1,11 @@
-import { and, asc, desc, eq, inArray, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { blockedCalls, companies, companyPhones, people, personPhones, secureNumbers } from "../db/schema";
+import { blockedCalls, companies, companyPhones, people } from "../db/schema";
 import { phoneFromParts, type Phone } from "../lib/phone";
 import { iso } from "../lib/time";
 import { contactsWithPhone, type Contact } from "./contacts";
 import { toCompanyRef, type CompanyRef } from "./companies";
+import { displayName, e2eeColumn, holdersOfNumber } from "./people";
 import * as trustIndex from "./trust-index";
 
 /** The lookup parameters of [seed 4.1], as the provider sent them (any may be missing). */
@@ -109,25 +110,11 @@ async function peopleWithNumber(db: Db, phone: Phone): Promise<CallerPerson[]> {
       middleName: people.middleName,
       lastName: people.lastName,
       avatarUrl: people.avatarUrl,
-      encryptionHash: people.encryptionHash,
+      e2ee: e2eeColumn,
       e2eId: people.e2eId,
     })
     .from(people)
-    .where(
-      or(
-        inArray(
-          people.id,
-          db.select({ id: personPhones.personId }).from(personPhones).where(eq(personPhones.e164, phone.e164)),
-        ),
-        inArray(
-          people.id,
-          db
-            .select({ id: sql<number>`${secureNumbers.personId}` })
-            .from(secureNumbers)
-            .where(eq(secureNumbers.e164, phone.e164)),
-        ),
-      ),
-    )
+    .where(inArray(people.id, holdersOfNumber(db, phone.e164)))
     .orderBy(asc(people.id))
     .all();
   return rows.map((row) => ({
@@ -135,9 +122,9 @@ async function peopleWithNumber(db: Db, phone: Phone): Promise<CallerPerson[]> {
     first_name: row.firstName,
     middle_name: row.middleName,
     last_name: row.lastName,
-    display_name: [row.firstName, row.middleName, row.lastName].filter(Boolean).join(" "),
+    display_name: displayName(row),
     avatar: row.avatarUrl ?? "",
-    e2ee: row.encryptionHash !== null && row.e2eId !== null,
+    e2ee: Boolean(row.e2ee),
     e2e_id: row.e2eId,
   }));
 }

@@ -1,8 +1,8 @@
-import { and, desc, eq, isNotNull, sql } from "drizzle-orm";
-import { union } from "drizzle-orm/sqlite-core";
+import { and, desc, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { people, personEmails, personPhones, personTrust, secureNumbers, trustRequests } from "../db/schema";
+import { people, personEmails, personTrust, trustRequests } from "../db/schema";
 import { iso } from "../lib/time";
+import { holdersOfNumber } from "./people";
 
 /** Who a trust request is addressed to: exactly one of these (DECISIONS §4). */
 export type TrustRequestTarget = { user_id?: number; phone?: string; email?: string };
@@ -42,13 +42,7 @@ async function matchPeople(db: Db, target: TrustRequestTarget): Promise<number[]
     return row ? [row.id] : [];
   }
   if (target.phone !== undefined) {
-    const rows = await union(
-      db.select({ id: personPhones.personId }).from(personPhones).where(eq(personPhones.e164, target.phone)),
-      db
-        .select({ id: sql<number>`${secureNumbers.personId}` })
-        .from(secureNumbers)
-        .where(and(eq(secureNumbers.e164, target.phone), isNotNull(secureNumbers.personId))),
-    ).all();
+    const rows = await holdersOfNumber(db, target.phone).all();
     return rows.map((row) => row.id);
   }
   if (target.email !== undefined) {

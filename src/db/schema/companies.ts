@@ -1,4 +1,4 @@
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { cascadeRef, createdAt, flag, id, timestamp, updatedAt } from "./columns";
 import { licenses } from "./licenses";
 import { people } from "./people";

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { companies } from "./companies";
 import { cascadeRef, createdAt, flag, id, timestamp, updatedAt } from "./columns";
 import { people } from "./people";

@@ -1,4 +1,4 @@
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { companies } from "./companies";
 import { cascadeRef, createdAt, id, timestamp, updatedAt } from "./columns";
 import { people } from "./people";
