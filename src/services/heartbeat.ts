@@ -1,9 +1,16 @@
-import { and, asc, eq, inArray, isNull, notExists, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, lte, notExists, or, sql } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
 import { secureNumbers } from "../db/schema";
 import { iso } from "../lib/time";
 import * as trustIndex from "./trust-index";
+
+/**
+ * How long a released secure number rests before it is assigned again: long
+ * enough for the people who had it as a contact or trusted its holder to
+ * notice the account is gone (docs/decisions.md).
+ */
+export const RELEASE_QUARANTINE_MS = 90 * 24 * 3600 * 1000;
 
 export type SecureNumber = { country_code: string; number: string; e164: string };
 
@@ -21,7 +28,8 @@ const numberColumns = {
  * (DECISIONS §3). The assignment is one UPDATE that takes the lowest free
  * number only if the person still holds none; D1 runs statements one at a
  * time, and the unique index on `person_id` backs it, so two concurrent first
- * heartbeats give one number and no number goes to two people.
+ * heartbeats give one number and no number goes to two people. A number
+ * released by a removed account rests for `RELEASE_QUARANTINE_MS` first.
  * Null when the pool is empty (logged).
  */
 export async function secureNumberFor(db: Db, kv: KVNamespace, personId: number): Promise<SecureNumber | null> {
@@ -35,7 +43,17 @@ export async function secureNumberFor(db: Db, kv: KVNamespace, personId: number)
       and(
         inArray(
           secureNumbers.id,
-          db.select({ id: free.id }).from(free).where(isNull(free.personId)).orderBy(asc(free.id)).limit(1),
+          db
+            .select({ id: free.id })
+            .from(free)
+            .where(
+              and(
+                isNull(free.personId),
+                or(isNull(free.releasedAt), lte(free.releasedAt, new Date(Date.now() - RELEASE_QUARANTINE_MS))),
+              ),
+            )
+            .orderBy(asc(free.id))
+            .limit(1),
         ),
         notExists(db.select({ id: held.id }).from(held).where(eq(held.personId, personId))),
       ),

@@ -1,6 +1,6 @@
 import { and, eq, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { memberships, people, personEmails } from "../db/schema";
+import { memberships, people, personEmails, secureNumbers } from "../db/schema";
 import { emitEvent, type DeliveryMessage } from "./events";
 import * as trustIndex from "./trust-index";
 
@@ -8,24 +8,26 @@ import * as trustIndex from "./trust-index";
  * The statements that remove a person from a company [seed 4.3 rule 6]: the
  * company's employer emails and the membership go; the account itself goes
  * only when nothing else holds it (no email left, no other company). The last
- * statement decides in SQL, so running them as one batch is atomic and safe
- * against a concurrent change.
+ * statements decide in SQL, so running them as one batch is atomic and safe
+ * against a concurrent change. A secure number the account held is marked
+ * released (see `secureNumbers.releasedAt`).
  */
-export function removalStatements(db: Db, companyId: number, personId: number) {
+export function removalStatements(db: Db, companyId: number, personId: number, now = new Date()) {
+  const accountGoes = [
+    sql`not exists (select 1 from ${personEmails} where ${personEmails.personId} = ${personId})`,
+    sql`not exists (select 1 from ${memberships} where ${memberships.personId} = ${personId})`,
+  ];
   return [
     db
       .delete(personEmails)
       .where(and(eq(personEmails.personId, personId), eq(personEmails.employerCompanyId, companyId))),
     db.delete(memberships).where(and(eq(memberships.companyId, companyId), eq(memberships.personId, personId))),
+    // Before the account goes (which frees the number): mark its number released.
     db
-      .delete(people)
-      .where(
-        and(
-          eq(people.id, personId),
-          sql`not exists (select 1 from ${personEmails} where ${personEmails.personId} = ${personId})`,
-          sql`not exists (select 1 from ${memberships} where ${memberships.personId} = ${personId})`,
-        ),
-      ),
+      .update(secureNumbers)
+      .set({ releasedAt: now })
+      .where(and(eq(secureNumbers.personId, personId), ...accountGoes)),
+    db.delete(people).where(and(eq(people.id, personId), ...accountGoes)),
   ] as const;
 }
 

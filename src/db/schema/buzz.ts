@@ -16,6 +16,12 @@ export const secureNumbers = sqliteTable(
     number: text("number").notNull(),
     personId: integer("person_id").references(() => people.id, { onDelete: "set null" }),
     assignedAt: timestamp("assigned_at"),
+    /**
+     * When the last holder's account was removed. A released number rests in
+     * quarantine before it is assigned again: other people's contacts and
+     * trust still name it, and a new holder must not inherit that trust.
+     */
+    releasedAt: timestamp("released_at"),
     createdAt: createdAt(),
   },
   (t) => [uniqueIndex("secure_numbers_e164_uq").on(t.e164), uniqueIndex("secure_numbers_person_uq").on(t.personId)],

@@ -1,0 +1,1 @@
+ALTER TABLE `secure_numbers` ADD `released_at` integer;
