@@ -5,7 +5,8 @@ import { DEFAULT_ROLES } from "../lib/permissions";
 
 type CompanyRow = Pick<typeof companies.$inferSelect, "id" | "name" | "status" | "url" | "logo" | "scanner">;
 
-const companyColumns = {
+/** Columns `toCompany` reads. */
+export const companyColumns = {
   id: companies.id,
   name: companies.name,
   status: companies.status,

@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { insertChunks } from "../db/batch";
 import { companies, companySeats, licensePurchases, licenses, licenseSites } from "../db/schema";
 import { badRequest } from "../lib/errors";
-import { toCompany } from "./companies";
+import { companyColumns, toCompany } from "./companies";
 import { NO_SEATS, seatsByLicense } from "./seats";
 
 export type LicenseRow = typeof licenses.$inferSelect;
@@ -48,12 +48,7 @@ export async function listCompanyLicenses(db: Db, companyId: number): Promise<Li
     db
       .select({
         licenseId: licenseSites.licenseId,
-        id: companies.id,
-        name: companies.name,
-        status: companies.status,
-        url: companies.url,
-        logo: companies.logo,
-        scanner: companies.scanner,
+        ...companyColumns,
       })
       .from(licenseSites)
       .innerJoin(companies, eq(companies.id, licenseSites.siteId))
