@@ -7,3 +7,4 @@ export * from "./licenses";
 export * from "./people";
 export * from "./scans";
 export * from "./webhooks";
+export * from "./outbox";

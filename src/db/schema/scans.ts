@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { companies } from "./companies";
 import { cascadeRef, createdAt, id, timestamp, updatedAt } from "./columns";
@@ -62,6 +63,11 @@ export const exposures = sqliteTable(
     index("exposures_person_status_idx").on(t.personId, t.status),
     index("exposures_status_idx").on(t.status, t.id),
     index("exposures_updated_idx").on(t.updatedAt),
+    // One open exposure per listing (person, site, url; a missing url is one listing):
+    // a concurrent or redelivered `found` inserts with ON CONFLICT DO NOTHING.
+    uniqueIndex("exposures_open_listing_uq")
+      .on(t.personId, t.siteId, sql`coalesce(${t.url}, '')`)
+      .where(sql`${t.status} in ('pending', 'in_progress')`),
   ],
 );
 

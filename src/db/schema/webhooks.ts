@@ -30,6 +30,12 @@ export const webhookDeliveries = sqliteTable(
     webhookId: integer("webhook_id").references(() => webhooks.id, { onDelete: "set null" }),
     event: text("event").notNull(),
     payload: text("payload", { mode: "json" }).$type<unknown>().notNull(),
+    /**
+     * False while `payload` is only `{"id": n}` of a person whose Person the
+     * event carries: the command that wrote the row fills it right after its
+     * commit, and the delivery renders it if that did not happen.
+     */
+    rendered: flag("rendered").notNull().default(true),
     status: text("status", { enum: ["pending", "dispatched", "success", "failed"] })
       .notNull()
       .default("pending"),
