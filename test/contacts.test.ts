@@ -83,12 +83,13 @@ describe("POST /contacts/sync and POST /contacts", () => {
     expect(bobContact!.id).toBeGreaterThan(dana!.id);
   });
 
-  it("links by email too, and shows the linked person's encryption and risk", async () => {
+  // Alice and Bob share Acme, so Bob knows Alice (test/contact-linking.test.ts has strangers).
+  it("links by email a person who knows the owner, and shows their encryption and risk", async () => {
     await as("bob").send("PUT", "/apps/buzz/encryption", { hash: "h-bob", e2e_id: "e2e-bob" });
     await env.DB.prepare(
       "UPDATE people SET risk_score = 42, avatar_url = 'https://cdn.example/bob.png' WHERE id = 2",
     ).run();
-    const [byEmail] = await sync("carol", [{ display_name: "Bob (mail)", emails: ["BOB@acme.example"] }]);
+    const [byEmail] = await sync("alice", [{ display_name: "Bob (mail)", emails: ["BOB@acme.example"] }]);
     expect(byEmail).toMatchObject({
       user_id: 2,
       connected: true,

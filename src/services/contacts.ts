@@ -1,4 +1,4 @@
-import { and, asc, count, eq, gte, sql } from "drizzle-orm";
+import { and, asc, count, eq, gte, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { contactAddresses, contactEmails, contactPhones, contacts, people } from "../db/schema";
 import { badRequest } from "../lib/errors";
@@ -44,11 +44,27 @@ export type ContactInput = {
 };
 
 /**
- * The platform person linked to each contact (DECISIONS §4): one whose phone,
- * secure number or email matches one of the contact's; the lowest id when
- * several match. A grouped union over three joins, written in SQL.
+ * Whether person `person` (an SQL expression) *knows* the owner
+ * (docs/decisions.md, "What a stranger learns"): it is the owner, they share a
+ * company, or that person trusted the owner (`trusted = 1`).
  */
-const linkedPeople = (db: Db, ids: number[]) => {
+const knowsOwner = (person: SQL, ownerId: number) => sql`(
+  ${person} = ${ownerId}
+  or exists (select 1 from memberships theirs join memberships mine on mine.company_id = theirs.company_id
+             where theirs.person_id = ${person} and mine.person_id = ${ownerId})
+  or exists (select 1 from person_trust pt
+             where pt.person_id = ${person} and pt.trusted_person_id = ${ownerId} and pt.trusted = 1)
+)`;
+
+/**
+ * The platform person linked to each contact: one holding one of the
+ * contact's phone numbers (personal phone or secure number), or, only when
+ * that person knows the owner, one of its emails; the lowest id when several
+ * match. `known` says whether the owner may see the person's avatar and risk
+ * score. Linking by phone alone reveals no more than a secure messenger does:
+ * that the number can be called securely. A grouped union, written in SQL.
+ */
+const linkedPeople = (db: Db, ownerId: number, ids: number[]) => {
   const list = JSON.stringify(ids);
   const matches = sql`(
     select contact_id, min(person_id) as person_id from (
@@ -63,6 +79,7 @@ const linkedPeople = (db: Db, ids: number[]) => {
       select ce.contact_id, pe.person_id from contact_emails ce
         join person_emails pe on pe.email = ce.email
         where ce.contact_id in (select value from json_each(${list}))
+          and ${knowsOwner(sql`pe.person_id`, ownerId)}
     ) group by contact_id
   ) as m`;
   return db
@@ -72,6 +89,7 @@ const linkedPeople = (db: Db, ids: number[]) => {
       avatarUrl: people.avatarUrl,
       riskScore: people.riskScore,
       e2ee: e2eeColumn,
+      known: sql<number>`${knowsOwner(sql`m.person_id`, ownerId)}`,
     })
     .from(matches)
     .innerJoin(people, sql`${people.id} = m.person_id`);
@@ -94,7 +112,7 @@ export async function loadContacts(
       .select()
       .from(contacts)
       .where(and(eq(contacts.ownerId, ownerId), inIds(contacts.id, ids))),
-    linkedPeople(db, ids),
+    linkedPeople(db, ownerId, ids),
     db
       .select({ contactId: contactEmails.contactId, value: contactEmails.email })
       .from(contactEmails)
@@ -129,10 +147,10 @@ export async function loadContacts(
     const link = linkOf.get(id);
     const contact: Contact = {
       id: row.id,
-      profile_icon: link?.avatarUrl ?? "",
+      profile_icon: (link?.known && link.avatarUrl) || "",
       display_name: row.displayName,
       birthday: row.birthday,
-      risk_score: link?.riskScore ?? 0,
+      risk_score: link?.known ? link.riskScore : 0,
       labels: row.labels,
       user_id: link?.personId ?? null,
       connected: link !== undefined,
