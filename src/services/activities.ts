@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, or } from "drizzle-orm";
+import { and, asc, eq, gt, like, or } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
 import { activities, activityTypes, blockedCalls, companies, partyTypes, people } from "../db/schema";
@@ -42,12 +42,33 @@ const involves = (personId: number) =>
     and(eq(activities.receivableType, "person"), eq(activities.receivableId, personId)),
   );
 
-/** Whether a party of an activity exists. */
-export async function partyExists(db: Db, type: PartyType, id: number): Promise<boolean> {
-  const table = type === "person" ? people : companies;
-  const row = await db.select({ id: table.id }).from(table).where(eq(table.id, id)).get();
-  return row !== undefined;
-}
+/**
+ * Who records an activity, and whose log a call record is (docs/decisions.md,
+ * "Activity"): a message or an outgoing call is recorded by its sender, an
+ * incoming call by its receiver.
+ */
+export const recordedBy = (type: ActivityType): "sendable" | "receivable" =>
+  type.startsWith("incoming_") ? "receivable" : "sendable";
+
+/**
+ * The activities `personId` sees: messages they sent or received, and the call
+ * records they wrote themselves. A call record is its recorder's own log, so
+ * nobody can place a record in another person's feed except by a message.
+ */
+const visibleTo = (personId: number) =>
+  or(
+    and(like(activities.type, "chat_%"), involves(personId)),
+    and(
+      like(activities.type, "outgoing_%"),
+      eq(activities.sendableType, "person"),
+      eq(activities.sendableId, personId),
+    ),
+    and(
+      like(activities.type, "incoming_%"),
+      eq(activities.receivableType, "person"),
+      eq(activities.receivableId, personId),
+    ),
+  );
 
 /**
  * Stores an activity, idempotently on (sender, `message_id`) (DECISIONS §3):
@@ -140,7 +161,7 @@ export async function activitiesAfter(db: Db, personId: number, afterId: number,
       receivingCompany,
       and(eq(activities.receivableType, "company"), eq(receivingCompany.id, activities.receivableId)),
     )
-    .where(and(gt(activities.id, afterId), involves(personId)))
+    .where(and(gt(activities.id, afterId), visibleTo(personId)))
     .orderBy(asc(activities.id))
     .limit(limit)
     .all();
