@@ -35,6 +35,10 @@ export const companies = sqliteTable(
   (t) => [uniqueIndex("companies_slug_uq").on(t.slug), index("companies_kind_idx").on(t.kind)],
 );
 
+/**
+ * The numbers a company calls from: its members' secure numbers trust them
+ * (docs/decisions.md, "Who is trusted"). A number appears once per company.
+ */
 export const companyPhones = sqliteTable(
   "company_phones",
   {
@@ -43,8 +47,13 @@ export const companyPhones = sqliteTable(
     countryCode: text("country_code").notNull(),
     phoneNumber: text("phone_number").notNull(),
     e164: text("e164").notNull(),
+    /** What the number is for ("Front desk"); null when none was given. */
+    label: text("label"),
   },
-  (t) => [index("company_phones_e164_idx").on(t.e164), index("company_phones_company_idx").on(t.companyId)],
+  (t) => [
+    index("company_phones_e164_idx").on(t.e164),
+    uniqueIndex("company_phones_company_e164_uq").on(t.companyId, t.e164),
+  ],
 );
 
 /** Roles are per company; `permissions` holds strings like "read settings". */
