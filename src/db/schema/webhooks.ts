@@ -11,6 +11,13 @@ export const webhooks = sqliteTable(
     event: text("event").notNull(),
     active: flag("active").notNull().default(true),
     secret: text("secret").notNull(),
+    /** The secret replaced by the last rotation; deliveries are signed with it too until it expires (24 h). */
+    previousSecret: text("previous_secret"),
+    previousSecretExpiresAt: timestamp("previous_secret_expires_at"),
+    /** Why the service deactivated the webhook (410, 5 days of failures); null when active or switched off by PATCH. */
+    disabledReason: text("disabled_reason"),
+    /** The first failed attempt since the last success; null while the endpoint answers 2xx. */
+    failingSince: timestamp("failing_since"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -49,4 +56,24 @@ export const webhookDeliveries = sqliteTable(
     index("webhook_deliveries_company_created_idx").on(t.companyId, t.createdAt),
     index("webhook_deliveries_status_idx").on(t.status, t.updatedAt),
   ],
+);
+
+/**
+ * Every POST made for a history entry (and every attempt refused before
+ * one, such as an endpoint no longer allowed): `GET /webhooks/history/{id}`
+ * lists them oldest first. They go with their entry.
+ */
+export const webhookAttempts = sqliteTable(
+  "webhook_attempts",
+  {
+    id: id(),
+    deliveryId: text("delivery_id")
+      .notNull()
+      .references(() => webhookDeliveries.id, { onDelete: "cascade" }),
+    at: timestamp("at").notNull(),
+    /** The HTTP status as digits, or `timeout`, `connection failed`, `invalid response`, `invalid endpoint`. */
+    result: text("result").notNull(),
+    durationMs: integer("duration_ms").notNull(),
+  },
+  (t) => [index("webhook_attempts_delivery_idx").on(t.deliveryId, t.id)],
 );
