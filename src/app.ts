@@ -2,7 +2,9 @@ import { Scalar } from "@scalar/hono-api-reference";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
-import { ApiError, errorBody, type ErrorStatus } from "./lib/errors";
+import { matchedRoutes } from "hono/route";
+import type { Context } from "hono";
+import { ApiError, errorBody, loggableError, type ErrorStatus } from "./lib/errors";
 import { createRouter } from "./lib/create-router";
 import { identify } from "./middleware/auth";
 import { database } from "./middleware/db";
@@ -63,20 +65,23 @@ export function createApp() {
     const framework = fromFrameworkError(err);
     if (framework) return c.json(errorBody(framework.status, framework.detail), framework.status);
     const id = c.var.requestId;
+    // Never the path's values, the query string, SQL text or bound values: personal data stays out of logs.
     console.error(
-      JSON.stringify({
-        level: "error",
-        requestId: id,
-        method: c.req.method,
-        path: c.req.path,
-        error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
-        stack: err instanceof Error ? err.stack : undefined,
-      }),
+      JSON.stringify({ level: "error", requestId: id, method: c.req.method, route: routeOf(c), ...loggableError(err) }),
     );
     return c.json(errorBody(500, `something went wrong on our side; quote request id ${id} when reporting it`), 500);
   });
 
   return app;
+}
+
+/** The route pattern that matched (`/contacts/:id`), not the path with its values. */
+function routeOf(c: Context): string {
+  try {
+    return matchedRoutes(c).findLast((route) => route.method !== "ALL")?.path ?? "(no route)";
+  } catch {
+    return "(no route)";
+  }
 }
 
 /**

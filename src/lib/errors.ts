@@ -86,3 +86,39 @@ function formatPath(path: PropertyKey[]): string {
 function lowerFirst(message: string): string {
   return message.charAt(0).toLowerCase() + message.slice(1);
 }
+
+/**
+ * An unexpected failure as the log may record it (docs/security.md, "Logging"):
+ * its name and a redacted message, never SQL text or bound values. A query
+ * error (drizzle's "Failed query: <sql> params: <values>") is replaced by its
+ * cause, the driver's own error; quoted text, long numbers and email addresses
+ * in what remains are masked, and it is cut to 300 characters.
+ */
+export function loggableError(err: unknown): { name: string; message: string; frames: string[] } {
+  let error: unknown = err;
+  while (isQueryError(error)) error = (error as Error).cause ?? new Error("query failed");
+  const name = error instanceof Error ? error.name : typeof error;
+  const raw = error instanceof Error ? error.message : String(error);
+  const frames =
+    err instanceof Error && err.stack
+      ? err.stack
+          .split("\n")
+          .filter((line) => /^\s+at /.test(line))
+          .slice(0, 8)
+          .map((line) => line.trim())
+      : [];
+  return { name, message: redact(raw), frames };
+}
+
+const isQueryError = (error: unknown) =>
+  error instanceof Error && ("query" in error || "params" in error || error.message.startsWith("Failed query:"));
+
+function redact(message: string): string {
+  const firstLine = message.split("\n")[0] ?? "";
+  const cut = firstLine.split(/\bparams:/)[0]!;
+  return cut
+    .replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`(?:[^`\\]|\\.)*`/g, "<text>")
+    .replace(/[^\s@]+@[^\s@]+/g, "<email>")
+    .replace(/\+?\d[\d\s().-]{3,}\d/g, "<number>")
+    .slice(0, 300);
+}
