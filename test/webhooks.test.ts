@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { EVENT_NAMES } from "../src/services/events";
-import { endpointProblem } from "../src/services/webhooks";
+import { endpointProblem } from "../src/lib/outbound-url";
 import { as, call, expectError, insertToken } from "./helpers";
 
 type Webhook = {
@@ -10,6 +10,7 @@ type Webhook = {
   event: string;
   active: boolean;
   secret: string;
+  disabled_reason: string | null;
   created_at: string;
   updated_at: string;
 };
@@ -59,12 +60,13 @@ describe("POST /companies/{company_id}/webhooks", () => {
     expect(response.status).toBe(201);
     const webhook = (await response.json()) as Webhook;
     expect(Object.keys(webhook).sort()).toEqual(
-      ["active", "created_at", "endpoint", "event", "id", "secret", "updated_at"].sort(),
+      ["active", "created_at", "disabled_reason", "endpoint", "event", "id", "secret", "updated_at"].sort(),
     );
     expect(webhook).toMatchObject({
       endpoint: "https://hooks.acme.example/privacy",
       event: "scan:found",
       active: true,
+      disabled_reason: null,
     });
     expect(Number.isInteger(webhook.id)).toBe(true);
     expect(webhook.created_at).toMatch(ISO);
@@ -134,8 +136,8 @@ describe("POST /companies/{company_id}/webhooks", () => {
   it("refuses http:// and loopback endpoints outside development", () => {
     expect(endpointProblem("https://hooks.acme.example/x", "production")).toBeNull();
     expect(endpointProblem("http://hooks.acme.example/x", "production")).toContain("https://");
-    expect(endpointProblem("https://localhost/x", "production")).toContain("loopback");
-    expect(endpointProblem("https://api.localhost/x", "production")).toContain("loopback");
+    expect(endpointProblem("https://localhost/x", "production")).toContain("localhost");
+    expect(endpointProblem("https://api.localhost/x", "production")).toContain("localhost");
     expect(endpointProblem("https://127.0.0.1:8443/x", "production")).toContain("loopback");
     expect(endpointProblem("https://[::1]/x", "production")).toContain("loopback");
     expect(endpointProblem("https://a:b@hooks.acme.example/x", "production")).toContain("credentials");

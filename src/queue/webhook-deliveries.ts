@@ -23,7 +23,7 @@ export async function handleWebhookDeliveries(batch: MessageBatch<unknown>, env:
     }
     const { deliveryId } = parsed.data;
     try {
-      const outcome = await attemptDelivery(db, deliveryId, message.attempts);
+      const outcome = await attemptDelivery(db, deliveryId, message.attempts, { environment: env.ENVIRONMENT });
       if (outcome.action === "retry") {
         message.retry({ delaySeconds: outcome.delaySeconds });
       } else {

@@ -3,6 +3,8 @@ import type { Db } from "../db/client";
 import { webhookDeliveries } from "../db/schema";
 import { pageWindow, type Page } from "../lib/pagination";
 import { iso } from "../lib/time";
+import { inList } from "./events";
+import { listAttempts } from "./webhook-delivery";
 
 export const HISTORY_RETENTION_DAYS = 90;
 
@@ -37,7 +39,8 @@ export async function listHistory(db: Db, companyId: number, filter: HistoryFilt
     eq(webhookDeliveries.companyId, companyId),
     filter.start ? gte(webhookDeliveries.createdAt, filter.start) : undefined,
     filter.end ? lt(webhookDeliveries.createdAt, filter.end) : undefined,
-    filter.types?.length ? inArray(webhookDeliveries.event, filter.types) : undefined,
+    // One JSON parameter however many names the query repeats (D1 binds at most 100).
+    filter.types?.length ? inList(webhookDeliveries.event, [...new Set(filter.types)]) : undefined,
   );
   const [rows, total] = await Promise.all([
     db
@@ -51,4 +54,23 @@ export async function listHistory(db: Db, companyId: number, filter: HistoryFilt
     db.$count(webhookDeliveries, where),
   ]);
   return { total, items: rows.map(toHistoryEntry) };
+}
+
+/** One entry of the company's history with its attempts, oldest first; null when the company has none such. */
+export async function getHistoryEntry(db: Db, companyId: number, id: string) {
+  const row = await db
+    .select()
+    .from(webhookDeliveries)
+    .where(and(eq(webhookDeliveries.companyId, companyId), eq(webhookDeliveries.id, id)))
+    .get();
+  if (!row) return null;
+  const attempts = await listAttempts(db, id);
+  return {
+    ...toHistoryEntry(row),
+    attempts: attempts.map((attempt) => ({
+      at: iso(attempt.at)!,
+      result: attempt.result,
+      duration_ms: attempt.durationMs,
+    })),
+  };
 }

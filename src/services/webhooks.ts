@@ -1,6 +1,6 @@
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { webhooks } from "../db/schema";
+import { companies, webhooks } from "../db/schema";
 import { iso } from "../lib/time";
 import type { EventName } from "./events";
 
@@ -13,6 +13,7 @@ export const toWebhook = (row: WebhookRow) => ({
   event: row.event,
   active: row.active,
   secret: row.secret,
+  disabled_reason: row.disabledReason,
   created_at: iso(row.createdAt)!,
   updated_at: iso(row.updatedAt)!,
 });
@@ -27,30 +28,10 @@ export function newWebhookSecret(): string {
 }
 
 export const MAX_ENDPOINT_LENGTH = 2048;
-
-const LOOPBACK_HOSTS =
-  /^(localhost|.+\.localhost|127(\.\d{1,3}){3}|\[::1?\]|\[::ffff:127(\.\d{1,3}){3}\]|0\.0\.0\.0)$/i;
-
-/**
- * Why `endpoint` cannot receive deliveries, or null when it can
- * (DECISIONS §6): an absolute `https://` URL without credentials; in
- * `development` also `http://` and loopback hosts.
- */
-export function endpointProblem(endpoint: string, environment: string): string | null {
-  const development = environment === "development";
-  let url: URL;
-  try {
-    url = new URL(endpoint);
-  } catch {
-    return "must be an absolute URL such as https://hooks.example.com/privacy";
-  }
-  if (url.protocol !== "https:" && !(development && url.protocol === "http:")) {
-    return development ? "must be an http:// or https:// URL" : "must be an https:// URL";
-  }
-  if (url.username || url.password) return "must not contain credentials (user:password@)";
-  if (!development && LOOPBACK_HOSTS.test(url.hostname)) return "must not point at a loopback host";
-  return null;
-}
+/** Each event fans out to every subscribed webhook in one batch, so a company has at most this many. */
+export const MAX_WEBHOOKS_PER_COMPANY = 50;
+/** How long deliveries stay signed with the secret a rotation replaced. */
+export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
 
 export async function listWebhooks(db: Db, companyId: number) {
   const rows = await db.select().from(webhooks).where(eq(webhooks.companyId, companyId)).orderBy(asc(webhooks.id));
@@ -66,24 +47,70 @@ export async function getWebhook(db: Db, companyId: number, id: number) {
   return row ? toWebhook(row) : null;
 }
 
+/**
+ * Creates the webhook unless the company already has 50: one INSERT … SELECT
+ * guarded by the count, so concurrent requests cannot pass the limit
+ * together. Returns null at the limit.
+ */
 export async function createWebhook(
   db: Db,
   companyId: number,
   input: { endpoint: string; event: EventName; active: boolean },
 ) {
-  const now = new Date();
+  const now = new Date().getTime();
+  const count = sql`(select count(*) from ${webhooks} where ${webhooks.companyId} = ${companyId})`;
   const [row] = await db
     .insert(webhooks)
-    .values({ companyId, ...input, secret: newWebhookSecret(), createdAt: now, updatedAt: now })
+    .select(
+      db
+        // drizzle wants every column, in the table's order.
+        .select({
+          id: sql<number>`null`.as("id"),
+          companyId: companies.id,
+          endpoint: sql<string>`${input.endpoint}`.as("endpoint"),
+          event: sql<string>`${input.event}`.as("event"),
+          active: sql<boolean>`${input.active ? 1 : 0}`.as("active"),
+          secret: sql<string>`${newWebhookSecret()}`.as("secret"),
+          previousSecret: sql<string | null>`null`.as("previous_secret"),
+          previousSecretExpiresAt: sql<Date | null>`null`.as("previous_secret_expires_at"),
+          disabledReason: sql<string | null>`null`.as("disabled_reason"),
+          failingSince: sql<Date | null>`null`.as("failing_since"),
+          createdAt: sql<Date>`${now}`.as("created_at"),
+          updatedAt: sql<Date>`${now}`.as("updated_at"),
+        })
+        .from(companies)
+        .where(and(eq(companies.id, companyId), sql`${count} < ${MAX_WEBHOOKS_PER_COMPANY}`)),
+    )
     .returning();
-  return toWebhook(row!);
+  return row ? toWebhook(row) : null;
 }
 
-/** PATCH: only `active` moves (seed §3). Returns null when the company has no such webhook. */
+/**
+ * PATCH: only `active` moves (seed §3). Switching on clears why the service
+ * had switched it off, and its failing clock. Null when the company has no such webhook.
+ */
 export async function setWebhookActive(db: Db, companyId: number, id: number, active: boolean) {
   const [row] = await db
     .update(webhooks)
-    .set({ active, updatedAt: new Date() })
+    .set({ active, disabledReason: null, ...(active ? { failingSince: null } : {}), updatedAt: new Date() })
+    .where(and(eq(webhooks.companyId, companyId), eq(webhooks.id, id)))
+    .returning();
+  return row ? toWebhook(row) : null;
+}
+
+/**
+ * A new secret; the one it replaces keeps signing deliveries (as a second
+ * signature) for 24 h, so receivers can switch without losing a message.
+ */
+export async function rotateSecret(db: Db, companyId: number, id: number, now = new Date()) {
+  const [row] = await db
+    .update(webhooks)
+    .set({
+      previousSecret: sql`${webhooks.secret}`,
+      previousSecretExpiresAt: new Date(now.getTime() + ROTATION_OVERLAP_MS),
+      secret: newWebhookSecret(),
+      updatedAt: now,
+    })
     .where(and(eq(webhooks.companyId, companyId), eq(webhooks.id, id)))
     .returning();
   return row ? toWebhook(row) : null;

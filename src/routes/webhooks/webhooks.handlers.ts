@@ -1,5 +1,7 @@
-import { badRequest, notFound } from "../../lib/errors";
+import { badRequest, conflict, notFound } from "../../lib/errors";
+import { endpointProblem } from "../../lib/outbound-url";
 import { setPageHeaders } from "../../lib/pagination";
+import * as delivery from "../../services/webhook-delivery";
 import * as history from "../../services/webhook-history";
 import * as webhooks from "../../services/webhooks";
 import type { AppRouteHandler } from "../../types";
@@ -30,15 +32,27 @@ export const getWebhook: AppRouteHandler<typeof routes.getWebhook> = async (c) =
 
 export const createWebhook: AppRouteHandler<typeof routes.createWebhook> = async (c) => {
   const input = c.req.valid("json");
-  const problem = webhooks.endpointProblem(input.endpoint, c.env.ENVIRONMENT);
+  const problem = endpointProblem(input.endpoint, c.env.ENVIRONMENT);
   if (problem) throw badRequest(`invalid body: \`endpoint\` ${problem}`);
-  return c.json(await webhooks.createWebhook(c.var.db, c.var.company.companyId, input), 201);
+  const webhook = await webhooks.createWebhook(c.var.db, c.var.company.companyId, input);
+  if (!webhook) {
+    throw badRequest(`a company can have at most ${webhooks.MAX_WEBHOOKS_PER_COMPANY} webhooks; delete one first`);
+  }
+  return c.json(webhook, 201);
 };
 
 export const updateWebhook: AppRouteHandler<typeof routes.updateWebhook> = async (c) => {
   const { id } = c.req.valid("param");
   const { active } = c.req.valid("json");
-  const webhook = await webhooks.setWebhookActive(c.var.db, c.var.company.companyId, id, active);
+  const { companyId } = c.var.company;
+  if (active) {
+    // Switching on re-checks the endpoint: one registered before a rule was tightened stays off.
+    const current = await webhooks.getWebhook(c.var.db, companyId, id);
+    if (!current) throw notFound(`webhook ${id} does not exist`);
+    const problem = endpointProblem(current.endpoint, c.env.ENVIRONMENT);
+    if (problem) throw badRequest(`webhook ${id} cannot be activated: its endpoint ${problem}`);
+  }
+  const webhook = await webhooks.setWebhookActive(c.var.db, companyId, id, active);
   if (!webhook) throw notFound(`webhook ${id} does not exist`);
   return c.json(webhook, 200);
 };
@@ -49,4 +63,41 @@ export const deleteWebhook: AppRouteHandler<typeof routes.deleteWebhook> = async
     throw notFound(`webhook ${id} does not exist`);
   }
   return c.body(null, 204);
+};
+
+export const getHistoryEntry: AppRouteHandler<typeof routes.getHistoryEntry> = async (c) => {
+  const { history_id } = c.req.valid("param");
+  const entry = await history.getHistoryEntry(c.var.db, c.var.company.companyId, history_id);
+  if (!entry) throw notFound(`history entry ${history_id} does not exist`);
+  return c.json(entry, 200);
+};
+
+export const resendDelivery: AppRouteHandler<typeof routes.resendDelivery> = async (c) => {
+  const { history_id } = c.req.valid("param");
+  const outcome = await delivery.resendDelivery(c.var.db, c.env.WEBHOOK_QUEUE, c.var.company.companyId, history_id);
+  if (!outcome.ok) {
+    if (outcome.why === "not found") throw notFound(`history entry ${history_id} does not exist`);
+    throw conflict(
+      outcome.why === "webhook deleted"
+        ? `the webhook of history entry ${history_id} was deleted`
+        : `the webhook of history entry ${history_id} is inactive; activate it first`,
+    );
+  }
+  return c.json({ history_id }, 202);
+};
+
+export const testWebhook: AppRouteHandler<typeof routes.testWebhook> = async (c) => {
+  const { id } = c.req.valid("param");
+  const result = await delivery.sendTestEvent(c.var.db, c.var.company.companyId, id, {
+    environment: c.env.ENVIRONMENT,
+  });
+  if (!result) throw notFound(`webhook ${id} does not exist`);
+  return c.json(result, 200);
+};
+
+export const rotateSecret: AppRouteHandler<typeof routes.rotateSecret> = async (c) => {
+  const { id } = c.req.valid("param");
+  const webhook = await webhooks.rotateSecret(c.var.db, c.var.company.companyId, id);
+  if (!webhook) throw notFound(`webhook ${id} does not exist`);
+  return c.json(webhook, 200);
 };

@@ -5,8 +5,12 @@ import { companyAccess } from "../../middleware/company-access";
 import { CompanyParams } from "../companies/companies.schemas";
 import {
   CreateWebhookSchema,
+  HistoryParams,
   HistoryQuery,
+  ResendSchema,
+  TestResultSchema,
   UpdateWebhookSchema,
+  WebhookHistoryDetailSchema,
   WebhookHistorySchema,
   WebhookParams,
   WebhookSchema,
@@ -16,6 +20,7 @@ const tags = ["Webhooks"];
 
 export const listWebhooks = createRoute({
   method: "get",
+  operationId: "listWebhooks",
   path: "/companies/{company_id}/webhooks",
   tags,
   summary: "List the company's webhooks",
@@ -32,6 +37,7 @@ export const listWebhooks = createRoute({
 /** Declared (and registered) before `/webhooks/{id}`, which it must not be taken for. */
 export const listHistory = createRoute({
   method: "get",
+  operationId: "listHistory",
   path: "/companies/{company_id}/webhooks/history",
   tags,
   summary: "The company's webhook delivery history",
@@ -49,6 +55,7 @@ export const listHistory = createRoute({
 
 export const getWebhook = createRoute({
   method: "get",
+  operationId: "getWebhook",
   path: "/companies/{company_id}/webhooks/{id}",
   tags,
   summary: "Read one webhook",
@@ -64,13 +71,16 @@ export const getWebhook = createRoute({
 
 export const createWebhook = createRoute({
   method: "post",
+  operationId: "createWebhook",
   path: "/companies/{company_id}/webhooks",
   tags,
   summary: "Register a webhook for one event",
   description:
-    "Needs `write webhooks`. `endpoint` must be an absolute `https://` URL without credentials (`http://` and " +
-    "loopback hosts only in development). The service generates the signing `secret`; deliveries follow the " +
-    "Standard Webhooks specification (`webhook-id`, `webhook-timestamp`, `webhook-signature`).",
+    "Needs `write webhooks`. `endpoint` must be an absolute `https://` URL without credentials whose host is " +
+    "public (no private, loopback or link-local address, no `localhost`, `.local`, `.internal`; see " +
+    "docs/webhooks.md); `http://` and any host in development. At most 50 webhooks per company. The service " +
+    "generates the signing `secret`; deliveries follow the Standard Webhooks specification (`webhook-id`, " +
+    "`webhook-timestamp`, `webhook-signature`).",
   security: bearerSecurity,
   middleware: [companyAccess("write webhooks")] as const,
   request: {
@@ -85,10 +95,13 @@ export const createWebhook = createRoute({
 
 export const updateWebhook = createRoute({
   method: "patch",
+  operationId: "updateWebhook",
   path: "/companies/{company_id}/webhooks/{id}",
   tags,
   summary: "Activate or deactivate a webhook",
-  description: "Needs `write webhooks`. An inactive webhook receives nothing, including retries already scheduled.",
+  description:
+    "Needs `write webhooks`. An inactive webhook receives nothing, including retries already scheduled. " +
+    "`active: true` clears `disabled_reason` (its endpoint must still be allowed, else 400).",
   security: bearerSecurity,
   middleware: [companyAccess("write webhooks")] as const,
   request: {
@@ -103,6 +116,7 @@ export const updateWebhook = createRoute({
 
 export const deleteWebhook = createRoute({
   method: "delete",
+  operationId: "deleteWebhook",
   path: "/companies/{company_id}/webhooks/{id}",
   tags,
   summary: "Delete a webhook permanently",
@@ -112,6 +126,77 @@ export const deleteWebhook = createRoute({
   request: { params: WebhookParams },
   responses: {
     204: { description: "Deleted" },
+    ...errorResponses(400, 401, 403, 404, 429),
+  },
+});
+
+/** Declared (and registered) before `/webhooks/{id}`. */
+export const getHistoryEntry = createRoute({
+  method: "get",
+  operationId: "getWebhookHistoryEntry",
+  path: "/companies/{company_id}/webhooks/history/{history_id}",
+  tags,
+  summary: "Read one delivery with its attempts",
+  description: "Needs `read webhooks`. `attempts` lists every attempt, oldest first.",
+  security: bearerSecurity,
+  middleware: [companyAccess("read webhooks")] as const,
+  request: { params: HistoryParams },
+  responses: {
+    200: jsonContent(WebhookHistoryDetailSchema, "The history entry and its attempts"),
+    ...errorResponses(400, 401, 403, 404, 429),
+  },
+});
+
+export const resendDelivery = createRoute({
+  method: "post",
+  operationId: "resendWebhookDelivery",
+  path: "/companies/{company_id}/webhooks/history/{history_id}/resend",
+  tags,
+  summary: "Deliver a history entry again",
+  description:
+    "Needs `write webhooks`. The same payload and `webhook-id` are delivered again, on a new schedule of up to " +
+    "eight attempts. 409 when the entry's webhook was deleted or is inactive.",
+  security: bearerSecurity,
+  middleware: [companyAccess("write webhooks")] as const,
+  request: { params: HistoryParams },
+  responses: {
+    202: jsonContent(ResendSchema, "Queued for delivery"),
+    ...errorResponses(400, 401, 403, 404, 409, 429),
+  },
+});
+
+export const testWebhook = createRoute({
+  method: "post",
+  operationId: "testWebhook",
+  path: "/companies/{company_id}/webhooks/{id}/test",
+  tags,
+  summary: "Send a signed test event now",
+  description:
+    'Needs `write webhooks`. POSTs a `webhook:test` event (`data: {"webhook_id": id}`) to the endpoint once, ' +
+    "active or not, records it in the history and answers how it went. It does not change the webhook.",
+  security: bearerSecurity,
+  middleware: [companyAccess("write webhooks")] as const,
+  request: { params: WebhookParams },
+  responses: {
+    200: jsonContent(TestResultSchema, "What the endpoint answered"),
+    ...errorResponses(400, 401, 403, 404, 429),
+  },
+});
+
+export const rotateSecret = createRoute({
+  method: "post",
+  operationId: "rotateWebhookSecret",
+  path: "/companies/{company_id}/webhooks/{id}/rotate-secret",
+  tags,
+  summary: "Replace the signing secret",
+  description:
+    "Needs `write webhooks`. Answers the webhook with its new `secret`. For 24 h deliveries carry two signatures " +
+    "in `webhook-signature`, the new secret's first, then the old one's, so receivers can switch without losing a message.",
+  security: bearerSecurity,
+  middleware: [companyAccess("write webhooks")] as const,
+  request: { params: WebhookParams },
+  responses: {
+    200: jsonContent(WebhookSchema, "The webhook with its new secret"),
     ...errorResponses(400, 401, 403, 404, 429),
   },
 });

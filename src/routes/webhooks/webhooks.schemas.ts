@@ -3,6 +3,7 @@ import { pathId } from "../../lib/ids";
 import { pageQuery } from "../../lib/pagination";
 import { QueryTimestamp } from "../../lib/time";
 import { EVENT_NAMES } from "../../services/events";
+import { TEST_EVENT } from "../../services/webhook-delivery";
 import { MAX_ENDPOINT_LENGTH } from "../../services/webhooks";
 import { CompanyParams } from "../companies/companies.schemas";
 
@@ -21,6 +22,12 @@ export const WebhookSchema = z
     secret: z.string().openapi({
       description: "Standard Webhooks signing secret: `whsec_` + base64 key",
       example: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    }),
+    disabled_reason: z.string().nullable().openapi({
+      description:
+        "Why the service deactivated the webhook: `endpoint answered 410` or `failing for 5 days`; null otherwise. " +
+        "A PATCH with `active: true` clears it.",
+      example: null,
     }),
     created_at: z.string().openapi({ format: "date-time" }),
     updated_at: z.string().openapi({ format: "date-time" }),
@@ -42,28 +49,77 @@ export const UpdateWebhookSchema = z.object({ active: z.boolean() }).openapi("Up
 
 export const WebhookParams = CompanyParams.extend({ id: pathId("id", "Webhook id") });
 
+export const HistoryParams = CompanyParams.extend({
+  history_id: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: "history_id", in: "path" }, description: "History entry id (the `webhook-id`)" }),
+});
+
 export const WebhookHistorySchema = z
   .object({
     id: z.string().openapi({ description: "Also the `webhook-id` header of the delivery", example: "0b9d…" }),
-    event: z.string().openapi({ example: "scan:found" }),
+    event: z.string().openapi({ description: "An event name, or `webhook:test`", example: "scan:found" }),
     payload: z.unknown().openapi({ description: "The `data` delivered" }),
     status: z.enum(["pending", "dispatched", "success", "failed"]),
-    result: z.string().openapi({ description: "Last answer: the HTTP status, or the error", example: "200" }),
+    result: z.string().openapi({
+      description:
+        "Last answer: the HTTP status as digits, or `timeout`, `connection failed`, `invalid response`, " +
+        "`invalid endpoint`, or `not delivered: …`; empty before the first attempt",
+      example: "200",
+    }),
     created_at: z.string().openapi({ format: "date-time" }),
   })
   .openapi("WebhookHistory");
 
-/** `type=scan:found,scan:failed`: each name must be an event name. */
+export const WebhookAttemptSchema = z
+  .object({
+    at: z.string().openapi({ format: "date-time" }),
+    result: z.string().openapi({ description: "As `result` of the entry", example: "503" }),
+    duration_ms: z.number().int().openapi({ example: 87 }),
+  })
+  .openapi("WebhookAttempt");
+
+export const WebhookHistoryDetailSchema = WebhookHistorySchema.extend({
+  attempts: z.array(WebhookAttemptSchema).openapi({ description: "Every attempt, oldest first" }),
+}).openapi("WebhookHistoryDetail");
+
+export const TestResultSchema = z
+  .object({
+    status: z.enum(["success", "failed"]),
+    result: z.string().openapi({ description: "As `result` of a history entry", example: "200" }),
+    history_id: z.string().openapi({ description: "The `webhook:test` entry recorded in the history" }),
+  })
+  .openapi("WebhookTestResult");
+
+export const ResendSchema = z
+  .object({ history_id: z.string().openapi({ description: "The entry being delivered again" }) })
+  .openapi("WebhookResend");
+
+const HISTORY_EVENTS: readonly string[] = [...EVENT_NAMES, TEST_EVENT];
+
+/**
+ * `type=scan:found,scan:failed` (or `type` repeated): each name must be an
+ * event name or `webhook:test`; repeats count once.
+ */
 const TypeList = z
-  .string()
+  .preprocess((value) => (Array.isArray(value) ? value.join(",") : value), z.string())
   .transform((value, ctx) => {
-    const names = value
-      .split(",")
-      .map((name) => name.trim())
-      .filter(Boolean);
-    const unknown = names.filter((name) => !(EVENT_NAMES as readonly string[]).includes(name));
+    const names = [
+      ...new Set(
+        value
+          .split(",")
+          .map((name) => name.trim())
+          .filter(Boolean),
+      ),
+    ];
+    const unknown = names.filter((name) => !HISTORY_EVENTS.includes(name));
     if (unknown.length > 0) {
-      ctx.addIssue({ code: "custom", message: `has unknown event ${unknown.join(", ")}; valid: ${EVENT_LIST}` });
+      ctx.addIssue({
+        code: "custom",
+        message: `has unknown event ${unknown.slice(0, 5).join(", ")}; valid: ${EVENT_LIST}, ${TEST_EVENT}`,
+      });
       return z.NEVER;
     }
     return names;

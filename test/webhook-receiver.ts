@@ -1,0 +1,120 @@
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { expect, vi } from "vitest";
+import worker from "../src/index";
+import type { DeliveryMessage } from "../src/services/events";
+import { as } from "./helpers";
+
+/**
+ * The receiving end of webhooks for tests: a fetch stub at the boundary
+ * (only https://receiver.test/… is caught; anything else goes through), and
+ * the `webhook-deliveries` consumer driven as the queue drives it.
+ */
+
+export type Webhook = {
+  id: number;
+  secret: string;
+  endpoint: string;
+  active: boolean;
+  disabled_reason: string | null;
+  updated_at: string;
+};
+
+let counter = 0;
+export const uniqueEndpoint = () => `https://receiver.test/hooks/${Date.now()}-${++counter}`;
+
+/** A webhook of Acme (company 1) pointing at the stub. */
+export async function newWebhook(fields: { event?: string; active?: boolean; endpoint?: string } = {}): Promise<Webhook> {
+  const response = await as("alice").send("POST", "/companies/1/webhooks", {
+    endpoint: fields.endpoint ?? uniqueEndpoint(),
+    event: fields.event ?? "scan:found",
+    active: fields.active ?? true,
+  });
+  expect(response.status).toBe(201);
+  return response.json();
+}
+
+export const PAYLOAD = {
+  scan_id: "scan-d",
+  person_id: 2,
+  site: { id: 3, name: "PeopleFinder" },
+  at: "2026-02-01T10:00:00.000Z",
+};
+export const EVENT_AT = Date.UTC(2026, 1, 1, 10, 0, 5);
+
+/** A pending history row, written as the emitter writes it (but not enqueued). */
+export async function newDelivery(
+  webhookId: number | null,
+  fields: { status?: string; result?: string; attempts?: number } = {},
+) {
+  const id = crypto.randomUUID();
+  await env.DB.prepare(
+    `INSERT INTO webhook_deliveries (id, company_id, webhook_id, event, payload, status, result, attempts, created_at, updated_at)
+     VALUES (?, 1, ?, 'scan:found', ?, ?, ?, ?, ?, ?)`,
+  )
+    .bind(
+      id,
+      webhookId,
+      JSON.stringify(PAYLOAD),
+      fields.status ?? "pending",
+      fields.result ?? "",
+      fields.attempts ?? 0,
+      EVENT_AT,
+      EVENT_AT,
+    )
+    .run();
+  return id;
+}
+
+export async function deliveryRow(id: string) {
+  return env.DB.prepare("SELECT status, result, attempts, delivered_at FROM webhook_deliveries WHERE id = ?")
+    .bind(id)
+    .first<{ status: string; result: string; attempts: number; delivered_at: number | null }>();
+}
+
+/**
+ * Runs the consumer on one message, as the queue delivers it; returns the
+ * queue's verdict. The harness records retries but not their options, so the
+ * requested delay is read from a spy on the message's `retry`. `bindings`
+ * overrides the environment (e.g. `ENVIRONMENT: "production"`).
+ */
+export async function consume(queue: string, body: unknown, attempts = 1, bindings: Partial<Env> = {}) {
+  const batch = createMessageBatch(queue, [{ id: "msg-1", timestamp: new Date(), attempts, body }]);
+  const retry = vi.spyOn(batch.messages[0]!, "retry");
+  const ctx = createExecutionContext();
+  await worker.queue!(batch, { ...env, ...bindings }, ctx);
+  const result = await getQueueResult(batch, ctx);
+  return { ...result, retryDelays: retry.mock.calls.map(([options]) => options?.delaySeconds) };
+}
+
+export const deliver = (deliveryId: string, attempts = 1, bindings: Partial<Env> = {}) =>
+  consume("webhook-deliveries", { kind: "deliver", deliveryId } satisfies DeliveryMessage, attempts, bindings);
+
+export type Captured = { url: string; headers: Headers; body: string; init: RequestInit };
+
+/** Stubs fetch for https://receiver.test only; `answer` decides each response. */
+export function receiver(answer: () => Response | Promise<Response>) {
+  const captured: Captured[] = [];
+  const realFetch = globalThis.fetch;
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    const request = new Request(input as RequestInfo, init);
+    if (!request.url.startsWith("https://receiver.test/")) return realFetch(input as RequestInfo, init);
+    captured.push({ url: request.url, headers: request.headers, body: await request.text(), init: init ?? {} });
+    return answer();
+  });
+  return captured;
+}
+
+/** The Standard Webhooks headers of a captured request, as a verifier takes them. */
+export const webhookHeaders = (call: Captured) => ({
+  "webhook-id": call.headers.get("webhook-id")!,
+  "webhook-timestamp": call.headers.get("webhook-timestamp")!,
+  "webhook-signature": call.headers.get("webhook-signature")!,
+});
+
+/** Waits (up to ~5 s) for the local queue to hand a message to the consumer. */
+export async function until(condition: () => boolean | Promise<boolean>) {
+  for (let i = 0; i < 50 && !(await condition()); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
