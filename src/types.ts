@@ -1,9 +1,11 @@
 import type { RouteConfig, RouteHandler } from "@hono/zod-openapi";
 import type { Db } from "./db/client";
+import type { Deps } from "./services/outbox";
 
 /** Who is calling, resolved from the bearer token (DECISIONS §2). */
 export type Principal =
-  | { kind: "person"; tokenId: number; personId: number }
+  /** `scope: "vcc"`: a container-scoped token, valid only on /apps/vcc/* (DECISIONS §10.5). */
+  | { kind: "person"; tokenId: number; personId: number; scope?: "vcc" }
   | { kind: "service"; tokenId: number; service: string; scopes: string[] };
 
 /** The caller's standing in the company of a `/companies/{company_id}/…` path. */
@@ -14,6 +16,8 @@ export type AppEnv = {
   Variables: {
     requestId: string;
     db: Db;
+    /** What a command needs: db, trust index, queues (services/outbox.ts). */
+    deps: Deps;
     /** null when the request carried no usable token; see `authFailure`. */
     principal: Principal | null;
     /** Why the token was refused, for routes that require one. */

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createDb } from "../src/db/client";
-import { rebuildFor, rebuildForCompany, TRUST_SET_TTL_SECONDS } from "../src/services/trust-index";
+import { applyIndexWork, EMPTY_FILL_TTL_SECONDS, RECORD_TTL_SECONDS, workForKeys } from "../src/services/trust-index";
 import { as, call, DEMO, expectError } from "./helpers";
 
 type Lookup = { trusted: boolean; user_id: number };
@@ -25,6 +25,15 @@ async function secureNumberOf(who: "alice" | "bob" | "carol") {
 }
 
 /** Empties the trust index, as after a deploy or an eviction. */
+/** Rewrites index keys from D1 the way a command's index work does (for rows changed by SQL here). */
+async function reindex(...keys: string[]) {
+  const db = createDb(env.DB);
+  await db.batch([workForKeys(db, keys, new Date())]);
+  await applyIndexWork({ db, kv: env.TRUST_INDEX }, { keys });
+}
+
+const receiverKeyOf = (fields: { number_code: string; number: string }) => `rcv:+${fields.number_code}${fields.number}`;
+
 async function clearKv() {
   let cursor: string | undefined;
   do {
@@ -95,13 +104,14 @@ describe("trust-lookup: who may call", () => {
     const id = ((await created.json()) as { id: number }[])[0]!.id;
     expect(await lookup({ ...receiving, ...caller })).toEqual({ trusted: true, user_id: alice });
     // Warm cache now; the write below must rewrite it, not leave it.
-    expect(await env.TRUST_INDEX.get(`trust:${alice}`, "json")).toContain("+447911123456");
+    const record = async () => (await env.TRUST_INDEX.get<{ n: string[] }>(receiverKeyOf(receiving), "json"))!.n;
+    expect(await record()).toContain("+447911123456");
 
     const put = await as("alice").send("PUT", `/contacts/${id}`, { phone_numbers: ["+1 415 555 0142"] });
     expect(put.status).toBe(200);
     // Rewritten with the new set, not merely deleted.
-    const rewritten = await env.TRUST_INDEX.get(`trust:${alice}`, "json");
-    expect(rewritten).toEqual(expect.arrayContaining(["+14155550100", "+14155550142"]));
+    const rewritten = await record();
+    expect(rewritten).toEqual(expect.arrayContaining(["+14155550142"]));
     expect(rewritten).not.toContain("+447911123456");
     expect(await lookup({ ...receiving, ...caller })).toEqual({ trusted: false, user_id: alice });
     expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550142" })).toEqual({
@@ -140,7 +150,6 @@ describe("trust-lookup: who may call", () => {
 
   it("a company set to `negative` is never trusted, not even the receiver's own; `trusted` companies are", async () => {
     const receiving = await secureNumberOf("alice");
-    const db = createDb(env.DB);
     await env.DB.batch([
       env.DB.prepare(
         "INSERT INTO company_phones (company_id, country_code, phone_number, e164) VALUES (2, '1', '6175550100', '+16175550100')",
@@ -149,8 +158,8 @@ describe("trust-lookup: who may call", () => {
         "INSERT INTO company_trust (person_id, company_id, trust, updated_at) VALUES (1, 2, 'trusted', 0), (1, 1, 'negative', 0)",
       ),
     ]);
-    await rebuildForCompany(db, env.TRUST_INDEX, 1);
-    await rebuildForCompany(db, env.TRUST_INDEX, 2);
+    const keys = [receiverKeyOf(receiving), "num:+16175550100"];
+    await reindex(...keys);
     const fromGlobex = { ...receiving, inbound_code: "1", inbound: "6175550100" };
     const fromAcme = { ...receiving, inbound_code: "1", inbound: "4155550100" };
     try {
@@ -158,11 +167,11 @@ describe("trust-lookup: who may call", () => {
       expect(await lookup(fromAcme)).toEqual({ trusted: false, user_id: alice });
 
       await env.DB.prepare("UPDATE company_trust SET trust = 'negative' WHERE person_id = 1 AND company_id = 2").run();
-      await rebuildForCompany(db, env.TRUST_INDEX, 2);
+      await reindex(...keys);
       expect(await lookup(fromGlobex)).toEqual({ trusted: false, user_id: alice });
     } finally {
       await env.DB.prepare("DELETE FROM company_trust WHERE person_id = 1 AND company_id IN (1, 2)").run();
-      await rebuildForCompany(db, env.TRUST_INDEX, 1);
+      await reindex(...keys);
     }
     expect(await lookup(fromAcme)).toEqual({ trusted: true, user_id: alice });
   });
@@ -285,14 +294,16 @@ describe("trust-lookup: the KV fast path", () => {
     // Proves the fast path is KV: D1 would say Acme's phone is trusted.
     const receiving = await secureNumberOf("alice");
     await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" });
-    await env.TRUST_INDEX.put(`trust:${alice}`, JSON.stringify(["+14155550999"]));
+    // Alice's record as if she belonged to no company.
+    const key = receiverKeyOf(receiving);
+    await env.TRUST_INDEX.put(key, JSON.stringify({ p: alice, n: [], tp: [], c: [], tc: [], nc: [] }));
     try {
       expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" })).toEqual({
         trusted: false,
         user_id: alice,
       });
     } finally {
-      await env.TRUST_INDEX.delete(`trust:${alice}`);
+      await env.TRUST_INDEX.delete(key);
     }
     expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" })).toEqual({
       trusted: true,
@@ -300,28 +311,27 @@ describe("trust-lookup: the KV fast path", () => {
     });
   });
 
-  it("an entry filled on a miss lives about 60 s; a rebuild after a write keeps the long TTL", async () => {
-    // A miss fill reads D1 before the answer and writes KV after it: it can land after
-    // a write's rebuild and put back the old set, so it must not outlive the ~60 s of DECISIONS §3.
+  it("a miss fills the index: records with content keep the long TTL, an unknown caller's empty record lives about 60 s", async () => {
+    // An empty fill is put directly: it could land after a write's rewrite, so it must not outlive ~60 s.
+    // A fill with content goes through the index work (leased, versioned), so it may keep the long TTL.
     const receiving = await secureNumberOf("alice");
     await clearKv();
     const before = Math.floor(Date.now() / 1000);
     await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" });
+    await lookup({ ...receiving, inbound_code: "1", inbound: "4155550177" });
     const expirations = async () => {
       const { keys } = await env.TRUST_INDEX.list();
-      return Object.fromEntries(keys.map((key) => [key.name, key.expiration]));
+      return Object.fromEntries(keys.map((key) => [key.name, key.expiration!]));
     };
-    const secureKey = `sn:+${receiving.number_code}${receiving.number}`;
+    const [receiver, acme, unknown] = [receiverKeyOf(receiving), "num:+14155550100", "num:+14155550177"];
     await eventually(async () =>
-      expect(Object.keys(await expirations()).sort()).toEqual([secureKey, `trust:${alice}`]),
+      expect(Object.keys(await expirations()).sort()).toEqual([acme, unknown, receiver].sort()),
     );
-    for (const expiration of Object.values(await expirations())) {
-      expect(expiration).toBeGreaterThanOrEqual(before + 60);
-      expect(expiration).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 61);
-    }
-
-    await rebuildFor(createDb(env.DB), env.TRUST_INDEX, alice);
-    expect((await expirations())[`trust:${alice}`]).toBeGreaterThanOrEqual(before + TRUST_SET_TTL_SECONDS);
+    const ttl = await expirations();
+    expect(ttl[receiver]).toBeGreaterThanOrEqual(before + RECORD_TTL_SECONDS);
+    expect(ttl[acme]).toBeGreaterThanOrEqual(before + RECORD_TTL_SECONDS);
+    expect(ttl[unknown]).toBeGreaterThanOrEqual(before + EMPTY_FILL_TTL_SECONDS);
+    expect(ttl[unknown]).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + EMPTY_FILL_TTL_SECONDS + 1);
   });
 });
 

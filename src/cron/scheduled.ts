@@ -1,61 +1,74 @@
-import { createDb } from "../db/client";
+import { logError, logInfo } from "../lib/log";
 import { submitRemovalRequests } from "../services/exposures";
 import { purgeExpiredEphemeral } from "../services/memberships";
+import { createDeps } from "../services/outbox";
+import { applyIndexWork } from "../services/trust-index";
 import { sweepOutbox } from "../services/webhook-delivery";
 import { pruneDeliveredHistory } from "../services/webhook-history";
 
+export const MINUTELY = "* * * * *";
 export const HOURLY = "0 * * * *";
 export const DAILY = "30 3 * * *";
 
+/** Keys the minute sweep applies per run: one KV put each, well inside 1,000 KV operations. */
+export const INDEX_SWEEP_LIMIT = 200;
+
 /**
- * The cron triggers of wrangler.toml. Locally: `curl
- * "127.0.0.1:8787/cdn-cgi/handler/scheduled?cron=0+*+*+*+*"` (wrangler dev runs
- * with --test-scheduled).
+ * The cron triggers of wrangler.toml (docs/architecture.md, "Background
+ * work"). Locally: `curl "127.0.0.1:8787/cdn-cgi/handler/scheduled?cron=0+*+*+*+*"`
+ * (wrangler dev runs with --test-scheduled).
  *
  * Each job runs on its own: a failing job is logged (JSON, with its name) and
- * the next one still runs; its work waits for the next run.
+ * the next one still runs; its work waits for the next run. Every job does a
+ * bounded chunk; what is left continues through the background queue or the
+ * next run.
  */
 export async function handleScheduled(controller: ScheduledController, env: Env): Promise<void> {
-  const db = createDb(env.DB);
+  const deps = createDeps(env);
   const now = new Date(controller.scheduledTime);
   const run = async <T>(job: string, work: () => Promise<T>): Promise<T | null> => {
     try {
       return await work();
     } catch (err) {
-      console.error(
-        JSON.stringify({
-          level: "error",
-          cron: controller.cron,
-          job,
-          error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
-        }),
-      );
+      logError(`cron job ${job} failed`, err, { cron: controller.cron, job });
       return null;
     }
   };
   switch (controller.cron) {
+    case MINUTELY: {
+      // The sweeps recover what a commit could not finish: index work KV refused, deliveries not enqueued.
+      const index = await run("index", () => applyIndexWork(deps, { now, limit: INDEX_SWEEP_LIMIT }));
+      const deliveriesRequeued = await run("sweep", () => sweepOutbox(deps.db, deps.webhookQueue, now));
+      logInfo({
+        cron: controller.cron,
+        indexApplied: index?.applied.length ?? null,
+        indexFailed: index?.failed.length ?? null,
+        deliveriesRequeued,
+      });
+      return;
+    }
     case HOURLY: {
-      // The sweep (recovery of unsent deliveries) first: it is what makes every other job's events arrive.
-      const deliveriesRequeued = await run("sweep", () => sweepOutbox(db, env.WEBHOOK_QUEUE, now));
-      // Removed exactly as DELETE /employees/{id} removes (index rewrite, `person:removed`).
-      const purged = await run("purge", () =>
-        purgeExpiredEphemeral({ db, kv: env.TRUST_INDEX, queue: env.WEBHOOK_QUEUE }, now),
-      );
-      const removalsRequested = await run("removals", () => submitRemovalRequests(db, env.WEBHOOK_QUEUE, now));
+      const deliveriesRequeued = await run("sweep", () => sweepOutbox(deps.db, deps.webhookQueue, now));
+      // The first chunk here; the background queue carries the rest (`purge` messages).
+      const purged = await run("purge", async () => {
+        const chunk = await purgeExpiredEphemeral(deps, now);
+        if (chunk.more) await deps.backgroundQueue.send({ kind: "purge" });
+        return chunk;
+      });
+      const removalsRequested = await run("removals", () => submitRemovalRequests(deps, now));
       // null: the job failed (logged above).
-      console.log(
-        JSON.stringify({
-          cron: controller.cron,
-          deliveriesRequeued,
-          ephemeralPurged: purged?.length ?? null,
-          removalsRequested,
-        }),
-      );
+      logInfo({
+        cron: controller.cron,
+        deliveriesRequeued,
+        ephemeralPurged: purged?.removed.length ?? null,
+        purgeContinues: purged?.more ?? null,
+        removalsRequested,
+      });
       return;
     }
     case DAILY: {
-      const pruned = await run("prune", () => pruneDeliveredHistory(db, now));
-      console.log(JSON.stringify({ cron: controller.cron, historyPruned: pruned }));
+      const pruned = await run("prune", () => pruneDeliveredHistory(deps.db, now));
+      logInfo({ cron: controller.cron, historyPruned: pruned });
       return;
     }
     default:

@@ -1,9 +1,11 @@
 import { createMiddleware } from "hono/factory";
-import { createDb } from "../db/client";
+import { createDeps } from "../services/outbox";
 import type { AppEnv } from "../types";
 
-/** Puts the drizzle client on the context, once per request. */
+/** Puts the drizzle client and the command dependencies on the context, once per request. */
 export const database = createMiddleware<AppEnv>(async (c, next) => {
-  c.set("db", createDb(c.env.DB));
+  const deps = createDeps(c.env);
+  c.set("deps", deps);
+  c.set("db", deps.db);
   await next();
 });

@@ -1,3 +1,4 @@
+import { handleBackground } from "./background";
 import { handleScanEvents } from "./scan-events";
 import { handleDeadDeliveries, handleWebhookDeliveries } from "./webhook-deliveries";
 
@@ -14,6 +15,7 @@ export const queueHandlers: Record<string, BatchHandler> = {
   "webhook-deliveries": handleWebhookDeliveries,
   "webhook-deliveries-dlq": handleDeadDeliveries,
   "scan-events": handleScanEvents,
+  background: handleBackground,
 };
 
 export async function handleQueue(batch: MessageBatch<unknown>, env: Env): Promise<void> {

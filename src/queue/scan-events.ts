@@ -1,4 +1,4 @@
-import { createDb } from "../db/client";
+import { createDeps } from "../services/outbox";
 import { ScanEventBatchSchema } from "../routes/scans/scans.schemas";
 import { describeZodError } from "../lib/errors";
 import { applyScanEvents } from "../services/scans";
@@ -10,7 +10,7 @@ import { applyScanEvents } from "../services/scans";
  * fails halfway is simply retried from its first event.
  */
 export async function handleScanEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  const db = createDb(env.DB);
+  const deps = createDeps(env);
   for (const message of batch.messages) {
     const parsed = ScanEventBatchSchema.safeParse(message.body);
     if (!parsed.success) {
@@ -26,7 +26,7 @@ export async function handleScanEvents(batch: MessageBatch<unknown>, env: Env): 
       continue;
     }
     try {
-      const applied = await applyScanEvents(db, env.WEBHOOK_QUEUE, parsed.data);
+      const applied = await applyScanEvents(deps, parsed.data);
       console.log(JSON.stringify({ level: "info", queue: batch.queue, messageId: message.id, applied }));
       message.ack();
     } catch (err) {

@@ -1,7 +1,8 @@
 import { and, asc, count, eq, gte, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { WriteBatch, type Deps } from "./outbox";
 import { contactAddresses, contactEmails, contactPhones, contacts, people } from "../db/schema";
-import { badRequest } from "../lib/errors";
+import { badRequest, notFound } from "../lib/errors";
 import { iso } from "../lib/time";
 import { e2eeColumn, inIds } from "./people";
 
@@ -218,7 +219,8 @@ export async function contactsWithPhone(db: Db, ownerId: number, e164: string): 
  * (https://developers.cloudflare.com/d1/platform/limits/).
  * Returns the resulting contacts in request order.
  */
-export async function saveContacts(db: Db, ownerId: number, inputs: ContactInput[]): Promise<Contact[]> {
+export async function saveContacts(deps: Deps, ownerId: number, inputs: ContactInput[]): Promise<Contact[]> {
+  const { db } = deps;
   if (inputs.length === 0) return [];
   await assertUpdatable(db, ownerId, inputs);
   const now = Date.now();
@@ -268,7 +270,8 @@ export async function saveContacts(db: Db, ownerId: number, inputs: ContactInput
       where exists (select 1 from contacts where id = ${contactIdOf} and owner_id = ${ownerId})
       order by j.key, item.key`);
 
-  const [first, ...rest] = [
+  const batch = new WriteBatch(deps);
+  for (const statement of [
     ...updateStatements,
     db.delete(contactEmails).where(inIds(contactEmails.contactId, replaced("emails"))),
     db.delete(contactPhones).where(inIds(contactPhones.contactId, replaced("phone_numbers"))),
@@ -285,8 +288,11 @@ export async function saveContacts(db: Db, ownerId: number, inputs: ContactInput
     insertChildren(contactEmails, "emails"),
     insertChildren(contactPhones, "phone_numbers"),
     insertChildren(contactAddresses, "addresses"),
-  ];
-  const results = await db.batch([first!, ...rest]);
+  ])
+    batch.add(statement);
+  // Contact phones are the owner's trust inputs.
+  batch.reindexReceiver(ownerId);
+  const { results } = await batch.commit();
 
   const createdIds = (results[updateStatements.length + 3] as { id: number }[])
     .map((row) => row.id)
@@ -332,17 +338,32 @@ export async function ownsContact(db: Db, ownerId: number, id: number): Promise<
   return row !== undefined;
 }
 
-/** Deletes one of the owner's contacts; false when there is none. */
-export async function deleteContact(db: Db, ownerId: number, id: number): Promise<boolean> {
-  const row = await db
-    .delete(contacts)
-    .where(and(eq(contacts.id, id), eq(contacts.ownerId, ownerId)))
-    .returning({ id: contacts.id })
-    .get();
-  return row !== undefined;
+/** PUT /contacts/{id}: updates one of the owner's contacts; 404 when it is not theirs (or was deleted meanwhile). */
+export async function updateContact(deps: Deps, ownerId: number, id: number, input: ContactInput): Promise<Contact> {
+  if (!(await ownsContact(deps.db, ownerId, id))) throw notFound(`contact ${id} does not exist`);
+  const [saved] = await saveContacts(deps, ownerId, [{ ...input, id }]);
+  if (!saved) throw notFound(`contact ${id} does not exist`);
+  return saved;
+}
+
+/** Deletes one of the owner's contacts; 404 when there is none. */
+export async function deleteContact(deps: Deps, ownerId: number, id: number): Promise<void> {
+  const batch = new WriteBatch(deps);
+  const deleted = batch.add(
+    deps.db
+      .delete(contacts)
+      .where(and(eq(contacts.id, id), eq(contacts.ownerId, ownerId)))
+      .returning({ id: contacts.id }),
+  );
+  batch.reindexReceiver(ownerId);
+  const { results } = await batch.commit();
+  if ((results[deleted] as unknown[]).length === 0) throw notFound(`contact ${id} does not exist`);
 }
 
 /** Development only: removes every contact of the owner. */
-export async function clearContacts(db: Db, ownerId: number) {
-  await db.delete(contacts).where(eq(contacts.ownerId, ownerId));
+export async function clearContacts(deps: Deps, ownerId: number) {
+  const batch = new WriteBatch(deps);
+  batch.add(deps.db.delete(contacts).where(eq(contacts.ownerId, ownerId)));
+  batch.reindexReceiver(ownerId);
+  await batch.commit();
 }

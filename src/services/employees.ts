@@ -18,7 +18,10 @@ import { pageWindow, type Page } from "../lib/pagination";
 import { grants, type Permission } from "../lib/permissions";
 import type { CompanyAccess } from "../types";
 import { findLicense } from "./licenses";
-import { visibleEmail } from "./people";
+import { renderPersonDeliveries } from "./events";
+import { addRemoval, removedBy } from "./memberships";
+import { WriteBatch, type Deps } from "./outbox";
+import { loadPerson, visibleEmail, type Person } from "./people";
 import {
   assertSeatAvailable,
   assignSeatStatement,
@@ -220,12 +223,27 @@ const isSettingsWriterGuardFailure = (err: unknown) =>
  * the caller lacks one of their permissions, 409 when they are the last
  * member with `write settings` (removing yourself included).
  */
-export async function assertRemovable(db: Db, access: CompanyAccess, personId: number): Promise<void> {
+export async function removeEmployee(deps: Deps, access: CompanyAccess, personId: number): Promise<void> {
+  const { db } = deps;
   const target = await standingOf(db, access.companyId, personId);
   assertCovers(access, personId, target, "remove");
-  if (grants(target.permissions, WRITE_SETTINGS)) {
-    await assertNotLastSettingsWriter(db, access, personId, target, "remove");
+  const holdsSettings = grants(target.permissions, WRITE_SETTINGS);
+  if (holdsSettings) await assertNotLastSettingsWriter(db, access, personId, target, "remove");
+  const batch = new WriteBatch(deps);
+  const removed = addRemoval(batch, access.companyId, personId);
+  // Two Admins removing each other at once: the later batch finds no holder left and rolls back.
+  if (holdsSettings) batch.add(settingsWriterGuardStatement(db, access.companyId));
+  let results: unknown[];
+  try {
+    ({ results } = await batch.commit());
+  } catch (err) {
+    if (isSettingsWriterGuardFailure(err)) {
+      throw lastSettingsWriter(access, personId, target.membershipId === access.membershipId, "remove");
+    }
+    throw err;
   }
+  // A concurrent removal got there first: it answered 204 and sent the event.
+  if (!removedBy(results, removed)) throw notFound(`employee ${personId} does not exist`);
 }
 
 /**
@@ -233,7 +251,10 @@ export async function assertRemovable(db: Db, access: CompanyAccess, personId: n
  * nothing), then writes the person, collections, membership, roles, seat and
  * invitation in one atomic batch. Returns the new person's id.
  */
-export async function createEmployee(db: Db, access: CompanyAccess, input: NewEmployee, now: Date): Promise<number> {
+export async function createEmployee(deps: Deps, access: CompanyAccess, input: NewEmployee): Promise<Person> {
+  const { db } = deps;
+  const batch = new WriteBatch(deps);
+  const { now } = batch;
   const { companyId } = access;
   await assertEmailsFree(db, input.emails, null);
   const roleIds = (await resolveRoles(db, access, input.roles)).map((role) => role.id);
@@ -282,9 +303,15 @@ export async function createEmployee(db: Db, access: CompanyAccess, input: NewEm
     );
   }
 
-  const results = await runBatch(db, statements, companyId, licenseId);
+  for (const statement of statements) batch.add(statement);
+  // Their phones now reach a platform person (caller records), and the company's webhooks hear of them.
+  batch.reindexNumbersOf(insertedPersonId);
+  batch.emitPerson("person:created", companyId, insertedPersonId);
+  const { results, deliveries } = await runBatch(batch, companyId, licenseId);
   const [inserted] = results[0] as { id: number }[];
-  return inserted!.id;
+  const person = (await loadPerson(db, companyId, inserted!.id))!;
+  await renderPersonDeliveries(db, deliveries, person);
+  return person;
 }
 
 /**
@@ -298,12 +325,14 @@ export async function createEmployee(db: Db, access: CompanyAccess, input: NewEm
  * addresses) are theirs: changing them is a 409; sending them unchanged is fine.
  */
 export async function updateEmployee(
-  db: Db,
+  deps: Deps,
   access: CompanyAccess,
   personId: number,
   requested: EmployeeChanges,
-  now: Date,
-): Promise<void> {
+): Promise<Person> {
+  const { db } = deps;
+  const batch = new WriteBatch(deps);
+  const { now } = batch;
   const { companyId } = access;
   const membership = await standingOf(db, companyId, personId);
   assertCovers(access, personId, membership, "change");
@@ -352,6 +381,8 @@ export async function updateEmployee(
     statements.push(...collectionInserts(db, personId, { akas: changes.akas }));
   }
   if (changes.phones) {
+    // Both the numbers they leave and the ones they take change hands (caller records).
+    batch.reindexNumbersOf(personId);
     statements.push(db.delete(personPhones).where(eq(personPhones.personId, personId)));
     statements.push(...collectionInserts(db, personId, { phones: changes.phones }));
   }
@@ -375,7 +406,13 @@ export async function updateEmployee(
   statements.push(db.update(memberships).set({ updatedAt: now }).where(eq(memberships.id, membership.membershipId)));
   if (guardSettings) statements.push(settingsWriterGuardStatement(db, companyId));
 
-  await runBatch(db, statements, companyId, guardedLicense, { access, personId, target: membership });
+  for (const statement of statements) batch.add(statement);
+  if (changes.phones) batch.reindexNumbersOf(personId);
+  batch.emitPerson("person:updated", companyId, personId);
+  const { deliveries } = await runBatch(batch, companyId, guardedLicense, { access, personId, target: membership });
+  const person = (await loadPerson(db, companyId, personId))!;
+  await renderPersonDeliveries(db, deliveries, person);
+  return person;
 }
 
 /** Whether the person is also a member of a company other than `companyId`. */
@@ -476,18 +513,11 @@ type SettingsGuard = { access: CompanyAccess; personId: number; target: Standing
  * Runs a write batch, turning the guard and constraint failures a concurrent
  * request can cause into the answers the checks before it would have given.
  */
-async function runBatch(
-  db: Db,
-  statements: BatchItem<"sqlite">[],
-  companyId: number,
-  licenseId: string | null,
-  settings?: SettingsGuard,
-) {
-  const [first, ...rest] = statements;
+async function runBatch(batch: WriteBatch, companyId: number, licenseId: string | null, settings?: SettingsGuard) {
   try {
-    return await db.batch([first!, ...rest]);
+    return await batch.commit();
   } catch (err) {
-    if (licenseId && isSeatGuardFailure(err)) await noSeatAfterRace(db, companyId, licenseId);
+    if (licenseId && isSeatGuardFailure(err)) await noSeatAfterRace(batch.deps.db, companyId, licenseId);
     if (settings && isSettingsWriterGuardFailure(err)) {
       const { access, personId, target } = settings;
       throw lastSettingsWriter(access, personId, target.membershipId === access.membershipId, "demote");

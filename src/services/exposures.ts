@@ -2,7 +2,8 @@ import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { companies, exposureHistory, exposures } from "../db/schema";
 import { iso } from "../lib/time";
-import { emitForPerson, type DeliveryMessage } from "./events";
+import type { EventName } from "./events";
+import { WriteBatch, type Deps } from "./outbox";
 
 /**
  * Exposures: listings of a person found on people-search sites, and their
@@ -88,18 +89,19 @@ function historyForMove(db: Db, ids: number[], from: ExposureRow["status"], pref
 
 /**
  * The removal step of the hourly cron: pending exposures move to
- * `in_progress` in batches of `batchSize` (oldest first), each batch one
- * atomic D1 batch, then `exposure:requested` and `request:created` are sent.
+ * `in_progress` in chunks of `batchSize` (oldest first), each chunk one
+ * command: per exposure its history line, the move (only from `pending`),
+ * and `exposure:requested` + `request:created` written only if it moved.
  * Bounded by `maxBatches` per run so one run stays within the Worker's
  * per-invocation query budget; the next run picks up the rest.
  * Returns the number of exposures moved.
  */
 export async function submitRemovalRequests(
-  db: Db,
-  queue: Queue<DeliveryMessage>,
+  deps: Deps,
   now: Date,
   { batchSize = 25, maxBatches = 4 } = {},
 ): Promise<number> {
+  const { db } = deps;
   let moved = 0;
   for (let round = 0; round < maxBatches; round++) {
     const pending = await exposureQuery(db)
@@ -108,27 +110,47 @@ export async function submitRemovalRequests(
       .limit(batchSize)
       .all();
     if (pending.length === 0) break;
-
-    const ids = pending.map((row) => row.id);
-    const [, movedRows] = await db.batch([
-      historyForMove(db, ids, "pending", historyPrefix.requested, now),
-      db
-        .update(exposures)
-        .set({ status: "in_progress", requestedAt: now, updatedAt: now })
-        .where(and(inArray(exposures.id, ids), eq(exposures.status, "pending")))
-        .returning({ id: exposures.id }),
-    ]);
-    const movedIds = new Set(movedRows.map((row) => row.id));
-    for (const row of pending) {
-      if (!movedIds.has(row.id)) continue;
-      const exposure = toExposure({ ...row, status: "in_progress", updatedAt: now });
-      await emitForPerson(db, queue, row.personId, "exposure:requested", exposure);
-      await emitForPerson(db, queue, row.personId, "request:created", exposure);
-    }
-    moved += movedIds.size;
+    const batch = new WriteBatch(deps, now);
+    const moves = pending.map((row) =>
+      addMove(batch, row, { from: "pending", to: "in_progress", history: historyPrefix.requested, at: now }, [
+        "exposure:requested",
+        "request:created",
+      ]),
+    );
+    const { results } = await batch.commit();
+    moved += moves.filter((position) => (results[position] as unknown[]).length > 0).length;
     if (pending.length < batchSize) break;
   }
   return moved;
+}
+
+type Move = { from: "pending" | "in_progress"; to: "in_progress" | "closed"; history: string; at: Date };
+
+/**
+ * Adds one exposure's move to `batch`: its history line, the update (only
+ * from `move.from`, so a repeated move is a no-op), and its events, written
+ * only when the update moved it. Returns the update's position.
+ */
+function addMove(batch: WriteBatch, row: ExposureRow, move: Move, events: EventName[]): number {
+  const { db, now } = { db: batch.deps.db, now: batch.now };
+  batch.add(historyForMove(db, [row.id], move.from, move.history, move.at));
+  const position = batch.add(
+    db
+      .update(exposures)
+      .set({
+        status: move.to,
+        ...(move.to === "closed" ? { closedAt: move.at } : { requestedAt: move.at }),
+        updatedAt: now,
+      })
+      .where(and(eq(exposures.id, row.id), eq(exposures.status, move.from)))
+      .returning({ id: exposures.id }),
+  );
+  const exposure = toExposure({ ...row, status: move.to, updatedAt: now });
+  batch.emit(
+    events.map((event) => ({ personId: row.personId, event, payload: exposure })),
+    { ifChanged: true },
+  );
+  return position;
 }
 
 /**
@@ -137,28 +159,18 @@ export async function submitRemovalRequests(
  * Returns what happened, for the consumer's log.
  */
 export async function confirmRemoval(
-  db: Db,
-  queue: Queue<DeliveryMessage>,
+  deps: Deps,
   exposureId: number,
   at: Date,
 ): Promise<"closed" | "unchanged" | "missing"> {
-  const row = await exposureQuery(db).where(eq(exposures.id, exposureId)).get();
+  const row = await exposureQuery(deps.db).where(eq(exposures.id, exposureId)).get();
   if (!row) return "missing";
   if (row.status !== "in_progress") return "unchanged";
-
-  const now = new Date();
-  const [, closed] = await db.batch([
-    historyForMove(db, [exposureId], "in_progress", historyPrefix.closed, at),
-    db
-      .update(exposures)
-      .set({ status: "closed", closedAt: at, updatedAt: now })
-      .where(and(eq(exposures.id, exposureId), eq(exposures.status, "in_progress")))
-      .returning({ id: exposures.id }),
+  const batch = new WriteBatch(deps);
+  const position = addMove(batch, row, { from: "in_progress", to: "closed", history: historyPrefix.closed, at }, [
+    "exposure:closed",
+    "request:closed",
   ]);
-  if (closed.length === 0) return "unchanged";
-
-  const exposure = toExposure({ ...row, status: "closed", updatedAt: now });
-  await emitForPerson(db, queue, row.personId, "exposure:closed", exposure);
-  await emitForPerson(db, queue, row.personId, "request:closed", exposure);
-  return "closed";
+  const { results } = await batch.commit();
+  return (results[position] as unknown[]).length > 0 ? "closed" : "unchanged";
 }

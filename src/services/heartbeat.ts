@@ -1,9 +1,9 @@
 import { and, asc, eq, inArray, isNull, lte, notExists, or, sql } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
+import { WriteBatch, type Deps } from "./outbox";
 import { secureNumbers } from "../db/schema";
 import { iso } from "../lib/time";
-import * as trustIndex from "./trust-index";
 
 /**
  * How long a released secure number rests before it is assigned again: long
@@ -32,42 +32,44 @@ const numberColumns = {
  * released by a removed account rests for `RELEASE_QUARANTINE_MS` first.
  * Null when the pool is empty (logged).
  */
-export async function secureNumberFor(db: Db, kv: KVNamespace, personId: number): Promise<SecureNumber | null> {
+export async function secureNumberFor(deps: Deps, personId: number): Promise<SecureNumber | null> {
+  const { db } = deps;
   const current = await db.select(numberColumns).from(secureNumbers).where(eq(secureNumbers.personId, personId)).get();
   if (current) return current;
 
-  const assigned = await db
-    .update(secureNumbers)
-    .set({ personId, assignedAt: new Date() })
-    .where(
-      and(
-        inArray(
-          secureNumbers.id,
-          db
-            .select({ id: free.id })
-            .from(free)
-            .where(
-              and(
-                isNull(free.personId),
-                or(isNull(free.releasedAt), lte(free.releasedAt, new Date(Date.now() - RELEASE_QUARANTINE_MS))),
-              ),
-            )
-            .orderBy(asc(free.id))
-            .limit(1),
+  const batch = new WriteBatch(deps);
+  const assignment = batch.add(
+    db
+      .update(secureNumbers)
+      .set({ personId, assignedAt: batch.now })
+      .where(
+        and(
+          inArray(
+            secureNumbers.id,
+            db
+              .select({ id: free.id })
+              .from(free)
+              .where(
+                and(
+                  isNull(free.personId),
+                  or(isNull(free.releasedAt), lte(free.releasedAt, new Date(Date.now() - RELEASE_QUARANTINE_MS))),
+                ),
+              )
+              .orderBy(asc(free.id))
+              .limit(1),
+          ),
+          notExists(db.select({ id: held.id }).from(held).where(eq(held.personId, personId))),
         ),
-        notExists(db.select({ id: held.id }).from(held).where(eq(held.personId, personId))),
-      ),
-    )
-    .returning(numberColumns)
-    .get();
-
-  if (assigned) {
-    // Lookups to the new number find its holder, and people who trusted this
-    // person now trust calls from it too.
-    await trustIndex.indexSecureNumber(kv, assigned.e164, personId);
-    await trustIndex.rebuildForTrustersOf(db, kv, personId);
-    return assigned;
-  }
+      )
+      .returning(numberColumns),
+  );
+  // Lookups to the new number find its holder (receiver record), and calls
+  // from it reach the people who trusted this person (caller record).
+  batch.reindexReceiver(personId);
+  batch.reindexNumbersOf(personId);
+  const { results } = await batch.commit();
+  const [assigned] = results[assignment] as SecureNumber[];
+  if (assigned) return assigned;
 
   // A concurrent heartbeat of the same person won, or the pool is empty.
   const raced = await db.select(numberColumns).from(secureNumbers).where(eq(secureNumbers.personId, personId)).get();

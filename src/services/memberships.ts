@@ -1,62 +1,85 @@
-import { and, eq, lte, sql } from "drizzle-orm";
-import type { Db } from "../db/client";
+import { and, eq, sql } from "drizzle-orm";
 import { memberships, people, personEmails, secureNumbers } from "../db/schema";
-import { emitEvent, type DeliveryMessage } from "./events";
-import * as trustIndex from "./trust-index";
+import { logInfo } from "../lib/log";
+import { WriteBatch, type Deps } from "./outbox";
 
 /**
- * The statements that remove a person from a company [seed 4.3 rule 6]: the
- * company's employer emails and the membership go; the account itself goes
- * only when nothing else holds it (no email left, no other company). The last
- * statements decide in SQL, so running them as one batch is atomic and safe
- * against a concurrent change. A secure number the account held is marked
- * released (see `secureNumbers.releasedAt`).
+ * Adds to `batch` the removal of a person from a company [seed 4.3 rule 6]:
+ * the company's employer emails and the membership go; the account itself
+ * goes only when nothing else holds it (no email left, no other company).
+ * The statements decide in SQL, so the batch is atomic and safe against a
+ * concurrent change. A secure number the account held is marked released
+ * (see `secureNumbers.releasedAt`).
+ *
+ * Consequences in the same batch: the index keys that depend on the person
+ * (their receiver record, the numbers they hold; recorded first, while their
+ * rows still exist) and `person:removed`, written only if this batch removed
+ * the membership — so of two concurrent removals exactly one emits.
+ * Returns the position of the membership delete, whose rows say whether it
+ * removed anything.
  */
-export function removalStatements(db: Db, companyId: number, personId: number, now = new Date()) {
+export function addRemoval(batch: WriteBatch, companyId: number, personId: number): number {
+  const { db } = batch.deps;
   const accountGoes = [
     sql`not exists (select 1 from ${personEmails} where ${personEmails.personId} = ${personId})`,
     sql`not exists (select 1 from ${memberships} where ${memberships.personId} = ${personId})`,
   ];
-  return [
+  batch.reindexReceiver(personId);
+  batch.reindexNumbersOf(personId);
+  batch.add(
     db
       .delete(personEmails)
       .where(and(eq(personEmails.personId, personId), eq(personEmails.employerCompanyId, companyId))),
-    db.delete(memberships).where(and(eq(memberships.companyId, companyId), eq(memberships.personId, personId))),
-    // Before the account goes (which frees the number): mark its number released.
+  );
+  const removed = batch.add(
+    db
+      .delete(memberships)
+      .where(and(eq(memberships.companyId, companyId), eq(memberships.personId, personId)))
+      .returning({ id: memberships.id }),
+  );
+  batch.emit([{ companyId, event: "person:removed", payload: { id: personId } }], { ifChanged: true });
+  // Before the account goes (which frees the number): mark its number released.
+  batch.add(
     db
       .update(secureNumbers)
-      .set({ releasedAt: now })
+      .set({ releasedAt: batch.now })
       .where(and(eq(secureNumbers.personId, personId), ...accountGoes)),
-    db.delete(people).where(and(eq(people.id, personId), ...accountGoes)),
-  ] as const;
+  );
+  batch.add(db.delete(people).where(and(eq(people.id, personId), ...accountGoes)));
+  return removed;
 }
 
-export type RemovalDeps = { db: Db; kv: KVNamespace; queue: Queue<DeliveryMessage> };
+/** Whether the membership delete at `position` removed a row. */
+export const removedBy = (results: unknown[], position: number) => (results[position] as unknown[]).length > 0;
+
+/** Ephemeral employees are removed 24 h after creation (docs/decisions.md). */
+export const PURGE_CHUNK = 50;
 
 /**
- * The one way a person leaves a company, for `DELETE /employees/{id}` and the
- * ephemeral purge alike: the removal batch, then the trust index rewritten for
- * everything that depended on the person (read before, since their trust rows
- * may go with them), then `person:removed` to the company's webhooks.
+ * One chunk of the ephemeral purge: at most `chunk` expired memberships,
+ * taken round-robin across companies (each company's oldest first, one per
+ * company per round), so one tenant's backlog never starves the others.
+ * They are removed exactly as DELETE /employees/{id} removes, all in one
+ * batch. Returns the removed pairs and whether more may be due (a full
+ * chunk): the caller then continues in another invocation.
+ *
+ * Budget per chunk of 50: ≈ 350 D1 statements in the batch, one index
+ * application (≈ 12 D1 statements, one KV put per key), one queue send.
  */
-export async function removeFromCompany({ db, kv, queue }: RemovalDeps, companyId: number, personId: number) {
-  const dependents = await trustIndex.dependentsOf(db, personId);
-  await db.batch(removalStatements(db, companyId, personId));
-  await trustIndex.refresh(db, kv, dependents);
-  await emitEvent(db, queue, companyId, "person:removed", { id: personId });
-}
-
-/**
- * Ephemeral employees are removed 24 h after creation (seed §3, DECISIONS §5).
- * Returns the removed (company, person) pairs.
- */
-export async function purgeExpiredEphemeral(deps: RemovalDeps, now: Date, limit = 200) {
-  const expired = await deps.db
-    .select({ companyId: memberships.companyId, personId: memberships.personId })
-    .from(memberships)
-    .where(lte(memberships.ephemeralUntil, now))
-    .limit(limit)
-    .all();
-  for (const { companyId, personId } of expired) await removeFromCompany(deps, companyId, personId);
-  return expired;
+export async function purgeExpiredEphemeral(deps: Deps, now: Date, chunk = PURGE_CHUNK) {
+  const due = await deps.db.all<{ companyId: number; personId: number }>(sql`
+    select company_id as companyId, person_id as personId from (
+      select company_id, person_id,
+             row_number() over (partition by company_id order by ephemeral_until, person_id) as round
+      from ${memberships} where ephemeral_until <= ${now.getTime()})
+    order by round, company_id
+    limit ${chunk}`);
+  if (due.length > 0) {
+    const batch = new WriteBatch(deps, now);
+    for (const { companyId, personId } of due) addRemoval(batch, companyId, personId);
+    await batch.commit();
+  }
+  const more = due.length === chunk;
+  logInfo({ job: "purge", removed: due.length, more });
+  return { removed: due, more };
 }

@@ -1,10 +1,10 @@
 import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
-import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { companies, exposureHistory, exposures, people, scanResults, scans } from "../db/schema";
 import { iso } from "../lib/time";
 import type { ScanEvent } from "../routes/scans/scans.schemas";
-import { audienceQuery, emitMany, inList, type DeliveryMessage, type Emission, type EventName } from "./events";
+import { inList } from "../db/sql";
+import { WriteBatch, type Deps } from "./outbox";
 import { confirmRemoval, historyPrefix, siteColumns, toExposure, toSite } from "./exposures";
 
 /**
@@ -113,11 +113,11 @@ export function packMessages(events: unknown[]): { messages: unknown[][] } | { t
  * reads, one batch of writes, one batch of delivery rows. A
  * `removal_confirmed` is applied on its own, in its place.
  */
-export async function applyScanEvents(db: Db, queue: Queue<DeliveryMessage>, events: ScanEvent[]): Promise<string[]> {
+export async function applyScanEvents(deps: Deps, events: ScanEvent[]): Promise<string[]> {
   const outcomes: string[] = [];
   let run: RunEvent[] = [];
   const flush = async () => {
-    if (run.length > 0) outcomes.push(...(await applyRun(db, queue, run)));
+    if (run.length > 0) outcomes.push(...(await applyRun(deps, run)));
     run = [];
   };
   for (const event of events) {
@@ -126,7 +126,7 @@ export async function applyScanEvents(db: Db, queue: Queue<DeliveryMessage>, eve
       continue;
     }
     await flush();
-    outcomes.push(await confirmRemoval(db, queue, event.exposure_id, event.at));
+    outcomes.push(await confirmRemoval(deps, event.exposure_id, event.at));
   }
   await flush();
   return outcomes;
@@ -138,16 +138,6 @@ type RunEvent = ProgressEvent | ResultEvent;
 type Site = Parameters<typeof toSite>[0];
 
 const RESULT_EVENTS = { found: "scan:found", not_found: "scan:not_found", failed: "scan:failed" } as const;
-
-/** The webhook events a run of scan events may send. */
-const eventsOf = (event: RunEvent): EventName[] =>
-  event.type === "started"
-    ? ["scan:started"]
-    : event.type === "completed"
-      ? ["scan:completed"]
-      : event.type === "found"
-        ? ["scan:found", "exposure:created"]
-        : [RESULT_EVENTS[event.type]];
 
 const scanEventPayload = (event: RunEvent, site?: Site) => ({
   scan_id: event.scan_id,
@@ -161,34 +151,37 @@ const listingKey = (personId: number, siteId: number, url: string | null) => JSO
 const resultKey = (scanId: string, siteId: number) => JSON.stringify([scanId, siteId]);
 
 /**
- * One event's share of the run: the statements it adds to the write batch,
- * and what it makes of their results (its outcome and the events it sends).
+ * One event's share of the run: it adds its statements and events to the
+ * run's batch, and says from the results what became of it.
  */
-type Step = {
-  statements: BatchItem<"sqlite">[];
-  settle: (results: unknown[]) => { outcome: string; emit?: Emission[] };
-};
+type Step = (results: unknown[]) => string;
 
-const done = (outcome: string): Step => ({ statements: [], settle: () => ({ outcome }) });
+const done =
+  (outcome: string): Step =>
+  () =>
+    outcome;
 
 /**
- * Applies consecutive scan events. Everything they depend on is read first
- * in one batch: the people and sites named, the results already recorded
- * for their (scan, site), the open exposures of their people on their
- * sites, and who receives their webhooks. Then the changes are written in
- * one atomic batch, and the events they cause emitted together.
+ * Applies consecutive scan events as one command. Everything they depend on
+ * is read first in one batch: the people and sites named, the results
+ * already recorded for their (scan, site), the open exposures of their
+ * people on their sites. Then the changes and their events are written in
+ * one atomic batch; each event row is guarded by the change before it
+ * (`ifChanged`), so it exists exactly when its change happened.
  *
  * Every change is applied at most once, so a redelivered message changes
  * nothing twice and sends no webhook twice: scans move only from "not yet"
  * (`started_at`/`completed_at` null, decided in SQL by the upsert), results
- * are unique per (scan, site). Events earlier in the run count as applied
- * for the later ones (a listing found twice opens one exposure).
+ * are unique per (scan, site), and one open exposure per listing is a unique
+ * index. Events earlier in the run count as applied for the later ones (a
+ * listing found twice opens one exposure).
  */
-async function applyRun(db: Db, queue: Queue<DeliveryMessage>, events: RunEvent[]): Promise<string[]> {
+async function applyRun(deps: Deps, events: RunEvent[]): Promise<string[]> {
+  const { db } = deps;
   const results = events.filter((event): event is ResultEvent => "site_id" in event);
   const personIds = [...new Set(events.map((event) => event.person_id))];
   const siteIds = [...new Set(results.map((event) => event.site_id))];
-  const [knownPeople, knownSites, recorded, open, audience] = await db.batch([
+  const [knownPeople, knownSites, recorded, open] = await db.batch([
     db.select({ id: people.id }).from(people).where(inList(people.id, personIds)),
     db
       .select(siteColumns)
@@ -208,12 +201,11 @@ async function applyRun(db: Db, queue: Queue<DeliveryMessage>, events: RunEvent[
           inArray(exposures.status, ["pending", "in_progress"]),
         ),
       ),
-    audienceQuery(db, { personIds, events: [...new Set(events.flatMap(eventsOf))] }),
   ]);
 
+  const batch = new WriteBatch(deps);
   const state: RunState = {
-    db,
-    now: new Date(),
+    batch,
     people: new Set(knownPeople.map((row) => row.id)),
     sites: new Map(knownSites.map((site) => [site.id, site])),
     recorded: new Set(recorded.map((row) => resultKey(row.scanId, row.siteId))),
@@ -230,24 +222,12 @@ async function applyRun(db: Db, queue: Queue<DeliveryMessage>, events: RunEvent[
         return resultStep(state, event);
     }
   });
-
-  const statements = steps.flatMap((step) => step.statements);
-  const written: unknown[] =
-    statements.length > 0 ? await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]) : [];
-  let next = 0;
-  const settled = steps.map((step) => step.settle(written.slice(next, (next += step.statements.length))));
-  await emitMany(
-    db,
-    queue,
-    settled.flatMap((step) => step.emit ?? []),
-    audience,
-  );
-  return settled.map((step) => step.outcome);
+  const { results: written } = await batch.commit();
+  return steps.map((step) => step(written));
 }
 
 type RunState = {
-  db: Db;
-  now: Date;
+  batch: WriteBatch;
   people: Set<number>;
   sites: Map<number, Site>;
   /** (scan, site) pairs recorded, before or earlier in the run. */
@@ -257,80 +237,84 @@ type RunState = {
 };
 
 /** First `started` for a scan records its start; a scan id always stays with its person. */
-function startedStep({ db, now }: RunState, event: ProgressEvent): Step {
-  return {
-    statements: [
-      db
-        .insert(scans)
-        .values({
-          id: event.scan_id,
-          personId: event.person_id,
-          status: "started",
-          startedAt: event.at,
-          createdAt: now,
-          updatedAt: now,
-        })
-        .onConflictDoUpdate({
-          target: scans.id,
-          set: { startedAt: event.at, updatedAt: now },
-          setWhere: and(isNull(scans.startedAt), eq(scans.personId, event.person_id)),
-        })
-        .returning({ id: scans.id }),
-    ],
-    settle: ([changed]) =>
-      (changed as unknown[]).length === 0
-        ? { outcome: "unchanged" }
-        : {
-            outcome: "started",
-            emit: [{ personId: event.person_id, event: "scan:started", payload: scanEventPayload(event) }],
-          },
-  };
+function startedStep({ batch }: RunState, event: ProgressEvent): Step {
+  const { db } = batch.deps;
+  const { now } = batch;
+  const changed = batch.add(
+    db
+      .insert(scans)
+      .values({
+        id: event.scan_id,
+        personId: event.person_id,
+        status: "started",
+        startedAt: event.at,
+        createdAt: now,
+        updatedAt: now,
+      })
+      .onConflictDoUpdate({
+        target: scans.id,
+        set: { startedAt: event.at, updatedAt: now },
+        setWhere: and(isNull(scans.startedAt), eq(scans.personId, event.person_id)),
+      })
+      .returning({ id: scans.id }),
+  );
+  batch.emit([{ personId: event.person_id, event: "scan:started", payload: scanEventPayload(event) }], {
+    ifChanged: true,
+  });
+  return (results) => ((results[changed] as unknown[]).length === 0 ? "unchanged" : "started");
 }
 
 /** First `completed` for a scan completes it and moves the person's `last_scan_at` forward. */
-function completedStep({ db, now }: RunState, event: ProgressEvent): Step {
-  return {
-    statements: [
-      db
-        .insert(scans)
-        .values({
-          id: event.scan_id,
-          personId: event.person_id,
-          status: "completed",
-          completedAt: event.at,
-          createdAt: now,
-          updatedAt: now,
-        })
-        .onConflictDoUpdate({
-          target: scans.id,
-          set: { status: "completed", completedAt: event.at, updatedAt: now },
-          setWhere: and(isNull(scans.completedAt), eq(scans.personId, event.person_id)),
-        })
-        .returning({ id: scans.id }),
-      // Idempotent on its own (only ever forward); `updated_at` of the person is
-      // about their data, which a scan does not change.
-      db
-        .update(people)
-        .set({ lastScanAt: event.at, updatedAt: sql`${people.updatedAt}` })
-        .where(and(eq(people.id, event.person_id), or(isNull(people.lastScanAt), lt(people.lastScanAt, event.at)))),
-    ],
-    settle: ([changed]) =>
-      (changed as unknown[]).length === 0
-        ? { outcome: "unchanged" }
-        : {
-            outcome: "completed",
-            emit: [{ personId: event.person_id, event: "scan:completed", payload: scanEventPayload(event) }],
-          },
-  };
+function completedStep({ batch }: RunState, event: ProgressEvent): Step {
+  const { db } = batch.deps;
+  const { now } = batch;
+  const changed = batch.add(
+    db
+      .insert(scans)
+      .values({
+        id: event.scan_id,
+        personId: event.person_id,
+        status: "completed",
+        completedAt: event.at,
+        createdAt: now,
+        updatedAt: now,
+      })
+      .onConflictDoUpdate({
+        target: scans.id,
+        set: { status: "completed", completedAt: event.at, updatedAt: now },
+        setWhere: and(isNull(scans.completedAt), eq(scans.personId, event.person_id)),
+      })
+      .returning({ id: scans.id }),
+  );
+  batch.emit([{ personId: event.person_id, event: "scan:completed", payload: scanEventPayload(event) }], {
+    ifChanged: true,
+  });
+  // Idempotent on its own (only ever forward); `updated_at` of the person is
+  // about their data, which a scan does not change.
+  batch.add(
+    db
+      .update(people)
+      .set({ lastScanAt: event.at, updatedAt: sql`${people.updatedAt}` })
+      .where(and(eq(people.id, event.person_id), or(isNull(people.lastScanAt), lt(people.lastScanAt, event.at)))),
+  );
+  return (results) => ((results[changed] as unknown[]).length === 0 ? "unchanged" : "completed");
 }
+
+/** The id of the exposure inserted just before, in the same batch (ids only grow: AUTOINCREMENT). */
+const insertedExposureId = sql`(select max(${exposures.id}) from ${exposures})`;
 
 /**
  * One site's outcome of a scan, recorded once per (scan, site). A `found`
  * creates a `pending` exposure unless the person already has an open one
- * (pending or in progress) for the same listing on that site.
+ * (pending or in progress) for the same listing on that site. Without ON
+ * CONFLICT: if a concurrent delivery recorded this result (or opened this
+ * listing, a unique index) first, the whole batch fails and the message is
+ * retried, then seen as applied.
  */
 function resultStep(state: RunState, event: ResultEvent): Step {
-  const { db, now } = state;
+  const { batch } = state;
+  const { db } = batch.deps;
+  const { now } = batch;
   const key = resultKey(event.scan_id, event.site_id);
   if (state.recorded.has(key)) return done("unchanged");
   const site = state.sites.get(event.site_id);
@@ -339,9 +323,7 @@ function resultStep(state: RunState, event: ResultEvent): Step {
 
   const url = event.url ?? null;
   const data = event.data ?? {};
-  // Without ON CONFLICT: if a concurrent delivery recorded this result first,
-  // the whole write batch fails and the message is retried, then seen as applied.
-  const statements: BatchItem<"sqlite">[] = [
+  batch.add(
     db.insert(scanResults).values({
       scanId: event.scan_id,
       personId: event.person_id,
@@ -352,48 +334,49 @@ function resultStep(state: RunState, event: ResultEvent): Step {
       at: event.at,
       createdAt: now,
     }),
-  ];
-  const listing = listingKey(event.person_id, event.site_id, url);
-  const opens = event.type === "found" && !state.open.has(listing);
-  if (opens) {
-    state.open.add(listing);
-    statements.push(
-      db
-        .insert(exposures)
-        .values({
-          personId: event.person_id,
-          siteId: event.site_id,
-          status: "pending",
-          url,
-          data,
-          createdAt: now,
-          updatedAt: now,
-        })
-        .returning(),
-      db.insert(exposureHistory).values({
-        exposureId: sql`last_insert_rowid()`,
-        siteId: event.site_id,
-        event: historyPrefix.found + site.name,
-        createdAt: event.at,
-      }),
-    );
-  }
-
-  return {
-    statements,
-    settle: ([, inserted]) => {
-      const payload = scanEventPayload(event, site);
-      const emit: Emission[] = [
-        {
-          personId: event.person_id,
-          event: RESULT_EVENTS[event.type],
-          payload: event.type === "found" ? { ...payload, url, data } : payload,
-        },
-      ];
-      if (!opens) return { outcome: event.type, emit };
-      const row = (inserted as (typeof exposures.$inferSelect)[])[0]!;
-      emit.push({ personId: event.person_id, event: "exposure:created", payload: toExposure({ ...row, site }) });
-      return { outcome: "found: exposure created", emit };
+  );
+  const payload = scanEventPayload(event, site);
+  batch.emit([
+    {
+      personId: event.person_id,
+      event: RESULT_EVENTS[event.type],
+      payload: event.type === "found" ? { ...payload, url, data } : payload,
     },
-  };
+  ]);
+  const listing = listingKey(event.person_id, event.site_id, url);
+  if (event.type !== "found" || state.open.has(listing)) return done(event.type);
+  state.open.add(listing);
+  batch.add(
+    db.insert(exposures).values({
+      personId: event.person_id,
+      siteId: event.site_id,
+      status: "pending",
+      url,
+      data,
+      createdAt: now,
+      updatedAt: now,
+    }),
+  );
+  const exposure = toExposure({
+    id: 0,
+    personId: event.person_id,
+    status: "pending",
+    url,
+    data,
+    createdAt: now,
+    updatedAt: now,
+    site,
+  });
+  batch.emit([{ personId: event.person_id, event: "exposure:created", payload: exposure }], {
+    setId: insertedExposureId,
+  });
+  batch.add(
+    db.insert(exposureHistory).values({
+      exposureId: insertedExposureId,
+      siteId: event.site_id,
+      event: historyPrefix.found + site.name,
+      createdAt: event.at,
+    }),
+  );
+  return done("found: exposure created");
 }

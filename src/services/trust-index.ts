@@ -1,238 +1,334 @@
-import { and, eq, inArray, notInArray, or } from "drizzle-orm";
-import { type SQLiteColumn, union } from "drizzle-orm/sqlite-core";
+import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import {
-  companyPhones,
-  companyTrust,
   contactPhones,
   contacts,
+  companyPhones,
+  companyTrust,
+  indexWork,
   memberships,
   personPhones,
   personTrust,
   secureNumbers,
 } from "../db/schema";
+import { batchableAll, inList } from "../db/sql";
+import { logError } from "../lib/log";
 
 /**
- * The trust-lookup fast path (DECISIONS §3). Two derived indexes live in the
- * `TRUST_INDEX` KV namespace:
+ * The trust-lookup index (docs/architecture.md, "The trust index"). KV holds
+ * one record per phone number, keyed by the two inputs of the question, so a
+ * warm lookup is one round of two reads issued together:
  *
- * - `sn:<e164>` → the id of the person holding that secure number, "0" for none;
- * - `trust:<personId>` → JSON array of the E.164 numbers that person trusts.
+ * - `rcv:<e164>`: the receiver holding secure number e164: who they are and
+ *   their trust inputs (contact phones, people and companies they trust or
+ *   distrust, their memberships). Rewritten when *their* inputs change.
+ * - `num:<e164>`: who calls from e164: the people holding it (personal phone
+ *   or secure number) and the companies calling from it. Rewritten when that
+ *   number changes hands.
  *
- * D1 is the truth: a miss is filled from D1, and every write that changes an
- * answer rewrites the affected key with the new value (a delete alone would
- * leave the next lookup paying for the rebuild on the ringing path). KV is
- * eventually consistent (https://developers.cloudflare.com/kv/concepts/how-kv-works/),
- * so a change is seen by other locations within about 60 s. The TTLs are a
- * safety net for changes made outside these functions (an operator editing D1):
- * no entry outlives them.
+ * The decision joins the two (`decide`). No write rewrites anyone else's
+ * record: a company phone change touches one `num:` key whatever the size
+ * of the company, a person's new phone touches that number's key, not the
+ * records of everyone who trusts them.
  *
- * A fill after a miss reads D1, then writes KV later (after the answer): a
- * write's rewrite can land in between and be overwritten with what D1 said
- * before it. So a fill lives only `MISS_FILL_TTL_SECONDS` (KV's minimum), which
- * bounds that staleness by the same ~60 s; rewrites after a write, which
- * read D1 after committing, keep the long TTLs.
+ * D1 is the truth. Writes record the keys they made stale as `index_work`
+ * rows in their own batch (see `workFor*` and services/outbox.ts); the rows
+ * are applied after commit and retried until KV accepts them. A missed key
+ * is answered from D1 and filled.
  */
-export const SECURE_NUMBER_TTL_SECONDS = 24 * 3600;
-export const TRUST_SET_TTL_SECONDS = 3600;
-export const MISS_FILL_TTL_SECONDS = 60;
+export const RECORD_TTL_SECONDS = 24 * 3600;
+/** KV's minimum TTL: a fill that found nothing (most unknown callers) lives this long. */
+export const EMPTY_FILL_TTL_SECONDS = 60;
+/** One applier per key at a time; longer than any apply takes. */
+const LEASE_MS = 30_000;
 
-const secureKey = (e164: string) => `sn:${e164}`;
-const trustKey = (personId: number) => `trust:${personId}`;
+export const receiverKey = (e164: string) => `rcv:${e164}`;
+export const numberKey = (e164: string) => `num:${e164}`;
+
+/** The receiver record: `p` = person id (0: nobody holds the number). */
+export type ReceiverRecord = {
+  p: number;
+  /** Phones of their contacts. */
+  n: string[];
+  /** People they trusted (`trusted = 1`). */
+  tp: number[];
+  /** Companies they belong to. */
+  c: number[];
+  /** Companies they set to `trusted` / `negative`. */
+  tc: number[];
+  nc: number[];
+};
+
+/** Who calls from a number: people holding it (phone or secure number) and companies with it as a phone. */
+export type NumberRecord = { p: number[]; c: number[] };
+
+const NOBODY: ReceiverRecord = { p: 0, n: [], tp: [], c: [], tc: [], nc: [] };
+const NO_HOLDERS: NumberRecord = { p: [], c: [] };
 
 /**
- * Fills a missed key. The trust-lookup passes `waitUntil` so the call is
- * answered before the write; other callers await it.
+ * Who is trusted (docs/decisions.md, "Who is trusted"): the receiver trusts
+ * the caller's number when it is a contact's phone, a phone or secure number
+ * of a person they trusted, or a phone of a company they belong to or set to
+ * `trusted`, unless they set that company to `negative`.
  */
+export function decide(receiver: ReceiverRecord, callerE164: string, caller: NumberRecord): boolean {
+  if (receiver.p === 0) return false;
+  if (receiver.n.includes(callerE164)) return true;
+  if (caller.p.some((id) => receiver.tp.includes(id))) return true;
+  return caller.c.some((id) => !receiver.nc.includes(id) && (receiver.c.includes(id) || receiver.tc.includes(id)));
+}
+
 export type Defer = (work: Promise<unknown>) => void;
-
-/** The person holding secure number `e164`, or null; KV first, D1 on a miss. */
-export async function receiverOf(db: Db, kv: KVNamespace, e164: string, defer?: Defer): Promise<number | null> {
-  const cached = await safeGet(kv, secureKey(e164));
-  if (cached !== null) {
-    const id = Number(cached);
-    return Number.isSafeInteger(id) && id > 0 ? id : null;
-  }
-  const row = await db
-    .select({ personId: secureNumbers.personId })
-    .from(secureNumbers)
-    .where(eq(secureNumbers.e164, e164))
-    .get();
-  const personId = row?.personId ?? null;
-  await fill(safePut(kv, secureKey(e164), String(personId ?? 0), MISS_FILL_TTL_SECONDS), defer);
-  return personId;
-}
-
-async function fill(work: Promise<unknown>, defer: Defer | undefined) {
-  if (defer) defer(work);
-  else await work;
-}
-
-/** Records who holds a secure number (after an assignment or a release). */
-export async function indexSecureNumber(kv: KVNamespace, e164: string, personId: number | null) {
-  await safePut(kv, secureKey(e164), String(personId ?? 0), SECURE_NUMBER_TTL_SECONDS);
-}
-
-/** Whether `personId` trusts calls from `e164`; KV first, D1 on a miss. */
-export async function trusts(db: Db, kv: KVNamespace, personId: number, e164: string, defer?: Defer): Promise<boolean> {
-  const cached = await safeGet(kv, trustKey(personId));
-  if (cached !== null) {
-    const numbers = parseSet(cached);
-    if (numbers) return numbers.includes(e164);
-  }
-  const numbers = await trustedNumbers(db, personId);
-  await fill(writeSet(kv, personId, numbers, MISS_FILL_TTL_SECONDS), defer);
-  return numbers.includes(e164);
-}
-
-function parseSet(value: string): string[] | null {
-  try {
-    const numbers = JSON.parse(value) as unknown;
-    return Array.isArray(numbers) ? (numbers as string[]) : null;
-  } catch {
-    return null; // a corrupt entry is rebuilt from D1
-  }
-}
-
-const writeSet = (kv: KVNamespace, personId: number, numbers: string[], ttlSeconds = TRUST_SET_TTL_SECONDS) =>
-  safePut(kv, trustKey(personId), JSON.stringify(numbers), ttlSeconds);
+export type IndexDeps = { db: Db; kv: KVNamespace };
 
 /**
- * Who is trusted (DECISIONS §3), straight from D1: the numbers receiver
- * `personId` trusts are
- * - the phones of their contacts;
- * - the phones and secure numbers of people they trusted (`trusted = 1`);
- * - the phones of companies they trust: companies they belong to or set to
- *   `trusted`, unless they set that company to `negative`.
- * `trusted = 0` and `negative` never grant trust.
+ * The records for a lookup: one round of KV reads (both keys together);
+ * missed keys are read from D1 in one batch and filled after the answer
+ * (through `defer`).
  */
-export async function trustedNumbers(db: Db, personId: number): Promise<string[]> {
-  const trustedPeople = db
-    .select({ id: personTrust.trustedPersonId })
-    .from(personTrust)
-    .where(and(eq(personTrust.personId, personId), eq(personTrust.trusted, true)));
-
-  const rows = await union(
-    db
-      .select({ e164: contactPhones.e164 })
-      .from(contactPhones)
-      .innerJoin(contacts, eq(contacts.id, contactPhones.contactId))
-      .where(eq(contacts.ownerId, personId)),
-    db.select({ e164: personPhones.e164 }).from(personPhones).where(inArray(personPhones.personId, trustedPeople)),
-    db.select({ e164: secureNumbers.e164 }).from(secureNumbers).where(inArray(secureNumbers.personId, trustedPeople)),
-    db
-      .select({ e164: companyPhones.e164 })
-      .from(companyPhones)
-      .where(companyTrustedBy(db, personId, companyPhones.companyId)),
-  ).all();
-  return rows.map((row) => row.e164).sort();
+export async function readRecords(
+  deps: IndexDeps,
+  receivingE164: string,
+  callerE164: string | null,
+  defer: Defer,
+): Promise<{ receiver: ReceiverRecord; caller: NumberRecord }> {
+  const keys = [receiverKey(receivingE164), ...(callerE164 ? [numberKey(callerE164)] : [])];
+  const cached = await Promise.all(keys.map((key) => safeGet(deps.kv, key)));
+  const missed = keys.filter((_, i) => cached[i] === null);
+  const computed = missed.length > 0 ? await computeRecords(deps.db, missed) : new Map<string, string>();
+  if (missed.length > 0) defer(fill(deps, computed).catch((err: unknown) => logError("trust index fill failed", err)));
+  const value = (i: number) => cached[i] ?? computed.get(keys[i]!)!;
+  return {
+    receiver: JSON.parse(value(0)) as ReceiverRecord,
+    caller: callerE164 ? (JSON.parse(value(1)) as NumberRecord) : NO_HOLDERS,
+  };
 }
 
 /**
- * `company` is a company `personId` trusts for calls: one they belong to or
- * set to `trusted`, unless they set it to `negative` (which overrides
- * membership).
+ * Fills missed keys. An empty record is put directly with a short TTL (a
+ * race with a write can leave it stale for at most that long); a record with
+ * content goes through the index work, so no older value can overwrite a
+ * newer one, and keeps the long TTL.
  */
-export function companyTrustedBy(db: Db, personId: number, company: SQLiteColumn) {
-  const setting = (trust: "trusted" | "negative") =>
-    db
-      .select({ id: companyTrust.companyId })
-      .from(companyTrust)
-      .where(and(eq(companyTrust.personId, personId), eq(companyTrust.trust, trust)));
-  const memberOf = db.select({ id: memberships.companyId }).from(memberships).where(eq(memberships.personId, personId));
-  return and(
-    or(inArray(company, memberOf), inArray(company, setting("trusted"))),
-    notInArray(company, setting("negative")),
+async function fill(deps: IndexDeps, computed: Map<string, string>) {
+  const now = new Date();
+  const isEmpty = ([key, value]: [string, string]) => value === EMPTY_VALUE[key.startsWith("rcv:") ? "rcv" : "num"];
+  const empty = [...computed].filter(isEmpty);
+  const full = [...computed].filter((entry) => !isEmpty(entry)).map(([key]) => key);
+  await Promise.all(empty.map(([key, value]) => safePut(deps.kv, key, value, EMPTY_FILL_TTL_SECONDS)));
+  if (full.length > 0) {
+    await deps.db.batch([workForKeys(deps.db, full, now)]);
+    await applyIndexWork(deps, { keys: full, now });
+  }
+}
+
+const EMPTY_VALUE = { rcv: JSON.stringify(NOBODY), num: JSON.stringify(NO_HOLDERS) };
+
+/**
+ * The records of `keys` as D1 has them now, in one batch of reads whatever
+ * the number of keys (each list bound as one JSON value).
+ */
+export async function computeRecords(db: Db, keys: string[]): Promise<Map<string, string>> {
+  const receiving = keys.filter((key) => key.startsWith("rcv:")).map((key) => key.slice(4));
+  const calling = keys.filter((key) => key.startsWith("num:")).map((key) => key.slice(4));
+  const receiverIds = sql`(select ${secureNumbers.personId} from ${secureNumbers} where ${inList(secureNumbers.e164, receiving)})`;
+  const [holders, contactNumbers, trusted, member, settings, phoneHolders, secureHolders, companyHolders] =
+    await db.batch([
+      db
+        .select({ e164: secureNumbers.e164, personId: secureNumbers.personId })
+        .from(secureNumbers)
+        .where(inList(secureNumbers.e164, receiving)),
+      db
+        .selectDistinct({ personId: contacts.ownerId, e164: contactPhones.e164 })
+        .from(contactPhones)
+        .innerJoin(contacts, sql`${contacts.id} = ${contactPhones.contactId}`)
+        .where(sql`${contacts.ownerId} in ${receiverIds}`),
+      db
+        .select({ personId: personTrust.personId, id: personTrust.trustedPersonId })
+        .from(personTrust)
+        .where(sql`${personTrust.personId} in ${receiverIds} and ${personTrust.trusted} = 1`),
+      db
+        .select({ personId: memberships.personId, id: memberships.companyId })
+        .from(memberships)
+        .where(sql`${memberships.personId} in ${receiverIds}`),
+      db
+        .select({ personId: companyTrust.personId, id: companyTrust.companyId, trust: companyTrust.trust })
+        .from(companyTrust)
+        .where(sql`${companyTrust.personId} in ${receiverIds}`),
+      db
+        .selectDistinct({ e164: personPhones.e164, id: personPhones.personId })
+        .from(personPhones)
+        .where(inList(personPhones.e164, calling)),
+      db
+        .select({ e164: secureNumbers.e164, id: secureNumbers.personId })
+        .from(secureNumbers)
+        .where(sql`${inList(secureNumbers.e164, calling)} and ${secureNumbers.personId} is not null`),
+      db
+        .selectDistinct({ e164: companyPhones.e164, id: companyPhones.companyId })
+        .from(companyPhones)
+        .where(inList(companyPhones.e164, calling)),
+    ]);
+  const byPerson = <T extends { personId: number }>(rows: T[]) => {
+    const map = new Map<number, T[]>();
+    for (const row of rows) map.set(row.personId, [...(map.get(row.personId) ?? []), row]);
+    return map;
+  };
+  const sorted = <T extends string | number>(values: T[]) => [...new Set(values)].sort();
+  const contactsOf = byPerson(contactNumbers);
+  const trustedOf = byPerson(trusted);
+  const memberOf = byPerson(member);
+  const settingsOf = byPerson(settings);
+  const records = new Map<string, string>();
+  for (const e164 of receiving) {
+    const personId = holders.find((row) => row.e164 === e164)?.personId ?? null;
+    if (personId === null) {
+      records.set(receiverKey(e164), EMPTY_VALUE.rcv);
+      continue;
+    }
+    const own = settingsOf.get(personId) ?? [];
+    const record: ReceiverRecord = {
+      p: personId,
+      n: sorted((contactsOf.get(personId) ?? []).map((row) => row.e164)),
+      tp: sorted((trustedOf.get(personId) ?? []).map((row) => row.id)),
+      c: sorted((memberOf.get(personId) ?? []).map((row) => row.id)),
+      tc: sorted(own.filter((row) => row.trust === "trusted").map((row) => row.id)),
+      nc: sorted(own.filter((row) => row.trust === "negative").map((row) => row.id)),
+    };
+    records.set(receiverKey(e164), JSON.stringify(record));
+  }
+  for (const e164 of calling) {
+    const people = [...phoneHolders, ...secureHolders].filter((row) => row.e164 === e164).map((row) => row.id!);
+    const record: NumberRecord = {
+      p: sorted(people),
+      c: sorted(companyHolders.filter((row) => row.e164 === e164).map((row) => row.id)),
+    };
+    records.set(numberKey(e164), JSON.stringify(record));
+  }
+  return records;
+}
+
+/* ---------- index work: statements a write adds to its own batch ---------- */
+
+/**
+ * `insert … select <key> … on conflict bump`: records (or re-records) that
+ * the keys the select yields are stale. The `where true` is SQLite's rule for
+ * an upsert after a select (https://sqlite.org/lang_upsert.html, "parsing
+ * ambiguity"). Returns the keys, so the command applies them after commit.
+ */
+function upsertWork(db: Db, keys: SQL, now: Date) {
+  return batchableAll<{ key: string }>(
+    db,
+    sql`
+    insert into ${indexWork} (key, version, attempts, due_at)
+    select k, 1, 0, ${now.getTime()} from (${keys}) where true
+    on conflict (key) do update set version = version + 1, due_at = excluded.due_at
+    returning key`,
   );
 }
 
+/** The receiver record of the person (through their secure number, if they hold one). */
+export const workForReceiver = (db: Db, personId: number | SQL, now: Date) =>
+  upsertWork(db, sql`select 'rcv:' || e164 as k from ${secureNumbers} where person_id = ${personId}`, now);
+
+/** The caller records of these numbers. */
+export const workForNumbers = (db: Db, e164s: string[], now: Date) =>
+  upsertWork(db, sql`select distinct 'num:' || value as k from json_each(${JSON.stringify(e164s)})`, now);
+
 /**
- * Rewrites the trusted-number sets of these people from D1. Call after any
- * write that changes who they trust. Never throws for KV: a refused write is
- * logged and the key deleted, so the next lookup reads D1.
+ * The caller records of every number the person holds now (personal phones
+ * and secure number). Put it before *and* after a change of their phones,
+ * so both the old and the new numbers are rewritten.
  */
-export async function rebuildFor(db: Db, kv: KVNamespace, ...personIds: number[]): Promise<void> {
-  await Promise.all(
-    [...new Set(personIds)].map(async (personId) => writeSet(kv, personId, await trustedNumbers(db, personId))),
+export const workForNumbersOf = (db: Db, personId: number | SQL, now: Date) =>
+  upsertWork(
+    db,
+    sql`select 'num:' || e164 as k from ${personPhones} where person_id = ${personId}
+        union select 'num:' || e164 from ${secureNumbers} where person_id = ${personId}`,
+    now,
   );
-}
+
+/** Any keys (a fill, a test). */
+export const workForKeys = (db: Db, keys: string[], now: Date) =>
+  upsertWork(db, sql`select distinct value as k from json_each(${JSON.stringify(keys)})`, now);
+
+/* ---------- applying the work ---------- */
+
+/** `busy`: keys another applier holds right now (it may have read D1 before the latest write). */
+export type ApplyResult = { applied: string[]; failed: string[]; busy: string[] };
 
 /**
- * Rewrites the sets that hold `personId`'s numbers: everyone who trusted
- * them. Call after their phones or secure number change.
+ * Applies index work: claims the keys (a lease, so one applier per key),
+ * reads their records from D1 *after* claiming, puts them in KV, and deletes
+ * each row only if no write bumped its version meanwhile (else it stays due
+ * and is applied again). A refused KV write leaves the row due after a short
+ * backoff: it is retried, never papered over with a delete.
+ *
+ * `keys`: those keys (after a commit); else the oldest due rows, at most
+ * `limit` (the sweep). Cost: 1 claim + 1 read batch (8 reads) + 3 writes in
+ * D1 and one KV put per key, so `limit` bounds the KV operations.
  */
-export async function rebuildForTrustersOf(db: Db, kv: KVNamespace, personId: number) {
-  const trusters = await db
-    .select({ id: personTrust.personId })
-    .from(personTrust)
-    .where(and(eq(personTrust.trustedPersonId, personId), eq(personTrust.trusted, true)))
-    .all();
-  if (trusters.length > 0) await rebuildFor(db, kv, ...trusters.map((row) => row.id));
-}
+export async function applyIndexWork(
+  { db, kv }: IndexDeps,
+  { keys, now = new Date(), limit = 200 }: { keys?: string[]; now?: Date; limit?: number },
+): Promise<ApplyResult> {
+  if (keys && keys.length === 0) return { applied: [], failed: [], busy: [] };
+  const lease = crypto.randomUUID();
+  const t = now.getTime();
+  const chosen = keys
+    ? sql`select key from ${indexWork} where ${inList(indexWork.key, keys)}`
+    : sql`select key from ${indexWork} where due_at <= ${t} order by due_at limit ${limit}`;
+  const claimed = await db.all<{ key: string; version: number }>(sql`
+    update ${indexWork} set lease_id = ${lease}, lease_until = ${t + LEASE_MS}, attempts = attempts + 1
+    where key in (${chosen}) and (lease_until is null or lease_until < ${t})
+    returning key, version`);
+  const busyOf = (claimedKeys: string[]) => (keys ?? []).filter((key) => !claimedKeys.includes(key));
+  if (claimed.length === 0) return { applied: [], failed: [], busy: busyOf([]) };
 
-/**
- * Rewrites the sets that depend on a company: its members and everyone with
- * a trust setting for it. Call after its phones, its members or a trust
- * setting for it change.
- */
-export async function rebuildForCompany(db: Db, kv: KVNamespace, companyId: number) {
-  const people = await union(
-    db.select({ id: memberships.personId }).from(memberships).where(eq(memberships.companyId, companyId)),
-    db.select({ id: companyTrust.personId }).from(companyTrust).where(eq(companyTrust.companyId, companyId)),
-  ).all();
-  if (people.length > 0) await rebuildFor(db, kv, ...people.map((row) => row.id));
-}
-
-/** What in the index depends on one person: see `dependentsOf`. */
-export type Dependents = { personIds: number[]; secureNumbers: string[] };
-
-/**
- * Everything in the index that depends on `personId`: their own trusted set
- * (their memberships and trust choices), the sets of people who trusted them
- * (their phones and secure number), and their secure number's holder entry.
- * Read it *before* a change that may delete the person: their trust rows and
- * number go with them.
- */
-export async function dependentsOf(db: Db, personId: number): Promise<Dependents> {
-  const [trusters, numbers] = await Promise.all([
-    db
-      .select({ id: personTrust.personId })
-      .from(personTrust)
-      .where(and(eq(personTrust.trustedPersonId, personId), eq(personTrust.trusted, true)))
-      .all(),
-    db.select({ e164: secureNumbers.e164 }).from(secureNumbers).where(eq(secureNumbers.personId, personId)).all(),
+  const records = await computeRecords(
+    db,
+    claimed.map((row) => row.key),
+  );
+  const outcomes = await Promise.all(
+    claimed.map(async (row) => ({ ...row, ok: await safePut(kv, row.key, records.get(row.key)!, RECORD_TTL_SECONDS) })),
+  );
+  const applied = outcomes.filter((row) => row.ok);
+  const failed = outcomes.filter((row) => !row.ok).map((row) => row.key);
+  await db.batch([
+    batchableAll(
+      db,
+      sql`
+      delete from ${indexWork} where lease_id = ${lease} and exists (
+        select 1 from json_each(${JSON.stringify(applied.map((row) => [row.key, row.version]))}) j
+        where json_extract(j.value, '$[0]') = index_work.key and json_extract(j.value, '$[1]') = index_work.version)`,
+    ),
+    // Refused: due again after a backoff that grows with the attempts (1 s, 2 s, 4 s … at most 60 s).
+    batchableAll(
+      db,
+      sql`
+      update ${indexWork} set due_at = ${t} + min(60000, 1000 * (1 << min(attempts - 1, 6)))
+      where lease_id = ${lease} and ${inList(indexWork.key, failed)}`,
+    ),
+    batchableAll(db, sql`update ${indexWork} set lease_id = null, lease_until = null where lease_id = ${lease}`),
   ]);
-  return { personIds: [personId, ...trusters.map((row) => row.id)], secureNumbers: numbers.map((row) => row.e164) };
-}
-
-/** Rewrites what `dependentsOf` found, from D1 as it is now. */
-export async function refresh(db: Db, kv: KVNamespace, dependents: Dependents): Promise<void> {
-  await rebuildFor(db, kv, ...dependents.personIds);
-  if (dependents.secureNumbers.length === 0) return;
-  const holders = await db
-    .select({ e164: secureNumbers.e164, personId: secureNumbers.personId })
-    .from(secureNumbers)
-    .where(inArray(secureNumbers.e164, dependents.secureNumbers))
-    .all();
-  const holderOf = new Map(holders.map((row) => [row.e164, row.personId]));
-  await Promise.all(dependents.secureNumbers.map((e164) => indexSecureNumber(kv, e164, holderOf.get(e164) ?? null)));
+  return { applied: applied.map((row) => row.key), failed, busy: busyOf(claimed.map((row) => row.key)) };
 }
 
 async function safeGet(kv: KVNamespace, key: string): Promise<string | null> {
   try {
     return await kv.get(key);
   } catch (err) {
-    console.error(JSON.stringify({ level: "error", error: `trust index read failed: ${String(err)}`, key }));
+    logError("trust index read failed", err, { key });
     return null;
   }
 }
 
-/** KV allows one write per second per key; a refused write must not fail the request that changed D1. */
-async function safePut(kv: KVNamespace, key: string, value: string, ttlSeconds: number) {
+/** KV allows one write per second per key; a refused write is reported, never thrown. */
+async function safePut(kv: KVNamespace, key: string, value: string, ttlSeconds: number): Promise<boolean> {
   try {
     await kv.put(key, value, { expirationTtl: ttlSeconds });
+    return true;
   } catch (err) {
-    console.error(JSON.stringify({ level: "error", error: `trust index write failed: ${String(err)}`, key }));
-    await kv.delete(key).catch(() => undefined);
+    logError("trust index write refused; retried later", err, { key });
+    return false;
   }
 }

@@ -1,12 +1,13 @@
-import { and, asc, desc, eq, inArray } from "drizzle-orm";
+import { and, asc, desc, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { blockedCalls, companies, companyPhones, people } from "../db/schema";
-import { phoneFromParts, type Phone } from "../lib/phone";
+import { blockedCalls, companies, memberships, people, personTrust } from "../db/schema";
+import { inList } from "../db/sql";
+import { phoneFromParts } from "../lib/phone";
 import { iso } from "../lib/time";
 import { contactsWithPhone, type Contact } from "./contacts";
 import { toCompanyRef, type CompanyRef } from "./companies";
-import { displayName, e2eeColumn, holdersOfNumber } from "./people";
-import * as trustIndex from "./trust-index";
+import { displayName, e2eeColumn } from "./people";
+import { decide, readRecords, type Defer, type IndexDeps } from "./trust-index";
 
 /** The lookup parameters of [seed 4.1], as the provider sent them (any may be missing). */
 export type LookupFields = {
@@ -23,24 +24,25 @@ export type BlockedCallInput = typeof blockedCalls.$inferInsert;
 const clip = (value: string | undefined, max: number) => (value ?? "").trim().slice(0, max);
 
 /**
- * trust-lookup [seed 4.1 rule 2, DECISIONS §3]: `user_id` is the member
+ * trust-lookup [seed 4.1 rule 2, docs/decisions.md]: `user_id` is the member
  * holding the receiving number (0 when it is unparseable or nobody's);
  * `trusted` only when that member trusts the caller's number. Never throws
  * for its input. When a member matched and the answer is untrusted, the
- * blocked call to record is returned too.
+ * blocked call to record is returned too. Warm, it is one round of KV reads
+ * (the receiver's and the caller's records, together) and no D1.
  */
 export async function lookupTrust(
-  db: Db,
-  kv: KVNamespace,
+  deps: IndexDeps,
   fields: LookupFields,
-  defer?: trustIndex.Defer,
+  defer: Defer,
 ): Promise<{ trusted: boolean; user_id: number; blocked: BlockedCallInput | null }> {
   const receiving = phoneFromParts(fields.number_code ?? "", fields.number ?? "");
-  const receiverId = receiving ? await trustIndex.receiverOf(db, kv, receiving.e164, defer) : null;
-  if (receiverId === null) return { trusted: false, user_id: 0, blocked: null };
-
+  if (!receiving) return { trusted: false, user_id: 0, blocked: null };
   const caller = phoneFromParts(fields.inbound_code ?? "", fields.inbound ?? "");
-  const trusted = caller !== null && (await trustIndex.trusts(db, kv, receiverId, caller.e164, defer));
+  const records = await readRecords(deps, receiving.e164, caller?.e164 ?? null, defer);
+  const receiverId = records.receiver.p;
+  if (receiverId === 0) return { trusted: false, user_id: 0, blocked: null };
+  const trusted = caller !== null && decide(records.receiver, caller.e164, records.caller);
   return {
     trusted,
     user_id: receiverId,
@@ -73,36 +75,47 @@ export type CallerPerson = {
 };
 
 /**
- * call-lookup (DECISIONS §3): what the receiver may know about a trusted
+ * call-lookup (docs/decisions.md): what the receiver may know about a trusted
  * caller. `asPerson` is set when a member asks with their own token: the
  * receiving number must then be their secure number, else null (404).
- * An untrusted or unmatched call gets three empty arrays.
+ * An untrusted or unmatched call gets three empty arrays. The decision
+ * reuses the lookup's records (one KV round); then the details are read in
+ * queries issued together.
  */
 export async function lookupCall(
-  db: Db,
-  kv: KVNamespace,
+  deps: IndexDeps,
   fields: LookupFields,
   asPerson: number | null,
+  defer: Defer,
 ): Promise<CallDetails | null> {
-  const receiving = phoneFromParts(fields.number_code ?? "", fields.number ?? "");
-  const receiverId = receiving ? await trustIndex.receiverOf(db, kv, receiving.e164) : null;
-  if (asPerson !== null && receiverId !== asPerson) return null;
-
   const nothing: CallDetails = { contacts: [], people: [], companies: [] };
+  const receiving = phoneFromParts(fields.number_code ?? "", fields.number ?? "");
+  if (!receiving) return asPerson === null ? nothing : null;
   const caller = phoneFromParts(fields.inbound_code ?? "", fields.inbound ?? "");
-  if (receiverId === null || caller === null) return nothing;
-  if (!(await trustIndex.trusts(db, kv, receiverId, caller.e164))) return nothing;
+  const { receiver, caller: holders } = await readRecords(deps, receiving.e164, caller?.e164 ?? null, defer);
+  const receiverId = receiver.p === 0 ? null : receiver.p;
+  if (asPerson !== null && receiverId !== asPerson) return null;
+  if (receiverId === null || caller === null || !decide(receiver, caller.e164, holders)) return nothing;
 
+  // The caller's companies the receiver trusts (the same rule as `decide`).
+  const companyIds = holders.c.filter(
+    (id) => !receiver.nc.includes(id) && (receiver.c.includes(id) || receiver.tc.includes(id)),
+  );
   const [contacts, callers, callerCompanies] = await Promise.all([
-    contactsWithPhone(db, receiverId, caller.e164),
-    peopleWithNumber(db, caller),
-    companiesWithPhone(db, receiverId, caller),
+    contactsWithPhone(deps.db, receiverId, caller.e164),
+    peopleKnowing(deps.db, receiverId, holders.p),
+    companyRefs(deps.db, companyIds),
   ]);
   return { contacts, people: callers, companies: callerCompanies };
 }
 
-/** Platform users whose phone or secure number is `phone` [seed 2.2]. */
-async function peopleWithNumber(db: Db, phone: Phone): Promise<CallerPerson[]> {
+/**
+ * The people among `ids` (the holders of the caller's number) who know the
+ * receiver: they share a company, or they trusted the receiver. A number
+ * the receiver merely saved as a contact names nobody (docs/security.md).
+ */
+async function peopleKnowing(db: Db, receiverId: number, ids: number[]): Promise<CallerPerson[]> {
+  if (ids.length === 0) return [];
   const rows = await db
     .select({
       id: people.id,
@@ -114,7 +127,15 @@ async function peopleWithNumber(db: Db, phone: Phone): Promise<CallerPerson[]> {
       e2eId: people.e2eId,
     })
     .from(people)
-    .where(inArray(people.id, holdersOfNumber(db, phone.e164)))
+    .where(
+      and(
+        inList(people.id, ids),
+        sql`(${people.id} in (select m.person_id from ${memberships} m join ${memberships} mine
+                on mine.company_id = m.company_id and mine.person_id = ${receiverId})
+             or ${people.id} in (select ${personTrust.personId} from ${personTrust}
+                where ${personTrust.trustedPersonId} = ${receiverId} and ${personTrust.trusted} = 1))`,
+      ),
+    )
     .orderBy(asc(people.id))
     .all();
   return rows.map((row) => ({
@@ -129,19 +150,12 @@ async function peopleWithNumber(db: Db, phone: Phone): Promise<CallerPerson[]> {
   }));
 }
 
-/** Companies with `phone` that the receiver trusts [seed 2.2]. */
-async function companiesWithPhone(db: Db, receiverId: number, phone: Phone): Promise<CompanyRef[]> {
+async function companyRefs(db: Db, ids: number[]): Promise<CompanyRef[]> {
+  if (ids.length === 0) return [];
   const rows = await db
-    .selectDistinct({
-      id: companies.id,
-      name: companies.name,
-      slug: companies.slug,
-      logo: companies.logo,
-      url: companies.url,
-    })
+    .select({ id: companies.id, name: companies.name, slug: companies.slug, logo: companies.logo, url: companies.url })
     .from(companies)
-    .innerJoin(companyPhones, eq(companyPhones.companyId, companies.id))
-    .where(and(eq(companyPhones.e164, phone.e164), trustIndex.companyTrustedBy(db, receiverId, companies.id)))
+    .where(inList(companies.id, ids))
     .orderBy(asc(companies.id))
     .all();
   return rows.map(toCompanyRef);

@@ -1,5 +1,7 @@
 import { and, desc, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { notFound } from "../lib/errors";
+import { WriteBatch, type Deps } from "./outbox";
 import { people, personEmails, personTrust, trustRequests } from "../db/schema";
 import { iso } from "../lib/time";
 import { holdersOfNumber } from "./people";
@@ -81,7 +83,8 @@ export async function pendingRequests(db: Db, personId: number) {
  * decided before) or about whom `personId` already decided, so a decision can
  * be changed later. Returns false for anyone else.
  */
-export async function decideTrust(db: Db, personId: number, requesterId: number, trusted: boolean) {
+export async function decideTrust(deps: Deps, personId: number, requesterId: number, trusted: boolean) {
+  const { db } = deps;
   const known = await db
     .select({ id: sql<number>`1` })
     .from(trustRequests)
@@ -93,10 +96,11 @@ export async function decideTrust(db: Db, personId: number, requesterId: number,
         .where(and(eq(personTrust.personId, personId), eq(personTrust.trustedPersonId, requesterId))),
     )
     .all();
-  if (known.length === 0) return false;
+  if (known.length === 0) throw notFound(`person ${requesterId} has not asked you for trust`);
 
-  const now = new Date();
-  await db.batch([
+  const batch = new WriteBatch(deps);
+  const { now } = batch;
+  batch.add(
     db
       .insert(personTrust)
       .values({ personId, trustedPersonId: requesterId, trusted, updatedAt: now })
@@ -104,6 +108,8 @@ export async function decideTrust(db: Db, personId: number, requesterId: number,
         target: [personTrust.personId, personTrust.trustedPersonId],
         set: { trusted, updatedAt: now },
       }),
+  );
+  batch.add(
     db
       .update(trustRequests)
       // updated_at stays the time it was asked: heartbeat's last_trust_request.
@@ -115,6 +121,8 @@ export async function decideTrust(db: Db, personId: number, requesterId: number,
           eq(trustRequests.status, "pending"),
         ),
       ),
-  ]);
-  return true;
+  );
+  // Whom they trust is their own trust input.
+  batch.reindexReceiver(personId);
+  await batch.commit();
 }

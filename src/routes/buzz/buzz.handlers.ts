@@ -25,7 +25,7 @@ export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async
 /** Answers a trust lookup; the blocked call and KV fills happen after the answer. */
 async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields) {
   const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
-  const { trusted, user_id, blocked } = await lookupTrust(c.var.db, c.env.TRUST_INDEX, fields, defer);
+  const { trusted, user_id, blocked } = await lookupTrust(c.var.deps, fields, defer);
   if (blocked) defer(recordBlockedCall(c.var.db, blocked));
   return { trusted, user_id };
 }
@@ -66,7 +66,8 @@ async function readAnyBody(c: Context<AppEnv>): Promise<unknown> {
 export const callLookup: AppRouteHandler<typeof routes.callLookup> = async (c) => {
   const principal = c.var.principal;
   const asPerson = principal?.kind === "person" ? principal.personId : null;
-  const details = await lookupCall(c.var.db, c.env.TRUST_INDEX, c.req.valid("query"), asPerson);
+  const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
+  const details = await lookupCall(c.var.deps, c.req.valid("query"), asPerson, defer);
   if (!details) throw notFound("the receiving number is not your secure number");
   return c.json(details, 200);
 };
@@ -75,7 +76,7 @@ export const heartbeat: AppRouteHandler<typeof routes.heartbeat> = async (c) => 
   const me = personId(c.var.principal);
   const times = await heartbeatTimes(c.var.db, me);
   if (!times) throw unauthorized("the bearer token's person no longer exists");
-  const secure_number = await secureNumberFor(c.var.db, c.env.TRUST_INDEX, me);
+  const secure_number = await secureNumberFor(c.var.deps, me);
   return c.json({ ...times, secure_number }, 200);
 };
 

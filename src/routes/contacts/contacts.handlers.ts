@@ -3,7 +3,6 @@ import { pageWindow, setPageHeaders } from "../../lib/pagination";
 import { personId } from "../../middleware/auth";
 import * as contacts from "../../services/contacts";
 import { companiesWithEmployees } from "../../services/coworkers";
-import * as trustIndex from "../../services/trust-index";
 import * as trustRequests from "../../services/trust-requests";
 import type { AppRouteHandler } from "../../types";
 import type * as routes from "./contacts.routes";
@@ -19,13 +18,8 @@ export const listContacts: AppRouteHandler<typeof routes.listContacts> = async (
   return c.json(items, 200);
 };
 
-// Every write below rewrites the owner's trusted-number set (DECISIONS §3).
-
 export const syncContacts: AppRouteHandler<typeof routes.syncContacts> = async (c) => {
-  const owner = personId(c.var.principal);
-  const saved = await contacts.saveContacts(c.var.db, owner, c.req.valid("json"));
-  await trustIndex.rebuildFor(c.var.db, c.env.TRUST_INDEX, owner);
-  return c.json(saved, 200);
+  return c.json(await contacts.saveContacts(c.var.deps, personId(c.var.principal), c.req.valid("json")), 200);
 };
 
 export const getContact: AppRouteHandler<typeof routes.getContact> = async (c) => {
@@ -37,27 +31,17 @@ export const getContact: AppRouteHandler<typeof routes.getContact> = async (c) =
 
 export const putContact: AppRouteHandler<typeof routes.putContact> = async (c) => {
   const { id } = c.req.valid("param");
-  const owner = personId(c.var.principal);
-  if (!(await contacts.ownsContact(c.var.db, owner, id))) throw notFound(`contact ${id} does not exist`);
-  const [saved] = await contacts.saveContacts(c.var.db, owner, [{ ...c.req.valid("json"), id }]);
-  // Deleted by another request in between.
-  if (!saved) throw notFound(`contact ${id} does not exist`);
-  await trustIndex.rebuildFor(c.var.db, c.env.TRUST_INDEX, owner);
-  return c.json(saved, 200);
+  return c.json(await contacts.updateContact(c.var.deps, personId(c.var.principal), id, c.req.valid("json")), 200);
 };
 
 export const deleteContact: AppRouteHandler<typeof routes.deleteContact> = async (c) => {
   const { id } = c.req.valid("param");
-  const owner = personId(c.var.principal);
-  if (!(await contacts.deleteContact(c.var.db, owner, id))) throw notFound(`contact ${id} does not exist`);
-  await trustIndex.rebuildFor(c.var.db, c.env.TRUST_INDEX, owner);
+  await contacts.deleteContact(c.var.deps, personId(c.var.principal), id);
   return c.json({ success: true as const }, 200);
 };
 
 export const clearContacts: AppRouteHandler<typeof routes.clearContacts> = async (c) => {
-  const owner = personId(c.var.principal);
-  await contacts.clearContacts(c.var.db, owner);
-  await trustIndex.rebuildFor(c.var.db, c.env.TRUST_INDEX, owner);
+  await contacts.clearContacts(c.var.deps, personId(c.var.principal));
   return c.body(null, 204);
 };
 
@@ -65,8 +49,7 @@ export const clearContactsOf: AppRouteHandler<typeof routes.clearContactsOf> = a
   const { id } = c.req.valid("param");
   const owner = personId(c.var.principal);
   if (id !== owner) throw notFound(`person ${id} does not exist`);
-  await contacts.clearContacts(c.var.db, owner);
-  await trustIndex.rebuildFor(c.var.db, c.env.TRUST_INDEX, owner);
+  await contacts.clearContacts(c.var.deps, owner);
   return c.body(null, 204);
 };
 
@@ -83,11 +66,7 @@ export const createTrustRequest: AppRouteHandler<typeof routes.createTrustReques
 export const decideTrust: AppRouteHandler<typeof routes.decideTrust> = async (c) => {
   const { id } = c.req.valid("param");
   const { trusted } = c.req.valid("json");
-  const me = personId(c.var.principal);
-  if (!(await trustRequests.decideTrust(c.var.db, me, id, trusted))) {
-    throw notFound(`person ${id} has not asked you for trust`);
-  }
-  await trustIndex.rebuildFor(c.var.db, c.env.TRUST_INDEX, me);
+  await trustRequests.decideTrust(c.var.deps, personId(c.var.principal), id, trusted);
   return c.json({ id, trusted }, 201);
 };
 

@@ -2,9 +2,6 @@ import { notFound } from "../../lib/errors";
 import { setPageHeaders } from "../../lib/pagination";
 import * as employees from "../../services/employees";
 import { getExposureHistory, listExposures as listExposurePage } from "../../services/employee-exposures";
-import { emitEvent } from "../../services/events";
-import { removeFromCompany } from "../../services/memberships";
-import * as trustIndex from "../../services/trust-index";
 import { loadPeople, loadPerson } from "../../services/people";
 import type { AppRouteHandler } from "../../types";
 import type * as routes from "./employees.routes";
@@ -25,31 +22,17 @@ export const getEmployee: AppRouteHandler<typeof routes.getEmployee> = async (c)
 };
 
 export const createEmployee: AppRouteHandler<typeof routes.createEmployee> = async (c) => {
-  const { db, company } = c.var;
-  const id = await employees.createEmployee(db, company, c.req.valid("json"), new Date());
-  // Joining the company makes its phones trusted for calls to this person.
-  await trustIndex.rebuildFor(db, c.env.TRUST_INDEX, id);
-  const person = (await loadPerson(db, company.companyId, id))!;
-  await emitEvent(db, c.env.WEBHOOK_QUEUE, company.companyId, "person:created", person);
-  return c.json(person, 200);
+  return c.json(await employees.createEmployee(c.var.deps, c.var.company, c.req.valid("json")), 200);
 };
 
 export const updateEmployee: AppRouteHandler<typeof routes.updateEmployee> = async (c) => {
-  const { db, company } = c.var;
   const { id } = c.req.valid("param");
-  await employees.updateEmployee(db, company, id, c.req.valid("json"), new Date());
-  // New phones change what the people who trusted this person trust.
-  await trustIndex.refresh(db, c.env.TRUST_INDEX, await trustIndex.dependentsOf(db, id));
-  const person = (await loadPerson(db, company.companyId, id))!;
-  await emitEvent(db, c.env.WEBHOOK_QUEUE, company.companyId, "person:updated", person);
-  return c.json(person, 200);
+  return c.json(await employees.updateEmployee(c.var.deps, c.var.company, id, c.req.valid("json")), 200);
 };
 
 export const removeEmployee: AppRouteHandler<typeof routes.removeEmployee> = async (c) => {
-  const { db, company } = c.var;
   const { id } = c.req.valid("param");
-  await employees.assertRemovable(db, company, id);
-  await removeFromCompany({ db, kv: c.env.TRUST_INDEX, queue: c.env.WEBHOOK_QUEUE }, company.companyId, id);
+  await employees.removeEmployee(c.var.deps, c.var.company, id);
   return c.body(null, 204);
 };
 

@@ -1,0 +1,29 @@
+import { sql, type SQL } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import type { Db } from "./client";
+
+/**
+ * `column in (…)` over a list of any length, bound as one JSON parameter:
+ * D1 binds at most 100 parameters per statement
+ * (https://developers.cloudflare.com/d1/platform/limits/).
+ */
+export const inList = (column: SQLiteColumn, values: readonly (number | string)[]): SQL =>
+  sql`${column} in (select value from json_each(${JSON.stringify(values)}))`;
+
+/**
+ * A raw SQL statement returning rows that can go into `db.batch`. drizzle's
+ * `db.all(sql)` runs alone but cannot be batched on D1 when it binds
+ * parameters (its raw query has no prepared statement), and commands need
+ * `insert … select … returning` in their batch.
+ */
+export function batchableAll<T>(db: Db, query: SQL): BatchItem<"sqlite"> {
+  const raw = db.all<T>(query);
+  const built = raw.getQuery();
+  const prepared = {
+    stmt: db.$client.prepare(built.sql),
+    getQuery: () => built,
+    mapResult: (result: D1Result<T>) => result.results,
+  };
+  return Object.assign(raw, { _prepare: () => prepared }) as unknown as BatchItem<"sqlite">;
+}

@@ -1,0 +1,17 @@
+import { z } from "@hono/zod-openapi";
+
+/**
+ * Messages of the `background` queue: work that continues after the
+ * invocation that started it (docs/architecture.md, "Background work").
+ *
+ * - `reindex`: apply trust-index work for these keys (a retry after KV
+ *   refused a write), or the oldest due work when `keys` is absent;
+ * - `purge`: remove the next chunk of expired ephemeral employees, and
+ *   enqueue another `purge` while some remain.
+ */
+export const backgroundMessage = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("reindex"), keys: z.array(z.string()).max(1000).optional() }),
+  z.object({ kind: z.literal("purge") }),
+]);
+
+export type BackgroundMessage = z.infer<typeof backgroundMessage>;

@@ -1,0 +1,214 @@
+import { sql, type SQL } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import { createDb, type Db } from "../db/client";
+import { webhookDeliveries } from "../db/schema";
+import { batchableAll } from "../db/sql";
+import { logError } from "../lib/log";
+import type { BackgroundMessage } from "../queue/messages";
+import { enqueueDeliveries, type DeliveryMessage, type EventName } from "./events";
+import * as trustIndex from "./trust-index";
+
+/**
+ * What every write needs besides its statements: the database, the trust
+ * index, and the queues that carry work after the commit. HTTP requests,
+ * queue consumers and cron runs build it the same way (`createDeps`).
+ */
+export type Deps = {
+  db: Db;
+  kv: KVNamespace;
+  webhookQueue: Queue<DeliveryMessage>;
+  backgroundQueue: Queue<BackgroundMessage>;
+};
+
+export const createDeps = (env: Env): Deps => ({
+  db: createDb(env.DB),
+  kv: env.TRUST_INDEX,
+  webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
+  backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
+});
+
+/** An event to record: for one company, or for every company a person belongs to (scan and exposure events). */
+export type OutboxEvent = { event: EventName; payload: unknown } & ({ companyId: number } | { personId: number });
+
+type Role = "change" | "deliveries" | "index";
+
+/**
+ * A command's write (docs/architecture.md, "Writes are commands"): the
+ * change, the events it causes (history rows, the webhook outbox) and the
+ * trust-index keys it makes stale (index work), all in ONE `db.batch`, which
+ * D1 runs atomically. A committed change therefore always has its events
+ * and its index work, and a failed one has neither. After the commit, the
+ * index work is applied and the deliveries enqueued; both are retried by the
+ * background queue and the sweeps if that fails.
+ *
+ * Order matters inside a batch: `emit(…, { ifChanged: true })` reads
+ * SQLite's `changes()`, the row count of the statement added just before it,
+ * so an event is recorded only when that statement changed something (a
+ * repeated or concurrent request that changed nothing emits nothing).
+ */
+export class WriteBatch {
+  readonly #items: { statement: BatchItem<"sqlite">; role: Role }[] = [];
+
+  constructor(
+    readonly deps: Deps,
+    readonly now = new Date(),
+  ) {}
+
+  /** Adds a statement of the change; returns its position in `commit()`'s results. */
+  add(statement: BatchItem<"sqlite">): number {
+    return this.#items.push({ statement, role: "change" }) - 1;
+  }
+
+  get size() {
+    return this.#items.length;
+  }
+
+  /**
+   * Records events: one `pending` history row per active webhook subscribed
+   * to each event (of the company, or of every company the person belongs
+   * to), in one INSERT … SELECT whatever the number of events.
+   */
+  emit(events: OutboxEvent[], { ifChanged = false, setId }: { ifChanged?: boolean; setId?: SQL } = {}) {
+    if (events.length === 0) return;
+    const items = events.map((item) => ({
+      e: item.event,
+      c: "companyId" in item ? item.companyId : null,
+      p: "personId" in item ? item.personId : null,
+      d: JSON.stringify(item.payload),
+    }));
+    this.#push(
+      deliveryInsert(this.deps.db, sql`from json_each(${JSON.stringify(items)}) e`, {
+        event: sql`json_extract(e.value, '$.e')`,
+        companyId: sql`json_extract(e.value, '$.c')`,
+        personId: sql`json_extract(e.value, '$.p')`,
+        // `setId`: the payload's `id` is a row inserted earlier in the batch.
+        payload: setId
+          ? sql`json_set(json_extract(e.value, '$.d'), '$.id', ${setId})`
+          : sql`json_extract(e.value, '$.d')`,
+        rendered: sql`1`,
+        ifChanged,
+        now: this.now,
+      }),
+    );
+  }
+
+  /**
+   * Records an event whose data is a Person (`person:created`,
+   * `person:updated`): the row holds `{"id": n}` until the Person is
+   * rendered, right after the commit by the command (`renderPersonDeliveries`)
+   * or, failing that, by the delivery itself. `person` may be SQL (the id of
+   * a person inserted earlier in the batch).
+   */
+  emitPerson(event: EventName, companyId: number, person: number | SQL) {
+    this.#push(
+      deliveryInsert(this.deps.db, sql`from (select 0 as key) e`, {
+        event: sql`${event}`,
+        companyId: sql`${companyId}`,
+        personId: sql`null`,
+        payload: sql`json_object('id', ${person})`,
+        rendered: sql`0`,
+        ifChanged: false,
+        now: this.now,
+      }),
+    );
+  }
+
+  /** The trust-lookup record of the person as a receiver (their contacts, trust settings, memberships). */
+  reindexReceiver(personId: number | SQL) {
+    this.#index(trustIndex.workForReceiver(this.deps.db, personId, this.now));
+  }
+
+  /** The trust-lookup records of these caller numbers (who holds them). */
+  reindexNumbers(e164s: string[]) {
+    if (e164s.length > 0) this.#index(trustIndex.workForNumbers(this.deps.db, e164s, this.now));
+  }
+
+  /** The caller records of every number the person holds at this point of the batch. */
+  reindexNumbersOf(personId: number | SQL) {
+    this.#index(trustIndex.workForNumbersOf(this.deps.db, personId, this.now));
+  }
+
+  #index(statement: BatchItem<"sqlite">) {
+    this.#items.push({ statement, role: "index" });
+  }
+
+  #push(statement: BatchItem<"sqlite">) {
+    this.#items.push({ statement, role: "deliveries" });
+  }
+
+  /**
+   * Runs the batch; then applies its index work and enqueues its deliveries.
+   * Returns every statement's result (by the positions `add` returned) and
+   * the ids of the deliveries written.
+   */
+  async commit(): Promise<Committed> {
+    if (this.#items.length === 0) return { results: [], deliveries: [] };
+    const [first, ...rest] = this.#items.map((item) => item.statement);
+    const results = (await this.deps.db.batch([first!, ...rest])) as unknown[];
+    const rows = (role: Role) =>
+      this.#items.flatMap((item, i) => (item.role === role ? (results[i] as Record<string, string>[]) : []));
+    const deliveries = rows("deliveries").map((row) => row.id!);
+    const keys = [...new Set(rows("index").map((row) => row.key!))];
+    await settleIndexWork(this.deps, keys);
+    await enqueueDeliveries(this.deps.webhookQueue, deliveries);
+    return { results, deliveries };
+  }
+}
+
+export type Committed = { results: unknown[]; deliveries: string[] };
+
+/** A random RFC 4122 version 4 uuid, made by SQLite: the delivery's `webhook-id`. */
+const UUID_V4 = sql`lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2)
+  || '-' || substr('89ab', 1 + abs(random()) % 4, 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`;
+
+function deliveryInsert(
+  db: Db,
+  source: SQL,
+  f: { event: SQL; companyId: SQL; personId: SQL; payload: SQL; rendered: SQL; ifChanged: boolean; now: Date },
+) {
+  const t = f.now.getTime();
+  return batchableAll<{ id: string }>(
+    db,
+    sql`
+    insert into ${webhookDeliveries} (id, company_id, webhook_id, event, payload, rendered, created_at, updated_at)
+    select ${UUID_V4}, w.company_id, w.id, w.event, ${f.payload}, ${f.rendered}, ${t}, ${t}
+    ${source}
+    join webhooks w on w.event = ${f.event} and w.active = 1
+      and (w.company_id = ${f.companyId}
+           or w.company_id in (select company_id from memberships where person_id = ${f.personId}))
+    where ${f.ifChanged ? sql`changes() > 0` : sql`1`}
+    order by e.key, w.company_id, w.id
+    returning id`,
+  );
+}
+
+/**
+ * Applies index work right after a commit, so the next lookup already
+ * answers the new way. A key another applier holds (a fill that may have
+ * read D1 before this commit) is waited for briefly — leases last
+ * milliseconds — and then applied from D1 as it is now. Keys KV refused, or
+ * still held, go to the background queue with a short delay; the minute
+ * sweep is the last resort. Never throws: the change is committed and its
+ * work recorded.
+ */
+export async function settleIndexWork(deps: Deps, keys: string[]) {
+  let pending = keys;
+  let failed: string[] = [];
+  try {
+    for (let round = 0; pending.length > 0 && round < 5; round++) {
+      if (round > 0) await scheduler.wait(20 * 2 ** round);
+      const result = await trustIndex.applyIndexWork(deps, { keys: pending });
+      failed = [...failed, ...result.failed];
+      pending = result.busy;
+    }
+  } catch (err) {
+    logError("applying index work failed; left to the background queue and the sweep", err, { keys: keys.length });
+    failed = keys;
+    pending = [];
+  }
+  const retry = [...new Set([...failed, ...pending])];
+  if (retry.length === 0) return;
+  await deps.backgroundQueue.send({ kind: "reindex", keys: retry }, { delaySeconds: 1 }).catch((err: unknown) => {
+    logError("enqueueing index work failed; left to the sweep", err, { keys: retry.length });
+  });
+}

@@ -1,0 +1,227 @@
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import worker from "../src/index";
+import { purgeExpiredEphemeral } from "../src/services/memberships";
+import { createDeps } from "../src/services/outbox";
+import { as, DEMO } from "./helpers";
+import { consume, deliver, newWebhook, receiver } from "./webhook-receiver";
+
+/**
+ * Writes are commands (docs/architecture.md): the change, its events
+ * (webhook history rows) and its trust-index work are one D1 batch.
+ */
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+let seq = 0;
+const fresh = (tag: string) => `${tag}.${Date.now().toString(36)}.${++seq}`;
+
+const employee = (local: string, extra: Record<string, unknown> = {}) => ({
+  first_name: "Fox",
+  last_name: "Mulder",
+  dob: "1961-10-13",
+  emails: [{ email: `${local}@acme.example` }],
+  addresses: [{ line_1: "1 Main St", city: "San Francisco", region: "CA", postal_code: "94105", country: "US" }],
+  ...extra,
+});
+
+/** Makes every D1 statement matching `sql` fail, on the `env.DB` the Worker uses too. */
+function failStatements(sql: RegExp) {
+  const prepare = env.DB.prepare.bind(env.DB);
+  return vi.spyOn(env.DB, "prepare").mockImplementation((query: string) => {
+    if (sql.test(query)) throw new Error("D1_ERROR: simulated failure");
+    return prepare(query);
+  });
+}
+
+const countRows = async (sql: string, ...params: unknown[]) =>
+  (await env.DB.prepare(sql)
+    .bind(...params)
+    .first<{ n: number }>())!.n;
+
+async function lookup(fields: Record<string, string>) {
+  const response = await as("telephony").get(`/apps/buzz/trust-lookup?${new URLSearchParams(fields)}`);
+  return (await response.json()) as { trusted: boolean; user_id: number };
+}
+
+async function secureNumberOf(token: "alice" | "bob") {
+  const response = await as(token).get("/apps/buzz/heartbeat");
+  const { secure_number } = (await response.json()) as { secure_number: { country_code: string; number: string } };
+  return { number_code: secure_number.country_code, number: secure_number.number };
+}
+
+async function runCron(cron: string, at: number) {
+  const ctx = createExecutionContext();
+  await worker.scheduled!(createScheduledController({ cron, scheduledTime: at }), env, ctx);
+  await waitOnExecutionContext(ctx);
+}
+
+describe("events are written by the write that causes them", () => {
+  it("ten concurrent DELETEs of one employee: one 204, nine 404, one person:removed row, one POST", async () => {
+    const webhook = await newWebhook({ event: "person:removed" });
+    const created = await as("alice").send("POST", "/companies/1/employees", employee(fresh("gone")));
+    const { id } = (await created.json()) as { id: number };
+
+    const statuses = await Promise.all(
+      Array.from({ length: 10 }, () => as("alice").send("DELETE", `/companies/1/employees/${id}`)),
+    ).then((responses) => responses.map((response) => response.status).sort());
+    expect(statuses).toEqual([204, 404, 404, 404, 404, 404, 404, 404, 404, 404]);
+
+    const rows = await env.DB.prepare(
+      "SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND json_extract(payload, '$.id') = ?",
+    )
+      .bind(webhook.id, id)
+      .all<{ id: string }>();
+    expect(rows.results).toHaveLength(1);
+    const calls = receiver(() => new Response("ok"));
+    await deliver(rows.results[0]!.id);
+    await deliver(rows.results[0]!.id); // a duplicate message changes nothing
+    expect(calls).toHaveLength(1);
+    expect(JSON.parse(calls[0]!.body)).toMatchObject({ type: "person:removed", data: { id } });
+  });
+
+  it("a D1 failure writing the delivery rows fails the whole command: no employee without its event", async () => {
+    await newWebhook({ event: "person:created" });
+    const email = `${fresh("lost")}@acme.example`;
+    failStatements(/insert into "?webhook_deliveries/i);
+    const response = await as("alice").send("POST", "/companies/1/employees", employee(email.split("@")[0]!));
+    expect(response.status).toBe(500);
+    vi.restoreAllMocks();
+    expect(await countRows("SELECT count(*) AS n FROM person_emails WHERE email = ?", email)).toBe(0);
+  });
+
+  it("person:created carries the Person the response shows", async () => {
+    const webhook = await newWebhook({ event: "person:created" });
+    const response = await as("alice").send("POST", "/companies/1/employees", employee(fresh("shown")));
+    const person = await response.json();
+    const row = await env.DB.prepare("SELECT payload, rendered FROM webhook_deliveries WHERE webhook_id = ?")
+      .bind(webhook.id)
+      .first<{ payload: string; rendered: number }>();
+    expect(row!.rendered).toBe(1);
+    expect(JSON.parse(row!.payload)).toEqual(person);
+  });
+
+  it("a scan message redelivered after its events failed to be written is applied once, with its events once", async () => {
+    const webhook = await newWebhook({ event: "scan:started" });
+    const scanId = fresh("scan");
+    const body = [{ type: "started", scan_id: scanId, person_id: DEMO.people.bob, at: new Date().toISOString() }];
+    failStatements(/insert into "?webhook_deliveries/i);
+    const failed = await consume("scan-events", body);
+    expect(failed.retryMessages).toHaveLength(1);
+    vi.restoreAllMocks();
+    expect(await countRows("SELECT count(*) AS n FROM scans WHERE id = ?", scanId)).toBe(0);
+
+    await consume("scan-events", body, 2);
+    await consume("scan-events", body, 3);
+    expect(
+      await countRows(
+        "SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ? AND json_extract(payload, '$.scan_id') = ?",
+        webhook.id,
+        scanId,
+      ),
+    ).toBe(1);
+  });
+});
+
+describe("trust-index work is retried until KV takes it, newest last", () => {
+  it("a KV put refused twice is retried (background queue, minute sweep) and the lookup answers the new way", async () => {
+    const receiving = await secureNumberOf("alice");
+    const key = `rcv:+${receiving.number_code}${receiving.number}`;
+    const caller = { inbound_code: "44", inbound: "7911123457" };
+    expect((await lookup({ ...receiving, ...caller })).trusted).toBe(false);
+
+    let refused = 0;
+    const put = env.TRUST_INDEX.put.bind(env.TRUST_INDEX);
+    const spy = vi.spyOn(env.TRUST_INDEX, "put").mockImplementation(async (name, value, options) => {
+      if (name === key && refused < 2) {
+        refused++;
+        throw new Error("KV PUT failed: 429 Too Many Requests");
+      }
+      return put(name, value, options);
+    });
+    const sync = await as("alice").send("POST", "/contacts/sync", [
+      { display_name: "Kay", phone_numbers: ["+44 7911 123457"] },
+    ]);
+    expect(sync.status).toBe(200);
+    expect(refused).toBeGreaterThanOrEqual(1);
+    // The minute sweep, run until the work is gone (the backoff is at most a minute).
+    for (let i = 1; i <= 5 && (await countRows("SELECT count(*) AS n FROM index_work WHERE key = ?", key)) > 0; i++) {
+      await runCron("* * * * *", Date.now() + i * 61_000);
+    }
+    expect(refused).toBe(2);
+    expect(spy.mock.calls.filter(([name]) => name === key).length).toBeGreaterThanOrEqual(3);
+    expect(await countRows("SELECT count(*) AS n FROM index_work WHERE key = ?", key)).toBe(0);
+    expect(await lookup({ ...receiving, ...caller })).toEqual({ trusted: true, user_id: DEMO.people.alice });
+  });
+
+  it("two quick writes to one key end with the newer value even when the older put is slow", async () => {
+    const receiving = await secureNumberOf("bob");
+    const key = `rcv:+${receiving.number_code}${receiving.number}`;
+    const put = env.TRUST_INDEX.put.bind(env.TRUST_INDEX);
+    let slowed = false;
+    vi.spyOn(env.TRUST_INDEX, "put").mockImplementation(async (name, value, options) => {
+      if (name === key && !slowed) {
+        slowed = true;
+        await scheduler.wait(150);
+      }
+      return put(name, value, options);
+    });
+    const [first, second] = [`+1 202 555 ${1000 + (seq % 8000)}`, "+44 7911 123458"];
+    await Promise.all([
+      as("bob").send("POST", "/contacts/sync", [{ display_name: "First", phone_numbers: [first] }]),
+      scheduler
+        .wait(20)
+        .then(() => as("bob").send("POST", "/contacts/sync", [{ display_name: "Second", phone_numbers: [second] }])),
+    ]);
+    const record = await env.TRUST_INDEX.get<{ n: string[] }>(key, "json");
+    expect(record!.n).toContain("+447911123458");
+    expect(await lookup({ ...receiving, inbound_code: "44", inbound: "7911123458" })).toMatchObject({ trusted: true });
+  });
+});
+
+describe("the ephemeral purge is chunked, resumable and fair", () => {
+  it("3,000 due employees of 3 companies, chunks of 100: all gone, every invocation within limits, tenants interleaved", async () => {
+    const companies = [DEMO.companies.acme, DEMO.companies.globex, DEMO.companies.dailyNews];
+    const past = Date.now() - 3600_000;
+    const people = JSON.stringify(Array.from({ length: 3000 }, (_, i) => ({ i, c: companies[i % 3] })));
+    await env.DB.prepare(
+      `INSERT INTO people (first_name, last_name, created_at, updated_at)
+       SELECT 'Temp', 'Worker' || json_extract(value, '$.i'), ?1, ?1 FROM json_each(?2) ORDER BY key`,
+    )
+      .bind(past, people)
+      .run();
+    await env.DB.prepare(
+      `INSERT INTO memberships (company_id, person_id, ephemeral_until, created_at, updated_at)
+       SELECT json_extract(j.value, '$.c'), p.id, ?1, ?1, ?1
+       FROM json_each(?2) j JOIN people p ON p.last_name = 'Worker' || json_extract(j.value, '$.i')`,
+    )
+      .bind(past, people)
+      .run();
+
+    const deps = createDeps(env);
+    const prepare = vi.spyOn(env.DB, "prepare");
+    const kvPuts = vi.spyOn(env.TRUST_INDEX, "put");
+    const perInvocation: { statements: number; kv: number }[] = [];
+    let firstChunk: { companyId: number }[] = [];
+    for (let invocation = 0; invocation < 40; invocation++) {
+      prepare.mockClear();
+      kvPuts.mockClear();
+      const { removed, more } = await purgeExpiredEphemeral(deps, new Date(), 100);
+      if (invocation === 0) firstChunk = removed;
+      perInvocation.push({ statements: prepare.mock.calls.length, kv: kvPuts.mock.calls.length });
+      if (!more) break;
+    }
+    expect(await countRows("SELECT count(*) AS n FROM memberships WHERE ephemeral_until <= ?", Date.now())).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM people WHERE last_name LIKE 'Worker%'")).toBe(0);
+    expect(perInvocation.length).toBeGreaterThanOrEqual(30);
+    for (const { statements, kv } of perInvocation) {
+      expect(statements).toBeLessThan(1000);
+      expect(kv).toBeLessThan(1000);
+    }
+    // Round-robin: the first chunk takes from every company in turn.
+    expect(firstChunk.slice(0, 6).map((row) => row.companyId)).toEqual([...companies, ...companies]);
+  }, 120_000);
+});
