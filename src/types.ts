@@ -23,6 +23,8 @@ export type AppEnv = {
     /** Why the token was refused, for routes that require one. */
     authFailure: string | null;
     company: CompanyAccess;
+    /** This request was already counted against its IP's budget (see `limitByIp`). */
+    ipCharged: boolean;
   };
 };
 

@@ -1,9 +1,11 @@
 import { createMiddleware } from "hono/factory";
 import { forbidden, unauthorized } from "../lib/errors";
-import { tokenHasValidShape, verifyToken } from "../services/tokens";
+import { principalAllowedOn, tokenHasValidShape, verifyToken } from "../services/tokens";
 import type { AppEnv, Principal } from "../types";
+import { limitByIp } from "./rate-limit";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+const RINGING_PATH = "/apps/buzz/trust-lookup";
 const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
 
 /**
@@ -23,11 +25,18 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
       const check = await verifyToken(c.var.db, token, new Date(), {
         onFirstUse: (work) =>
           c.executionCtx.waitUntil(work.catch((err) => console.error("recording token use failed", err))),
-        // Writes always see the token's current state (revocation, a removed person).
-        fresh: !SAFE_METHODS.has(c.req.method),
+        // Writes always see the token's current state (revocation, a removed person);
+        // a trust-lookup POST is a question, not a write (it uses the caches like GET).
+        fresh: !SAFE_METHODS.has(c.req.method) && c.req.path !== RINGING_PATH,
+        kv: c.env.TRUST_INDEX,
+        // A token in neither cache costs the caller's IP budget before it costs a D1 read.
+        beforeDatabase: () => limitByIp(c),
       });
-      if (check.ok) c.set("principal", check.principal);
-      else c.set("authFailure", check.reason);
+      if (!check.ok) c.set("authFailure", check.reason);
+      // A container-scoped token (the consent container's cookie) is no token elsewhere.
+      else if (!principalAllowedOn(check.principal, c.req.path))
+        c.set("authFailure", "this token only authenticates the consent container (/apps/vcc/…)");
+      else c.set("principal", check.principal);
     }
   }
   await next();

@@ -1,4 +1,4 @@
-import { eq, sql } from "drizzle-orm";
+import { and, eq, isNotNull, isNull, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { accessTokens, people } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
@@ -7,35 +7,56 @@ import type { Principal } from "../types";
 export type TokenCheck = { ok: true; principal: Principal } | { ok: false; reason: string };
 
 /**
- * Verified tokens are cached in the isolate for at most 30 s, so a revocation
- * takes effect within that bound (DECISIONS §2 allows up to 60 s) while a
- * busy token costs one D1 read per isolate per 30 s.
+ * Verified tokens are cached in two layers (docs/security.md, "Tokens"): in
+ * the isolate for at most 30 s, and in KV (`tok:<sha256>`) for at most 30 s
+ * of validity, so a revocation takes effect within 60 s while a busy token
+ * costs no D1 read at all on the ringing path. Only valid tokens are cached:
+ * unknown ones cannot evict them, and are limited per IP before they reach D1
+ * (`verifyToken`'s `beforeDatabase`).
  */
 const CACHE_TTL_MS = 30_000;
 const CACHE_MAX = 5_000;
-const cache = new Map<string, { check: TokenCheck; until: number }>();
+const cache = new Map<string, { principal: Principal; until: number }>();
+const kvKey = (hash: string) => `tok:${hash}`;
 
 /** Tokens are opaque base64url strings with a readable prefix; anything else is malformed. */
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{8,256}$/;
 
 export const tokenHasValidShape = (token: string) => TOKEN_SHAPE.test(token);
 
+export type VerifyOptions = {
+  /** Records `last_login` off the hot path (once per D1 read, not per request). */
+  onFirstUse?: (work: Promise<unknown>) => void;
+  /** Skip both caches: writes see the token's current state (revocation, a removed person). */
+  fresh?: boolean;
+  /** The KV namespace of the second cache layer. */
+  kv?: KVNamespace;
+  /** Runs before the D1 read; a thrown error (429) stops it. */
+  beforeDatabase?: () => Promise<void>;
+};
+
 /**
  * Resolves a bearer token to its principal: SHA-256 lookup, then expiry and
- * revocation. `onFirstUse` lets the caller record `last_login` off the hot
- * path (it runs once per cache fill, not per request). `fresh` skips the
- * cache: writes use it, so a revoked token or a removed person can never
- * write within the cache window (reads may, for at most 30 s).
+ * revocation, through the caches unless `fresh`.
  */
 export async function verifyToken(
   db: Db,
   token: string,
   now: Date,
-  { onFirstUse, fresh = false }: { onFirstUse?: (work: Promise<unknown>) => void; fresh?: boolean } = {},
+  { onFirstUse, fresh = false, kv, beforeDatabase }: VerifyOptions = {},
 ): Promise<TokenCheck> {
   const hash = await sha256Hex(token);
-  const cached = fresh ? undefined : cache.get(hash);
-  if (cached && cached.until > now.getTime()) return cached.check;
+  const cached = cache.get(hash);
+  if (!fresh) {
+    if (cached && cached.until > now.getTime()) return { ok: true, principal: cached.principal };
+    const shared = kv ? await readShared(kv, hash, now) : null;
+    if (shared) {
+      remember(hash, shared.principal, Math.min(shared.until, now.getTime() + CACHE_TTL_MS));
+      return { ok: true, principal: shared.principal };
+    }
+  }
+  // A token this isolate never saw valid pays the IP budget first (a write re-reads known ones freely).
+  if (!cached) await beforeDatabase?.();
 
   const row = await db
     .select({
@@ -51,12 +72,31 @@ export async function verifyToken(
     .get();
 
   const check = toCheck(row, now);
-  if (check.ok && onFirstUse) onFirstUse(recordUse(db, check.principal, now));
-
-  if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
+  if (!check.ok) return check;
+  if (onFirstUse) onFirstUse(recordUse(db, check.principal, now));
   const until = Math.min(now.getTime() + CACHE_TTL_MS, row?.expiresAt?.getTime() ?? Infinity);
-  cache.set(hash, { check, until });
+  remember(hash, check.principal, until);
+  if (kv && !fresh) onFirstUse?.(writeShared(kv, hash, check.principal, until));
   return check;
+}
+
+function remember(hash: string, principal: Principal, until: number) {
+  if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
+  cache.set(hash, { principal, until });
+}
+
+async function readShared(kv: KVNamespace, hash: string, now: Date) {
+  try {
+    const entry = await kv.get<{ principal: Principal; until: number }>(kvKey(hash), "json");
+    return entry && entry.until > now.getTime() ? entry : null;
+  } catch {
+    return null; // the D1 read decides
+  }
+}
+
+/** KV's minimum TTL is 60 s; `until` inside the value is what bounds its use to 30 s. */
+async function writeShared(kv: KVNamespace, hash: string, principal: Principal, until: number) {
+  await kv.put(kvKey(hash), JSON.stringify({ principal, until }), { expirationTtl: 60 });
 }
 
 function toCheck(
@@ -77,7 +117,12 @@ function toCheck(
   if (row.expiresAt && row.expiresAt.getTime() <= now.getTime())
     return { ok: false, reason: "the bearer token has expired" };
   if (row.personId !== null)
-    return { ok: true, principal: { kind: "person", tokenId: row.id, personId: row.personId } };
+    return {
+      ok: true,
+      principal: row.scopes.includes(CONTAINER_SCOPE)
+        ? { kind: "person", tokenId: row.id, personId: row.personId, scope: CONTAINER_SCOPE }
+        : { kind: "person", tokenId: row.id, personId: row.personId },
+    };
   return {
     ok: true,
     principal: { kind: "service", tokenId: row.id, service: row.serviceName ?? "service", scopes: row.scopes },
@@ -100,4 +145,57 @@ async function recordUse(db: Db, principal: Principal, now: Date) {
   } else {
     await db.batch(statements);
   }
+}
+
+/**
+ * Container-scoped person tokens (DECISIONS §10.5): the consent container's
+ * `session` cookie holds one, so a stolen cookie cannot call the rest of the
+ * API. Stored like any person token, with `scopes: ["vcc"]`.
+ */
+export const CONTAINER_SCOPE = "vcc";
+const CONTAINER_PATHS = "/apps/vcc/";
+const CONTAINER_TOKEN_DAYS = 30;
+
+/** Whether `principal` may act on `path`: a container-scoped token only under /apps/vcc/. */
+export function principalAllowedOn(principal: Principal, path: string): boolean {
+  return principal.kind !== "person" || principal.scope !== CONTAINER_SCOPE || path.startsWith(CONTAINER_PATHS);
+}
+
+/** Mints a container-scoped token for `personId`; the token is returned once, only its hash is stored. */
+export async function mintContainerToken(db: Db, personId: number, now: Date): Promise<string> {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  const token = `vcc_${btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "")}`;
+  await db.insert(accessTokens).values({
+    tokenHash: await sha256Hex(token),
+    prefix: token.slice(0, 8),
+    personId,
+    scopes: [CONTAINER_SCOPE],
+    expiresAt: new Date(now.getTime() + CONTAINER_TOKEN_DAYS * 86_400_000),
+    createdAt: now,
+  });
+  return token;
+}
+
+/**
+ * Revokes `token` if it is a container-scoped token (a full person token in
+ * the cookie is left alone: signing out of the container must not end the
+ * person's other sessions). Forgets it in this isolate's cache at once.
+ */
+export async function revokeContainerToken(db: Db, token: string, now: Date): Promise<void> {
+  const hash = await sha256Hex(token);
+  cache.delete(hash);
+  await db
+    .update(accessTokens)
+    .set({ revokedAt: now })
+    .where(
+      and(
+        eq(accessTokens.tokenHash, hash),
+        isNotNull(accessTokens.personId),
+        sql`exists (select 1 from json_each(${accessTokens.scopes}) where value = ${CONTAINER_SCOPE})`,
+        isNull(accessTokens.revokedAt),
+      ),
+    );
 }

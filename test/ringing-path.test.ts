@@ -1,0 +1,124 @@
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { phoneFromParts } from "../src/lib/phone";
+import { addCompanyPhone } from "../src/services/company-phones";
+import { createDeps } from "../src/services/outbox";
+import { as, call, DEMO } from "./helpers";
+
+/**
+ * The ringing path at provider scale (docs/architecture.md, "The trust
+ * index"; docs/performance.md): a warm trust-lookup reads KV only, whatever
+ * the transport; the provider has its own budget; a company phone change
+ * rewrites one key whatever the company's size.
+ */
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+async function aliceNumber() {
+  const response = await as("alice").get("/apps/buzz/heartbeat");
+  const { secure_number } = (await response.json()) as { secure_number: { country_code: string; number: string } };
+  return { number_code: secure_number.country_code, number: secure_number.number };
+}
+
+const FROM_ACME = { inbound_code: "1", inbound: "4155550100" };
+
+describe("a warm trust-lookup reads no D1", () => {
+  it.each(["GET", "JSON POST", "form POST"] as const)("100 warm lookups by %s: 0 D1 statements", async (transport) => {
+    const fields = { ...(await aliceNumber()), ...FROM_ACME };
+    const send = () => {
+      if (transport === "GET") return as("telephony").get(`/apps/buzz/trust-lookup?${new URLSearchParams(fields)}`);
+      if (transport === "JSON POST") return as("telephony").send("POST", "/apps/buzz/trust-lookup", fields);
+      return as("telephony").send("POST", "/apps/buzz/trust-lookup", new URLSearchParams(fields).toString(), {
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      });
+    };
+    // Warm the token caches and the index (a miss fills after the answer).
+    for (let i = 0; i < 3; i++)
+      expect(await (await send()).json()).toEqual({ trusted: true, user_id: DEMO.people.alice });
+    await scheduler.wait(50);
+
+    const prepare = vi.spyOn(env.DB, "prepare");
+    for (let i = 0; i < 100; i++) {
+      const response = await send();
+      expect(await response.json()).toEqual({ trusted: true, user_id: DEMO.people.alice });
+    }
+    expect(prepare).not.toHaveBeenCalled();
+  });
+});
+
+describe("provider-sized rate limits", () => {
+  it("the provider's token makes 1,500 lookups in a minute without a 429 (person tokens stop at 1,000)", async () => {
+    const fields = new URLSearchParams({ ...(await aliceNumber()), ...FROM_ACME });
+    const statuses = new Map<number, number>();
+    for (let i = 0; i < 1500; i += 50) {
+      const batch = await Promise.all(
+        Array.from({ length: 50 }, () => as("telephony").get(`/apps/buzz/trust-lookup?${fields}`)),
+      );
+      for (const response of batch) statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+    }
+    expect(Object.fromEntries(statuses)).toEqual({ 200: 1500 });
+  }, 60_000);
+
+  it("unknown tokens are counted against the IP before any D1 read: past 300, a 429 reads nothing", async () => {
+    const ip = `198.51.100.${Math.floor(Math.random() * 200) + 1}`;
+    const unknown = (i: number) =>
+      call("/apps/buzz/trust-lookup", { token: `sk_unknown_token_${i}_aaaaaaaa`, headers: { "CF-Connecting-IP": ip } });
+    for (let i = 0; i < 300; i++) expect((await unknown(i)).status).toBe(401);
+    const prepare = vi.spyOn(env.DB, "prepare");
+    const refused = await unknown(301);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("Retry-After")).toBe("60");
+    expect(prepare).not.toHaveBeenCalled();
+  }, 60_000);
+});
+
+describe("bounded fan-out", () => {
+  it("a company phone added to a 2,000-member company writes one KV key, and every member trusts it", async () => {
+    const past = Date.now();
+    const members = JSON.stringify(Array.from({ length: 2000 }, (_, i) => i));
+    const company = await env.DB.prepare(
+      `INSERT INTO companies (kind, name, slug, status, created_at, updated_at)
+       VALUES ('employer', 'Big Corp', ?1, 'enabled', ?2, ?2) RETURNING id`,
+    )
+      .bind(`big-${past}`, past)
+      .first<{ id: number }>();
+    await env.DB.prepare(
+      `INSERT INTO people (first_name, last_name, created_at, updated_at)
+       SELECT 'Member', 'Big' || value, ?1, ?1 FROM json_each(?2) ORDER BY key`,
+    )
+      .bind(past, members)
+      .run();
+    await env.DB.prepare(
+      `INSERT INTO memberships (company_id, person_id, created_at, updated_at)
+       SELECT ?1, id, ?2, ?2 FROM people WHERE last_name LIKE 'Big%'`,
+    )
+      .bind(company!.id, past)
+      .run();
+    // Two members hold secure numbers (the pool has ten).
+    const holders = await env.DB.prepare(
+      `UPDATE secure_numbers SET person_id = (SELECT min(id) FROM people WHERE last_name LIKE 'Big%') + (id % 2), assigned_at = ?1
+       WHERE id IN (SELECT id FROM secure_numbers WHERE person_id IS NULL ORDER BY id DESC LIMIT 2) RETURNING e164, person_id`,
+    )
+      .bind(past)
+      .all<{ e164: string; person_id: number }>();
+    const lookups = holders.results.map((row) => ({
+      number_code: "1",
+      number: row.e164.slice(2),
+      inbound_code: "1",
+      inbound: "6505550123",
+    }));
+    const ask = async (fields: Record<string, string>) =>
+      (await (await as("telephony").get(`/apps/buzz/trust-lookup?${new URLSearchParams(fields)}`)).json()) as {
+        trusted: boolean;
+      };
+    for (const fields of lookups) expect(await ask(fields)).toMatchObject({ trusted: false });
+
+    await scheduler.wait(100); // the fills of the lookups above land first
+    const puts = vi.spyOn(env.TRUST_INDEX, "put");
+    await addCompanyPhone(createDeps(env), company!.id, phoneFromParts("1", "6505550123")!, null);
+    expect(puts.mock.calls.map(([key]) => key)).toEqual(["num:+16505550123"]);
+    for (const fields of lookups) expect(await ask(fields)).toMatchObject({ trusted: true });
+  });
+});
