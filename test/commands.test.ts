@@ -104,6 +104,23 @@ describe("events are written by the write that causes them", () => {
     expect(JSON.parse(row!.payload)).toEqual(person);
   });
 
+  it("a person:updated row whose Person was not rendered after the commit is rendered by its delivery", async () => {
+    const webhook = await newWebhook({ event: "person:updated" });
+    const created = await as("alice").send("POST", "/companies/1/employees", employee(fresh("later")));
+    const { id } = (await created.json()) as { id: number };
+    failStatements(/update "webhook_deliveries" set "payload"/i);
+    const updated = await as("alice").send("PUT", `/companies/1/employees/${id}`, { first_name: "Dana" });
+    expect(updated.status).toBe(200);
+    vi.restoreAllMocks();
+    const row = await env.DB.prepare("SELECT id, rendered FROM webhook_deliveries WHERE webhook_id = ?")
+      .bind(webhook.id)
+      .first<{ id: string; rendered: number }>();
+    expect(row!.rendered).toBe(0);
+    const calls = receiver(() => new Response("ok"));
+    await deliver(row!.id);
+    expect(JSON.parse(calls[0]!.body).data).toEqual(await updated.json());
+  });
+
   it("a scan message redelivered after its events failed to be written is applied once, with its events once", async () => {
     const webhook = await newWebhook({ event: "scan:started" });
     const scanId = fresh("scan");

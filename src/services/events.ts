@@ -1,4 +1,4 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { webhookDeliveries } from "../db/schema";
 import { inList } from "../db/sql";
@@ -65,15 +65,20 @@ export async function renderedPayload(
   if (row.rendered) return row.payload;
   const id = (row.payload as { id?: unknown } | null)?.id;
   const person = typeof id === "number" ? await loadPerson(db, row.companyId, id) : null;
-  const payload = person ?? row.payload;
-  await db
+  const stored = await db
     .update(webhookDeliveries)
-    .set({
-      payload: sql`case when ${webhookDeliveries.rendered} then ${webhookDeliveries.payload} else ${JSON.stringify(payload)} end`,
-      rendered: true,
-    })
-    .where(eq(webhookDeliveries.id, row.id));
-  return payload;
+    .set({ payload: person ?? row.payload, rendered: true })
+    .where(and(eq(webhookDeliveries.id, row.id), eq(webhookDeliveries.rendered, false)))
+    .returning({ payload: webhookDeliveries.payload })
+    .get();
+  if (stored) return stored.payload;
+  // Rendered meanwhile (by the command, or a concurrent attempt): send what is stored.
+  const current = await db
+    .select({ payload: webhookDeliveries.payload })
+    .from(webhookDeliveries)
+    .where(eq(webhookDeliveries.id, row.id))
+    .get();
+  return current?.payload ?? row.payload;
 }
 
 /** Enqueues deliveries; a failure is logged and left to the outbox sweep. */

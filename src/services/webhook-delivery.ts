@@ -2,7 +2,7 @@ import { and, asc, eq, lt, notInArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { webhookAttempts, webhookDeliveries, webhooks } from "../db/schema";
 import { endpointProblem } from "../lib/outbound-url";
-import { enqueueDeliveries, inList, type DeliveryMessage } from "./events";
+import { enqueueDeliveries, renderedPayload, inList, type DeliveryMessage } from "./events";
 import { SECRET_PREFIX } from "./webhooks";
 
 /**
@@ -171,11 +171,9 @@ type Delivery = NonNullable<Awaited<ReturnType<typeof loadDelivery>>>;
 /**
  * THE place the payload of a delivery is read before it is signed. A row
  * written with `rendered = false` holds only `{"id": n}` of a person; the
- * Person is rendered here (the event emitter's renderer plugs in on this line).
+ * Person is rendered (and stored, so every attempt sends the same body).
  */
-async function payloadToSend(_db: Db, row: Delivery): Promise<unknown> {
-  return row.payload;
-}
+const payloadToSend = (db: Db, row: Delivery): Promise<unknown> => renderedPayload(db, row);
 
 /** Signs and POSTs `row` to its webhook once. */
 async function send(db: Db, row: Delivery, webhook: NonNullable<Delivery["webhook"]>, environment: string, now: Date) {
