@@ -6,6 +6,7 @@ import { matchedRoutes } from "hono/route";
 import type { Context } from "hono";
 import { ApiError, errorBody, loggableError, type ErrorStatus } from "./lib/errors";
 import { createRouter } from "./lib/create-router";
+import { DOCUMENT } from "./lib/openapi";
 import { identify } from "./middleware/auth";
 import { database } from "./middleware/db";
 import { rateLimit } from "./middleware/rate-limit";
@@ -48,15 +49,7 @@ export function createApp() {
     scheme: "bearer",
     description: "`Authorization: Bearer <token>`; person tokens start with `pk_`, service tokens with `sk_`.",
   });
-  app.doc31("/openapi.json", {
-    openapi: "3.1.0",
-    info: {
-      title: "Privacy Platform API",
-      version: "0.1.0",
-      description:
-        'Secure calling, contacts, employee exposure, licenses, consent container and webhooks. Errors always have the body `{"error": {"code", "message"}}`.',
-    },
-  });
+  app.doc31("/openapi.json", DOCUMENT);
   app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Privacy Platform API" }));
 
   app.notFound((c) => c.json(errorBody(404, `there is no route ${c.req.method} ${c.req.path}`), 404));

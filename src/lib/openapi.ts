@@ -1,4 +1,4 @@
-import type { z } from "@hono/zod-openapi";
+import type { OpenAPIHono, z } from "@hono/zod-openapi";
 import { ErrorSchema, type ErrorStatus } from "./errors";
 
 export const jsonContent = <T extends z.ZodType>(schema: T, description: string) => ({
@@ -28,3 +28,39 @@ export function errorResponses<S extends ErrorStatus>(...statuses: S[]) {
 
 /** Every authenticated route declares this, so the document shows the lock. */
 export const bearerSecurity = [{ bearerAuth: [] }];
+
+/** Public routes declare this: no token needed (so the document says so explicitly). */
+export const noSecurity: { [scheme: string]: string[] }[] = [];
+
+/** The areas of the API, in the order the reference shows them; every operation names one. */
+export const TAGS = [
+  { name: "Secure calling", description: "The telephony provider's lookups and the secure-calling app (`/apps/buzz`)" },
+  { name: "Contacts", description: "A person's contacts, trust requests and decisions, coworkers (`/contacts`)" },
+  { name: "Companies", description: "A company, its roles and the people-search sites (`/companies/{company_id}`)" },
+  { name: "Employees", description: "A company's employees and their exposures on people-search sites" },
+  { name: "Licenses", description: "The license catalog and a company's seats" },
+  { name: "Webhooks", description: "A company's webhooks and their delivery history" },
+  { name: "Consent container", description: "The consent container publisher pages load (`/apps/vcc`)" },
+  { name: "Scans", description: "Scan results from the scanning service (`/internal`)" },
+  { name: "Operations", description: "Health check" },
+];
+
+/** OpenAPI 3.1's SPDX `identifier` (a variable: the library's LicenseObject type is 3.0's). */
+const license = { name: "Proprietary", identifier: "LicenseRef-Proprietary" };
+
+/** The document's top level; the paths come from the routes (`app.doc31`). */
+export const DOCUMENT: Parameters<OpenAPIHono["getOpenAPI31Document"]>[0] = {
+  openapi: "3.1.0",
+  info: {
+    title: "Privacy Platform API",
+    version: "0.1.0",
+    description:
+      'Secure calling, contacts, employee exposure, licenses, consent container and webhooks. Errors always have the body `{"error": {"code", "message"}}`. Threat model and limits: docs/security.md in the repository.',
+    license,
+  },
+  servers: [
+    { url: "/", description: "The deployment serving this document" },
+    { url: "http://127.0.0.1:8787", description: "Local development (`npm run dev`)" },
+  ],
+  tags: TAGS,
+};

@@ -37,6 +37,7 @@ export const EncryptionSchema = z
 
 export const putEncryption = createRoute({
   method: "put",
+  operationId: "putEncryption",
   path: "/apps/buzz/encryption",
   tags,
   summary: "Save the caller's end-to-end encryption identifiers",
@@ -65,6 +66,7 @@ const trustLookupDescription =
 
 export const trustLookupGet = createRoute({
   method: "get",
+  operationId: "trustLookupGet",
   path: "/apps/buzz/trust-lookup",
   tags,
   summary: "May this call ring the member's phone?",
@@ -80,6 +82,7 @@ const trustLookupBody = { $ref: "#/components/schemas/TrustLookupRequest" };
 
 export const trustLookupPost = createRoute({
   method: "post",
+  operationId: "trustLookupPost",
   path: "/apps/buzz/trust-lookup",
   tags,
   summary: "May this call ring the member's phone? (fields in the body)",
@@ -99,6 +102,7 @@ export const trustLookupPost = createRoute({
 
 export const callLookup = createRoute({
   method: "get",
+  operationId: "callLookup",
   path: "/apps/buzz/call-lookup",
   tags,
   summary: "Who is calling: details of a trusted caller",
@@ -117,6 +121,7 @@ export const callLookup = createRoute({
 
 export const heartbeat = createRoute({
   method: "get",
+  operationId: "heartbeat",
   path: "/apps/buzz/heartbeat",
   tags,
   summary: "App heartbeat: what changed, and the caller's secure number",
@@ -133,6 +138,7 @@ export const heartbeat = createRoute({
 
 export const listBlocked = createRoute({
   method: "get",
+  operationId: "listBlocked",
   path: "/apps/buzz/blocked",
   tags,
   summary: "The caller's 100 most recent blocked calls, newest first",
@@ -146,6 +152,7 @@ export const listBlocked = createRoute({
 
 export const createActivity = createRoute({
   method: "post",
+  operationId: "createActivity",
   path: "/apps/buzz/activity",
   tags,
   summary: "Record a chat or call activity",
@@ -163,23 +170,27 @@ export const createActivity = createRoute({
 
 export const listActivity = createRoute({
   method: "get",
+  operationId: "listActivity",
   path: "/apps/buzz/activity/{id}",
   tags,
-  summary: "Activities involving the caller newer than an id",
+  summary: "The caller's activity feed after an id",
   description:
-    "Oldest first, at most `limit`; page on by passing the last id received. A record was received by the " +
-    "caller when `receivable_id` is theirs, sent when `sendable_id` is.",
+    "Oldest first, at most `limit`; page on by passing the last id received. Messages (`chat_*`) show to both " +
+    "parties; a call record only to the person who recorded it (its sender for `outgoing_*`, its receiver for " +
+    "`incoming_*`). A record was received by the caller when `receivable_id` is theirs, sent when `sendable_id` " +
+    "is. An `id` that is not a number answers 404.",
   security: bearerSecurity,
   middleware: [requirePerson] as const,
   request: { params: ActivityParams, query: ActivityQuery },
   responses: {
     200: jsonContent(z.array(ActivitySchema), "Activities"),
-    ...errorResponses(400, 401, 403, 429),
+    ...errorResponses(400, 401, 403, 404, 429),
   },
 });
 
 export const clearHistory = createRoute({
   method: "delete",
+  operationId: "clearHistory",
   path: "/apps/buzz/clear",
   tags,
   summary: "Development only: wipe the caller's activity and blocked calls",

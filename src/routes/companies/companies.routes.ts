@@ -7,6 +7,7 @@ const tags = ["Companies"];
 
 export const getCompany = createRoute({
   method: "get",
+  operationId: "getCompany",
   path: "/companies/{company_id}",
   tags,
   summary: "Read the caller's company",
@@ -22,6 +23,7 @@ export const getCompany = createRoute({
 
 export const listRoles = createRoute({
   method: "get",
+  operationId: "listRoles",
   path: "/companies/{company_id}/roles",
   tags,
   summary: "List the roles a member can be given",
@@ -40,9 +42,10 @@ export const listRoles = createRoute({
  * samples' `/{company_id}/…` (DECISIONS §5); `/site/{id}` and `/sites/{id}`
  * are both served. One factory keeps every form identical.
  */
-const listSitesAt = (path: string, seedForm: boolean) =>
+const listSitesAt = (path: string, seedForm: boolean, operationId: string) =>
   createRoute({
     method: "get",
+    operationId,
     path,
     tags,
     summary: "List all people-search sites with scanner status",
@@ -57,9 +60,10 @@ const listSitesAt = (path: string, seedForm: boolean) =>
     },
   });
 
-const getSiteAt = (path: string, canonical: boolean) =>
+const getSiteAt = (path: string, canonical: boolean, operationId: string) =>
   createRoute({
     method: "get",
+    operationId,
     path,
     tags,
     summary: "Read one people-search site",
@@ -76,11 +80,11 @@ const getSiteAt = (path: string, canonical: boolean) =>
     },
   });
 
-export const listSites = listSitesAt("/companies/{company_id}/sites", false);
-export const getSite = getSiteAt("/companies/{company_id}/site/{id}", true);
+export const listSites = listSitesAt("/companies/{company_id}/sites", false, "listSites");
+export const getSite = getSiteAt("/companies/{company_id}/site/{id}", true, "getSite");
 export const siteAliases = [
-  getSiteAt("/companies/{company_id}/sites/{id}", false),
-  getSiteAt("/{company_id}/site/{id}", false),
-  getSiteAt("/{company_id}/sites/{id}", false),
+  getSiteAt("/companies/{company_id}/sites/{id}", false, "getSiteAlias"),
+  getSiteAt("/{company_id}/site/{id}", false, "getSiteSeedForm"),
+  getSiteAt("/{company_id}/sites/{id}", false, "getSiteSeedFormAlias"),
 ];
-export const listSitesAlias = listSitesAt("/{company_id}/sites", true);
+export const listSitesAlias = listSitesAt("/{company_id}/sites", true, "listSitesSeedForm");

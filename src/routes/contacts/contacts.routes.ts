@@ -24,6 +24,7 @@ const tags = ["Contacts"];
 
 export const listContacts = createRoute({
   method: "get",
+  operationId: "listContacts",
   path: "/contacts",
   tags,
   summary: "List the caller's contacts",
@@ -42,6 +43,7 @@ export const listContacts = createRoute({
 const syncAt = (path: string, alias: boolean) =>
   createRoute({
     method: "post",
+    operationId: alias ? "postContacts" : "syncContacts",
     path,
     tags,
     summary: "Create and update contacts in one go",
@@ -63,6 +65,7 @@ export const postContacts = syncAt("/contacts", true);
 
 export const listTrustRequests = createRoute({
   method: "get",
+  operationId: "listTrustRequests",
   path: "/contacts/requests",
   tags,
   summary: "Pending trust requests to the caller",
@@ -77,6 +80,7 @@ export const listTrustRequests = createRoute({
 
 export const createTrustRequest = createRoute({
   method: "post",
+  operationId: "createTrustRequest",
   path: "/contacts/requests",
   tags,
   summary: "Ask a person for trust",
@@ -94,6 +98,7 @@ export const createTrustRequest = createRoute({
 
 export const decideTrust = createRoute({
   method: "post",
+  operationId: "decideTrust",
   path: "/contacts/trust/{id}",
   tags,
   summary: "Trust or untrust a person who asked",
@@ -114,6 +119,7 @@ export const decideTrust = createRoute({
 
 export const clearContacts = createRoute({
   method: "delete",
+  operationId: "clearContacts",
   path: "/contacts/clear",
   tags,
   summary: "Development only: delete all the caller's contacts",
@@ -125,6 +131,7 @@ export const clearContacts = createRoute({
 
 export const clearContactsOf = createRoute({
   method: "delete",
+  operationId: "clearContactsOf",
   path: "/contacts/clear/{id}",
   tags,
   summary: "Development only: delete all the caller's contacts (the seed's form)",
@@ -137,6 +144,7 @@ export const clearContactsOf = createRoute({
 
 export const listCompanyEmployees = createRoute({
   method: "get",
+  operationId: "listCompanyEmployees",
   path: "/contacts/employees",
   tags,
   summary: "Every company the caller belongs to, with its employees",
@@ -150,6 +158,7 @@ export const listCompanyEmployees = createRoute({
 
 export const getCompanyEmployees = createRoute({
   method: "get",
+  operationId: "getCompanyEmployees",
   path: "/contacts/employees/{id}",
   tags,
   summary: "One company the caller belongs to, with its employees",
@@ -165,6 +174,7 @@ export const getCompanyEmployees = createRoute({
 
 export const getContact = createRoute({
   method: "get",
+  operationId: "getContact",
   path: "/contacts/{id}",
   tags,
   summary: "Read one of the caller's contacts",
@@ -180,6 +190,7 @@ export const getContact = createRoute({
 
 export const putContact = createRoute({
   method: "put",
+  operationId: "putContact",
   path: "/contacts/{id}",
   tags,
   summary: "Update one of the caller's contacts",
@@ -198,6 +209,7 @@ export const putContact = createRoute({
 
 export const deleteContact = createRoute({
   method: "delete",
+  operationId: "deleteContact",
   path: "/contacts/{id}",
   tags,
   summary: "Delete one of the caller's contacts, permanently",

@@ -25,6 +25,7 @@ const tags = ["Employees"];
 
 export const listExposures = createRoute({
   method: "get",
+  operationId: "listExposures",
   path: "/companies/{company_id}/employees/exposures",
   tags,
   summary: "List the exposures found for the company's employees",
@@ -41,6 +42,7 @@ export const listExposures = createRoute({
 
 export const exposureHistory = createRoute({
   method: "get",
+  operationId: "exposureHistory",
   path: "/companies/{company_id}/employees/exposures/{id}/history",
   tags,
   summary: "The history of actions on one exposure",
@@ -56,6 +58,7 @@ export const exposureHistory = createRoute({
 
 export const listEmployees = createRoute({
   method: "get",
+  operationId: "listEmployees",
   path: "/companies/{company_id}/employees",
   tags,
   summary: "List the company's employees",
@@ -71,6 +74,7 @@ export const listEmployees = createRoute({
 
 export const getEmployee = createRoute({
   method: "get",
+  operationId: "getEmployee",
   path: "/companies/{company_id}/employees/{id}",
   tags,
   summary: "Read one employee",
@@ -86,6 +90,7 @@ export const getEmployee = createRoute({
 
 export const createEmployee = createRoute({
   method: "post",
+  operationId: "createEmployee",
   path: "/companies/{company_id}/employees",
   tags,
   summary: "Add an employee",
@@ -107,6 +112,7 @@ export const createEmployee = createRoute({
 
 export const updateEmployee = createRoute({
   method: "put",
+  operationId: "updateEmployee",
   path: "/companies/{company_id}/employees/{id}",
   tags,
   summary: "Change an employee",
@@ -130,6 +136,7 @@ export const updateEmployee = createRoute({
 
 export const removeEmployee = createRoute({
   method: "delete",
+  operationId: "removeEmployee",
   path: "/companies/{company_id}/employees/{id}",
   tags,
   summary: "Remove an employee from the company",

@@ -24,6 +24,7 @@ const soleNote = (scoped: boolean) =>
 const listAt = (scoped: boolean) =>
   createRoute({
     method: "get",
+    operationId: scoped ? "listCompanyLicenses" : "listLicenses",
     path: scoped ? "/companies/{company_id}/licenses" : "/licenses",
     tags,
     summary: "List the licenses with the company's seats",
@@ -40,6 +41,7 @@ const listAt = (scoped: boolean) =>
 const getAt = (scoped: boolean) =>
   createRoute({
     method: "get",
+    operationId: scoped ? "getCompanyLicense" : "getLicense",
     path: scoped ? "/companies/{company_id}/licenses/{id}" : "/licenses/{id}",
     tags,
     summary: "Read one license with the company's seats",
@@ -56,6 +58,7 @@ const getAt = (scoped: boolean) =>
 const purchaseAt = (scoped: boolean) =>
   createRoute({
     method: "post",
+    operationId: scoped ? "purchaseCompanyLicenses" : "purchaseLicenses",
     path: scoped ? "/companies/{company_id}/licenses" : "/licenses",
     tags,
     summary: "Buy seats",

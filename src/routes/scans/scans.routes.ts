@@ -5,6 +5,7 @@ import { AcceptedSchema, ScanEventBatchSchema } from "./scans.schemas";
 
 export const postScanEvents = createRoute({
   method: "post",
+  operationId: "postScanEvents",
   path: "/internal/scan-events",
   tags: ["Scans"],
   summary: "Submit scan events (the scanner)",
