@@ -79,7 +79,7 @@ function routeOf(c: Context): string {
 
 /**
  * Hono and its validators throw plain HTTPExceptions for malformed JSON (400)
- * and an unexpected Content-Type (415); DECISIONS §1 answers both with 400.
+ * and an unexpected Content-Type (415); docs/decisions.md answers both with 400.
  */
 function fromFrameworkError(err: Error): { status: ErrorStatus; detail: string } | null {
   if (!(err instanceof HTTPException)) return null;

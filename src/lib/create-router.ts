@@ -12,7 +12,7 @@ export function createRouter() {
     defaultHook: (result, c) => {
       if (result.success) return;
       // A path that does not name a resource (`/contacts/sync` on GET, `/site/abc`)
-      // is an unknown route, as DECISIONS §1 answers unknown routes and wrong methods.
+      // is an unknown route, as docs/decisions.md answers unknown routes and wrong methods.
       if (result.target === "param") {
         throw notFound(`there is no route ${c.req.method} ${c.req.path} (${describeZodError(result.error, "param")})`);
       }

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 
 /**
- * An email address as the API stores it (DECISIONS §5): trimmed, lowercased,
+ * An email address as the API stores it (docs/decisions.md): trimmed, lowercased,
  * at most 254 characters (RFC 5321), validated by zod's email check.
  */
 export const EmailAddress = z

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 
-/** Status phrases that open every error message (DECISIONS §1). */
+/** Status phrases that open every error message (docs/decisions.md). */
 const PHRASES: Record<number, string> = {
   400: "Bad Request",
   401: "Unauthorized",

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 
 /**
  * Ids are JSON integers; path and body ids also accept numeric strings
- * (DECISIONS §1). Returns null for anything that is not a positive integer.
+ * (docs/decisions.md). Returns null for anything that is not a positive integer.
  */
 export function parseId(value: unknown): number | null {
   if (typeof value === "number") return Number.isSafeInteger(value) && value > 0 ? value : null;

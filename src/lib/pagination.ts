@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 
 /**
- * The one paging scheme (DECISIONS §1): `page` from 1, `per_page` with a
+ * The one paging scheme (docs/decisions.md): `page` from 1, `per_page` with a
  * per-endpoint default and maximum; out-of-range values are a 400, never
  * clamped. Answers carry `X-Total-Count` and an RFC 8288 `Link` header.
  */

@@ -10,7 +10,7 @@ import metadata from "libphonenumber-js/metadata.max.json";
 /**
  * Phone numbers are parsed with libphonenumber-js and its full metadata (so
  * validity is real, not just a length check) and compared in E.164
- * (DECISIONS §3). The core build with explicit metadata lets us also ask
+ * (docs/decisions.md). The core build with explicit metadata lets us also ask
  * which calling codes exist: the library throws on an unknown one.
  */
 export type Phone = {

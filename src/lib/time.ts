@@ -20,7 +20,7 @@ function toRfc3339(value: unknown): unknown {
 }
 
 /**
- * A timestamp in a query string (DECISIONS §1): any ISO 8601 date-time with
+ * A timestamp in a query string (docs/decisions.md): any ISO 8601 date-time with
  * an offset (`Z`, `+02:00`, `+0200`, `+02`; seconds optional), or a bare date
  * meaning midnight UTC. A date-time without an offset is refused: its instant
  * would be a guess.

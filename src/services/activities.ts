@@ -71,7 +71,7 @@ const visibleTo = (personId: number) =>
   );
 
 /**
- * Stores an activity, idempotently on (sender, `message_id`) (DECISIONS §3):
+ * Stores an activity, idempotently on (sender, `message_id`) (docs/decisions.md):
  * a retried POST finds the first record and creates nothing.
  */
 export async function recordActivity(db: Db, input: ActivityInput) {
@@ -128,7 +128,7 @@ type Party =
 
 /**
  * Activities involving `personId` with an id above `afterId`, oldest first,
- * at most `limit` (DECISIONS §3); parties read as `AppModelsPerson` /
+ * at most `limit` (docs/decisions.md); parties read as `AppModelsPerson` /
  * `AppModelsCompany` with their names. A party deleted since reads as null.
  */
 export async function activitiesAfter(db: Db, personId: number, afterId: number, limit: number) {
@@ -187,7 +187,7 @@ export async function activitiesAfter(db: Db, personId: number, afterId: number,
   });
 }
 
-/** Development only: wipes the person's activity and blocked calls (DECISIONS §3). */
+/** Development only: wipes the person's activity and blocked calls (docs/decisions.md). */
 export async function clearHistory(db: Db, personId: number) {
   await db.batch([
     db.delete(activities).where(involves(personId)),

@@ -11,7 +11,7 @@ export const CONTACT_COLLECTIONS = ["emails", "phone_numbers", "addresses"] as c
 export type ContactCollection = (typeof CONTACT_COLLECTIONS)[number];
 const ALL_COLLECTIONS = new Set<ContactCollection>(CONTACT_COLLECTIONS);
 
-/** The Contact of [seed 2.7] as read (DECISIONS §4). */
+/** The Contact of [seed 2.7] as read (docs/decisions.md, "Contacts"). */
 export type Contact = {
   id: number;
   profile_icon: string;

@@ -18,7 +18,7 @@ import {
 } from "../db/schema";
 import { iso } from "../lib/time";
 
-/** The Person of [seed 2.10]: every field always present, null where there is no value (DECISIONS §5). */
+/** The Person of [seed 2.10]: every field always present, null where there is no value (docs/decisions.md). */
 /** A person's full name: first, middle and last, those present, joined by spaces. */
 export const displayName = (p: { firstName: string; middleName: string | null; lastName: string }) =>
   [p.firstName, p.middleName, p.lastName].filter(Boolean).join(" ");
@@ -26,7 +26,7 @@ export const displayName = (p: { firstName: string; middleName: string | null; l
 /** Whether a person can be reached end to end: they saved both encryption identifiers [seed 2.6]. */
 export const e2eeColumn = sql<number>`(${people.encryptionHash} is not null and ${people.e2eId} is not null)`;
 
-/** Ids of the people a number reaches: by one of their phones or by their secure number (DECISIONS §3). */
+/** Ids of the people a number reaches: by one of their phones or by their secure number (docs/decisions.md). */
 export const holdersOfNumber = (db: Db, e164: string) =>
   union(
     db.select({ id: personPhones.personId }).from(personPhones).where(eq(personPhones.e164, e164)),
