@@ -2,6 +2,9 @@ import { and, asc, eq } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
 import { companies, companyTrust, consentContainers, containerVendors } from "../db/schema";
+import { notFound } from "../lib/errors";
+import { type TrustSetting, writeCompanyTrust } from "./company-trust";
+import type { Deps } from "./outbox";
 
 const vendors = alias(companies, "vendors");
 
@@ -59,19 +62,66 @@ export async function containerVendorsFor(db: Db, containerId: number, personId:
 }
 
 /**
- * CORS for a credentialed fetch from a publisher page (DECISIONS §7): only
- * the publisher's domain or one of its subdomains is granted.
+ * The container's vendor `vendorSlug`, or null when the container does not
+ * list it (a vendor of another container is not this one's).
  */
-export function originAllowed(origin: string | undefined, domain: string | null): boolean {
+export async function findContainerVendor(db: Db, containerId: number, vendorSlug: string) {
+  return db
+    .select({ id: vendors.id, slug: vendors.slug })
+    .from(containerVendors)
+    .innerJoin(vendors, eq(vendors.id, containerVendors.vendorId))
+    .where(and(eq(containerVendors.containerId, containerId), eq(vendors.slug, vendorSlug)))
+    .get();
+}
+
+/**
+ * A visitor's trust in one of a container's vendors (docs/consent.md). It is
+ * the person's trust in that company, the same setting `PUT
+ * /contacts/companies/{id}/trust` writes. Unknown or disabled container, or a
+ * vendor not in it → 404.
+ */
+export async function setVendorTrust(
+  deps: Deps,
+  personId: number,
+  containerSlug: string,
+  vendorSlug: string,
+  trust: TrustSetting,
+): Promise<{ slug: string; trust: TrustSetting }> {
+  const container = await findEnabledContainer(deps.db, containerSlug);
+  if (!container) throw notFound(`container ${JSON.stringify(containerSlug)} does not exist or is disabled`);
+  const vendor = await findContainerVendor(deps.db, container.containerId, vendorSlug);
+  if (!vendor) throw notFound(`vendor ${JSON.stringify(vendorSlug)} is not in container ${JSON.stringify(containerSlug)}`);
+  await writeCompanyTrust(deps, personId, vendor.id, trust);
+  return { slug: vendor.slug, trust };
+}
+
+/**
+ * Whether a page on `origin` is the publisher's: its host is the publisher's
+ * domain or a subdomain of it, over https (plain http too in development,
+ * docs/consent.md, "Security model"). Used for the CORS grant and the frame's
+ * postMessage target.
+ */
+export function originAllowed(origin: string | undefined, domain: string | null, development = false): boolean {
   if (!origin || !domain) return false;
-  let host: string;
+  let url: URL;
   try {
-    const url = new URL(origin);
-    if (url.protocol !== "https:" && url.protocol !== "http:") return false;
-    host = url.hostname.toLowerCase();
+    url = new URL(origin);
   } catch {
     return false;
   }
+  if (url.protocol !== "https:" && !(development && url.protocol === "http:")) return false;
+  if (url.origin !== origin) return false; // an Origin header is exactly scheme://host[:port]
+  const host = url.hostname.toLowerCase();
   const publisher = domain.toLowerCase();
   return host === publisher || host.endsWith(`.${publisher}`);
+}
+
+/**
+ * The CSP `frame-ancestors` sources for a publisher: its domain and its
+ * subdomains, on any port (as the CORS grant: the host decides, and a host
+ * source without a port would match only the default one).
+ */
+export function publisherFrameAncestors(domain: string, development = false): string {
+  const schemes = development ? ["https", "http"] : ["https"];
+  return schemes.flatMap((scheme) => [`${scheme}://${domain}:*`, `${scheme}://*.${domain}:*`]).join(" ");
 }

@@ -148,7 +148,7 @@ async function recordUse(db: Db, principal: Principal, now: Date) {
 }
 
 /**
- * Container-scoped person tokens (DECISIONS §10.5): the consent container's
+ * Container-scoped person tokens (docs/consent.md): the consent container's
  * `session` cookie holds one, so a stolen cookie cannot call the rest of the
  * API. Stored like any person token, with `scopes: ["vcc"]`.
  */
@@ -182,11 +182,11 @@ export async function mintContainerToken(db: Db, personId: number, now: Date): P
 /**
  * Revokes `token` if it is a container-scoped token (a full person token in
  * the cookie is left alone: signing out of the container must not end the
- * person's other sessions). Forgets it in this isolate's cache at once.
+ * person's other sessions). Forgets it in this isolate's cache and in the
+ * shared KV cache at once; other isolates forget it within 30 s.
  */
-export async function revokeContainerToken(db: Db, token: string, now: Date): Promise<void> {
+export async function revokeContainerToken(db: Db, token: string, now: Date, kv?: KVNamespace): Promise<void> {
   const hash = await sha256Hex(token);
-  cache.delete(hash);
   await db
     .update(accessTokens)
     .set({ revokedAt: now })
@@ -198,4 +198,7 @@ export async function revokeContainerToken(db: Db, token: string, now: Date): Pr
         isNull(accessTokens.revokedAt),
       ),
     );
+  // After the write, so no verification in between can cache it as valid again.
+  cache.delete(hash);
+  await kv?.delete(kvKey(hash)).catch(() => undefined);
 }

@@ -1,12 +1,17 @@
 import { createRouter } from "../../lib/create-router";
 import * as handlers from "./companies.handlers";
 import * as routes from "./companies.routes";
+import * as phoneHandlers from "./phones.handlers";
+import * as phoneRoutes from "./phones.routes";
 
 const router = createRouter()
   .openapi(routes.getCompany, handlers.getCompany)
   .openapi(routes.listRoles, handlers.listRoles)
   .openapi(routes.listSites, handlers.listSites)
-  .openapi(routes.getSite, handlers.getSite);
+  .openapi(routes.getSite, handlers.getSite)
+  .openapi(phoneRoutes.listCompanyPhones, phoneHandlers.listCompanyPhones)
+  .openapi(phoneRoutes.addCompanyPhone, phoneHandlers.addCompanyPhone)
+  .openapi(phoneRoutes.removeCompanyPhone, phoneHandlers.removeCompanyPhone);
 
 export default router;
 

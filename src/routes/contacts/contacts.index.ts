@@ -1,6 +1,8 @@
 import { createRouter } from "../../lib/create-router";
 import * as handlers from "./contacts.handlers";
 import * as routes from "./contacts.routes";
+import * as trustHandlers from "./company-trust.handlers";
+import * as trustRoutes from "./company-trust.routes";
 
 /**
  * Fixed paths are registered before `/contacts/{id}`, so `/contacts/requests`
@@ -17,6 +19,8 @@ const router = createRouter()
   .openapi(routes.clearContactsOf, handlers.clearContactsOf)
   .openapi(routes.listCompanyEmployees, handlers.listCompanyEmployees)
   .openapi(routes.getCompanyEmployees, handlers.getCompanyEmployees)
+  .openapi(trustRoutes.listCompanyTrust, trustHandlers.listCompanyTrust)
+  .openapi(trustRoutes.setCompanyTrust, trustHandlers.setCompanyTrust)
   .openapi(routes.getContact, handlers.getContact)
   .openapi(routes.putContact, handlers.putContact)
   .openapi(routes.deleteContact, handlers.deleteContact);

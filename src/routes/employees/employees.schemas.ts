@@ -50,7 +50,7 @@ const AkaInput = z
   }))
   .openapi("AkaInput");
 
-const PhoneInputSchema = z
+export const PhoneInputSchema = z
   .object({
     primary: Primary,
     country_code: z

@@ -1,7 +1,11 @@
-import { notFound } from "../../lib/errors";
-import { containerVendorsFor, findEnabledContainer, originAllowed } from "../../services/consent";
-import { tokenHasValidShape, verifyToken } from "../../services/tokens";
+import { getCookie } from "hono/cookie";
+import { forbidden, notFound } from "../../lib/errors";
+import { personId } from "../../middleware/auth";
+import { containerVendorsFor, findEnabledContainer, publisherFrameAncestors, setVendorTrust } from "../../services/consent";
+import { mintContainerToken, revokeContainerToken, tokenHasValidShape, verifyToken } from "../../services/tokens";
 import type { AppRouteHandler } from "../../types";
+import { frameNotFoundPage, framePage } from "./frame.page";
+import { grantPublisherCors, isDevelopment } from "./vcc.middleware";
 import type * as routes from "./vcc.routes";
 
 export const loadContainer: AppRouteHandler<typeof routes.loadContainer> = async (c) => {
@@ -19,13 +23,8 @@ export const loadContainer: AppRouteHandler<typeof routes.loadContainer> = async
     if (check.ok && check.principal.kind === "person") personId = check.principal.personId;
   }
 
-  const origin = c.req.header("Origin");
-  c.header("Vary", "Origin");
   c.header("Cache-Control", "private, no-store");
-  if (originAllowed(origin, container.domain)) {
-    c.header("Access-Control-Allow-Origin", origin!);
-    c.header("Access-Control-Allow-Credentials", "true");
-  }
+  grantPublisherCors(c, container.domain);
 
   return c.json(
     {
@@ -40,4 +39,61 @@ export const loadContainer: AppRouteHandler<typeof routes.loadContainer> = async
     },
     200,
   );
+};
+
+export const setVendorTrustHandler: AppRouteHandler<typeof routes.setVendorTrust> = async (c) => {
+  const { container_id, vendor_slug } = c.req.valid("param");
+  const { trust } = c.req.valid("json");
+  c.header("Cache-Control", "private, no-store");
+  return c.json(await setVendorTrust(c.var.deps, personId(c.var.principal), container_id, vendor_slug, trust), 200);
+};
+
+export const vendorTrustPreflight: AppRouteHandler<typeof routes.vendorTrustPreflight> = async (c) => {
+  const container = await findEnabledContainer(c.var.db, c.req.valid("param").container_id);
+  grantPublisherCors(c, container?.domain, true);
+  return c.body(null, 204);
+};
+
+const COOKIE = "session";
+const COOKIE_ATTRIBUTES = "Path=/apps/vcc; HttpOnly; Secure; SameSite=None";
+
+export const createSession: AppRouteHandler<typeof routes.createSession> = async (c) => {
+  const principal = c.var.principal;
+  if (principal?.kind === "person" && principal.scope)
+    throw forbidden("a container session needs a person's full token, not a container-scoped one");
+  const token = await mintContainerToken(c.var.db, personId(principal), new Date());
+  c.header("Set-Cookie", `${COOKIE}=${token}; ${COOKIE_ATTRIBUTES}`);
+  c.header("Cache-Control", "no-store");
+  return c.body(null, 204);
+};
+
+export const deleteSession: AppRouteHandler<typeof routes.deleteSession> = async (c) => {
+  const session = getCookie(c, COOKIE);
+  if (session && tokenHasValidShape(session)) await revokeContainerToken(c.var.db, session, new Date(), c.env.TRUST_INDEX);
+  c.header("Set-Cookie", `${COOKIE}=; ${COOKIE_ATTRIBUTES}; Max-Age=0`);
+  c.header("Cache-Control", "no-store");
+  return c.body(null, 204);
+};
+
+export const frame: AppRouteHandler<typeof routes.frame> = async (c) => {
+  const { container_id } = c.req.valid("param");
+  const container = await findEnabledContainer(c.var.db, container_id);
+  const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
+  const development = isDevelopment(c);
+  const headers = {
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": [
+      "default-src 'none'",
+      `script-src 'nonce-${nonce}'`,
+      `style-src 'nonce-${nonce}'`,
+      "connect-src 'self'",
+      "img-src https: data:",
+      "base-uri 'none'",
+      "form-action 'none'",
+      `frame-ancestors ${container?.domain ? publisherFrameAncestors(container.domain, development) : "'none'"}`,
+    ].join("; "),
+  };
+  if (!container?.domain) return c.html(frameNotFoundPage(container_id), 404, headers);
+  return c.html(framePage({ nonce, id: container.slug, name: container.name, domain: container.domain, development }), 200, headers);
 };

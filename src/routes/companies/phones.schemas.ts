@@ -1,0 +1,22 @@
+import { z } from "@hono/zod-openapi";
+import { pathId } from "../../lib/ids";
+import { PhoneInputSchema } from "../employees/employees.schemas";
+import { CompanyParams } from "./companies.schemas";
+
+export const CompanyPhoneSchema = z
+  .object({
+    id: z.number().int().openapi({ example: 1 }),
+    country_code: z.string().openapi({ description: "Calling code, digits", example: "1" }),
+    phone_number: z.string().openapi({ description: "National number, digits", example: "4155550100" }),
+    phone_full: z.string().openapi({ description: "E.164", example: "+14155550100" }),
+    label: z.string().nullable().openapi({ description: "What the number is for; null when none", example: "Front desk" }),
+  })
+  .openapi("CompanyPhone");
+
+/** Parsed like an employee's phone (calling code + national number, or `phone_full`), plus a label. */
+export const CompanyPhoneInputSchema = z
+  .object({ label: z.string().trim().max(100).nullable().optional().openapi({ example: "Front desk" }) })
+  .and(PhoneInputSchema)
+  .openapi("CompanyPhoneInput");
+
+export const CompanyPhoneParams = CompanyParams.extend({ id: pathId("id", "Company phone id") });
