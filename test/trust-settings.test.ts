@@ -95,6 +95,15 @@ describe("company phones", () => {
     const created = await addPhone({ country_code: "1", phone_number: "4155550146" });
     expect(created.status).toBe(201);
     expect(await trusts("bob", "4155550146")).toBe(true);
+    // The same answer on the POST transports (JSON and form).
+    const fields = { ...(await secureNumberOf("bob")), inbound_code: "1", inbound: "4155550146" };
+    for (const [body, type] of [
+      [JSON.stringify(fields), "application/json"],
+      [new URLSearchParams(fields).toString(), "application/x-www-form-urlencoded"],
+    ]) {
+      const response = await as("telephony").send("POST", "/apps/buzz/trust-lookup", body, { headers: { "Content-Type": type! } });
+      expect(await response.json()).toEqual({ trusted: true, user_id: DEMO.people.bob });
+    }
     expect(await trusts("carol", "4155550146")).toBe(false); // not a member of Acme
     const { id } = (await created.json()) as { id: number };
     expect((await as("alice").send("DELETE", `/companies/1/phones/${id}`)).status).toBe(204);
