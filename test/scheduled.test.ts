@@ -119,7 +119,7 @@ describe("hourly cron: each job runs whatever another does", () => {
 
   const jobs = {
     sweep: /from "webhook_deliveries"/,
-    purge: /"ephemeral_until"/,
+    purge: /ephemeral_until <=/,
     removals: /from "exposures"/,
   };
 

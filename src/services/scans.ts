@@ -215,9 +215,8 @@ async function applyRun(deps: Deps, events: RunEvent[]): Promise<string[]> {
     if (!state.people.has(event.person_id)) return done("skipped: person does not exist");
     switch (event.type) {
       case "started":
-        return startedStep(state, event);
       case "completed":
-        return completedStep(state, event);
+        return progressStep(state, event);
       default:
         return resultStep(state, event);
     }
@@ -236,68 +235,49 @@ type RunState = {
   open: Set<string>;
 };
 
-/** First `started` for a scan records its start; a scan id always stays with its person. */
-function startedStep({ batch }: RunState, event: ProgressEvent): Step {
+/**
+ * The first `started` of a scan records its start, the first `completed`
+ * completes it and moves the person's `last_scan_at` forward; a repeat
+ * changes nothing and emits nothing. A scan id always stays with its person.
+ */
+function progressStep({ batch }: RunState, event: ProgressEvent): Step {
   const { db } = batch.deps;
   const { now } = batch;
+  const started = event.type === "started";
+  const column = started ? scans.startedAt : scans.completedAt;
+  const moment = started ? { startedAt: event.at } : { status: "completed" as const, completedAt: event.at };
   const changed = batch.add(
     db
       .insert(scans)
       .values({
         id: event.scan_id,
         personId: event.person_id,
-        status: "started",
-        startedAt: event.at,
+        status: event.type,
+        ...moment,
         createdAt: now,
         updatedAt: now,
       })
       .onConflictDoUpdate({
         target: scans.id,
-        set: { startedAt: event.at, updatedAt: now },
-        setWhere: and(isNull(scans.startedAt), eq(scans.personId, event.person_id)),
+        set: { ...moment, updatedAt: now },
+        setWhere: and(isNull(column), eq(scans.personId, event.person_id)),
       })
       .returning({ id: scans.id }),
   );
-  batch.emit([{ personId: event.person_id, event: "scan:started", payload: scanEventPayload(event) }], {
+  batch.emit([{ personId: event.person_id, event: `scan:${event.type}`, payload: scanEventPayload(event) }], {
     ifChanged: true,
   });
-  return (results) => ((results[changed] as unknown[]).length === 0 ? "unchanged" : "started");
-}
-
-/** First `completed` for a scan completes it and moves the person's `last_scan_at` forward. */
-function completedStep({ batch }: RunState, event: ProgressEvent): Step {
-  const { db } = batch.deps;
-  const { now } = batch;
-  const changed = batch.add(
-    db
-      .insert(scans)
-      .values({
-        id: event.scan_id,
-        personId: event.person_id,
-        status: "completed",
-        completedAt: event.at,
-        createdAt: now,
-        updatedAt: now,
-      })
-      .onConflictDoUpdate({
-        target: scans.id,
-        set: { status: "completed", completedAt: event.at, updatedAt: now },
-        setWhere: and(isNull(scans.completedAt), eq(scans.personId, event.person_id)),
-      })
-      .returning({ id: scans.id }),
-  );
-  batch.emit([{ personId: event.person_id, event: "scan:completed", payload: scanEventPayload(event) }], {
-    ifChanged: true,
-  });
-  // Idempotent on its own (only ever forward); `updated_at` of the person is
-  // about their data, which a scan does not change.
-  batch.add(
-    db
-      .update(people)
-      .set({ lastScanAt: event.at, updatedAt: sql`${people.updatedAt}` })
-      .where(and(eq(people.id, event.person_id), or(isNull(people.lastScanAt), lt(people.lastScanAt, event.at)))),
-  );
-  return (results) => ((results[changed] as unknown[]).length === 0 ? "unchanged" : "completed");
+  if (!started) {
+    // Idempotent on its own (only ever forward); `updated_at` of the person is
+    // about their data, which a scan does not change.
+    batch.add(
+      db
+        .update(people)
+        .set({ lastScanAt: event.at, updatedAt: sql`${people.updatedAt}` })
+        .where(and(eq(people.id, event.person_id), or(isNull(people.lastScanAt), lt(people.lastScanAt, event.at)))),
+    );
+  }
+  return (results) => ((results[changed] as unknown[]).length === 0 ? "unchanged" : event.type);
 }
 
 /** The id of the exposure inserted just before, in the same batch (ids only grow: AUTOINCREMENT). */
