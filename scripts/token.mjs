@@ -4,7 +4,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { d1, fail, parseArgs, sqlString } from "./lib/cli.mjs";
 
-const SCOPES = ["calls:lookup", "scans:write"];
+const SCOPES = ["calls:lookup", "scans:write", "platform:admin"];
 const USAGE = `Usage:
   npm run token -- mint --person <id> [--expires <days>] [--remote]
   npm run token -- mint --service <name> --scope <scope> [--scope <scope>] [--expires <days>] [--remote]

@@ -1,0 +1,330 @@
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { insertChunks } from "../db/batch";
+import type { Db } from "../db/client";
+import {
+  companies,
+  consentContainers,
+  containerVendors,
+  type CompanyKind,
+  membershipRoles,
+  memberships,
+  people,
+  personEmails,
+  roles,
+} from "../db/schema";
+import { badRequest, conflict, notFound } from "../lib/errors";
+import { defaultRoleRows } from "./companies";
+import { containerVendorsFor } from "./consent";
+import { renderPersonDeliveries } from "./events";
+import { WriteBatch, type Deps } from "./outbox";
+import { loadPerson } from "./people";
+import { errorText } from "./seats";
+
+/*
+ * The platform operator's commands (docs/decisions.md, "Operating the
+ * platform"): companies of every kind, an employer's first members, and
+ * publishers' containers. Each checks first (a 4xx writes nothing), then
+ * writes one WriteBatch with its consequences.
+ */
+
+export type NewCompany = {
+  kind: CompanyKind;
+  name: string;
+  slug: string;
+  url?: string;
+  logo?: string;
+  domain?: string;
+  scanner?: boolean;
+  profile_url?: string;
+};
+
+export type CompanyChanges = {
+  name?: string;
+  url?: string;
+  logo?: string | null;
+  domain?: string;
+  scanner?: boolean;
+  status?: "enabled" | "disabled";
+};
+
+const columns = {
+  id: companies.id,
+  kind: companies.kind,
+  name: companies.name,
+  slug: companies.slug,
+  status: companies.status,
+  url: companies.url,
+  logo: companies.logo,
+  domain: companies.domain,
+  scanner: companies.scanner,
+  profileUrl: companies.profileUrl,
+};
+
+type Row = { [K in keyof typeof columns]: (typeof companies.$inferSelect)[K] };
+
+/** The PlatformCompany wire shape. */
+const toPlatformCompany = (row: Row) => ({
+  id: row.id,
+  kind: row.kind,
+  name: row.name,
+  slug: row.slug,
+  status: row.status,
+  url: row.url,
+  logo: row.logo ?? "",
+  domain: row.domain,
+  scanner: row.scanner,
+  profile_url: row.profileUrl,
+});
+
+const slugTaken = (slug: string) =>
+  conflict(`the slug ${JSON.stringify(slug)} is already taken by another company; choose another`);
+
+/** POST /internal/companies: an employer also gets the default roles (Admin, HR, Viewer). */
+export async function createCompany(deps: Deps, input: NewCompany) {
+  const { db } = deps;
+  if (await db.select({ id: companies.id }).from(companies).where(eq(companies.slug, input.slug)).get()) {
+    throw slugTaken(input.slug);
+  }
+  const batch = new WriteBatch(deps);
+  const { now } = batch;
+  const insert = batch.add(
+    db
+      .insert(companies)
+      .values({
+        kind: input.kind,
+        name: input.name,
+        slug: input.slug,
+        url: input.url ?? "",
+        logo: input.logo ?? null,
+        domain: input.domain ?? null,
+        scanner: input.scanner ?? false,
+        profileUrl: input.profile_url ?? null,
+        createdAt: now,
+        updatedAt: now,
+      })
+      .returning(columns),
+  );
+  if (input.kind === "employer") {
+    const companyId = sql`(select ${companies.id} from ${companies} where ${companies.slug} = ${input.slug})`;
+    // The company's id is only known inside the batch: the roles name it by its slug.
+    const rows = defaultRoleRows(0).map((role) => ({ ...role, companyId: companyId as unknown as number }));
+    for (const statement of insertChunks(db, roles, rows)) batch.add(statement);
+  }
+  try {
+    const { results } = await batch.commit();
+    return toPlatformCompany((results[insert] as Row[])[0]!);
+  } catch (err) {
+    // Another request created the same slug between the check and the batch.
+    if (errorText(err).includes("UNIQUE constraint failed: companies.slug")) throw slugTaken(input.slug);
+    throw err;
+  }
+}
+
+async function findCompany(db: Db, companyId: number) {
+  const row = await db.select(columns).from(companies).where(eq(companies.id, companyId)).get();
+  if (!row) throw notFound(`company ${companyId} does not exist`);
+  return row;
+}
+
+/** Fields only one kind has (the same rule as on create). */
+const OWNER_OF: Partial<Record<keyof CompanyChanges, CompanyKind>> = { domain: "publisher", scanner: "site" };
+
+/** PATCH /internal/companies/{id}: only the fields given change. */
+export async function updateCompany(deps: Deps, companyId: number, changes: CompanyChanges) {
+  const { db } = deps;
+  const current = await findCompany(db, companyId);
+  for (const [field, owner] of Object.entries(OWNER_OF)) {
+    if (changes[field as keyof CompanyChanges] !== undefined && current.kind !== owner) {
+      throw badRequest(`\`${field}\` is only for companies of kind \`${owner}\`; company ${companyId} is a ${current.kind}`);
+    }
+  }
+  const batch = new WriteBatch(deps);
+  const update = batch.add(
+    db
+      .update(companies)
+      .set({
+        ...(changes.name !== undefined && { name: changes.name }),
+        ...(changes.url !== undefined && { url: changes.url }),
+        ...(changes.logo !== undefined && { logo: changes.logo }),
+        ...(changes.domain !== undefined && { domain: changes.domain }),
+        ...(changes.scanner !== undefined && { scanner: changes.scanner }),
+        ...(changes.status !== undefined && { status: changes.status }),
+        updatedAt: batch.now,
+      })
+      .where(eq(companies.id, companyId))
+      .returning(columns),
+  );
+  // Trust-lookup does not read a company's status or details: no index work.
+  const { results } = await batch.commit();
+  const [row] = results[update] as Row[];
+  if (!row) throw notFound(`company ${companyId} does not exist`);
+  return toPlatformCompany(row);
+}
+
+export type NewMember = { firstName: string; lastName: string; email: string; roles: string[] };
+
+/**
+ * POST /internal/companies/{id}/members: seats a person in an employer with
+ * roles (its first Admin). A person already holding the email is linked
+ * (their names stay theirs); otherwise a person is created with that email
+ * as a company-managed address, as `POST /employees` does. Already a member
+ * → 409. Consequences: the person's receiver record (their companies feed
+ * trust-lookup) and `person:created` for the company's webhooks.
+ */
+export async function addMember(deps: Deps, companyId: number, input: NewMember): Promise<{ person_id: number }> {
+  const { db } = deps;
+  const company = await findCompany(db, companyId);
+  if (company.kind !== "employer") {
+    throw badRequest(`company ${companyId} is a ${company.kind}; only employers have members`);
+  }
+  const roleIds = await resolveRoleNames(db, companyId, input.roles);
+  const existing = await db
+    .select({ personId: personEmails.personId })
+    .from(personEmails)
+    .where(eq(personEmails.email, input.email))
+    .get();
+  if (existing) {
+    const member = await db
+      .select({ id: memberships.id })
+      .from(memberships)
+      .where(and(eq(memberships.companyId, companyId), eq(memberships.personId, existing.personId)))
+      .get();
+    if (member) throw alreadyMember(existing.personId, companyId);
+  }
+
+  const batch = new WriteBatch(deps);
+  const { now } = batch;
+  // A new person's id is only known inside the batch: it is found by the email inserted with it.
+  const personId =
+    existing?.personId ??
+    sql`(select ${personEmails.personId} from ${personEmails} where ${personEmails.email} = ${input.email})`;
+  let inserted: number | null = null;
+  if (!existing) {
+    inserted = batch.add(
+      db
+        .insert(people)
+        .values({ firstName: input.firstName, lastName: input.lastName, createdAt: now, updatedAt: now })
+        .returning({ id: people.id }),
+    );
+    batch.add(
+      db.insert(personEmails).values({
+        personId: sql`last_insert_rowid()`,
+        email: input.email,
+        primary: true,
+        employerCompanyId: companyId,
+      }),
+    );
+  }
+  batch.add(db.insert(memberships).values({ companyId, personId, createdAt: now, updatedAt: now }));
+  const membershipId = sql`(select ${memberships.id} from ${memberships} where ${memberships.companyId} = ${companyId} and ${memberships.personId} = ${personId})`;
+  for (const roleId of roleIds) batch.add(db.insert(membershipRoles).values({ membershipId, roleId }));
+  batch.reindexReceiver(personId);
+  batch.emitPerson("person:created", companyId, personId);
+
+  let committed;
+  try {
+    committed = await batch.commit();
+  } catch (err) {
+    const text = errorText(err);
+    if (text.includes("UNIQUE constraint failed: memberships")) throw alreadyMember(existing?.personId ?? null, companyId);
+    if (text.includes("UNIQUE constraint failed: person_emails.email")) {
+      throw conflict(`the email ${input.email} was just taken by another person; nothing was changed, try again`);
+    }
+    throw err;
+  }
+  const id = existing?.personId ?? (committed.results[inserted!] as { id: number }[])[0]!.id;
+  const person = await loadPerson(db, companyId, id);
+  if (person) await renderPersonDeliveries(db, committed.deliveries, person);
+  return { person_id: id };
+}
+
+const alreadyMember = (personId: number | null, companyId: number) =>
+  conflict(`${personId === null ? "this person" : `person ${personId}`} is already a member of company ${companyId}`);
+
+/** Role names of the company, case-insensitively → role ids; a role it lacks is a 400. */
+async function resolveRoleNames(db: Db, companyId: number, names: string[]): Promise<number[]> {
+  const available = await db
+    .select({ id: roles.id, name: roles.name })
+    .from(roles)
+    .where(eq(roles.companyId, companyId))
+    .orderBy(asc(roles.id))
+    .all();
+  const ids = new Set<number>();
+  for (const name of names) {
+    const role = available.find((entry) => entry.name.toLowerCase() === name.toLowerCase());
+    if (!role) {
+      throw badRequest(
+        `company ${companyId} has no role ${JSON.stringify(name)}; its roles are ${available.map((r) => `\`${r.name}\``).join(", ") || "none"}`,
+      );
+    }
+    ids.add(role.id);
+  }
+  return [...ids];
+}
+
+export type ContainerConfig = { enabled: boolean; vendors: { slug: string; category: string }[] };
+
+/**
+ * PUT /internal/containers/{publisher_slug}: creates or replaces the
+ * publisher's container (its vendors in display order). Answers the
+ * container as an anonymous visitor sees it, plus `enabled`; the next
+ * `load_container` shows the change. Vendor trust settings are people's
+ * trust in the vendor companies, so they survive a reconfiguration.
+ */
+export async function configureContainer(deps: Deps, publisherSlug: string, config: ContainerConfig) {
+  const { db } = deps;
+  const publisher = await db
+    .select(columns)
+    .from(companies)
+    .where(and(eq(companies.slug, publisherSlug), eq(companies.kind, "publisher")))
+    .get();
+  if (!publisher) throw notFound(`there is no publisher ${JSON.stringify(publisherSlug)}`);
+  const slugs = config.vendors.map((vendor) => vendor.slug);
+  const found =
+    slugs.length === 0
+      ? []
+      : await db
+          .select({ id: companies.id, slug: companies.slug })
+          .from(companies)
+          .where(and(inArray(companies.slug, slugs), eq(companies.kind, "vendor")))
+          .all();
+  const idOf = new Map(found.map((row) => [row.slug, row.id]));
+  const unknown = slugs.filter((slug) => !idOf.has(slug));
+  if (unknown.length > 0) {
+    throw badRequest(
+      `invalid body: \`vendors\`: there is no vendor ${unknown.map((slug) => JSON.stringify(slug)).join(", ")}; create ${unknown.length > 1 ? "them" : "it"} first with kind \`vendor\``,
+    );
+  }
+
+  const batch = new WriteBatch(deps);
+  const container = batch.add(
+    db
+      .insert(consentContainers)
+      .values({ publisherId: publisher.id, enabled: config.enabled, createdAt: batch.now })
+      .onConflictDoUpdate({ target: consentContainers.publisherId, set: { enabled: config.enabled } })
+      .returning({ id: consentContainers.id }),
+  );
+  const containerId = sql`(select ${consentContainers.id} from ${consentContainers} where ${consentContainers.publisherId} = ${publisher.id})`;
+  batch.add(db.delete(containerVendors).where(eq(containerVendors.containerId, containerId)));
+  const rows = config.vendors.map((vendor, i) => ({
+    containerId: containerId as unknown as number,
+    vendorId: idOf.get(vendor.slug)!,
+    position: i + 1,
+    category: vendor.category,
+  }));
+  for (const statement of insertChunks(db, containerVendors, rows)) batch.add(statement);
+  // Which vendors a container lists is not a trust-lookup input: no index work.
+  const { results } = await batch.commit();
+  const [{ id }] = results[container] as { id: number }[] as [{ id: number }];
+  return {
+    is_authenticated: false,
+    company: {
+      slug: publisher.slug,
+      name: publisher.name,
+      domain: publisher.domain ?? "",
+      logo: publisher.logo ?? "",
+    },
+    vendors: await containerVendorsFor(db, id, null),
+    enabled: config.enabled,
+  };
+}
