@@ -46,12 +46,19 @@ export function resolve(doc: Document, schema: unknown, seen: string[] = []): Js
   return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, resolve(doc, value, seen)]));
 }
 
-/** Adds `additionalProperties: false` to every object schema that lists its properties and says nothing else. */
-function strict(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(strict);
+/**
+ * Allows no undocumented field: `additionalProperties: false` on every object
+ * schema that lists its properties and says nothing else; a composition
+ * (`allOf`) gets `unevaluatedProperties: false` instead, its parts stay open.
+ */
+function strict(schema: unknown, part = false): unknown {
+  if (Array.isArray(schema)) return schema.map((item) => strict(item, part));
   if (!schema || typeof schema !== "object") return schema;
-  const out = Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, strict(value)])) as JsonSchema;
-  if (out.properties && !("additionalProperties" in out) && !("allOf" in out)) out.additionalProperties = false;
+  const out = Object.fromEntries(
+    Object.entries(schema).map(([key, value]) => [key, strict(value, key === "allOf")]),
+  ) as JsonSchema;
+  if ("allOf" in out && !("unevaluatedProperties" in out)) out.unevaluatedProperties = false;
+  else if (!part && out.properties && !("additionalProperties" in out)) out.additionalProperties = false;
   return out;
 }
 
