@@ -1,4 +1,5 @@
 import { logError, logInfo } from "../lib/log";
+import { pruneContactTombstones } from "../services/contacts";
 import { submitRemovalRequests } from "../services/exposures";
 import { purgeExpiredEphemeral } from "../services/memberships";
 import { createDeps } from "../services/outbox";
@@ -68,7 +69,8 @@ export async function handleScheduled(controller: ScheduledController, env: Env)
     }
     case DAILY: {
       const pruned = await run("prune", () => pruneDeliveredHistory(deps.db, now));
-      logInfo({ cron: controller.cron, historyPruned: pruned });
+      const tombstonesPruned = await run("tombstones", () => pruneContactTombstones(deps.db, now));
+      logInfo({ cron: controller.cron, historyPruned: pruned, tombstonesPruned });
       return;
     }
     default:

@@ -12,6 +12,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   403: "The token is valid but lacks the permission or scope this needs",
   404: "No such resource for this caller (other tenants' resources are reported as missing)",
   409: "Conflicts with the current state",
+  410: "What was asked for is no longer kept; the message says what to do instead",
   413: "Request body larger than 1 MiB",
   429: "Rate limit exceeded; see Retry-After",
   500: "Unexpected failure; reported with the request id",

@@ -1,8 +1,8 @@
-import { and, asc, count, eq, gte, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, gte, lt, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { WriteBatch, type Deps } from "./outbox";
-import { contactAddresses, contactEmails, contactPhones, contacts, people } from "../db/schema";
-import { badRequest, notFound } from "../lib/errors";
+import { contactAddresses, contactEmails, contactPhones, contacts, contactTombstones, people } from "../db/schema";
+import { badRequest, gone, notFound } from "../lib/errors";
 import { iso } from "../lib/time";
 import { e2eeColumn, inIds } from "./people";
 
@@ -10,6 +10,12 @@ import { e2eeColumn, inIds } from "./people";
 export const CONTACT_COLLECTIONS = ["emails", "phone_numbers", "addresses"] as const;
 export type ContactCollection = (typeof CONTACT_COLLECTIONS)[number];
 const ALL_COLLECTIONS = new Set<ContactCollection>(CONTACT_COLLECTIONS);
+
+/** Contacts a person may keep (DECISIONS §10.9). */
+export const MAX_CONTACTS_PER_PERSON = 10_000;
+/** How long a deleted contact is remembered for `GET /contacts/deleted` (DECISIONS §10.6). */
+export const TOMBSTONE_RETENTION_DAYS = 90;
+const DAY_MS = 24 * 3600 * 1000;
 
 /** The Contact of [seed 2.7] as read (docs/decisions.md, "Contacts"). */
 export type Contact = {
@@ -227,6 +233,7 @@ export async function saveContacts(deps: Deps, ownerId: number, inputs: ContactI
 
   const updates = inputs.filter((input) => input.id !== undefined);
   const creates = inputs.filter((input) => input.id === undefined);
+  if (creates.length > 0) await assertRoomFor(db, ownerId, creates.length);
 
   const updateStatements = updates.map((input) => {
     const set: Partial<typeof contacts.$inferInsert> = { updatedAt: new Date(now) };
@@ -328,6 +335,20 @@ async function assertUpdatable(db: Db, ownerId: number, inputs: ContactInput[]) 
   });
 }
 
+/**
+ * At most 10,000 contacts per person (DECISIONS §10.9): a sync that would
+ * pass it is a 400 naming the limit. A count on the owner's index; two
+ * concurrent syncs can together pass it by at most one sync's size (500).
+ */
+async function assertRoomFor(db: Db, ownerId: number, creating: number) {
+  const [row] = await db.select({ n: count() }).from(contacts).where(eq(contacts.ownerId, ownerId));
+  const have = row?.n ?? 0;
+  if (have + creating <= MAX_CONTACTS_PER_PERSON) return;
+  throw badRequest(
+    `a person may keep at most ${MAX_CONTACTS_PER_PERSON.toLocaleString("en-US")} contacts; you have ${have} and this sync would create ${creating}; delete some first`,
+  );
+}
+
 /** Whether `id` is one of the owner's contacts. */
 export async function ownsContact(db: Db, ownerId: number, id: number): Promise<boolean> {
   const row = await db
@@ -346,15 +367,29 @@ export async function updateContact(deps: Deps, ownerId: number, id: number, inp
   return saved;
 }
 
+/**
+ * Records the owner's contacts `which` selects as deleted (a tombstone each),
+ * in the batch that deletes them, right before the DELETE: a committed
+ * deletion always has its tombstone, a failed one has none.
+ */
+function addTombstones(batch: WriteBatch, ownerId: number, which: SQL) {
+  const { db } = batch.deps;
+  // Columns in schema order: id, owner_id, contact_id, deleted_at.
+  batch.add(
+    db
+      .insert(contactTombstones)
+      .select(
+        sql`select null, ${ownerId}, ${contacts.id}, ${batch.now.getTime()} from ${contacts} where ${which} order by ${contacts.id}`,
+      ),
+  );
+}
+
 /** Deletes one of the owner's contacts; 404 when there is none. */
 export async function deleteContact(deps: Deps, ownerId: number, id: number): Promise<void> {
   const batch = new WriteBatch(deps);
-  const deleted = batch.add(
-    deps.db
-      .delete(contacts)
-      .where(and(eq(contacts.id, id), eq(contacts.ownerId, ownerId)))
-      .returning({ id: contacts.id }),
-  );
+  const mine = and(eq(contacts.id, id), eq(contacts.ownerId, ownerId))!;
+  addTombstones(batch, ownerId, mine);
+  const deleted = batch.add(deps.db.delete(contacts).where(mine).returning({ id: contacts.id }));
   batch.reindexReceiver(ownerId);
   const { results } = await batch.commit();
   if ((results[deleted] as unknown[]).length === 0) throw notFound(`contact ${id} does not exist`);
@@ -363,7 +398,79 @@ export async function deleteContact(deps: Deps, ownerId: number, id: number): Pr
 /** Development only: removes every contact of the owner. */
 export async function clearContacts(deps: Deps, ownerId: number) {
   const batch = new WriteBatch(deps);
-  batch.add(deps.db.delete(contacts).where(eq(contacts.ownerId, ownerId)));
+  const mine = eq(contacts.ownerId, ownerId);
+  addTombstones(batch, ownerId, mine);
+  batch.add(deps.db.delete(contacts).where(mine));
   batch.reindexReceiver(ownerId);
   await batch.commit();
+}
+
+/** A deleted contact as `GET /contacts/deleted` lists it. */
+export type DeletedContact = { id: number; deleted_at: string };
+
+/**
+ * One page of the owner's contacts deleted at or after `since`, oldest
+ * first (DECISIONS §10.6). A `since` older than the retention is 410: the
+ * deletions before it may have been forgotten, so the client must
+ * resynchronise in full (docs/contacts-sync.md).
+ */
+export async function listDeletedContacts(
+  db: Db,
+  ownerId: number,
+  options: { since: Date; limit: number; offset: number; now?: Date },
+): Promise<{ items: DeletedContact[]; total: number }> {
+  const now = options.now ?? new Date();
+  const horizon = new Date(now.getTime() - TOMBSTONE_RETENTION_DAYS * DAY_MS);
+  if (options.since < horizon) {
+    throw gone(
+      `deletions are kept for ${TOMBSTONE_RETENTION_DAYS} days; \`since\` ${options.since.toISOString()} is older than ${horizon.toISOString()}, so resynchronise in full (GET /contacts) and use the time of that sync from then on`,
+    );
+  }
+  const where = and(eq(contactTombstones.ownerId, ownerId), gte(contactTombstones.deletedAt, options.since));
+  const [rows, [totals]] = await db.batch([
+    db
+      .select({ id: contactTombstones.contactId, deletedAt: contactTombstones.deletedAt })
+      .from(contactTombstones)
+      .where(where)
+      .orderBy(asc(contactTombstones.deletedAt), asc(contactTombstones.id))
+      .limit(options.limit)
+      .offset(options.offset),
+    db.select({ total: count() }).from(contactTombstones).where(where),
+  ]);
+  return {
+    items: rows.map((row) => ({ id: row.id, deleted_at: iso(row.deletedAt)! })),
+    total: totals?.total ?? 0,
+  };
+}
+
+/** Rows one prune statement deletes at most, and statements per run (docs/architecture.md, "Background work"). */
+export const TOMBSTONE_PRUNE_CHUNK = 5_000;
+const TOMBSTONE_PRUNE_MAX_CHUNKS = 20;
+
+/**
+ * Daily: forgets tombstones older than the retention (DECISIONS §10.9), in
+ * statements of at most 5,000 rows and at most 20 of them per run; a larger
+ * backlog continues the next day. Oldest ids first: tombstones are written
+ * in time order, so the old ones sit at the start of the table.
+ */
+export async function pruneContactTombstones(
+  db: Db,
+  now: Date,
+  { chunk = TOMBSTONE_PRUNE_CHUNK, maxChunks = TOMBSTONE_PRUNE_MAX_CHUNKS } = {},
+) {
+  const cutoff = new Date(now.getTime() - TOMBSTONE_RETENTION_DAYS * DAY_MS);
+  let pruned = 0;
+  for (let i = 0; i < maxChunks; i++) {
+    const deleted = await db
+      .delete(contactTombstones)
+      .where(
+        sql`${contactTombstones.id} in (select ${contactTombstones.id} from ${contactTombstones}
+          where ${lt(contactTombstones.deletedAt, cutoff)} order by ${contactTombstones.id} limit ${chunk})`,
+      )
+      .run();
+    const changes = deleted.meta.changes ?? 0;
+    pruned += changes;
+    if (changes < chunk) break;
+  }
+  return pruned;
 }

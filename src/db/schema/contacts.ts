@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { companies } from "./companies";
 import { cascadeRef, createdAt, flag, id, timestamp, updatedAt } from "./columns";
 import { people } from "./people";
@@ -47,6 +47,24 @@ export const contactAddresses = sqliteTable(
     line: text("line").notNull(),
   },
   (t) => [index("contact_addresses_contact_idx").on(t.contactId)],
+);
+
+/**
+ * A contact deleted by its owner (`DELETE /contacts/{id}`, `/contacts/clear`),
+ * remembered for 90 days so another device learns of it through
+ * `GET /contacts/deleted` (docs/contacts-sync.md). Written by the batch that
+ * deletes; pruned by the daily cron.
+ */
+export const contactTombstones = sqliteTable(
+  "contact_tombstones",
+  {
+    id: id(),
+    ownerId: cascadeRef("owner_id", () => people.id),
+    /** The deleted contact's id (no reference: the contact is gone). */
+    contactId: integer("contact_id").notNull(),
+    deletedAt: timestamp("deleted_at").notNull(),
+  },
+  (t) => [index("contact_tombstones_owner_deleted_idx").on(t.ownerId, t.deletedAt)],
 );
 
 /**

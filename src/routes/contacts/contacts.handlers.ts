@@ -18,6 +18,16 @@ export const listContacts: AppRouteHandler<typeof routes.listContacts> = async (
   return c.json(items, 200);
 };
 
+export const listDeletedContacts: AppRouteHandler<typeof routes.listDeletedContacts> = async (c) => {
+  const { page, per_page, since } = c.req.valid("query");
+  const { items, total } = await contacts.listDeletedContacts(c.var.db, personId(c.var.principal), {
+    since,
+    ...pageWindow({ page, per_page }),
+  });
+  setPageHeaders(c, { page, per_page }, total);
+  return c.json(items, 200);
+};
+
 export const syncContacts: AppRouteHandler<typeof routes.syncContacts> = async (c) => {
   return c.json(await contacts.saveContacts(c.var.deps, personId(c.var.principal), c.req.valid("json")), 200);
 };

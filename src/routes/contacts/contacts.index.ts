@@ -10,6 +10,7 @@ import * as trustRoutes from "./company-trust.routes";
  */
 const router = createRouter()
   .openapi(routes.listContacts, handlers.listContacts)
+  .openapi(routes.listDeletedContacts, handlers.listDeletedContacts)
   .openapi(routes.syncContacts, handlers.syncContacts)
   .openapi(routes.postContacts, handlers.syncContacts)
   .openapi(routes.listTrustRequests, handlers.listTrustRequests)

@@ -11,6 +11,8 @@ import {
   ContactsQuery,
   ContactSyncSchema,
   ContactWriteSchema,
+  DeletedContactSchema,
+  DeletedContactsQuery,
   PersonParams,
   RequesterParams,
   SuccessSchema,
@@ -37,6 +39,25 @@ export const listContacts = createRoute({
   responses: {
     200: { ...jsonContent(z.array(ContactSchema), "One page of contacts"), headers: pageHeaders },
     ...errorResponses(400, 401, 403, 429),
+  },
+});
+
+export const listDeletedContacts = createRoute({
+  method: "get",
+  operationId: "listDeletedContacts",
+  path: "/contacts/deleted",
+  tags,
+  summary: "The caller's contacts deleted since a time",
+  description:
+    "Contacts deleted (by `DELETE /contacts/{id}` or `/contacts/clear`) at or after `since`, oldest first, paged " +
+    "(`X-Total-Count`, `Link`). Deletions are remembered for 90 days: an older `since` is 410, and the client " +
+    "resynchronises in full. The sync algorithm: docs/contacts-sync.md in the repository.",
+  security: bearerSecurity,
+  middleware: [requirePerson] as const,
+  request: { query: DeletedContactsQuery },
+  responses: {
+    200: { ...jsonContent(z.array(DeletedContactSchema), "One page of deleted contacts"), headers: pageHeaders },
+    ...errorResponses(400, 401, 403, 410, 429),
   },
 });
 

@@ -116,6 +116,21 @@ export const ContactsQuery = pageQuery(10, 100).extend({
     }),
 });
 
+export const DeletedContactsQuery = pageQuery(100, 1000).extend({
+  since: QueryTimestamp.openapi({
+    param: { name: "since", in: "query", required: true },
+    description:
+      "Contacts deleted at or after this time (inclusive). At most 90 days back; older is 410: resynchronise in full",
+  }),
+});
+
+export const DeletedContactSchema = z
+  .object({
+    id: z.number().int().openapi({ description: "The deleted contact's id", example: 12 }),
+    deleted_at: z.string().openapi({ format: "date-time" }),
+  })
+  .openapi("DeletedContact");
+
 export const SuccessSchema = z.object({ success: z.literal(true) }).openapi("Success");
 
 export const TrustRequestSchema = z

@@ -1,0 +1,174 @@
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import worker from "../src/index";
+import { DAILY } from "../src/cron/scheduled";
+import { createDb } from "../src/db/client";
+import { MAX_CONTACTS_PER_PERSON, pruneContactTombstones } from "../src/services/contacts";
+import { as, DEMO, expectError } from "./helpers";
+
+/**
+ * GET /contacts/deleted (DECISIONS §10.6): tombstones written by the batch
+ * that deletes, `since` inclusive, 90 days of memory (410 beyond), pruned by
+ * the daily cron; and the 10,000-contact quota of a sync (§10.9).
+ */
+
+const DAY = 24 * 3600 * 1000;
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+type Deleted = { id: number; deleted_at: string };
+
+async function sync(who: "alice" | "bob" | "carol", elements: unknown[]): Promise<{ id: number }[]> {
+  const response = await as(who).send("POST", "/contacts/sync", elements);
+  expect(response.status).toBe(200);
+  return response.json();
+}
+
+async function deletedSince(who: "alice" | "bob" | "carol", since: Date | string, query = "") {
+  const at = typeof since === "string" ? since : since.toISOString();
+  return as(who).get(`/contacts/deleted?since=${encodeURIComponent(at)}${query}`);
+}
+
+const count = async (sql: string, ...params: unknown[]) =>
+  (await env.DB.prepare(sql)
+    .bind(...params)
+    .first<{ n: number }>())!.n;
+
+async function tombstone(ownerId: number, contactId: number, deletedAt: number) {
+  await env.DB.prepare("INSERT INTO contact_tombstones (owner_id, contact_id, deleted_at) VALUES (?, ?, ?)")
+    .bind(ownerId, contactId, deletedAt)
+    .run();
+}
+
+async function fireDaily(scheduledTime: number) {
+  const ctx = createExecutionContext();
+  await worker.scheduled!(createScheduledController({ cron: DAILY, scheduledTime }), env, ctx);
+  await waitOnExecutionContext(ctx);
+}
+
+describe("GET /contacts/deleted", () => {
+  it("DELETE /contacts/{id} leaves a tombstone; sync never does; another owner sees none", async () => {
+    const before = new Date();
+    const [a, b] = await sync("alice", [{ display_name: "Gone Soon" }, { display_name: "Stays" }]);
+    // A sync that replaces collections deletes no contact.
+    await sync("alice", [{ id: b!.id, display_name: "Still here", emails: [] }]);
+    expect((await as("alice").send("DELETE", `/contacts/${a!.id}`)).status).toBe(200);
+
+    const response = await deletedSince("alice", before);
+    expect(response.status).toBe(200);
+    const items = (await response.json()) as Deleted[];
+    expect(items.map((item) => item.id)).toEqual([a!.id]);
+    expect(new Date(items[0]!.deleted_at).getTime()).toBeGreaterThanOrEqual(before.getTime());
+    expect(response.headers.get("X-Total-Count")).toBe("1");
+
+    expect(await (await deletedSince("bob", before)).json()).toEqual([]);
+    // A second DELETE is a 404 and leaves no second tombstone.
+    expect((await as("alice").send("DELETE", `/contacts/${a!.id}`)).status).toBe(404);
+    expect(await count("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id = ?", a!.id)).toBe(1);
+  });
+
+  it("/contacts/clear leaves a tombstone per contact, in the same batch as the delete", async () => {
+    const before = new Date();
+    const created = await sync("carol", [{ display_name: "One" }, { display_name: "Two" }, { display_name: "Three" }]);
+    expect((await as("carol").send("DELETE", "/contacts/clear")).status).toBe(204);
+    const items = (await (await deletedSince("carol", before)).json()) as Deleted[];
+    expect(items.map((item) => item.id)).toEqual(created.map((contact) => contact.id));
+    expect(await count("SELECT count(*) AS n FROM contacts WHERE owner_id = ?", DEMO.people.carol)).toBe(0);
+  });
+
+  it("no deletion without its tombstone: a failed tombstone insert fails the DELETE", async () => {
+    const [contact] = await sync("alice", [{ display_name: "Kept" }]);
+    const prepare = env.DB.prepare.bind(env.DB);
+    vi.spyOn(env.DB, "prepare").mockImplementation((query: string) => {
+      if (/insert into "contact_tombstones"/i.test(query)) throw new Error("D1_ERROR: simulated failure");
+      return prepare(query);
+    });
+    expect((await as("alice").send("DELETE", `/contacts/${contact!.id}`)).status).toBe(500);
+    vi.restoreAllMocks();
+    expect(await count("SELECT count(*) AS n FROM contacts WHERE id = ?", contact!.id)).toBe(1);
+  });
+
+  it("since is inclusive; oldest first; paged like /contacts", async () => {
+    const owner = DEMO.people.bob;
+    const t = Date.now() - 10 * DAY;
+    await tombstone(owner, 900_003, t + 2);
+    await tombstone(owner, 900_001, t);
+    await tombstone(owner, 900_002, t + 1);
+
+    const all = (await (await deletedSince("bob", new Date(t))).json()) as Deleted[];
+    expect(all.map((item) => item.id)).toEqual([900_001, 900_002, 900_003]);
+    expect(all[0]!.deleted_at).toBe(new Date(t).toISOString());
+    const later = (await (await deletedSince("bob", new Date(t + 1))).json()) as Deleted[];
+    expect(later.map((item) => item.id)).toEqual([900_002, 900_003]);
+
+    const page = await deletedSince("bob", new Date(t), "&page=2&per_page=2");
+    expect(page.status).toBe(200);
+    expect(((await page.json()) as Deleted[]).map((item) => item.id)).toEqual([900_003]);
+    expect(page.headers.get("X-Total-Count")).toBe("3");
+    expect(page.headers.get("Link")).toContain('rel="prev"');
+  });
+
+  it("410 Gone for a since older than 90 days; 90 days back is still answered", async () => {
+    const message = await expectError(await deletedSince("alice", new Date(Date.now() - 91 * DAY)), 410, "Gone");
+    expect(message).toMatch(/90 days/);
+    expect(message).toMatch(/resynchronise in full/);
+    expect((await deletedSince("alice", new Date(Date.now() - 90 * DAY + 60_000))).status).toBe(200);
+  });
+
+  it("400 without since, or with one that is not a time", async () => {
+    expect(await expectError(await as("alice").get("/contacts/deleted"), 400, "Bad Request")).toMatch(/`since`/);
+    expect(await expectError(await deletedSince("alice", "yesterday"), 400, "Bad Request")).toMatch(/`since`/);
+  });
+
+  it("the daily cron forgets tombstones older than 90 days, in bounded chunks", async () => {
+    const owner = DEMO.people.alice;
+    const now = Date.now();
+    for (let i = 0; i < 5; i++) await tombstone(owner, 800_000 + i, now - 91 * DAY + i);
+    await tombstone(owner, 800_100, now - 89 * DAY);
+
+    // Two chunks of two at most: four go, one waits for the next run.
+    expect(await pruneContactTombstones(createDb(env.DB), new Date(now), { chunk: 2, maxChunks: 2 })).toBe(4);
+    expect(await count("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id BETWEEN 800000 AND 800099")).toBe(
+      1,
+    );
+
+    await fireDaily(now);
+    expect(await count("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id BETWEEN 800000 AND 800099")).toBe(
+      0,
+    );
+    expect(await count("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id = 800100")).toBe(1);
+  });
+});
+
+describe("at most 10,000 contacts per person", () => {
+  it("a sync that would pass the limit is a 400 naming it, and writes nothing; reaching it exactly is fine", async () => {
+    const owner = DEMO.people.carol;
+    await as("carol").send("DELETE", "/contacts/clear");
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?2)
+       INSERT INTO contacts (owner_id, display_name, labels, created_at, updated_at)
+       SELECT ?1, 'Filler ' || i, '[]', 0, 0 FROM n`,
+    )
+      .bind(owner, MAX_CONTACTS_PER_PERSON - 2)
+      .run();
+
+    const over = await as("carol").send("POST", "/contacts/sync", [
+      { display_name: "a" },
+      { display_name: "b" },
+      { display_name: "c" },
+    ]);
+    expect(await expectError(over, 400, "Bad Request")).toMatch(/at most 10,000 contacts/);
+    expect(await count("SELECT count(*) AS n FROM contacts WHERE owner_id = ?", owner)).toBe(
+      MAX_CONTACTS_PER_PERSON - 2,
+    );
+
+    await sync("carol", [{ display_name: "a" }, { display_name: "b" }]);
+    expect(await count("SELECT count(*) AS n FROM contacts WHERE owner_id = ?", owner)).toBe(MAX_CONTACTS_PER_PERSON);
+    // Updating an existing contact creates none: still allowed at the limit.
+    const last = await count("SELECT max(id) AS n FROM contacts WHERE owner_id = ?", owner);
+    await sync("carol", [{ id: last, display_name: "renamed" }]);
+    await as("carol").send("DELETE", "/contacts/clear");
+  }, 60_000);
+});
