@@ -1,4 +1,5 @@
-import { exports } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
+import { vi } from "vitest";
 import { expect } from "vitest";
 import { DEMO } from "../src/db/demo-world";
 import { fileTokens, type Who } from "./principals";
@@ -61,4 +62,43 @@ export async function insertToken(
   await createDb(env.DB)
     .insert(accessTokens)
     .values({ tokenHash: await sha256Hex(token), prefix: token.slice(0, 8), ...fields });
+}
+
+/**
+ * The local rate limiter counts in windows aligned to the wall-clock minute
+ * (as Cloudflare's does), so a burst that straddles a minute boundary would be
+ * counted in two windows. Start each burst early enough in a window.
+ */
+export async function startOfUsableWindow(neededMs: number) {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < neededMs) await new Promise((resolve) => setTimeout(resolve, left + 250));
+}
+
+/**
+ * Counts the D1 statements the Worker prepares from now on, on the binding
+ * and on every session opened from it (reads run in D1 sessions). Restore
+ * with `vi.restoreAllMocks()`.
+ */
+export function countD1Statements(): { readonly count: number } {
+  let count = 0;
+  const prepare = env.DB.prepare.bind(env.DB);
+  vi.spyOn(env.DB, "prepare").mockImplementation((query: string) => {
+    count++;
+    return prepare(query);
+  });
+  const withSession = env.DB.withSession.bind(env.DB);
+  vi.spyOn(env.DB, "withSession").mockImplementation((constraint) => {
+    const session = withSession(constraint);
+    const sessionPrepare = session.prepare.bind(session);
+    session.prepare = (query: string) => {
+      count++;
+      return sessionPrepare(query);
+    };
+    return session;
+  });
+  return {
+    get count() {
+      return count;
+    },
+  };
 }

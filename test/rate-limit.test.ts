@@ -1,17 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { call, DEMO, expectError, insertToken } from "./helpers";
-
-const WINDOW_MS = 60_000;
-
-/**
- * The local rate limiter counts in windows aligned to the wall-clock minute
- * (as Cloudflare's does), so a burst that straddles a minute boundary would be
- * counted in two windows. Start each burst early enough in a window.
- */
-async function startOfUsableWindow(neededMs: number) {
-  const left = WINDOW_MS - (Date.now() % WINDOW_MS);
-  if (left < neededMs) await new Promise((resolve) => setTimeout(resolve, left + 250));
-}
+import { call, DEMO, expectError, insertToken, startOfUsableWindow } from "./helpers";
 
 /** Sends `count` requests, `concurrency` at a time; returns the statuses counted and the 429s. */
 async function burst(count: number, send: () => Promise<Response>, concurrency = 25) {

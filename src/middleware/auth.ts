@@ -5,7 +5,8 @@ import type { AppEnv, Principal } from "../types";
 import { limitByIp } from "./rate-limit";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
-const RINGING_PATH = "/apps/buzz/trust-lookup";
+/** trust-lookup: a question by every transport, never a write (its POST reads like a GET). */
+export const RINGING_PATH = "/apps/buzz/trust-lookup";
 const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
 
 /**

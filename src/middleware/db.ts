@@ -1,11 +1,52 @@
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import { createDeps } from "../services/outbox";
+import { badRequest } from "../lib/errors";
+import { createDeps, type Deps } from "../services/outbox";
 import type { AppEnv } from "../types";
+import { RINGING_PATH } from "./auth";
 
-/** Puts the drizzle client and the command dependencies on the context, once per request. */
+/** The header carrying a D1 bookmark: answered on every response, accepted on requests. */
+export const BOOKMARK_HEADER = "x-d1-bookmark";
+const READS = new Set(["GET", "HEAD", "OPTIONS"]);
+/** D1 bookmarks are opaque, but short and made of hex groups and dashes; anything else is refused. */
+const BOOKMARK_SHAPE = /^[0-9A-Za-z-]{1,128}$/;
+
+/**
+ * Puts the drizzle client and the command dependencies on the context, once
+ * per request. Reads go through a D1 session
+ * (https://developers.cloudflare.com/d1/best-practices/read-replication/), so
+ * a read replica near the caller may serve them:
+ * - a read starts anywhere (`first-unconstrained`), or, when the client
+ *   echoes the `x-d1-bookmark` of an earlier answer, at a replica at least as
+ *   fresh as that answer: read-your-writes across requests;
+ * - a write runs on the primary; its answer's bookmark is read from the
+ *   primary after the write (one `select 1`), so a read echoing it sees the
+ *   write.
+ * See docs/capacity.md ("Reads near users").
+ */
 export const database = createMiddleware<AppEnv>(async (c, next) => {
-  const deps = createDeps(c.env);
+  const bookmark = c.req.header(BOOKMARK_HEADER)?.trim();
+  if (bookmark !== undefined && !BOOKMARK_SHAPE.test(bookmark)) {
+    throw badRequest(`\`${BOOKMARK_HEADER}\` must be a bookmark this API returned in that header`);
+  }
+  if (READS.has(c.req.method) || c.req.path === RINGING_PATH) {
+    const session = c.env.DB.withSession(bookmark ?? "first-unconstrained");
+    useDeps(c, createDeps(c.env, session));
+    await next();
+    const after = session.getBookmark();
+    if (after) c.header(BOOKMARK_HEADER, after);
+    return;
+  }
+  useDeps(c, createDeps(c.env));
+  await next();
+  if (c.res.status >= 400) return;
+  const primary = c.env.DB.withSession("first-primary");
+  await primary.prepare("select 1").run();
+  const after = primary.getBookmark();
+  if (after) c.header(BOOKMARK_HEADER, after);
+});
+
+function useDeps(c: Context<AppEnv>, deps: Deps) {
   c.set("deps", deps);
   c.set("db", deps.db);
-  await next();
-});
+}

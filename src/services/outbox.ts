@@ -20,8 +20,9 @@ export type Deps = {
   backgroundQueue: Queue<BackgroundMessage>;
 };
 
-export const createDeps = (env: Env): Deps => ({
-  db: createDb(env.DB),
+/** `database`: the binding itself, or a D1 session of it (HTTP requests; see middleware/db.ts). */
+export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = env.DB): Deps => ({
+  db: createDb(database as D1Database),
   kv: env.TRUST_INDEX,
   webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
   backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
