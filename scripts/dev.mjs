@@ -10,7 +10,7 @@ run("wrangler", ["d1", "migrations", "apply", "DB", "--local"], {
   what: "wrangler d1 migrations apply",
 });
 
-step("Loading the demo world (DECISIONS §9)");
+step("Loading the demo world (README, \"The demo world\")");
 run("tsx", ["scripts/seed.ts"], { what: "the demo-world loader" });
 
 step("Starting wrangler dev on http://127.0.0.1:8787 (crons: /cdn-cgi/handler/scheduled?cron=...)");

@@ -1,5 +1,5 @@
 // `npm run numbers -- <command>`: load secure numbers into the pool that the
-// heartbeat assigns from (DECISIONS §3). Local D1 by default, `--remote` for production.
+// heartbeat assigns from (docs/decisions.md). Local D1 by default, `--remote` for production.
 import { parsePhoneNumberWithError } from "libphonenumber-js/max";
 import { d1, fail, parseArgs, sqlString } from "./lib/cli.mjs";
 

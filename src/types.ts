@@ -2,9 +2,9 @@ import type { RouteConfig, RouteHandler } from "@hono/zod-openapi";
 import type { Db } from "./db/client";
 import type { Deps } from "./services/outbox";
 
-/** Who is calling, resolved from the bearer token (DECISIONS §2). */
+/** Who is calling, resolved from the bearer token (docs/decisions.md). */
 export type Principal =
-  /** `scope: "vcc"`: a container-scoped token, valid only on /apps/vcc/* (DECISIONS §10.5). */
+  /** `scope: "vcc"`: a container-scoped token, valid only on /apps/vcc/* (docs/decisions.md). */
   | { kind: "person"; tokenId: number; personId: number; scope?: "vcc" }
   | { kind: "service"; tokenId: number; service: string; scopes: string[] };
 

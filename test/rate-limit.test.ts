@@ -16,7 +16,7 @@ async function burst(count: number, send: () => Promise<Response>, concurrency =
   return { statuses: Object.fromEntries(statuses), limited };
 }
 
-describe("rate limiting (DECISIONS §8)", { timeout: 120_000 }, () => {
+describe("rate limiting (docs/decisions.md)", { timeout: 120_000 }, () => {
   it("allows 300 unauthenticated requests per minute per IP, then answers 429 with Retry-After", async () => {
     await startOfUsableWindow(20_000);
     const ip = "192.0.2.77";

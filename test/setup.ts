@@ -6,7 +6,7 @@ import { sha256Hex } from "../src/lib/crypto";
 import { fileTokens, type Who } from "./principals";
 
 // Setup files run before each test file; both steps are idempotent, so the
-// demo world of DECISIONS §9 is there for every test file.
+// demo world (README) is there for every test file.
 await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
 await loadDemoWorld(createDb(env.DB));
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { as, expectError } from "./helpers";
 
-/** DECISIONS §1: query timestamps accept any ISO 8601 form with an offset, or a bare date. */
+/** docs/decisions.md: query timestamps accept any ISO 8601 form with an offset, or a bare date. */
 describe("timestamps in query strings", () => {
   it.each([
     "2026-01-31T12:00:00Z",

@@ -46,7 +46,7 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
 export type AuthRule = { person?: boolean; scope?: string };
 
 /**
- * Route guard: who may call (DECISIONS §2 table). A person token passes when
+ * Route guard: who may call (docs/decisions.md). A person token passes when
  * `person` is set; a service token passes when it holds `scope`.
  * Missing or bad token → 401; a valid token of the wrong kind → 403.
  */

@@ -29,7 +29,7 @@ export function companyAccess(permission: Permission) {
 }
 
 /**
- * Guards the forms without a company segment (`/licenses…`, DECISIONS §2):
+ * Guards the forms without a company segment (`/licenses…`, docs/decisions.md):
  * they act on the caller's company when the caller belongs to exactly one,
  * else 400 pointing at the `/companies/{company_id}/…` form. The permission is
  * checked in that company exactly as `companyAccess` does.

@@ -3,7 +3,7 @@ import { notFound } from "../lib/errors";
 import type { AppEnv } from "../types";
 
 /**
- * Development-only routes (DECISIONS §3) exist only when `ENVIRONMENT` is
+ * Development-only routes (docs/decisions.md) exist only when `ENVIRONMENT` is
  * `development`: elsewhere they answer exactly like an unknown route, before
  * any auth, so production does not even reveal them.
  */

@@ -7,7 +7,7 @@ import { WriteBatch, type Deps } from "./outbox";
 
 /**
  * Exposures: listings of a person found on people-search sites, and their
- * life (DECISIONS §5): a `found` scan result creates a `pending` exposure,
+ * life (docs/decisions.md): a `found` scan result creates a `pending` exposure,
  * the hourly removal step moves it to `in_progress`, a confirmation from the
  * site moves it to `closed`. No other moves; a repeated move is a no-op.
  */
@@ -41,7 +41,7 @@ export type ExposureRow = {
   site: SiteRow;
 };
 
-/** The exposure object of DECISIONS §5, also the `Exposure` webhook payload. */
+/** The exposure object of docs/decisions.md, also the `Exposure` webhook payload. */
 export const toExposure = (row: ExposureRow) => ({
   id: row.id,
   employee_id: row.personId,

@@ -25,7 +25,7 @@ const numberColumns = {
 
 /**
  * The caller's secure number, assigning one from the pool when they have none
- * (DECISIONS §3). The assignment is one UPDATE that takes the lowest free
+ * (docs/decisions.md). The assignment is one UPDATE that takes the lowest free
  * number only if the person still holds none; D1 runs statements one at a
  * time, and the unique index on `person_id` backs it, so two concurrent first
  * heartbeats give one number and no number goes to two people. A number
@@ -95,7 +95,7 @@ type Times = {
 };
 
 /**
- * The heartbeat's `last_*` fields (DECISIONS §3): the newest change time of
+ * The heartbeat's `last_*` fields (docs/decisions.md): the newest change time of
  * what each names, for this person; null when there is none. One query of
  * scalar subqueries, each served by an index. Null when the person is gone.
  */

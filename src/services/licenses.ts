@@ -27,7 +27,7 @@ export async function licenseCatalog(db: Db): Promise<LicenseRow[]> {
   return db.select().from(licenses).orderBy(asc(licenses.price), asc(licenses.id)).all();
 }
 
-/** A license named by its id or its name, case-insensitively (DECISIONS §5); an id match wins. */
+/** A license named by its id or its name, case-insensitively (docs/decisions.md); an id match wins. */
 export function matchLicense(catalog: LicenseRow[], ref: string): LicenseRow | null {
   const value = ref.trim().toLowerCase();
   return (
@@ -75,7 +75,7 @@ export async function getCompanyLicense(db: Db, companyId: number, ref: string):
 }
 
 /**
- * Adds seats (DECISIONS §5): every id must name a license, else 400 and
+ * Adds seats (docs/decisions.md): every id must name a license, else 400 and
  * nothing is bought; the seat totals and the purchase records are written in
  * one batch. Quantities of a license named twice are added up.
  */

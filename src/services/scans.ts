@@ -8,7 +8,7 @@ import { WriteBatch, type Deps } from "./outbox";
 import { confirmRemoval, historyPrefix, siteColumns, toExposure, toSite } from "./exposures";
 
 /**
- * Scan events (DECISIONS §5 "Scans enter"): validated and enqueued by
+ * Scan events (docs/decisions.md "Scans enter"): validated and enqueued by
  * `POST /internal/scan-events`, applied here by the `scan-events` consumer.
  * Every event is applied at most once, so a redelivered message changes
  * nothing twice and sends no webhook twice: scans move only from "not yet"

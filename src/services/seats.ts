@@ -4,7 +4,7 @@ import { companies, companySeats, memberships } from "../db/schema";
 import { badRequest } from "../lib/errors";
 
 /**
- * Seats of a license in a company (DECISIONS §5): `num_active` bought,
+ * Seats of a license in a company (docs/decisions.md): `num_active` bought,
  * `num_assigned` held by members, `num_available = num_active - num_assigned`.
  */
 export type Seats = { num_active: number; num_assigned: number; num_available: number };
@@ -36,7 +36,7 @@ export async function seatsByLicense(db: Db, companyId: number): Promise<Map<str
 
 export const NO_SEATS: Seats = { num_active: 0, num_assigned: 0, num_available: 0 };
 
-/** Throws the 400 of DECISIONS §5 when the company has no free seat of the license. */
+/** Throws the 400 of docs/decisions.md when the company has no free seat of the license. */
 export async function assertSeatAvailable(db: Db, companyId: number, licenseId: string) {
   const seats = (await seatsByLicense(db, companyId)).get(licenseId) ?? NO_SEATS;
   if (seats.num_available < 1) throw noSeat(licenseId, seats);

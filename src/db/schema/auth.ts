@@ -3,7 +3,7 @@ import { createdAt, id, timestamp } from "./columns";
 import { people } from "./people";
 
 /**
- * Bearer tokens. Only the SHA-256 hex of a token is stored (DECISIONS §2);
+ * Bearer tokens. Only the SHA-256 hex of a token is stored (docs/decisions.md);
  * `prefix` keeps its first characters so an operator can tell tokens apart.
  * A token belongs to a person or to a named service with scopes.
  */

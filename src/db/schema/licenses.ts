@@ -3,7 +3,7 @@ import { companies } from "./companies";
 import { cascadeRef, createdAt, flag, id, updatedAt } from "./columns";
 import { people } from "./people";
 
-/** The license catalog; ids are strings such as "scan" (DECISIONS §1). */
+/** The license catalog; ids are strings such as "scan" (docs/decisions.md). */
 export const licenses = sqliteTable("licenses", {
   id: text("id").primaryKey(),
   name: text("name").notNull(),

@@ -37,7 +37,7 @@ export const personAkas = sqliteTable(
 );
 
 /**
- * Emails are unique across all people (DECISIONS §5). `employerCompanyId`
+ * Emails are unique across all people (docs/decisions.md). `employerCompanyId`
  * marks an address a company added for its employee, so removing the employee
  * can tell employer emails from the person's own [seed 4.3 rule 6].
  * Stored lowercased; the unique index also serves prefix search as a range scan.

@@ -44,7 +44,7 @@ export const scanResults = sqliteTable(
 
 export const exposureStatuses = ["pending", "in_progress", "closed"] as const;
 
-/** A listing of a person found on a people-search site (DECISIONS §5). */
+/** A listing of a person found on a people-search site (docs/decisions.md). */
 export const exposures = sqliteTable(
   "exposures",
   {

@@ -42,7 +42,7 @@ export const trustLookupPost: AppRouteHandler<typeof routes.trustLookupPost> = a
 
 /**
  * The body of a trust-lookup POST as an object, whatever it is: a form, JSON,
- * or nothing usable (then {}). Never throws (DECISIONS §3).
+ * or nothing usable (then {}). Never throws (docs/decisions.md).
  */
 async function readAnyBody(c: Context<AppEnv>): Promise<unknown> {
   try {

@@ -13,7 +13,7 @@ const LOOKUP_FIELDS = {
 } as const;
 
 /**
- * trust-lookup never answers an error for its input (DECISIONS §3), so its
+ * trust-lookup never answers an error for its input (docs/decisions.md), so its
  * query parameters accept anything: the handler reads them leniently. The
  * document still shows them as the strings the provider should send.
  */

@@ -39,7 +39,7 @@ export const listRoles = createRoute({
 
 /**
  * The sites routes exist at `/companies/{company_id}/…` and at the seed
- * samples' `/{company_id}/…` (DECISIONS §5); `/site/{id}` and `/sites/{id}`
+ * samples' `/{company_id}/…` (docs/decisions.md); `/site/{id}` and `/sites/{id}`
  * are both served. One factory keeps every form identical.
  */
 const listSitesAt = (path: string, seedForm: boolean, operationId: string) =>

@@ -10,7 +10,7 @@ const tags = ["Licenses"];
 /**
  * Every license route is served at `/companies/{company_id}/licenses…` and at
  * `/licenses…`, which acts on the caller's company when they belong to
- * exactly one (else 400) (DECISIONS §2). One factory per route keeps both
+ * exactly one (else 400) (docs/decisions.md). One factory per route keeps both
  * forms identical.
  */
 const access = (scoped: boolean, permission: Permission) =>

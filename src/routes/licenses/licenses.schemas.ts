@@ -29,7 +29,7 @@ export const PurchaseSchema = z
   .max(100)
   .openapi("PurchaseLicenses");
 
-/** License ids are strings ("scan") although the seed declares an integer (DECISIONS §1). */
+/** License ids are strings ("scan") although the seed declares an integer (docs/decisions.md). */
 const licenseId = z
   .string()
   .min(1)

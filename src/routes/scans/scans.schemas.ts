@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { IdSchema } from "../../lib/ids";
 import { QueryTimestamp } from "../../lib/time";
 
-/** The scan events of DECISIONS §5, validated at intake and again by the queue consumer. */
+/** The scan events of docs/decisions.md, validated at intake and again by the queue consumer. */
 const At = QueryTimestamp.openapi({ description: "When it happened (ISO 8601 with an offset)" });
 const ScanId = z
   .string()
