@@ -1,4 +1,4 @@
-// `npm run db:seed`: loads the demo world of the demo world (README) into the local D1
+// `npm run db:seed`: loads the demo world (README, "The demo world") into the local D1
 // that `wrangler dev` uses, with the same loader the tests use. Idempotent.
 import path from "node:path";
 import { getPlatformProxy } from "wrangler";

@@ -5,7 +5,7 @@ import type { Db } from "./client";
 import * as t from "./schema";
 
 /**
- * The demo world of the demo world (README), loaded by `npm run dev` into the local D1
+ * The demo world (README, "The demo world"), loaded by `npm run dev` into the local D1
  * and by the test setup. Every row has a fixed id and is inserted with
  * ON CONFLICT DO NOTHING, so loading twice changes nothing.
  * The tokens are for local development only; never load this remotely.
