@@ -3,9 +3,9 @@ import { pruneContactTombstones } from "../services/contacts";
 import { submitRemovalRequests } from "../services/exposures";
 import { purgeExpiredEphemeral } from "../services/memberships";
 import { createDeps } from "../services/outbox";
+import { pruneExpired } from "../services/retention";
 import { applyIndexWork } from "../services/trust-index";
 import { sweepOutbox } from "../services/webhook-delivery";
-import { pruneDeliveredHistory } from "../services/webhook-history";
 
 export const MINUTELY = "* * * * *";
 export const HOURLY = "0 * * * *";
@@ -68,9 +68,19 @@ export async function handleScheduled(controller: ScheduledController, env: Env)
       return;
     }
     case DAILY: {
-      const pruned = await run("prune", () => pruneDeliveredHistory(deps.db, now));
+      // Retention (docs/capacity.md): a bounded pass; a backlog continues through `retention` messages.
+      const retention = await run("retention", async () => {
+        const pass = await pruneExpired(deps.db, now);
+        if (pass.more) await deps.backgroundQueue.send({ kind: "retention" });
+        return pass;
+      });
       const tombstonesPruned = await run("tombstones", () => pruneContactTombstones(deps.db, now));
-      logInfo({ cron: controller.cron, historyPruned: pruned, tombstonesPruned });
+      logInfo({
+        cron: controller.cron,
+        pruned: retention?.pruned ?? null,
+        retentionContinues: retention?.more ?? null,
+        tombstonesPruned,
+      });
       return;
     }
     default:

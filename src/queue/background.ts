@@ -2,6 +2,7 @@ import { describeZodError } from "../lib/errors";
 import { logError, logInfo } from "../lib/log";
 import { purgeExpiredEphemeral } from "../services/memberships";
 import { createDeps } from "../services/outbox";
+import { pruneExpired } from "../services/retention";
 import { applyIndexWork } from "../services/trust-index";
 import { backgroundMessage } from "./messages";
 
@@ -30,6 +31,10 @@ export async function handleBackground(batch: MessageBatch<unknown>, env: Env): 
           message.retry({ delaySeconds: Math.min(60, 2 ** message.attempts) });
           continue;
         }
+      } else if (body.kind === "retention") {
+        const { pruned, more } = await pruneExpired(deps.db, new Date());
+        logInfo({ queue: batch.queue, kind: body.kind, pruned, more });
+        if (more) await deps.backgroundQueue.send({ kind: "retention" });
       } else {
         const { more } = await purgeExpiredEphemeral(deps, new Date());
         if (more) await deps.backgroundQueue.send({ kind: "purge" });

@@ -1,5 +1,6 @@
-import { and, asc, count, eq, gte, lt, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, gte, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { pruneOlderThan } from "../db/prune";
 import { WriteBatch, type Deps } from "./outbox";
 import { contactAddresses, contactEmails, contactPhones, contacts, contactTombstones, people } from "../db/schema";
 import { badRequest, gone, notFound } from "../lib/errors";
@@ -450,27 +451,21 @@ const TOMBSTONE_PRUNE_MAX_CHUNKS = 20;
 /**
  * Daily: forgets tombstones older than the retention (DECISIONS §10.9), in
  * statements of at most 5,000 rows and at most 20 of them per run; a larger
- * backlog continues the next day. Oldest ids first: tombstones are written
- * in time order, so the old ones sit at the start of the table.
+ * backlog continues the next day (`pruneOlderThan`, shared by every
+ * retention rule). Tombstones are written in time order, so the due ones sit
+ * at the start of the table, where its scan finds them first.
  */
 export async function pruneContactTombstones(
   db: Db,
   now: Date,
   { chunk = TOMBSTONE_PRUNE_CHUNK, maxChunks = TOMBSTONE_PRUNE_MAX_CHUNKS } = {},
 ) {
-  const cutoff = new Date(now.getTime() - TOMBSTONE_RETENTION_DAYS * DAY_MS);
-  let pruned = 0;
-  for (let i = 0; i < maxChunks; i++) {
-    const deleted = await db
-      .delete(contactTombstones)
-      .where(
-        sql`${contactTombstones.id} in (select ${contactTombstones.id} from ${contactTombstones}
-          where ${lt(contactTombstones.deletedAt, cutoff)} order by ${contactTombstones.id} limit ${chunk})`,
-      )
-      .run();
-    const changes = deleted.meta.changes ?? 0;
-    pruned += changes;
-    if (changes < chunk) break;
-  }
+  const { pruned } = await pruneOlderThan(db, {
+    table: contactTombstones,
+    column: contactTombstones.deletedAt,
+    cutoff: new Date(now.getTime() - TOMBSTONE_RETENTION_DAYS * DAY_MS),
+    chunk,
+    maxStatements: maxChunks,
+  });
   return pruned;
 }

@@ -1,24 +1,31 @@
 import { and, desc, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { notFound } from "../lib/errors";
+import { pruneOlderThan, type PruneSpec } from "../db/prune";
+import { notFound, tooManyRequests } from "../lib/errors";
 import { WriteBatch, type Deps } from "./outbox";
-import { people, personEmails, personTrust, trustRequests } from "../db/schema";
+import { people, personEmails, personTrust, trustRequestDays, trustRequests } from "../db/schema";
 import { iso } from "../lib/time";
 import { holdersOfNumber } from "./people";
 
 /** Who a trust request is addressed to: exactly one of these (DECISIONS §4). */
 export type TrustRequestTarget = { user_id?: number; phone?: string; email?: string };
 
+/** Trust requests a person may send per UTC day, matched or not (DECISIONS §10.9). */
+export const MAX_TRUST_REQUESTS_PER_DAY = 100;
+const DAY_MS = 24 * 3600 * 1000;
+
 /**
  * Asks the people matching `target` for trust. A person found by phone may be
  * several people; the requester never learns whether anyone matched. Asking
  * again while a request is pending refreshes its reason and time (one pending
- * request per pair); asking oneself does nothing.
+ * request per pair); asking oneself does nothing. Every request counts
+ * toward the day's quota, whatever it matched.
  */
 export async function askForTrust(db: Db, requesterId: number, target: TrustRequestTarget, reason: string) {
+  const now = new Date();
+  await chargeDailyQuota(db, requesterId, now);
   const targets = (await matchPeople(db, target)).filter((id) => id !== requesterId);
   if (targets.length === 0) return;
-  const now = new Date();
   await db
     .insert(trustRequests)
     .values(
@@ -36,6 +43,41 @@ export async function askForTrust(db: Db, requesterId: number, target: TrustRequ
       targetWhere: sql`status = 'pending'`,
       set: { contactReason: reason, updatedAt: now },
     });
+}
+
+/**
+ * Counts one request against the requester's UTC day, or refuses it with 429
+ * when 100 were already sent that day. One statement: the upsert increments
+ * only below the limit, so concurrent requests can never pass it. A request
+ * that fails after this still counts (it was sent).
+ */
+async function chargeDailyQuota(db: Db, personId: number, now: Date) {
+  const day = Math.floor(now.getTime() / DAY_MS);
+  const charged = await db
+    .insert(trustRequestDays)
+    .values({ day, personId, sent: 1 })
+    .onConflictDoUpdate({
+      target: [trustRequestDays.day, trustRequestDays.personId],
+      set: { sent: sql`${trustRequestDays.sent} + 1` },
+      setWhere: sql`${trustRequestDays.sent} < ${MAX_TRUST_REQUESTS_PER_DAY}`,
+    })
+    .returning({ sent: trustRequestDays.sent });
+  if (charged.length > 0) return;
+  const secondsToNextDay = Math.ceil(((day + 1) * DAY_MS - now.getTime()) / 1000);
+  throw tooManyRequests(
+    `a person may send at most ${MAX_TRUST_REQUESTS_PER_DAY} trust requests per day (UTC) and you sent ${MAX_TRUST_REQUESTS_PER_DAY} today; retry after midnight UTC (see Retry-After)`,
+    secondsToNextDay,
+  );
+}
+
+/** Drops the quota counts of days before yesterday (the daily cron; bounded like every prune). */
+export async function pruneTrustRequestDays(
+  db: Db,
+  now: Date,
+  limits: Pick<PruneSpec, "chunk" | "maxStatements"> = {},
+) {
+  const today = Math.floor(now.getTime() / DAY_MS);
+  return pruneOlderThan(db, { table: trustRequestDays, column: trustRequestDays.day, cutoff: today - 1, ...limits });
 }
 
 async function matchPeople(db: Db, target: TrustRequestTarget): Promise<number[]> {

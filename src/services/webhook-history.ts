@@ -1,5 +1,6 @@
 import { and, desc, eq, gte, inArray, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { pruneOlderThan, type PruneSpec } from "../db/prune";
 import { webhookDeliveries } from "../db/schema";
 import { pageWindow, type Page } from "../lib/pagination";
 import { iso } from "../lib/time";
@@ -8,14 +9,24 @@ import { listAttempts } from "./webhook-delivery";
 
 export const HISTORY_RETENTION_DAYS = 90;
 
-/** Daily pruning of finished deliveries older than 90 days (DECISIONS §8). */
-export async function pruneDeliveredHistory(db: Db, now: Date) {
-  const cutoff = new Date(now.getTime() - HISTORY_RETENTION_DAYS * 24 * 3600 * 1000);
-  const deleted = await db
-    .delete(webhookDeliveries)
-    .where(and(inArray(webhookDeliveries.status, ["success", "failed"]), lt(webhookDeliveries.createdAt, cutoff)))
-    .returning({ id: webhookDeliveries.id });
-  return deleted.length;
+/**
+ * Daily pruning of finished deliveries (success or failed) whose last change
+ * is older than 90 days (DECISIONS §8), in bounded chunks (`pruneOlderThan`);
+ * their attempts go with them (cascade). By `updated_at`, the time a delivery
+ * finished: the `(status, updated_at)` index finds them without a scan.
+ */
+export async function pruneDeliveredHistory(
+  db: Db,
+  now: Date,
+  limits: Pick<PruneSpec, "chunk" | "maxStatements"> = {},
+) {
+  return pruneOlderThan(db, {
+    table: webhookDeliveries,
+    column: webhookDeliveries.updatedAt,
+    cutoff: new Date(now.getTime() - HISTORY_RETENTION_DAYS * 24 * 3600 * 1000),
+    where: inArray(webhookDeliveries.status, ["success", "failed"]),
+    ...limits,
+  });
 }
 
 /** The WebhookHistory entry of [seed 2.18]. */

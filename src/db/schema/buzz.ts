@@ -5,7 +5,7 @@ import { people } from "./people";
 /**
  * Pool of secure numbers. The unique indexes on `e164` and `person_id` are
  * what make assignment safe under concurrency: one number per person, one
- * person per number (DECISIONS §3).
+ * person per number (docs/decisions.md).
  */
 export const secureNumbers = sqliteTable(
   "secure_numbers",
@@ -37,7 +37,11 @@ export const blockedCalls = sqliteTable(
     phoneNumber: text("phone_number").notNull(),
     createdAt: createdAt(),
   },
-  (t) => [index("blocked_calls_person_created_idx").on(t.personId, t.createdAt)],
+  // created_at alone: the daily retention finds rows past 90 days without a scan (docs/capacity.md).
+  (t) => [
+    index("blocked_calls_person_created_idx").on(t.personId, t.createdAt),
+    index("blocked_calls_created_idx").on(t.createdAt),
+  ],
 );
 
 export const activityTypes = [
@@ -77,5 +81,7 @@ export const activities = sqliteTable(
     index("activities_sendable_idx").on(t.sendableType, t.sendableId, t.id),
     index("activities_receivable_idx").on(t.receivableType, t.receivableId, t.id),
     uniqueIndex("activities_message_uq").on(t.sendableType, t.sendableId, t.messageId),
+    // The daily retention finds records past 365 days without a scan (docs/capacity.md).
+    index("activities_created_idx").on(t.createdAt),
   ],
 );

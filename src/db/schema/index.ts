@@ -8,3 +8,4 @@ export * from "./people";
 export * from "./scans";
 export * from "./webhooks";
 export * from "./outbox";
+export * from "./quotas";

@@ -1,0 +1,80 @@
+import type { Db } from "../db/client";
+import { pruneOlderThan, type PruneResult } from "../db/prune";
+import { activities, blockedCalls } from "../db/schema";
+import { logError } from "../lib/log";
+import { pruneTrustRequestDays } from "./trust-requests";
+import { pruneDeliveredHistory } from "./webhook-history";
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/** How long records are kept (DECISIONS §10.9; docs/capacity.md, "Retention"). */
+export const RETENTION_DAYS = { blockedCalls: 90, activities: 365 } as const;
+
+/**
+ * D1 statements each rule may run per invocation (× 1,000 rows each): four
+ * rules stay under 400 of the invocation's 1,000, leaving room for the other
+ * daily jobs.
+ */
+export const RETENTION_STATEMENTS_PER_RULE = 100;
+
+const before = (now: Date, days: number) => new Date(now.getTime() - days * DAY_MS);
+
+/**
+ * The retention rules, each pruning its table's due rows oldest-time-first
+ * through an index on the age column. Exposure history needs no rule: it
+ * goes with its exposure (foreign key, ON DELETE CASCADE).
+ */
+const RULES = {
+  blockedCalls: (db: Db, now: Date, maxStatements: number) =>
+    pruneOlderThan(db, {
+      table: blockedCalls,
+      column: blockedCalls.createdAt,
+      cutoff: before(now, RETENTION_DAYS.blockedCalls),
+      maxStatements,
+    }),
+  activities: (db: Db, now: Date, maxStatements: number) =>
+    pruneOlderThan(db, {
+      table: activities,
+      column: activities.createdAt,
+      cutoff: before(now, RETENTION_DAYS.activities),
+      maxStatements,
+    }),
+  webhookHistory: (db: Db, now: Date, maxStatements: number) => pruneDeliveredHistory(db, now, { maxStatements }),
+  trustRequestDays: (db: Db, now: Date, maxStatements: number) => pruneTrustRequestDays(db, now, { maxStatements }),
+} satisfies Record<string, (db: Db, now: Date, maxStatements: number) => Promise<PruneResult>>;
+
+export type RetentionRun = {
+  /** Rows deleted per rule; null when the rule failed (logged; its rows wait for the next run). */
+  pruned: Record<keyof typeof RULES, number | null>;
+  statements: number;
+  /** Some rule used its whole budget: the caller enqueues a `retention` message to continue. */
+  more: boolean;
+};
+
+/**
+ * One bounded pass of every retention rule (the daily cron, then `retention`
+ * messages on the background queue while a backlog remains). A failing rule
+ * is logged and the others still run.
+ */
+export async function pruneExpired(
+  db: Db,
+  now: Date,
+  maxStatementsPerRule = RETENTION_STATEMENTS_PER_RULE,
+): Promise<RetentionRun> {
+  const run: RetentionRun = {
+    pruned: { blockedCalls: null, activities: null, webhookHistory: null, trustRequestDays: null },
+    statements: 0,
+    more: false,
+  };
+  for (const [name, rule] of Object.entries(RULES) as [keyof typeof RULES, (typeof RULES)[keyof typeof RULES]][]) {
+    try {
+      const result = await rule(db, now, maxStatementsPerRule);
+      run.pruned[name] = result.pruned;
+      run.statements += result.statements;
+      run.more ||= result.more;
+    } catch (err) {
+      logError(`retention rule ${name} failed`, err, { rule: name });
+    }
+  }
+  return run;
+}
