@@ -1,0 +1,188 @@
+// `npm run admin -- <command>`: the platform operator's command over the
+// /internal admin API (docs/decisions.md, "Operating the platform"): create
+// companies of every kind, enable/disable them, seat an employer's first
+// Admin, configure a publisher's consent container. Talks HTTP to a running
+// server: the local one by default, `--api <url>` for a deployed one.
+// The id a command creates is printed on stdout; everything else on stderr,
+// so `COMPANY=$(npm run -s admin -- create-company employer …)` works.
+import { fail, parseArgs } from "./lib/cli.mjs";
+
+const KINDS = ["employer", "site", "publisher", "vendor"];
+const USAGE = `Usage: npm run admin -- <command> [options] [--api <url>] [--token <token>]
+
+Commands:
+  create-company <employer|site|publisher|vendor> --name <name> --slug <slug>
+        [--url <url>] [--logo <url>]
+        [--domain <host>]        publishers: the domain whose pages load the container
+        [--scanner]              sites: the scanner covers it
+        [--profile-url <url>]    vendors: public trust profile
+      Prints the new company's id.
+  update-company <company id> [--name <name>] [--url <url>] [--logo <url>] [--domain <host>] [--scanner true|false]
+  enable <company id>
+  disable <company id>
+  add-member <company id> --email <email> --first-name <name> --last-name <name> [--role <role>]...
+      Seats a person (created, or found by email) in an employer; --role defaults to Admin.
+      Prints the person's id (mint their token with: npm run token -- mint --person <id>).
+  container <publisher slug> [--vendor <vendor slug>:<category>]... [--disabled]
+      Creates or replaces the publisher's consent container; vendors in the order given.
+
+Options:
+  --api <url>      the API (default http://127.0.0.1:8787, the server of \`npm run dev\`)
+  --token <token>  a service token with scope platform:admin (default: $ADMIN_TOKEN);
+                   mint one with: npm run token -- mint --service operator --scope platform:admin [--remote]`;
+
+const { flags, positionals } = parseArgs(process.argv.slice(2), { switches: ["help", "scanner", "disabled"] });
+const [command, ...args] = positionals;
+
+if (flags.help || !command) {
+  console.error(USAGE);
+  process.exit(command || flags.help ? 0 : 1);
+}
+
+const api = String(flags.api ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
+const token = flags.token ?? process.env.ADMIN_TOKEN;
+
+const commands = {
+  "create-company": createCompany,
+  "update-company": updateCompany,
+  enable: () => setStatus("enabled"),
+  disable: () => setStatus("disabled"),
+  "add-member": addMember,
+  container: configureContainer,
+};
+if (!commands[command]) fail(`unknown command "${command}".\n\n${USAGE}`);
+if (!token) {
+  fail(
+    "no admin token: pass --token <token> or set ADMIN_TOKEN. Mint one with\n" +
+      "  npm run token -- mint --service operator --scope platform:admin [--remote]",
+  );
+}
+await commands[command]();
+
+/** One flag's single value (the last, when repeated). */
+function one(name) {
+  const value = flags[name];
+  return Array.isArray(value) ? value.at(-1) : value;
+}
+
+function required(name) {
+  const value = one(name);
+  if (value === undefined || value === "true") fail(`${command} needs --${name} <value>.\n\n${USAGE}`);
+  return value;
+}
+
+function companyIdArg() {
+  const id = args[0];
+  if (!/^[0-9]+$/.test(id ?? "")) fail(`${command} needs a company id, e.g. \`npm run admin -- ${command} 11\`.`);
+  return id;
+}
+
+/** Sends a request to the admin API; exits non-zero with the server's message on an error answer. */
+async function request(method, path, body) {
+  let response;
+  try {
+    response = await fetch(`${api}${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify(body),
+    });
+  } catch (err) {
+    fail(`could not reach ${api} (${err.cause?.code ?? err.cause?.errors?.[0]?.code ?? err.cause?.message ?? err.message}). Is the server running (npm run dev), or is --api right?`);
+  }
+  const text = await response.text();
+  let answer;
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    answer = null;
+  }
+  if (!response.ok) {
+    const message = answer?.error?.message ?? (text.slice(0, 300) || response.statusText);
+    fail(`${method} ${path} answered ${response.status}: ${message}`);
+  }
+  return answer;
+}
+
+function describeCompany(company) {
+  const extras = [
+    company.url && `url ${company.url}`,
+    company.domain && `domain ${company.domain}`,
+    company.kind === "site" && `scanner ${company.scanner ? "yes" : "no"}`,
+    company.profile_url && `profile ${company.profile_url}`,
+  ].filter(Boolean);
+  return `${company.kind} ${company.id} "${company.name}" (slug ${company.slug}, ${company.status}${extras.length ? `, ${extras.join(", ")}` : ""})`;
+}
+
+async function createCompany() {
+  const kind = args[0];
+  if (!KINDS.includes(kind)) fail(`create-company needs a kind: ${KINDS.join(", ")}.\n\n${USAGE}`);
+  const body = { kind, name: required("name"), slug: required("slug") };
+  for (const [flag, field] of [
+    ["url", "url"],
+    ["logo", "logo"],
+    ["domain", "domain"],
+    ["profile-url", "profile_url"],
+  ]) {
+    if (one(flag) !== undefined) body[field] = one(flag);
+  }
+  if (flags.scanner) body.scanner = true;
+  const company = await request("POST", "/internal/companies", body);
+  console.error(`Created ${describeCompany(company)}${kind === "employer" ? " with the roles Admin, HR and Viewer" : ""}.`);
+  console.log(company.id);
+}
+
+async function updateCompany() {
+  const id = companyIdArg();
+  const body = {};
+  for (const field of ["name", "url", "logo", "domain"]) if (one(field) !== undefined) body[field] = one(field);
+  if (one("scanner") !== undefined) {
+    if (!["true", "false"].includes(one("scanner"))) fail("--scanner takes true or false with update-company.");
+    body.scanner = one("scanner") === "true";
+  }
+  if (Object.keys(body).length === 0) fail(`update-company needs at least one of --name, --url, --logo, --domain, --scanner.`);
+  const company = await request("PATCH", `/internal/companies/${id}`, body);
+  console.error(`Updated ${describeCompany(company)}.`);
+}
+
+async function setStatus(status) {
+  const id = companyIdArg();
+  const company = await request("PATCH", `/internal/companies/${id}`, { status });
+  console.error(`${status === "enabled" ? "Enabled" : "Disabled"} ${describeCompany(company)}.`);
+}
+
+async function addMember() {
+  const id = companyIdArg();
+  const roles = [flags.role ?? "Admin"].flat();
+  const body = {
+    email: required("email"),
+    first_name: required("first-name"),
+    last_name: required("last-name"),
+    roles,
+  };
+  const { person_id } = await request("POST", `/internal/companies/${id}/members`, body);
+  console.error(
+    `Seated person ${person_id} (${body.email}) in company ${id} with the role${roles.length > 1 ? "s" : ""} ${roles.join(", ")}.\n` +
+      `Mint their token with: npm run token -- mint --person ${person_id}${api.includes("127.0.0.1") || api.includes("localhost") ? "" : " --remote"}`,
+  );
+  console.log(person_id);
+}
+
+async function configureContainer() {
+  const slug = args[0];
+  if (!slug) fail("container needs the publisher's slug, e.g. `npm run admin -- container gazette --vendor statly:analytics`.");
+  const vendors = [flags.vendor ?? []].flat().map((entry) => {
+    const match = /^([^:]+):(.+)$/.exec(entry);
+    if (!match) fail(`--vendor takes <vendor slug>:<category>, e.g. --vendor statly:analytics (got "${entry}").`);
+    return { slug: match[1], category: match[2] };
+  });
+  const container = await request("PUT", `/internal/containers/${encodeURIComponent(slug)}`, {
+    enabled: !flags.disabled,
+    vendors,
+  });
+  const list = container.vendors.map((v, i) => `  ${i + 1}. ${v.slug} "${v.name}" (${v.category})`).join("\n");
+  console.error(
+    `Container ${container.company.slug} of "${container.company.name}" (domain ${container.company.domain || "none"}) is ` +
+      `${container.enabled ? "enabled" : "disabled"} with ${container.vendors.length} vendor${container.vendors.length === 1 ? "" : "s"}` +
+      `${list ? `:\n${list}` : "."}\nVisitors load it from ${api}/apps/vcc/load_container/${container.company.slug}`,
+  );
+}

@@ -1,0 +1,207 @@
+// `node scripts/go-live-check.mjs [--api <url>]`: runs the README's "Go live"
+// block against a local server, as written except that `API=` points at that
+// server and `--remote` is dropped (tokens go to the local D1), then checks
+// the tenant it built through the API. Without --api it starts `npm run dev`
+// (on 8787; when that port is taken, the same steps on a free port) and stops
+// it by its PID at the end. Reruns are fine: the rows a previous run created
+// (the block's slugs and emails) are deleted from the local D1 first.
+import { spawn, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { ROOT, bin, childEnv, d1, fail, parseArgs, run, sqlString, step } from "./lib/cli.mjs";
+
+const { flags } = parseArgs(process.argv.slice(2), { switches: ["help"] });
+if (flags.help) {
+  console.error("Usage: node scripts/go-live-check.mjs [--api <url of a local npm run dev server>]");
+  process.exit(0);
+}
+const started = Date.now();
+
+const block = goLiveBlock();
+const slugs = [...block.matchAll(/--slug (\S+)/g)].map((m) => m[1]);
+/** The employee the check itself creates goes too. */
+const EMPLOYEE_EMAIL = "eve@initech.example";
+const emails = [...block.matchAll(/--email (\S+)/g)].map((m) => m[1]);
+if (!slugs.length || !emails.length) fail("the README's Go live block names no --slug or --email: has it changed?");
+
+let server = null;
+let api = flags.api ? String(flags.api).replace(/\/+$/, "") : null;
+try {
+  if (!api) ({ server, api } = await startServer());
+  // `fail()` exits at once: never leave the server behind.
+  process.on("exit", () => {
+    if (server?.exitCode === null) {
+      try {
+        process.kill(-server.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+    }
+  });
+  await waitForHealth(api);
+
+  step(`Removing what an earlier run created (companies ${slugs.join(", ")}; people ${emails.join(", ")})`);
+  d1(
+    `DELETE FROM people WHERE id IN (SELECT person_id FROM person_emails WHERE email IN (${[...emails, EMPLOYEE_EMAIL].map(sqlString).join(", ")}));` +
+      ` DELETE FROM companies WHERE slug IN (${slugs.map(sqlString).join(", ")});`,
+  );
+
+  step("Running the README's Go live block");
+  const script = [
+    "set -euo pipefail",
+    "set -x",
+    block.replace(/^API=.*$/m, `API=${api}`).replaceAll(" --remote", ""),
+    'set +x; printf "GO_LIVE_STATE %s %s %s\\n" "$COMPANY" "$ADMIN" "$TOKEN"',
+  ].join("\n");
+  const result = spawnSync("bash", ["-c", script], { cwd: ROOT, env: childEnv(), encoding: "utf8" });
+  process.stderr.write(result.stderr);
+  process.stdout.write(result.stdout.replace(/GO_LIVE_STATE .*\n/, ""));
+  if (result.status !== 0) throw new Error(`a step of the Go live block failed (exit ${result.status}); see above`);
+  const [, company, admin, token] = /GO_LIVE_STATE (\d+) (\d+) (\S+)/.exec(result.stdout) ?? [];
+  if (!token) throw new Error("the block did not leave COMPANY, ADMIN and TOKEN set");
+
+  step("Checking the tenant the block built");
+  await checkTenant({ api, company: Number(company), admin: Number(admin), token });
+  step(`Go live check passed in ${Math.round((Date.now() - started) / 1000)} s`);
+} catch (err) {
+  process.stderr.write(`\n✖ ${err.message}\n`);
+  process.exitCode = 1;
+} finally {
+  if (server) await stopServer(server);
+}
+
+/** The sh code block of the README's "## Go live" section. */
+function goLiveBlock() {
+  const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+  const section = /^## Go live\n([\s\S]*?)(?=^## )/m.exec(readme)?.[1];
+  const code = section && /```sh\n([\s\S]*?)```/.exec(section)?.[1];
+  if (!code) fail('README.md has no "## Go live" section with a ```sh block.');
+  return code;
+}
+
+async function checkTenant({ api, company, admin, token }) {
+  const get = async (p, bearer = token) => {
+    const response = await fetch(`${api}${p}`, { headers: bearer ? { Authorization: `Bearer ${bearer}` } : {} });
+    const body = await response.json();
+    if (!response.ok) throw new Error(`GET ${p} answered ${response.status}: ${JSON.stringify(body)}`);
+    return body;
+  };
+  const expect = (ok, what) => {
+    if (!ok) throw new Error(`expected ${what}`);
+    process.stderr.write(`  ✓ ${what}\n`);
+  };
+  const tenant = await get(`/companies/${company}`);
+  expect(tenant.name === "Initech" && tenant.status === "enabled", `the Admin's token reads company ${company} (Initech)`);
+  const roles = await get(`/companies/${company}/roles`);
+  expect(
+    ["Admin", "HR", "Viewer"].every((name) => roles.some((role) => role.name === name)),
+    "Initech has the roles Admin, HR and Viewer",
+  );
+  const phones = await get(`/companies/${company}/phones`);
+  expect(phones.some((phone) => phone.phone_full === "+14155550123"), "Initech's phone +14155550123 is listed");
+  const sites = await get(`/companies/${company}/sites`);
+  expect(sites.some((site) => site.name === "LookupHub" && site.scanner), "the site LookupHub is listed to Initech");
+  const container = await get("/apps/vcc/load_container/gazette", null);
+  expect(
+    container.company.domain === "gazette.example" && container.vendors.map((v) => v.slug).join(",") === "statly,adnet",
+    "the Gazette's container lists statly, adnet in that order",
+  );
+  const created = await fetch(`${api}/companies/${company}/employees`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: JSON.stringify({
+      first_name: "Eve",
+      last_name: "Employee",
+      dob: "1990-01-01",
+      emails: [{ email: EMPLOYEE_EMAIL }],
+      addresses: [{ line_1: "1 Main St", city: "Austin", region: "TX", postal_code: "78701", country: "US" }],
+      license: null,
+    }),
+  });
+  expect(created.ok, `the Admin (person ${admin}) creates an employee (${created.status})`);
+}
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function portTaken(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1");
+    socket.once("connect", () => (socket.destroy(), resolve(true)));
+    socket.once("error", () => resolve(false));
+  });
+}
+
+/**
+ * `npm run dev` in its own process group (so its wrangler and workerd stop
+ * with it). It always serves 8787; when that is taken (another engineer's
+ * server), its steps run here with a free port instead.
+ */
+async function startServer() {
+  let child;
+  let port = 8787;
+  if (!(await portTaken(port))) {
+    step("Starting npm run dev on http://127.0.0.1:8787");
+    child = spawn("npm", ["run", "-s", "dev"], { cwd: ROOT, env: childEnv(), stdio: ["ignore", "ignore", "pipe"], detached: true });
+  } else {
+    port = await freePort();
+    step(`Port 8787 is taken: migrating, seeding and starting wrangler dev on a free port, ${port}`);
+    run("wrangler", ["d1", "migrations", "apply", "DB", "--local"], { env: { CI: "1" }, what: "wrangler d1 migrations apply" });
+    run("tsx", ["scripts/seed.ts"], { what: "the demo-world loader" });
+    child = spawn(
+      bin("wrangler"),
+      ["dev", "--ip", "127.0.0.1", "--port", String(port), "--show-interactive-dev-session=false"],
+      { cwd: ROOT, env: childEnv(), stdio: ["ignore", "ignore", "pipe"], detached: true },
+    );
+  }
+  let log = "";
+  child.stderr.on("data", (chunk) => (log = (log + chunk).slice(-4000)));
+  child.on("exit", (code) => {
+    if (code && !child.stopping) process.stderr.write(`\nthe server exited (${code}):\n${log}\n`);
+  });
+  return { server: child, api: `http://127.0.0.1:${port}` };
+}
+
+async function waitForHealth(api) {
+  const deadline = Date.now() + 90_000;
+  while (Date.now() < deadline) {
+    try {
+      if ((await fetch(`${api}/healthz`)).ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  throw new Error(`${api}/healthz did not answer within 90 s`);
+}
+
+/** Stops the server's process group by the PID this script started, and waits for it. */
+async function stopServer(child) {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.stopping = true;
+  try {
+    process.kill(-child.pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  const timer = setTimeout(() => {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }, 10_000);
+  await exited;
+  clearTimeout(timer);
+  step(`Stopped the server (pid ${child.pid})`);
+}
