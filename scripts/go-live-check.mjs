@@ -52,17 +52,33 @@ try {
     "set -euo pipefail",
     "set -x",
     block.replace(/^API=.*$/m, `API=${api}`).replaceAll(" --remote", ""),
-    'set +x; printf "GO_LIVE_STATE %s %s %s\\n" "$COMPANY" "$ADMIN" "$TOKEN"',
+    'set +x; printf "GO_LIVE_STATE %s %s %s %s\\n" "$COMPANY" "$ADMIN" "$TOKEN" "$ADMIN_TOKEN"',
   ].join("\n");
   const result = spawnSync("bash", ["-c", script], { cwd: ROOT, env: childEnv(), encoding: "utf8" });
   process.stderr.write(result.stderr);
   process.stdout.write(result.stdout.replace(/GO_LIVE_STATE .*\n/, ""));
   if (result.status !== 0) throw new Error(`a step of the Go live block failed (exit ${result.status}); see above`);
-  const [, company, admin, token] = /GO_LIVE_STATE (\d+) (\d+) (\S+)/.exec(result.stdout) ?? [];
-  if (!token) throw new Error("the block did not leave COMPANY, ADMIN and TOKEN set");
+  const [, company, admin, token, adminToken] = /GO_LIVE_STATE (\d+) (\d+) (\S+) (\S+)/.exec(result.stdout) ?? [];
+  if (!adminToken) throw new Error("the block did not leave COMPANY, ADMIN, TOKEN and ADMIN_TOKEN set");
 
   step("Checking the tenant the block built");
   await checkTenant({ api, company: Number(company), admin: Number(admin), token });
+  step("Checking that the command reports the server's errors");
+  for (const [bearer, status, phrase] of [
+    [adminToken, 409, "Conflict"],
+    [token, 403, "Forbidden"], // the Admin's person token
+  ]) {
+    const again = spawnSync(
+      "npm",
+      ["run", "-s", "admin", "--", "create-company", "employer", "--name", "Initech", "--slug", "initech", "--api", api],
+      { cwd: ROOT, env: childEnv({ ADMIN_TOKEN: bearer }), encoding: "utf8" },
+    );
+    const last = again.stderr.trim().split("\n").at(-1);
+    if (again.status === 0 || !last.includes(`answered ${status}: ${phrase}: `)) {
+      throw new Error(`expected npm run admin to fail with the server's ${status}, got exit ${again.status}: ${again.stderr}`);
+    }
+    process.stderr.write(`  ✓ npm run admin exits ${again.status}: ${last}\n`);
+  }
   step(`Go live check passed in ${Math.round((Date.now() - started) / 1000)} s`);
 } catch (err) {
   process.stderr.write(`\n✖ ${err.message}\n`);

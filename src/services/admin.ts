@@ -142,15 +142,8 @@ export async function updateCompany(deps: Deps, companyId: number, changes: Comp
   const update = batch.add(
     db
       .update(companies)
-      .set({
-        ...(changes.name !== undefined && { name: changes.name }),
-        ...(changes.url !== undefined && { url: changes.url }),
-        ...(changes.logo !== undefined && { logo: changes.logo }),
-        ...(changes.domain !== undefined && { domain: changes.domain }),
-        ...(changes.scanner !== undefined && { scanner: changes.scanner }),
-        ...(changes.status !== undefined && { status: changes.status }),
-        updatedAt: batch.now,
-      })
+      // Every field of CompanyChanges is the column of the same name.
+      .set({ ...definedOnly(changes), updatedAt: batch.now })
       .where(eq(companies.id, companyId))
       .returning(columns),
   );
@@ -160,6 +153,9 @@ export async function updateCompany(deps: Deps, companyId: number, changes: Comp
   if (!row) throw notFound(`company ${companyId} does not exist`);
   return toPlatformCompany(row);
 }
+
+const definedOnly = <T extends object>(changes: T): Partial<T> =>
+  Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined)) as Partial<T>;
 
 export type NewMember = { firstName: string; lastName: string; email: string; roles: string[] };
 
