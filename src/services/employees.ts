@@ -1,8 +1,10 @@
 import { and, asc, count, eq, gte, inArray, lt, ne, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
+import { batchableAll, inList } from "../db/sql";
 import {
   invitations,
+  licenses,
   membershipRoles,
   memberships,
   people,
@@ -13,23 +15,25 @@ import {
   roles,
 } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
-import { badRequest, conflict, forbidden, notFound } from "../lib/errors";
+import { ApiError, badRequest, conflict, forbidden, notFound } from "../lib/errors";
 import { pageWindow, type Page } from "../lib/pagination";
 import { grants, type Permission } from "../lib/permissions";
 import type { CompanyAccess } from "../types";
-import { findLicense } from "./licenses";
-import { renderPersonDeliveries } from "./events";
+import { findLicense, matchLicense } from "./licenses";
+import { renderPeopleDeliveries, renderPersonDeliveries } from "./events";
 import { addRemoval, removedBy } from "./memberships";
 import { WriteBatch, type Deps } from "./outbox";
-import { loadPerson, visibleEmail, type Person } from "./people";
+import { loadPeople, loadPerson, visibleEmail, type Person } from "./people";
 import {
   assertSeatAvailable,
+  assertSeatsAvailable,
   assignSeatStatement,
   errorText,
   freeSeatStatement,
   isSeatGuardFailure,
   noSeatAfterRace,
   seatGuardStatement,
+  seatsByLicense,
 } from "./seats";
 
 /** Standardized input (the zod schemas of the employees routes produce these). */
@@ -69,9 +73,6 @@ const EPHEMERAL_MS = 24 * 3600 * 1000;
 const INVITATION_MS = 7 * 24 * 3600 * 1000;
 /** Rows per multi-row insert: the widest collection row binds 8 values, under D1's 100. */
 const ROWS_PER_INSERT = 10;
-
-/** The id of the person inserted first in the same batch (ids only grow: AUTOINCREMENT). */
-const insertedPersonId = sql`(select max(${people.id}) from ${people})`;
 
 /**
  * The employee ids of one page, optionally only those with an email starting
@@ -246,72 +247,245 @@ export async function removeEmployee(deps: Deps, access: CompanyAccess, personId
   if (!removedBy(results, removed)) throw notFound(`employee ${personId} does not exist`);
 }
 
+/** Employees a company may have (DECISIONS §10.9, docs/onboarding.md). */
+export const MAX_EMPLOYEES_PER_COMPANY = 100_000;
+/** Employees in one `POST /employees/bulk` (docs/onboarding.md). */
+export const MAX_BULK_EMPLOYEES = 1_000;
 /**
- * POST /employees [seed 4.3 rules 2–4]: checks everything first (a 400 writes
- * nothing), then writes the person, collections, membership, roles, seat and
- * invitation in one atomic batch. Returns the new person's id.
+ * Employees whose rows one INSERT carries: the rows travel as one JSON value
+ * (one bound parameter) unpacked with `json_each`, so 1,000 employees take
+ * about ten statements per table instead of several per employee, inside
+ * D1's 100 parameters per statement and 1,000 statements per invocation
+ * (https://developers.cloudflare.com/d1/platform/limits/).
  */
-export async function createEmployee(deps: Deps, access: CompanyAccess, input: NewEmployee): Promise<Person> {
-  const { db } = deps;
-  const batch = new WriteBatch(deps);
-  const { now } = batch;
-  const { companyId } = access;
-  await assertEmailsFree(db, input.emails, null);
-  const roleIds = (await resolveRoles(db, access, input.roles)).map((role) => role.id);
-  const licenseId = input.license === null ? null : await resolveLicenseId(db, input.license);
-  if (licenseId) await assertSeatAvailable(db, companyId, licenseId);
+const EMPLOYEES_PER_INSERT = 100;
 
-  const membershipId = sql`(select ${memberships.id} from ${memberships} where ${memberships.companyId} = ${companyId} and ${memberships.personId} = ${insertedPersonId})`;
-  const statements: BatchItem<"sqlite">[] = [
+/** POST /employees: `createEmployees` with one employee. */
+export async function createEmployee(deps: Deps, access: CompanyAccess, input: NewEmployee): Promise<Person> {
+  const [person] = await createEmployees(deps, access, [input], { bulk: false });
+  return person!;
+}
+
+/**
+ * POST /employees and POST /employees/bulk [seed 4.3 rules 2–4]: checks
+ * everything first (a 400 writes nothing: emails free anywhere, roles and
+ * licenses known, seats for the whole batch, the company's quota), then
+ * writes every person, collection, membership, role, seat and invitation and
+ * one `person:created` each in ONE atomic batch. `bulk` names the element of
+ * a failed check (`[3].emails`). Returns the Persons in input order.
+ */
+export async function createEmployees(
+  deps: Deps,
+  access: CompanyAccess,
+  inputs: NewEmployee[],
+  { bulk }: { bulk: boolean },
+): Promise<Person[]> {
+  const { db } = deps;
+  const { companyId } = access;
+  const batch = new WriteBatch(deps);
+  const n = inputs.length;
+  if (n === 0) return [];
+
+  const [taken, available, catalog, [members]] = await db.batch([
     db
-      .insert(people)
-      .values({
-        firstName: input.firstName,
-        middleName: input.middleName,
-        lastName: input.lastName,
-        dob: input.dob,
-        createdAt: now,
-        updatedAt: now,
-      })
-      .returning({ id: people.id }),
-    ...emailInserts(db, insertedPersonId, companyId, input.emails),
-    ...collectionInserts(db, insertedPersonId, input),
-    db.insert(memberships).values({
-      companyId,
-      personId: insertedPersonId,
-      licenseId,
-      licenseStartAt: licenseId ? now : null,
-      ephemeralUntil: input.ephemeral ? new Date(now.getTime() + EPHEMERAL_MS) : null,
-      createdAt: now,
-      updatedAt: now,
-    }),
-    ...roleIds.map((roleId) => db.insert(membershipRoles).values({ membershipId, roleId })),
-  ];
-  if (licenseId) statements.push(seatGuardStatement(db, companyId, licenseId));
-  if (input.invite) {
-    // The token would be mailed to the person; sending mail is outside this service (docs/decisions.md).
-    const token = base64url(crypto.getRandomValues(new Uint8Array(32)));
-    statements.push(
-      db.insert(invitations).values({
-        companyId,
-        personId: insertedPersonId,
-        email: primaryOf(input.emails).email,
-        tokenHash: await sha256Hex(token),
-        expiresAt: new Date(now.getTime() + INVITATION_MS),
-        createdAt: now,
-      }),
+      .select({ email: personEmails.email })
+      .from(personEmails)
+      .where(
+        inList(
+          personEmails.email,
+          inputs.flatMap((input) => input.emails.map((entry) => entry.email)),
+        ),
+      ),
+    companyRoles(db, companyId),
+    db.select().from(licenses),
+    db.select({ n: count() }).from(memberships).where(eq(memberships.companyId, companyId)),
+  ]);
+  const locate = (index: number, field: string, err: ApiError) =>
+    !bulk
+      ? err
+      : new ApiError(
+          err.statusCode,
+          err.statusCode === 400
+            ? `invalid body: \`[${index}].${field}\` ${err.detail}`
+            : `\`[${index}].${field}\`: ${err.detail}`,
+        );
+  const takenEmails = new Set(taken.map((row) => row.email));
+  const seatsNeeded = new Map<string, number>();
+  const checked = inputs.map((input, index) => {
+    const clash = input.emails.map((entry) => entry.email).filter((email) => takenEmails.has(email));
+    if (clash.length > 0) throw locate(index, "emails", emailsTaken(input.emails, clash));
+    let roleIds: number[];
+    try {
+      roleIds = pickRoles(access, available, input.roles).map((role) => role.id);
+    } catch (err) {
+      throw err instanceof ApiError ? locate(index, "roles", err) : err;
+    }
+    let licenseId: string | null = null;
+    if (input.license !== null) {
+      const license = matchLicense(catalog, input.license);
+      if (!license) throw locate(index, "license", noLicense(input.license, !bulk));
+      licenseId = license.id;
+      seatsNeeded.set(licenseId, (seatsNeeded.get(licenseId) ?? 0) + 1);
+    }
+    return { ...input, roleIds, licenseId };
+  });
+  const have = members?.n ?? 0;
+  if (have + n > MAX_EMPLOYEES_PER_COMPANY) {
+    throw badRequest(
+      `a company may have at most ${MAX_EMPLOYEES_PER_COMPANY.toLocaleString("en-US")} employees; company ${companyId} has ${have} and this would add ${n}`,
     );
   }
+  await assertSeatsAvailable(db, companyId, seatsNeeded);
 
-  for (const statement of statements) batch.add(statement);
+  const inserted = await addNewEmployees(batch, companyId, checked);
+  const { results, deliveries } = await runBatch(batch, companyId, [...seatsNeeded.keys()]);
+  // Inserted in input order, so ascending ids are input order.
+  const ids = inserted
+    .flatMap((position) => (results[position] as { id: number }[]).map((row) => row.id))
+    .sort((a, b) => a - b);
+  const persons = await loadPeople(db, companyId, ids);
+  await renderPeopleDeliveries(db, deliveries, persons);
+  return persons;
+}
+
+type CheckedEmployee = NewEmployee & { roleIds: number[]; licenseId: string | null };
+
+/**
+ * Adds the statements that create `employees` to the batch, a fixed handful
+ * per 100 employees whatever their collections: the people first (one
+ * INSERT … SELECT per chunk, in input order), so inside the transaction
+ * they take consecutive AUTOINCREMENT ids ending at max(id) and the k-th
+ * employee is max(id) − n + 1 + k; every other row finds its person that way.
+ * Returns the positions of the people inserts (their results are the ids).
+ */
+async function addNewEmployees(batch: WriteBatch, companyId: number, employees: CheckedEmployee[]): Promise<number[]> {
+  const { db } = batch.deps;
+  const { now } = batch;
+  const t = now.getTime();
+  const n = employees.length;
+  const firstId = sql`((select max(${people.id}) from ${people}) - ${n - 1})`;
+  const personOf = sql`${firstId} + json_extract(j.value, '$.k')`;
+
+  const rows = await Promise.all(
+    employees.map(async (employee, k) => {
+      let invitation: { email: string; hash: string } | null = null;
+      if (employee.invite) {
+        // The token would be mailed to the person; sending mail is outside this service (docs/decisions.md).
+        const token = base64url(crypto.getRandomValues(new Uint8Array(32)));
+        invitation = { email: primaryOf(employee.emails).email, hash: await sha256Hex(token) };
+      }
+      return {
+        k,
+        first_name: employee.firstName,
+        middle_name: employee.middleName,
+        last_name: employee.lastName,
+        dob: employee.dob,
+        emails: employee.emails,
+        akas: employee.akas,
+        phones: employee.phones,
+        addresses: employee.addresses,
+        roles: employee.roleIds,
+        license: employee.licenseId,
+        ephemeral_until: employee.ephemeral ? t + EPHEMERAL_MS : null,
+        invitation,
+      };
+    }),
+  );
+  const parts = chunks(rows, EMPLOYEES_PER_INSERT);
+
+  const peopleInserts = parts.map((part) =>
+    batch.add(
+      batchableAll<{ id: number }>(
+        db,
+        sql`insert into ${people} (first_name, middle_name, last_name, dob, created_at, updated_at)
+            select json_extract(value, '$.first_name'), json_extract(value, '$.middle_name'),
+                   json_extract(value, '$.last_name'), json_extract(value, '$.dob'), ${t}, ${t}
+            from json_each(${JSON.stringify(part)}) order by key
+            returning id`,
+      ),
+    ),
+  );
+  /** One INSERT … SELECT per chunk over a collection of each employee (skipped where a chunk has none). */
+  const children = (key: keyof (typeof rows)[number], insert: (json: string) => SQL) => {
+    for (const part of parts) {
+      if (part.every((row) => !Array.isArray(row[key]) || (row[key] as unknown[]).length === 0)) continue;
+      batch.add(batchableAll(db, insert(JSON.stringify(part))));
+    }
+  };
+  children(
+    "emails",
+    (json) => sql`insert into ${personEmails} (person_id, email, "primary", employer_company_id)
+      select ${personOf}, json_extract(c.value, '$.email'), json_extract(c.value, '$.primary'), ${companyId}
+      from json_each(${json}) j, json_each(j.value, '$.emails') c order by j.key, c.key`,
+  );
+  children(
+    "akas",
+    (json) => sql`insert into ${personAkas} (person_id, first_name, middle_name, last_name)
+      select ${personOf}, json_extract(c.value, '$.firstName'), json_extract(c.value, '$.middleName'),
+             json_extract(c.value, '$.lastName')
+      from json_each(${json}) j, json_each(j.value, '$.akas') c order by j.key, c.key`,
+  );
+  children(
+    "phones",
+    (json) => sql`insert into ${personPhones} (person_id, country_code, phone_number, e164, "primary")
+      select ${personOf}, json_extract(c.value, '$.countryCode'), json_extract(c.value, '$.nationalNumber'),
+             json_extract(c.value, '$.e164'), json_extract(c.value, '$.primary')
+      from json_each(${json}) j, json_each(j.value, '$.phones') c order by j.key, c.key`,
+  );
+  children(
+    "addresses",
+    (
+      json,
+    ) => sql`insert into ${personAddresses} (person_id, "primary", line_1, line_2, city, region, postal_code, country)
+      select ${personOf}, json_extract(c.value, '$.primary'), json_extract(c.value, '$.line1'),
+             json_extract(c.value, '$.line2'), json_extract(c.value, '$.city'), json_extract(c.value, '$.region'),
+             json_extract(c.value, '$.postalCode'), json_extract(c.value, '$.country')
+      from json_each(${json}) j, json_each(j.value, '$.addresses') c order by j.key, c.key`,
+  );
+  for (const part of parts) {
+    batch.add(
+      batchableAll(
+        db,
+        sql`insert into ${memberships} (company_id, person_id, license_id, license_start_at, ephemeral_until, created_at, updated_at)
+          select ${companyId}, ${personOf}, json_extract(j.value, '$.license'),
+                 case when json_extract(j.value, '$.license') is null then null else ${t} end,
+                 json_extract(j.value, '$.ephemeral_until'), ${t}, ${t}
+          from json_each(${JSON.stringify(part)}) j order by j.key`,
+      ),
+    );
+  }
+  children(
+    "roles",
+    (json) => sql`insert into ${membershipRoles} (membership_id, role_id)
+      select m.id, c.value from json_each(${json}) j, json_each(j.value, '$.roles') c
+      join ${memberships} m on m.company_id = ${companyId} and m.person_id = ${personOf}
+      order by j.key, c.key`,
+  );
+  for (const part of parts) {
+    if (part.every((row) => row.invitation === null)) continue;
+    batch.add(
+      batchableAll(
+        db,
+        sql`insert into ${invitations} (company_id, person_id, email, token_hash, expires_at, created_at)
+          select ${companyId}, ${personOf}, json_extract(j.value, '$.invitation.email'),
+                 json_extract(j.value, '$.invitation.hash'), ${t + INVITATION_MS}, ${t}
+          from json_each(${JSON.stringify(part)}) j
+          where json_extract(j.value, '$.invitation') is not null order by j.key`,
+      ),
+    );
+  }
+  // Two requests may both have seen the last seats free: the guard rolls the batch back.
+  for (const licenseId of new Set(employees.flatMap((employee) => employee.licenseId ?? []))) {
+    batch.add(seatGuardStatement(db, companyId, licenseId));
+  }
   // Their phones now reach a platform person (caller records), and the company's webhooks hear of them.
-  batch.reindexNumbersOf(insertedPersonId);
-  batch.emitPerson("person:created", companyId, insertedPersonId);
-  const { results, deliveries } = await runBatch(batch, companyId, licenseId);
-  const [inserted] = results[0] as { id: number }[];
-  const person = (await loadPerson(db, companyId, inserted!.id))!;
-  await renderPersonDeliveries(db, deliveries, person);
-  return person;
+  batch.reindexNumbers([...new Set(employees.flatMap((employee) => employee.phones.map((phone) => phone.e164)))]);
+  batch.emitPeople(
+    "person:created",
+    companyId,
+    sql`select ${people.id} as id from ${people} where ${people.id} >= ${firstId}`,
+  );
+  return peopleInserts;
 }
 
 /**
@@ -409,7 +583,11 @@ export async function updateEmployee(
   for (const statement of statements) batch.add(statement);
   if (changes.phones) batch.reindexNumbersOf(personId);
   batch.emitPerson("person:updated", companyId, personId);
-  const { deliveries } = await runBatch(batch, companyId, guardedLicense, { access, personId, target: membership });
+  const { deliveries } = await runBatch(batch, companyId, guardedLicense ? [guardedLicense] : [], {
+    access,
+    personId,
+    target: membership,
+  });
   const person = (await loadPerson(db, companyId, personId))!;
   await renderPersonDeliveries(db, deliveries, person);
   return person;
@@ -513,11 +691,13 @@ type SettingsGuard = { access: CompanyAccess; personId: number; target: Standing
  * Runs a write batch, turning the guard and constraint failures a concurrent
  * request can cause into the answers the checks before it would have given.
  */
-async function runBatch(batch: WriteBatch, companyId: number, licenseId: string | null, settings?: SettingsGuard) {
+async function runBatch(batch: WriteBatch, companyId: number, licenseIds: string[], settings?: SettingsGuard) {
   try {
     return await batch.commit();
   } catch (err) {
-    if (licenseId && isSeatGuardFailure(err)) await noSeatAfterRace(batch.deps.db, companyId, licenseId);
+    if (licenseIds.length > 0 && isSeatGuardFailure(err)) {
+      await noSeatAfterRace(batch.deps.db, companyId, await shortLicense(batch.deps.db, companyId, licenseIds));
+    }
     if (settings && isSettingsWriterGuardFailure(err)) {
       const { access, personId, target } = settings;
       throw lastSettingsWriter(access, personId, target.membershipId === access.membershipId, "demote");
@@ -527,6 +707,12 @@ async function runBatch(batch: WriteBatch, companyId: number, licenseId: string 
     }
     throw err;
   }
+}
+
+/** Of the licenses a rolled-back batch assigned, the first one now short of seats (the guard's reason). */
+async function shortLicense(db: Db, companyId: number, licenseIds: string[]): Promise<string> {
+  const seats = await seatsByLicense(db, companyId);
+  return licenseIds.find((id) => (seats.get(id)?.num_available ?? 0) <= 0) ?? licenseIds[0]!;
 }
 
 /**
@@ -548,10 +734,18 @@ async function assertEmailsFree(db: Db, emails: EmailInput[], self: { companyId:
       ),
     )
     .all();
-  if (taken.length === 0) return;
+  if (taken.length > 0)
+    throw emailsTaken(
+      emails,
+      taken.map((row) => row.email),
+    );
+}
+
+/** The 400 for emails that belong to a person already; it does not say whose or where. */
+function emailsTaken(emails: EmailInput[], taken: string[]) {
   const primary = primaryOf(emails).email;
-  const names = taken.map((row) => row.email).sort((a, b) => Number(b === primary) - Number(a === primary));
-  throw badRequest(
+  const names = [...taken].sort((a, b) => Number(b === primary) - Number(a === primary));
+  return badRequest(
     `${names[0] === primary ? "the primary email" : "the email"} ${names.map((email) => `\`${email}\``).join(", ")} already ${
       names.length > 1 ? "belong" : "belongs"
     } to a person`,
@@ -644,9 +838,9 @@ function collectionInserts(
   ];
 }
 
-function chunks<T>(rows: T[]): T[][] {
+function chunks<T>(rows: T[], size = ROWS_PER_INSERT): T[][] {
   const parts: T[][] = [];
-  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) parts.push(rows.slice(i, i + ROWS_PER_INSERT));
+  for (let i = 0; i < rows.length; i += size) parts.push(rows.slice(i, i + size));
   return parts;
 }
 
@@ -663,12 +857,22 @@ async function resolveRoles(
   access: CompanyAccess,
   names: string[],
 ): Promise<{ id: number; permissions: string[] }[]> {
-  const available = await db
+  return pickRoles(access, await companyRoles(db, access.companyId), names);
+}
+
+/** The company's roles, for `pickRoles`. */
+const companyRoles = (db: Db, companyId: number) =>
+  db
     .select({ id: roles.id, name: roles.name, permissions: roles.permissions })
     .from(roles)
-    .where(eq(roles.companyId, access.companyId))
-    .orderBy(asc(roles.id))
-    .all();
+    .where(eq(roles.companyId, companyId))
+    .orderBy(asc(roles.id));
+
+function pickRoles(
+  access: CompanyAccess,
+  available: { id: number; name: string; permissions: string[] }[],
+  names: string[],
+): { id: number; permissions: string[] }[] {
   const chosen = new Map<number, { id: number; permissions: string[] }>();
   for (const name of names) {
     const role = available.find((entry) => entry.name.toLowerCase() === name.toLowerCase());
@@ -690,9 +894,13 @@ async function resolveRoles(
 
 async function resolveLicenseId(db: Db, ref: string): Promise<string> {
   const license = await findLicense(db, ref);
-  if (!license) throw badRequest(`\`license\`: there is no license ${JSON.stringify(ref)}; see GET /licenses`);
+  if (!license) throw noLicense(ref, true);
   return license.id;
 }
+
+/** `named`: the message names the field (POST and PUT); the bulk route names `[i].license` itself. */
+const noLicense = (ref: string, named: boolean) =>
+  badRequest(`${named ? "`license`: " : ""}there is no license ${JSON.stringify(ref)}; see GET /licenses`);
 
 function base64url(bytes: Uint8Array): string {
   return btoa(String.fromCharCode(...bytes))

@@ -114,6 +114,25 @@ export class WriteBatch {
     );
   }
 
+  /**
+   * `emitPerson` for many people in one statement, whatever their number
+   * (a bulk create): `personIds` is a SELECT of one column `id`, evaluated at
+   * this point of the batch; the rows are written in id order.
+   */
+  emitPeople(event: EventName, companyId: number, personIds: SQL) {
+    this.#push(
+      deliveryInsert(this.deps.db, sql`from (select id as key from (${personIds})) e`, {
+        event: sql`${event}`,
+        companyId: sql`${companyId}`,
+        personId: sql`null`,
+        payload: sql`json_object('id', e.key)`,
+        rendered: sql`0`,
+        ifChanged: false,
+        now: this.now,
+      }),
+    );
+  }
+
   /** The trust-lookup record of the person as a receiver (their contacts, trust settings, memberships). */
   reindexReceiver(personId: number | SQL) {
     this.#index(trustIndex.workForReceiver(this.deps.db, personId, this.now));
@@ -184,16 +203,25 @@ function deliveryInsert(
 }
 
 /**
+ * Keys a command applies inline, and per `reindex` message: one KV put each,
+ * and an invocation may make 1,000 KV operations
+ * (https://developers.cloudflare.com/workers/platform/limits/), so a bulk
+ * write (1,000 employees' phones) hands the rest to the background queue.
+ */
+export const INLINE_INDEX_KEYS = 200;
+
+/**
  * Applies index work right after a commit, so the next lookup already
  * answers the new way. A key another applier holds (a fill that may have
  * read D1 before this commit) is waited for briefly — leases last
  * milliseconds — and then applied from D1 as it is now. Keys KV refused, or
- * still held, go to the background queue with a short delay; the minute
- * sweep is the last resort. Never throws: the change is committed and its
- * work recorded.
+ * still held, or past the first `INLINE_INDEX_KEYS`, go to the background
+ * queue with a short delay; the minute sweep is the last resort. Never
+ * throws: the change is committed and its work recorded.
  */
 export async function settleIndexWork(deps: Deps, keys: string[]) {
-  let pending = keys;
+  const later = keys.slice(INLINE_INDEX_KEYS);
+  let pending = keys.slice(0, INLINE_INDEX_KEYS);
   let failed: string[] = [];
   try {
     for (let round = 0; pending.length > 0 && round < 5; round++) {
@@ -207,9 +235,11 @@ export async function settleIndexWork(deps: Deps, keys: string[]) {
     failed = keys;
     pending = [];
   }
-  const retry = [...new Set([...failed, ...pending])];
-  if (retry.length === 0) return;
-  await deps.backgroundQueue.send({ kind: "reindex", keys: retry }, { delaySeconds: 1 }).catch((err: unknown) => {
-    logError("enqueueing index work failed; left to the sweep", err, { keys: retry.length });
-  });
+  const retry = [...new Set([...failed, ...pending, ...later])];
+  for (let i = 0; i < retry.length; i += INLINE_INDEX_KEYS) {
+    const part = retry.slice(i, i + INLINE_INDEX_KEYS);
+    await deps.backgroundQueue.send({ kind: "reindex", keys: part }, { delaySeconds: 1 }).catch((err: unknown) => {
+      logError("enqueueing index work failed; left to the sweep", err, { keys: part.length });
+    });
+  }
 }

@@ -38,8 +38,24 @@ export const NO_SEATS: Seats = { num_active: 0, num_assigned: 0, num_available: 
 
 /** Throws the 400 of docs/decisions.md when the company has no free seat of the license. */
 export async function assertSeatAvailable(db: Db, companyId: number, licenseId: string) {
-  const seats = (await seatsByLicense(db, companyId)).get(licenseId) ?? NO_SEATS;
-  if (seats.num_available < 1) throw noSeat(licenseId, seats);
+  await assertSeatsAvailable(db, companyId, new Map([[licenseId, 1]]));
+}
+
+/**
+ * The same for a batch of employees (docs/onboarding.md): `needed` seats per
+ * license id, all free, or a 400 naming the first license short of seats. One read.
+ */
+export async function assertSeatsAvailable(db: Db, companyId: number, needed: Map<string, number>) {
+  if (needed.size === 0) return;
+  const byLicense = await seatsByLicense(db, companyId);
+  for (const [licenseId, count] of needed) {
+    const seats = byLicense.get(licenseId) ?? NO_SEATS;
+    if (seats.num_available >= count) continue;
+    if (count === 1) throw noSeat(licenseId, seats);
+    throw badRequest(
+      `not enough \`${licenseId}\` seats: ${count} employees need one and ${Math.max(0, seats.num_available)} of ${seats.num_active} are free; buy more with POST /companies/{company_id}/licenses or name another \`license\``,
+    );
+  }
 }
 
 const noSeat = (licenseId: string, seats: Seats) =>

@@ -25,6 +25,11 @@ export const createEmployee: AppRouteHandler<typeof routes.createEmployee> = asy
   return c.json(await employees.createEmployee(c.var.deps, c.var.company, c.req.valid("json")), 200);
 };
 
+export const createEmployeesBulk: AppRouteHandler<typeof routes.createEmployeesBulk> = async (c) => {
+  const created = await employees.createEmployees(c.var.deps, c.var.company, c.req.valid("json"), { bulk: true });
+  return c.json(created, 200);
+};
+
 export const updateEmployee: AppRouteHandler<typeof routes.updateEmployee> = async (c) => {
   const { id } = c.req.valid("param");
   return c.json(await employees.updateEmployee(c.var.deps, c.var.company, id, c.req.valid("json")), 200);

@@ -8,6 +8,7 @@ export default createRouter()
   .openapi(routes.exposureHistory, handlers.exposureHistory)
   .openapi(routes.listEmployees, handlers.listEmployees)
   .openapi(routes.createEmployee, handlers.createEmployee)
+  .openapi(routes.createEmployeesBulk, handlers.createEmployeesBulk)
   .openapi(routes.getEmployee, handlers.getEmployee)
   .openapi(routes.updateEmployee, handlers.updateEmployee)
   .openapi(routes.removeEmployee, handlers.removeEmployee);

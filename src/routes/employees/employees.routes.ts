@@ -4,6 +4,7 @@ import { pageHeaders } from "../../lib/pagination";
 import { companyAccess } from "../../middleware/company-access";
 import { CompanyParams } from "../companies/companies.schemas";
 import {
+  BulkCreateEmployeesSchema,
   CreateEmployeeSchema,
   EmployeeListQuery,
   EmployeeParams,
@@ -106,6 +107,29 @@ export const createEmployee = createRoute({
   },
   responses: {
     200: jsonContent(PersonSchema, "The new employee"),
+    ...errorResponses(400, 401, 403, 404, 413, 429),
+  },
+});
+
+export const createEmployeesBulk = createRoute({
+  method: "post",
+  operationId: "createEmployeesBulk",
+  path: "/companies/{company_id}/employees/bulk",
+  tags,
+  summary: "Add up to 1,000 employees at once",
+  description:
+    "Needs `write employees`. A JSON array of 1–1,000 bodies of `POST /companies/{company_id}/employees`, validated and standardized the same way. " +
+    "All or nothing: a bad element is a 400 naming its index and field (`[3].emails[0].email`), as is an email repeated inside the batch or already belonging to a person, " +
+    "too few free seats of a license for the whole batch, or passing the company's 100,000 employees; nothing is written then and no seat is taken. " +
+    "Answers the employees in request order and sends one `person:created` each. Onboarding guide: docs/onboarding.md in the repository.",
+  security: bearerSecurity,
+  middleware: [companyAccess("write employees")] as const,
+  request: {
+    params: CompanyParams,
+    body: { required: true, content: { "application/json": { schema: BulkCreateEmployeesSchema } } },
+  },
+  responses: {
+    200: jsonContent(z.array(PersonSchema), "The new employees, in request order"),
     ...errorResponses(400, 401, 403, 404, 413, 429),
   },
 });

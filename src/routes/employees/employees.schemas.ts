@@ -6,7 +6,13 @@ import { isCountryCode, normalizeCallingCode, phoneFromInternational, phoneFromP
 import { CalendarDate, QueryTimestamp } from "../../lib/time";
 import { usStateCode } from "../../lib/us-states";
 import { exposureStatuses } from "../../db/schema";
-import type { AddressInput, EmployeeChanges, NewEmployee, PhoneInput } from "../../services/employees";
+import {
+  MAX_BULK_EMPLOYEES,
+  type AddressInput,
+  type EmployeeChanges,
+  type NewEmployee,
+  type PhoneInput,
+} from "../../services/employees";
 import { CompanyParams, CompanyRefSchema } from "../companies/companies.schemas";
 
 /*
@@ -236,6 +242,31 @@ export const CreateEmployeeSchema = z
     ephemeral: body.ephemeral,
   }))
   .openapi("CreateEmployee");
+
+/**
+ * POST /employees/bulk: 1–1,000 bodies of POST /employees, each checked and
+ * standardized by the same schema (a 400 names `[i].field`). An email may
+ * appear once in the whole batch.
+ */
+export const BulkCreateEmployeesSchema = z
+  .array(CreateEmployeeSchema)
+  .min(1)
+  .max(MAX_BULK_EMPLOYEES)
+  .superRefine((employees, ctx) => {
+    const seen = new Map<string, number>();
+    employees.forEach((employee, i) =>
+      employee.emails.forEach((entry, j) => {
+        const earlier = seen.get(entry.email);
+        if (earlier === undefined) return void seen.set(entry.email, i);
+        ctx.addIssue({
+          code: "custom",
+          path: [i, "emails", j, "email"],
+          message: `repeats ${entry.email} of element [${earlier}]; an email belongs to one person`,
+        });
+      }),
+    );
+  })
+  .openapi({ description: "1 to 1,000 employees, each as POST /companies/{company_id}/employees takes it" });
 
 export const UpdateEmployeeSchema = z
   .object({
