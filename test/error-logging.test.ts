@@ -15,8 +15,10 @@ const SECRET_PHONE = "+14155550142";
 /** The real D1, except that every statement reading companies fails like D1 does. */
 function failingDb(): D1Database {
   const db = env.DB;
-  return new Proxy(db, {
+  const proxy: D1Database = new Proxy(db, {
     get(target, key) {
+      // Reads run in a D1 session: the session of this database fails the same way.
+      if (key === "withSession") return () => Object.assign(Object.create(proxy), { getBookmark: () => null });
       if (key === "prepare") {
         return (query: string) => {
           const statement = target.prepare(query);
@@ -40,6 +42,7 @@ function failingDb(): D1Database {
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
+  return proxy;
 }
 
 afterEach(() => vi.restoreAllMocks());
