@@ -71,6 +71,9 @@ async function cleanup() {
     });
   }
   receiver?.close();
+  // workerd may still flush its state for a moment after wrangler exits.
+  fs.rmSync(tmp, { recursive: true, force: true });
+  await new Promise((r) => setTimeout(r, 1_000));
   fs.rmSync(tmp, { recursive: true, force: true });
 }
 for (const signal of ["SIGINT", "SIGTERM"]) {
