@@ -3,7 +3,9 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { phoneFromParts } from "../src/lib/phone";
 import { addCompanyPhone } from "../src/services/company-phones";
 import { createDeps } from "../src/services/outbox";
-import { as, call, countD1Statements, DEMO, startOfUsableWindow } from "./helpers";
+import { as, call, countD1Statements, DEMO, insertToken, startOfUsableWindow } from "./helpers";
+import { createApp } from "../src/app";
+import { createExecutionContext } from "cloudflare:test";
 
 /**
  * The ringing path at provider scale (docs/architecture.md, "The trust
@@ -60,6 +62,39 @@ describe("provider-sized rate limits", () => {
     }
     expect(Object.fromEntries(statuses)).toEqual({ 200: 1500 });
   }, 60_000);
+
+  it("a provider past its budget gets 429 with Retry-After on every transport, never a silent `trusted: false`", async () => {
+    const token = `sk_over_budget_${Date.now()}_aaaaaaaa`;
+    await insertToken(token, { serviceName: "telephony", scopes: ["calls:lookup"] });
+    const fields = new URLSearchParams({ ...(await aliceNumber()), ...FROM_ACME });
+    const spent = { ...env, SERVICE_RATE_LIMIT: { limit: async () => ({ success: false }) } };
+    const ask = (init: RequestInit, query = "") =>
+      createApp().request(
+        `/apps/buzz/trust-lookup${query}`,
+        { ...init, headers: { ...(init.headers as Record<string, string>), Authorization: `Bearer ${token}` } },
+        spent,
+        createExecutionContext(),
+      );
+    for (const response of [
+      await ask({}, `?${fields}`),
+      await ask({
+        method: "POST",
+        body: fields.toString(),
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      }),
+      await ask({
+        method: "POST",
+        body: JSON.stringify(Object.fromEntries(fields)),
+        headers: { "Content-Type": "application/json" },
+      }),
+    ]) {
+      expect(response.status).toBe(429);
+      expect(response.headers.get("Retry-After")).toBe("60");
+      expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(
+        /^Too Many Requests: .*60000/,
+      );
+    }
+  });
 
   it("unknown tokens are counted against the IP before any D1 read: past 300, a 429 reads nothing", async () => {
     const ip = `198.51.100.${Math.floor(Math.random() * 200) + 1}`;

@@ -2,11 +2,10 @@ import { createMiddleware } from "hono/factory";
 import { forbidden, unauthorized } from "../lib/errors";
 import { principalAllowedOn, tokenHasValidShape, verifyToken } from "../services/tokens";
 import type { AppEnv, Principal } from "../types";
-import { limitByIp } from "./rate-limit";
+import { limitByIp, RINGING_PATH } from "./rate-limit";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
-/** trust-lookup: a question by every transport, never a write (its POST reads like a GET). */
-export const RINGING_PATH = "/apps/buzz/trust-lookup";
+
 const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
 
 /**

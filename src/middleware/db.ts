@@ -3,7 +3,7 @@ import { createMiddleware } from "hono/factory";
 import { badRequest } from "../lib/errors";
 import { createDeps, type Deps } from "../services/outbox";
 import type { AppEnv } from "../types";
-import { RINGING_PATH } from "./auth";
+import { RINGING_PATH } from "./rate-limit";
 
 /** The header carrying a D1 bookmark: answered on every response, accepted on requests. */
 export const BOOKMARK_HEADER = "x-d1-bookmark";
