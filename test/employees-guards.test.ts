@@ -169,6 +169,32 @@ describe("a member may only change or remove members whose permissions they hold
   });
 });
 
+describe("removals and the last `write settings` holder", () => {
+  it("two Admins removing each other at once leave one of them (the guard is inside the removal batch)", async () => {
+    const other = await member(["Admin"]);
+    const second = await member(["Admin"]);
+    // Alice steps back to Viewer so the two of them are the only holders.
+    expect((await other.send("PUT", ALICE, { roles: ["Viewer"] })).status).toBe(200);
+    expect(await settingsWriters()).toEqual([other.person.id, second.person.id].sort((a, b) => a - b));
+
+    const [first, last] = await Promise.all([
+      other.send("DELETE", `${ACME}/${second.person.id}`),
+      second.send("DELETE", `${ACME}/${other.person.id}`),
+    ]);
+    const statuses = [first!.status, last!.status].sort();
+    expect(statuses[0]).toBe(204);
+    expect([401, 403, 404, 409]).toContain(statuses[1]);
+    const left = await settingsWriters();
+    expect(left).toHaveLength(1);
+
+    // Alice is the only Admin again for the tests that follow.
+    const survivor = left[0] === other.person.id ? other : second;
+    expect((await survivor.send("PUT", ALICE, { roles: ["Admin"] })).status).toBe(200);
+    expect((await as("alice").send("DELETE", `${ACME}/${survivor.person.id}`)).status).toBe(204);
+    expect(await settingsWriters()).toEqual([DEMO.people.alice]);
+  });
+});
+
 /**
  * A person who is an employee of Acme and of Globex (no API creates that yet:
  * written directly), with a Globex work email that is their primary there.
