@@ -24,3 +24,19 @@ await env.DB.batch(
     }),
   ),
 );
+
+// Tests never reach the network: the machine has none, and a DNS lookup for a
+// test host from a queue consumer running after a file's tests (a delivery
+// enqueued by a real commit) ended in workerd internal errors and once hung
+// the whole run. Outbound requests other than to loopback fail at once, like
+// an unreachable host; tests that expect a receiver stub fetch on top of this
+// (`receiver()` in test/webhook-receiver.ts), and `vi.restoreAllMocks()`
+// restores this guard, not the network.
+const networkFetch = globalThis.fetch;
+globalThis.fetch = (input: RequestInfo | URL, init?: RequestInit) => {
+  const url = new URL(input instanceof Request ? input.url : String(input));
+  if (url.hostname === "127.0.0.1" || url.hostname === "localhost" || url.hostname === "[::1]") {
+    return networkFetch(input, init);
+  }
+  return Promise.reject(new TypeError(`Network connection lost: tests make no request to ${url.hostname}`));
+};
