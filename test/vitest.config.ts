@@ -14,7 +14,18 @@ export default defineConfig(async () => ({
   plugins: [
     cloudflareTest({
       wrangler: { configPath: path.join(root, "wrangler.toml") },
-      miniflare: { bindings: { TEST_MIGRATIONS: await readD1Migrations(path.join(root, "drizzle")) } },
+      miniflare: {
+        bindings: { TEST_MIGRATIONS: await readD1Migrations(path.join(root, "drizzle")) },
+        // Tests run the webhook and background consumers themselves
+        // (`exports.default.queue`; `deliverPending` in test/webhook-receiver.ts):
+        // these producers point at queues nobody consumes. Left to Miniflare's
+        // automatic consumers, work enqueued by a file's commits ran during its
+        // teardown, and such files never finished (reproduced: the run hung).
+        queueProducers: {
+          WEBHOOK_QUEUE: { queueName: "test-sink-webhooks" },
+          BACKGROUND_QUEUE: { queueName: "test-sink-background" },
+        },
+      },
     }),
   ],
   test: {

@@ -15,7 +15,7 @@ import { receiver, until, type Captured } from "./webhook-receiver";
  * intake and the hourly cron, and every body the receiver stub gets checked.
  */
 
-const ENDPOINT = "https://receiver.test/payloads";
+const ENDPOINT = "https://127.0.0.1:9/payloads";
 let calls: Captured[];
 
 beforeAll(async () => {

@@ -7,7 +7,7 @@ import { as } from "./helpers";
 
 /**
  * The receiving end of webhooks for tests: a fetch stub at the boundary
- * (only https://receiver.test/… is caught; anything else goes through), and
+ * (only the loopback `RECEIVER` is caught; anything else goes through), and
  * the `webhook-deliveries` consumer driven as the queue drives it.
  */
 
@@ -20,11 +20,21 @@ export type Webhook = {
   updated_at: string;
 };
 
+/**
+ * Where test webhooks point: loopback port 9 (discard), which nothing serves,
+ * so a delivery the stub does not catch — the real queue consumer running
+ * after a test — is refused at once. A hostname would need DNS, which this
+ * machine lacks: those lookups ended in workerd internal errors and hung runs.
+ */
+export const RECEIVER = "https://127.0.0.1:9/";
+
 let counter = 0;
-export const uniqueEndpoint = () => `https://receiver.test/hooks/${Date.now()}-${++counter}`;
+export const uniqueEndpoint = () => `${RECEIVER}hooks/${Date.now()}-${++counter}`;
 
 /** A webhook of Acme (company 1) pointing at the stub. */
-export async function newWebhook(fields: { event?: string; active?: boolean; endpoint?: string } = {}): Promise<Webhook> {
+export async function newWebhook(
+  fields: { event?: string; active?: boolean; endpoint?: string } = {},
+): Promise<Webhook> {
   const response = await as("alice").send("POST", "/companies/1/webhooks", {
     endpoint: fields.endpoint ?? uniqueEndpoint(),
     event: fields.event ?? "scan:found",
@@ -92,13 +102,13 @@ export const deliver = (deliveryId: string, attempts = 1, bindings: Partial<Env>
 
 export type Captured = { url: string; headers: Headers; body: string; init: RequestInit };
 
-/** Stubs fetch for https://receiver.test only; `answer` decides each response. */
+/** Stubs fetch for the test receiver (`RECEIVER`) only; `answer` decides each response. */
 export function receiver(answer: () => Response | Promise<Response>) {
   const captured: Captured[] = [];
   const realFetch = globalThis.fetch;
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
     const request = new Request(input as RequestInfo, init);
-    if (!request.url.startsWith("https://receiver.test/")) return realFetch(input as RequestInfo, init);
+    if (!request.url.startsWith(RECEIVER)) return realFetch(input as RequestInfo, init);
     captured.push({ url: request.url, headers: request.headers, body: await request.text(), init: init ?? {} });
     return answer();
   });
@@ -112,9 +122,25 @@ export const webhookHeaders = (call: Captured) => ({
   "webhook-signature": call.headers.get("webhook-signature")!,
 });
 
-/** Waits (up to ~5 s) for the local queue to hand a message to the consumer. */
+/** Delivers what is pending and waits (up to ~5 s) until `condition` holds (scan events still go through the local queue). */
 export async function until(condition: () => boolean | Promise<boolean>) {
-  for (let i = 0; i < 50 && !(await condition()); i++) {
+  for (let i = 0; i < 50; i++) {
+    await deliverPending();
+    if (await condition()) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/**
+ * Delivers every pending history row through the queue consumer. In tests the
+ * Worker's webhook queue has no automatic consumer (test/vitest.config.ts), so
+ * a test that wants the deliveries a write caused runs them with this.
+ */
+export async function deliverPending() {
+  const { results } = await env.DB.prepare(
+    "SELECT id FROM webhook_deliveries WHERE status = 'pending' ORDER BY created_at",
+  ).all<{
+    id: string;
+  }>();
+  for (const { id } of results) await deliver(id);
 }
