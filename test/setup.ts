@@ -25,12 +25,10 @@ await env.DB.batch(
   ),
 );
 
-// Tests never reach the network: the machine has none, and a DNS lookup for a
-// test host from a queue consumer running after a file's tests (a delivery
-// enqueued by a real commit) ended in workerd internal errors and once hung
-// the whole run. Outbound requests other than to loopback fail at once, like
-// an unreachable host; tests that expect a receiver stub fetch on top of this
-// (`receiver()` in test/webhook-receiver.ts), and `vi.restoreAllMocks()`
+// Tests never reach the network (this machine has none): outbound requests
+// other than to loopback fail at once, like an unreachable host, instead of
+// waiting on a DNS lookup. Tests that expect a receiver stub fetch on top of
+// this (`receiver()` in test/webhook-receiver.ts); `vi.restoreAllMocks()`
 // restores this guard, not the network.
 const networkFetch = globalThis.fetch;
 globalThis.fetch = (input: RequestInfo | URL, init?: RequestInit) => {
