@@ -42,6 +42,10 @@ const EMPLOYEES = 1000;
 const CONTACTS = 1000;
 const CONTACTS_PER_SYNC = 500;
 const LOAD_CONCURRENCY = 8;
+/** Employees also created one POST each, to compare a bulk call's time per employee with. */
+const BULK_SINGLES = 100;
+/** Filled by the setup: one bulk call of EMPLOYEES employees, and a single POST's time per employee. */
+const bulkOnboarding = { ms: 0, singleMs: 0 };
 const SETTLE_MS = 100;
 /** Slow scenarios are measured by count: this many requests per connection. */
 const SLOW_REQUESTS_PER_CONNECTION = 2;
@@ -229,6 +233,12 @@ async function call(
   return text ? JSON.parse(text) : null;
 }
 
+/** The bulk-onboarding scenario's result, as one sentence. */
+const bulkLine = () =>
+  `Bulk onboarding: ${EMPLOYEES} employees in one POST /companies/1/employees/bulk took ${(bulkOnboarding.ms / 1000).toFixed(2)} s ` +
+  `(${(bulkOnboarding.ms / EMPLOYEES).toFixed(1)} ms per employee; one POST /employees each, ${LOAD_CONCURRENCY} at a time: ` +
+  `${bulkOnboarding.singleMs.toFixed(1)} ms per employee)`;
+
 /** Runs `task(i)` for i in [0, count), `concurrency` at a time. */
 async function pool(
   /** @type {number} */ count,
@@ -286,14 +296,24 @@ async function setup() {
   const { loadDemoWorld } = await tsImport("../src/db/demo-world.ts", import.meta.url);
   await loadDemoWorld(createDb(worker.db));
 
-  step(`Loading ${EMPLOYEES} employees of Acme through POST /companies/1/employees (${LOAD_CONCURRENCY} at a time)`);
+  step(`Loading ${EMPLOYEES} employees of Acme: one POST /companies/1/employees/bulk (timed), then ${BULK_SINGLES} by single POSTs`);
   await worker.db
     .prepare("UPDATE company_seats SET quantity = quantity + ? WHERE company_id = 1 AND license_id = 'scan'")
-    .bind(EMPLOYEES)
+    .bind(EMPLOYEES + BULK_SINGLES)
     .run();
-  await pool(EMPLOYEES, LOAD_CONCURRENCY, async (i) => {
-    await call("POST", "/companies/1/employees", { headers: bearer(TOKENS.alice), json: employee(i) });
+  const bulkStarted = performance.now();
+  const onboarded = await call("POST", "/companies/1/employees/bulk", {
+    headers: bearer(TOKENS.alice),
+    json: Array.from({ length: EMPLOYEES }, (_, i) => employee(i)),
   });
+  bulkOnboarding.ms = performance.now() - bulkStarted;
+  if (!Array.isArray(onboarded) || onboarded.length !== EMPLOYEES) throw new Error("the bulk call did not answer every employee");
+  // The same kind of employees one request each, for comparison (per employee).
+  const singlesStarted = performance.now();
+  await pool(BULK_SINGLES, LOAD_CONCURRENCY, async (i) => {
+    await call("POST", "/companies/1/employees", { headers: bearer(TOKENS.alice), json: employee(EMPLOYEES + i) });
+  });
+  bulkOnboarding.singleMs = (performance.now() - singlesStarted) / BULK_SINGLES;
 
   step(`Loading ${CONTACTS} contacts of Alice through POST /contacts/sync (${CONTACTS_PER_SYNC} a request)`);
   for (let first = 0; first < CONTACTS; first += CONTACTS_PER_SYNC) {
@@ -613,6 +633,7 @@ async function main() {
   console.log(textTable(rows));
   console.log("");
   console.log(`Targets met: ${met} of ${withTarget.length}`);
+  console.log(bulkLine());
   console.log(memory);
   console.log(`Whole run: ${((Date.now() - STARTED) / 1000).toFixed(0)} s`);
 
@@ -636,6 +657,8 @@ async function main() {
         markdownTable(rows),
         "",
         `Targets met: ${met} of ${withTarget.length}. ${memory[0].toUpperCase()}${memory.slice(1)}.`,
+        "",
+        `${bulkLine()}.`,
       ].join("\n"),
     );
   } else if (RECORD) {
