@@ -1,5 +1,5 @@
 // `npm run token -- <command>`: mint, revoke and list access tokens
-// (DECISIONS §2). Works on the local D1 by default, `--remote` on production.
+// (docs/decisions.md). Works on the local D1 by default, `--remote` on production.
 // A minted token is printed once, on stdout; only its SHA-256 is stored.
 import { createHash, randomBytes } from "node:crypto";
 import { d1, fail, parseArgs, sqlString } from "./lib/cli.mjs";

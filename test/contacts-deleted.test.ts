@@ -8,7 +8,7 @@ import { MAX_CONTACTS_PER_PERSON, pruneContactTombstones } from "../src/services
 import { as, DEMO, expectError } from "./helpers";
 
 /**
- * GET /contacts/deleted (DECISIONS §10.6): tombstones written by the batch
+ * GET /contacts/deleted (docs/decisions.md): tombstones written by the batch
  * that deletes, `since` inclusive, 90 days of memory (410 beyond), pruned by
  * the daily cron; and the 10,000-contact quota of a sync (§10.9).
  */

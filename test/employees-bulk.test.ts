@@ -6,7 +6,7 @@ import { as, countD1Statements, DEMO, expectError } from "./helpers";
 import { newWebhook } from "./webhook-receiver";
 
 /**
- * POST /companies/{company_id}/employees/bulk (DECISIONS §10.7): the body of
+ * POST /companies/{company_id}/employees/bulk (docs/decisions.md): the body of
  * POST /employees 1–1,000 times, all or nothing in one D1 batch, within the
  * platform's limits; and the per-company quota of §10.9 on both routes.
  */

@@ -13,7 +13,7 @@ import { blockedCalls } from "../src/db/schema";
 import worker from "../src/index";
 import { pruneExpired, RETENTION_STATEMENTS_PER_RULE } from "../src/services/retention";
 
-/** Retention of DECISIONS §10.9 on a controlled clock: rows are inserted with old timestamps, then the daily cron fires. */
+/** Retention of docs/decisions.md on a controlled clock: rows are inserted with old timestamps, then the daily cron fires. */
 
 const DAILY = "30 3 * * *";
 const day = 24 * 3600_000;

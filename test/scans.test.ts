@@ -14,7 +14,7 @@ import { deliverPending } from "./webhook-receiver";
 
 /**
  * Scan intake (`POST /internal/scan-events`), the `scan-events` consumer and
- * the exposure life (DECISIONS §5). The local queue really delivers what the
+ * the exposure life (docs/decisions.md). The local queue really delivers what the
  * endpoint enqueues; tests also hand batches to the consumer directly, as
  * the queue would, to check that a redelivery changes nothing twice.
  */

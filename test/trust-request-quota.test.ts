@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { MAX_TRUST_REQUESTS_PER_DAY } from "../src/services/trust-requests";
 import { call, DEMO, expectError, insertToken } from "./helpers";
 
-/** At most 100 trust requests sent per person per UTC day, matched or not (DECISIONS §10.9). */
+/** At most 100 trust requests sent per person per UTC day, matched or not (docs/decisions.md). */
 
 const day = 24 * 3600_000;
 const ask = (token: string, body: unknown) => call("/contacts/requests", { method: "POST", token, body });

@@ -85,7 +85,7 @@ describe("POST /companies/{company_id}/webhooks", () => {
     expect(b.id).toBeGreaterThan(a.id);
   });
 
-  it("accepts every event name of DECISIONS §6", async () => {
+  it("accepts every event name of docs/decisions.md", async () => {
     for (const event of EVENT_NAMES) {
       const webhook = await createWebhook({ endpoint: "https://hooks.acme.example/all", event, active: false });
       expect(webhook.event).toBe(event);

@@ -89,6 +89,6 @@ export async function getSite(db: Db, siteId: number) {
   return row ? toCompany(row) : null;
 }
 
-/** The roles every employer company starts with (DECISIONS §2). */
+/** The roles every employer company starts with (docs/decisions.md). */
 export const defaultRoleRows = (companyId: number) =>
   DEFAULT_ROLES.map((role) => ({ companyId, name: role.name, permissions: [...role.permissions] }));

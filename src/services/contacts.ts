@@ -12,9 +12,9 @@ export const CONTACT_COLLECTIONS = ["emails", "phone_numbers", "addresses"] as c
 export type ContactCollection = (typeof CONTACT_COLLECTIONS)[number];
 const ALL_COLLECTIONS = new Set<ContactCollection>(CONTACT_COLLECTIONS);
 
-/** Contacts a person may keep (DECISIONS §10.9). */
+/** Contacts a person may keep (docs/decisions.md). */
 export const MAX_CONTACTS_PER_PERSON = 10_000;
-/** How long a deleted contact is remembered for `GET /contacts/deleted` (DECISIONS §10.6). */
+/** How long a deleted contact is remembered for `GET /contacts/deleted` (docs/decisions.md). */
 export const TOMBSTONE_RETENTION_DAYS = 90;
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -216,7 +216,7 @@ export async function contactsWithPhone(db: Db, ownerId: number, e164: string): 
 }
 
 /**
- * Sync (DECISIONS §4): elements with an `id` update that contact of the
+ * Sync (docs/decisions.md): elements with an `id` update that contact of the
  * owner, the others create one. All or nothing: every id is checked first
  * (a bad one is a 400 naming its index) and every write goes in one
  * `db.batch`, which D1 runs as one transaction. Besides one UPDATE per
@@ -337,7 +337,7 @@ async function assertUpdatable(db: Db, ownerId: number, inputs: ContactInput[]) 
 }
 
 /**
- * At most 10,000 contacts per person (DECISIONS §10.9): a sync that would
+ * At most 10,000 contacts per person (docs/decisions.md): a sync that would
  * pass it is a 400 naming the limit. A count on the owner's index; two
  * concurrent syncs can together pass it by at most one sync's size (500).
  */
@@ -411,7 +411,7 @@ export type DeletedContact = { id: number; deleted_at: string };
 
 /**
  * One page of the owner's contacts deleted at or after `since`, oldest
- * first (DECISIONS §10.6). A `since` older than the retention is 410: the
+ * first (docs/decisions.md). A `since` older than the retention is 410: the
  * deletions before it may have been forgotten, so the client must
  * resynchronise in full (docs/contacts-sync.md).
  */
@@ -449,7 +449,7 @@ export const TOMBSTONE_PRUNE_CHUNK = 5_000;
 const TOMBSTONE_PRUNE_MAX_CHUNKS = 20;
 
 /**
- * Daily: forgets tombstones older than the retention (DECISIONS §10.9), in
+ * Daily: forgets tombstones older than the retention (docs/decisions.md), in
  * statements of at most 5,000 rows and at most 20 of them per run; a larger
  * backlog continues the next day (`pruneOlderThan`, shared by every
  * retention rule). Tombstones are written in time order, so the due ones sit

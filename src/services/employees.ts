@@ -247,7 +247,7 @@ export async function removeEmployee(deps: Deps, access: CompanyAccess, personId
   if (!removedBy(results, removed)) throw notFound(`employee ${personId} does not exist`);
 }
 
-/** Employees a company may have (DECISIONS §10.9, docs/onboarding.md). */
+/** Employees a company may have (docs/decisions.md). */
 export const MAX_EMPLOYEES_PER_COMPANY = 100_000;
 /** Employees in one `POST /employees/bulk` (docs/onboarding.md). */
 export const MAX_BULK_EMPLOYEES = 1_000;
@@ -716,7 +716,7 @@ async function shortLicense(db: Db, companyId: number, licenseIds: string[]): Pr
 }
 
 /**
- * Emails are unique across all people (DECISIONS §5). On PUT the person
+ * Emails are unique across all people (docs/decisions.md). On PUT the person
  * (`self`) may keep the emails this company sees of them; another employer's
  * address of the same person is taken like anyone else's.
  */
@@ -849,7 +849,7 @@ const primaryOf = <T extends { primary: boolean }>(entries: T[]): T =>
 
 /**
  * Role names of the company, case-insensitively → role ids. A role the
- * company lacks is a 400 (DECISIONS §2); a role with a permission the caller
+ * company lacks is a 400 (docs/decisions.md); a role with a permission the caller
  * does not hold is a 403, so nobody hands out more than they have.
  */
 async function resolveRoles(

@@ -7,7 +7,7 @@ import { pruneDeliveredHistory } from "./webhook-history";
 
 const DAY_MS = 24 * 3600 * 1000;
 
-/** How long records are kept (DECISIONS §10.9; docs/capacity.md, "Retention"). */
+/** How long records are kept (docs/decisions.md). */
 export const RETENTION_DAYS = { blockedCalls: 90, activities: 365 } as const;
 
 /**

@@ -7,10 +7,10 @@ import { people, personEmails, personTrust, trustRequestDays, trustRequests } fr
 import { iso } from "../lib/time";
 import { holdersOfNumber } from "./people";
 
-/** Who a trust request is addressed to: exactly one of these (DECISIONS §4). */
+/** Who a trust request is addressed to: exactly one of these (docs/decisions.md). */
 export type TrustRequestTarget = { user_id?: number; phone?: string; email?: string };
 
-/** Trust requests a person may send per UTC day, matched or not (DECISIONS §10.9). */
+/** Trust requests a person may send per UTC day, matched or not (docs/decisions.md). */
 export const MAX_TRUST_REQUESTS_PER_DAY = 100;
 const DAY_MS = 24 * 3600 * 1000;
 

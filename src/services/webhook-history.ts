@@ -11,7 +11,7 @@ export const HISTORY_RETENTION_DAYS = 90;
 
 /**
  * Daily pruning of finished deliveries (success or failed) whose last change
- * is older than 90 days (DECISIONS §8), in bounded chunks (`pruneOlderThan`);
+ * is older than 90 days (docs/decisions.md), in bounded chunks (`pruneOlderThan`);
  * their attempts go with them (cascade). By `updated_at`, the time a delivery
  * finished: the `(status, updated_at)` index finds them without a scan.
  */
@@ -42,7 +42,7 @@ export const toHistoryEntry = (row: typeof webhookDeliveries.$inferSelect) => ({
 export type HistoryFilter = { start?: Date; end?: Date; types?: string[] };
 
 /**
- * One page of the company's delivery history, newest first (DECISIONS §6):
+ * One page of the company's delivery history, newest first (docs/decisions.md):
  * `start` inclusive, `end` exclusive, `types` any of the event names.
  */
 export async function listHistory(db: Db, companyId: number, filter: HistoryFilter, page: Page) {

@@ -6,7 +6,7 @@ import type { EventName } from "./events";
 
 type WebhookRow = typeof webhooks.$inferSelect;
 
-/** The Webhook of [seed 2.17]; the secret is returned with it (DECISIONS §6). */
+/** The Webhook of [seed 2.17]; the secret is returned with it (docs/decisions.md). */
 export const toWebhook = (row: WebhookRow) => ({
   id: row.id,
   endpoint: row.endpoint,

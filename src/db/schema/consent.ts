@@ -4,7 +4,7 @@ import { cascadeRef, createdAt, flag, id } from "./columns";
 
 /**
  * A publisher's consent container. Its public id is the publisher company's
- * slug (DECISIONS §7), so a publisher has at most one container.
+ * slug (docs/decisions.md), so a publisher has at most one container.
  */
 export const consentContainers = sqliteTable(
   "consent_containers",

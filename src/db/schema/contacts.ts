@@ -70,7 +70,7 @@ export const contactTombstones = sqliteTable(
 /**
  * A request from `requesterId` asking `targetId` for trust. At most one
  * pending request per pair (partial unique index); decided requests stay as
- * history and the pair may ask again (DECISIONS §4).
+ * history and the pair may ask again (docs/decisions.md).
  */
 export const trustRequests = sqliteTable(
   "trust_requests",

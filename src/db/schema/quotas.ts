@@ -1,7 +1,7 @@
 import { integer, primaryKey, sqliteTable } from "drizzle-orm/sqlite-core";
 
 /**
- * Trust requests a person sent per UTC day, matched or not (DECISIONS §10.9:
+ * Trust requests a person sent per UTC day, matched or not (docs/decisions.md:
  * at most 100 a day). One row per person per day they asked; the daily cron
  * drops days before yesterday. No foreign key: a row outlives its person by a
  * day at most, and people ids are never reused. The key leads with `day` so

@@ -67,7 +67,7 @@ const writeFields = {
 
 /**
  * A contact as written [seed 2.7]: only the writable fields; read-only ones
- * sent anyway are ignored (DECISIONS §4). A field left out keeps its value,
+ * sent anyway are ignored (docs/decisions.md). A field left out keeps its value,
  * a collection sent replaces the stored one.
  */
 export const ContactWriteSchema = z.object(writeFields).openapi("ContactWrite");

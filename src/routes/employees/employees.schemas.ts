@@ -16,7 +16,7 @@ import {
 import { CompanyParams, CompanyRefSchema } from "../companies/companies.schemas";
 
 /*
- * Input is standardized here, at the edge [seed 4.3 rule 4, DECISIONS §5],
+ * Input is standardized here, at the edge [seed 4.3 rule 4, docs/decisions.md],
  * so a 400 names the offending field (`addresses[0].region`) and the service
  * receives clean values: emails trimmed and lowercased, countries as
  * uppercase ISO alpha-2, US states as USPS codes, phones as E.164.
@@ -155,7 +155,7 @@ const AddressInputSchema = z
   .openapi("AddressInput");
 
 /**
- * A list with exactly one primary entry (DECISIONS §5): none marked → the
+ * A list with exactly one primary entry (docs/decisions.md): none marked → the
  * first; two marked → 400. `key` finds duplicates (also a 400).
  */
 function primaryList<T extends z.ZodType<{ primary?: boolean }>>(
