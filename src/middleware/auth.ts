@@ -2,9 +2,8 @@ import { createMiddleware } from "hono/factory";
 import { forbidden, unauthorized } from "../lib/errors";
 import { principalAllowedOn, tokenHasValidShape, verifyToken } from "../services/tokens";
 import type { AppEnv, Principal } from "../types";
-import { limitByIp, RINGING_PATH } from "./rate-limit";
-
-const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+import { limitByIp } from "./rate-limit";
+import { readsOnly } from "./request-kind";
 
 const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
 
@@ -27,7 +26,7 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
           c.executionCtx.waitUntil(work.catch((err) => console.error("recording token use failed", err))),
         // Writes always see the token's current state (revocation, a removed person);
         // a trust-lookup POST is a question, not a write (it uses the caches like GET).
-        fresh: !SAFE_METHODS.has(c.req.method) && c.req.path !== RINGING_PATH,
+        fresh: !readsOnly(c),
         kv: c.env.TRUST_INDEX,
         // A token in neither cache costs the caller's IP budget before it costs a D1 read.
         beforeDatabase: () => limitByIp(c),

@@ -3,11 +3,10 @@ import { createMiddleware } from "hono/factory";
 import { badRequest } from "../lib/errors";
 import { createDeps, type Deps } from "../services/outbox";
 import type { AppEnv } from "../types";
-import { RINGING_PATH } from "./rate-limit";
+import { readsOnly } from "./request-kind";
 
 /** The header carrying a D1 bookmark: answered on every response, accepted on requests. */
 export const BOOKMARK_HEADER = "x-d1-bookmark";
-const READS = new Set(["GET", "HEAD", "OPTIONS"]);
 /** D1 bookmarks are opaque, but short and made of hex groups and dashes; anything else is refused. */
 const BOOKMARK_SHAPE = /^[0-9A-Za-z-]{1,128}$/;
 
@@ -29,7 +28,7 @@ export const database = createMiddleware<AppEnv>(async (c, next) => {
   if (bookmark !== undefined && !BOOKMARK_SHAPE.test(bookmark)) {
     throw badRequest(`\`${BOOKMARK_HEADER}\` must be a bookmark this API returned in that header`);
   }
-  if (READS.has(c.req.method) || c.req.path === RINGING_PATH) {
+  if (readsOnly(c)) {
     const session = c.env.DB.withSession(bookmark ?? "first-unconstrained");
     useDeps(c, createDeps(c.env, session));
     await next();

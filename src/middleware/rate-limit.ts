@@ -2,10 +2,7 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { errorBody, tooManyRequests } from "../lib/errors";
 import type { AppEnv } from "../types";
-/** trust-lookup: a question by every transport, never a write (its POST reads like a GET). */
-export const RINGING_PATH = "/apps/buzz/trust-lookup";
-
-const READS = new Set(["GET", "HEAD", "OPTIONS"]);
+import { readsOnly } from "./request-kind";
 
 /** Every limit uses a 60 s window (wrangler.toml), so that is the longest wait. */
 const WINDOW_SECONDS = 60;
@@ -39,7 +36,7 @@ export const rateLimit = createMiddleware<AppEnv>(async (c, next) => {
       `this token made more than ${service ? SERVICE_BUDGET : 1000} requests in the last minute; retry after the Retry-After delay`,
       WINDOW_SECONDS,
     );
-  if (!READS.has(c.req.method) && c.req.path !== RINGING_PATH) {
+  if (!readsOnly(c)) {
     if (!(await admission).success) throw refused();
     return next();
   }
