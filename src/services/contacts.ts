@@ -1,11 +1,12 @@
 import { and, asc, count, eq, gte, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { inList } from "../db/sql";
 import { pruneOlderThan } from "../db/prune";
 import { WriteBatch, type Deps } from "./outbox";
 import { contactAddresses, contactEmails, contactPhones, contacts, contactTombstones, people } from "../db/schema";
 import { badRequest, gone, notFound } from "../lib/errors";
 import { iso } from "../lib/time";
-import { e2eeColumn, inIds } from "./people";
+import { e2eeColumn } from "./people";
 
 /** The collections `include` can add to a listed contact, by their write names [seed 2.7]. */
 export const CONTACT_COLLECTIONS = ["emails", "phone_numbers", "addresses"] as const;
@@ -119,22 +120,22 @@ export async function loadContacts(
     db
       .select()
       .from(contacts)
-      .where(and(eq(contacts.ownerId, ownerId), inIds(contacts.id, ids))),
+      .where(and(eq(contacts.ownerId, ownerId), inList(contacts.id, ids))),
     linkedPeople(db, ownerId, ids),
     db
       .select({ contactId: contactEmails.contactId, value: contactEmails.email })
       .from(contactEmails)
-      .where(inIds(contactEmails.contactId, ids))
+      .where(inList(contactEmails.contactId, ids))
       .orderBy(asc(contactEmails.id)),
     db
       .select({ contactId: contactPhones.contactId, value: contactPhones.e164 })
       .from(contactPhones)
-      .where(inIds(contactPhones.contactId, ids))
+      .where(inList(contactPhones.contactId, ids))
       .orderBy(asc(contactPhones.id)),
     db
       .select({ contactId: contactAddresses.contactId, value: contactAddresses.line })
       .from(contactAddresses)
-      .where(inIds(contactAddresses.contactId, ids))
+      .where(inList(contactAddresses.contactId, ids))
       .orderBy(asc(contactAddresses.id)),
   ]);
 
@@ -281,9 +282,9 @@ export async function saveContacts(deps: Deps, ownerId: number, inputs: ContactI
   const batch = new WriteBatch(deps);
   for (const statement of [
     ...updateStatements,
-    db.delete(contactEmails).where(inIds(contactEmails.contactId, replaced("emails"))),
-    db.delete(contactPhones).where(inIds(contactPhones.contactId, replaced("phone_numbers"))),
-    db.delete(contactAddresses).where(inIds(contactAddresses.contactId, replaced("addresses"))),
+    db.delete(contactEmails).where(inList(contactEmails.contactId, replaced("emails"))),
+    db.delete(contactPhones).where(inList(contactPhones.contactId, replaced("phone_numbers"))),
+    db.delete(contactAddresses).where(inList(contactAddresses.contactId, replaced("addresses"))),
     // Columns in schema order: id, owner_id, display_name, birthday, labels, created_at, updated_at.
     db
       .insert(contacts)
@@ -318,7 +319,7 @@ async function assertUpdatable(db: Db, ownerId: number, inputs: ContactInput[]) 
       await db
         .select({ id: contacts.id })
         .from(contacts)
-        .where(and(eq(contacts.ownerId, ownerId), inIds(contacts.id, ids)))
+        .where(and(eq(contacts.ownerId, ownerId), inList(contacts.id, ids)))
         .all()
     ).map((row) => row.id),
   );

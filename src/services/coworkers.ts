@@ -1,8 +1,8 @@
 import { and, asc, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { inList } from "../db/sql";
 import { companies, memberships, people } from "../db/schema";
 import { toCompanyRef } from "./companies";
-import { inIds } from "./people";
 
 /**
  * Every company `personId` belongs to (or only `companyId`) with all its
@@ -29,7 +29,7 @@ export async function companiesWithEmployees(db: Db, personId: number, companyId
     .from(memberships)
     .innerJoin(people, eq(people.id, memberships.personId))
     .where(
-      inIds(
+      inList(
         memberships.companyId,
         mine.map((company) => company.id),
       ),

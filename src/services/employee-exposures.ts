@@ -1,10 +1,10 @@
 import { and, asc, count, eq, gte, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { inList } from "../db/sql";
 import { companies, exposureHistory, exposures, exposureStatuses, memberships } from "../db/schema";
 import { pageWindow, type Page } from "../lib/pagination";
 import { iso } from "../lib/time";
 import { exposureQuery, siteColumns, toExposure, toSite, type Exposure } from "./exposures";
-import { inIds } from "./people";
 
 /**
  * The reads of exposures a company makes about its employees
@@ -41,7 +41,7 @@ export async function listExposures(
 ): Promise<{ items: Exposure[]; total: number }> {
   const where = and(
     ofEmployeesOf(companyId),
-    filter.employees ? inIds(exposures.personId, filter.employees) : undefined,
+    filter.employees ? inList(exposures.personId, filter.employees) : undefined,
     filter.statuses ? inArray(exposures.status, filter.statuses) : undefined,
     filter.since ? gte(exposures.updatedAt, filter.since) : undefined,
   );

@@ -1,7 +1,7 @@
-import { and, asc, count, eq, gt, isNotNull, notExists, sql, type SQL } from "drizzle-orm";
-import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { and, asc, count, eq, gt, isNotNull, notExists, sql } from "drizzle-orm";
 import { alias, union } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
+import { inList } from "../db/sql";
 import {
   exposures,
   licenses,
@@ -73,14 +73,6 @@ export type Person = {
 };
 
 /**
- * `column IN (ids)` with one bound parameter, whatever the number of ids:
- * D1 allows at most 100 parameters per statement
- * (https://developers.cloudflare.com/d1/platform/limits/), a page holds up to 1000.
- */
-export const inIds = (column: SQLiteColumn, ids: number[]): SQL =>
-  sql`${column} in (select value from json_each(${JSON.stringify(ids)}))`;
-
-/**
  * The emails a company sees of a person: the person's own and the ones this
  * company added; another employer's addresses stay private to that employer.
  * Written with `coalesce` rather than `is null or =`, so SQLite does not pick
@@ -120,30 +112,30 @@ export async function loadPeople(db: Db, companyId: number, personIds: number[])
       .from(memberships)
       .innerJoin(people, eq(people.id, memberships.personId))
       .leftJoin(licenses, eq(licenses.id, memberships.licenseId))
-      .where(and(eq(memberships.companyId, companyId), inIds(memberships.personId, personIds))),
+      .where(and(eq(memberships.companyId, companyId), inList(memberships.personId, personIds))),
     db
       .select()
       .from(personEmails)
-      .where(and(inIds(personEmails.personId, personIds), visibleEmail(companyId)))
+      .where(and(inList(personEmails.personId, personIds), visibleEmail(companyId)))
       .orderBy(asc(personEmails.id)),
-    db.select().from(personPhones).where(inIds(personPhones.personId, personIds)).orderBy(asc(personPhones.id)),
+    db.select().from(personPhones).where(inList(personPhones.personId, personIds)).orderBy(asc(personPhones.id)),
     db
       .select()
       .from(personAddresses)
-      .where(inIds(personAddresses.personId, personIds))
+      .where(inList(personAddresses.personId, personIds))
       .orderBy(asc(personAddresses.id)),
-    db.select().from(personAkas).where(inIds(personAkas.personId, personIds)).orderBy(asc(personAkas.id)),
+    db.select().from(personAkas).where(inList(personAkas.personId, personIds)).orderBy(asc(personAkas.id)),
     db
       .select({ personId: memberships.personId, name: roles.name })
       .from(membershipRoles)
       .innerJoin(memberships, eq(memberships.id, membershipRoles.membershipId))
       .innerJoin(roles, eq(roles.id, membershipRoles.roleId))
-      .where(and(eq(memberships.companyId, companyId), inIds(memberships.personId, personIds)))
+      .where(and(eq(memberships.companyId, companyId), inList(memberships.personId, personIds)))
       .orderBy(asc(roles.id)),
     db
       .select({ personId: exposures.personId, status: exposures.status, n: count() })
       .from(exposures)
-      .where(inIds(exposures.personId, personIds))
+      .where(inList(exposures.personId, personIds))
       .groupBy(exposures.personId, exposures.status),
     // Sites whose latest conclusive result for the person is "not found".
     db
@@ -151,7 +143,7 @@ export async function loadPeople(db: Db, companyId: number, personIds: number[])
       .from(scanResults)
       .where(
         and(
-          inIds(scanResults.personId, personIds),
+          inList(scanResults.personId, personIds),
           eq(scanResults.outcome, "not_found"),
           notExists(
             db

@@ -2,7 +2,8 @@ import { and, asc, eq, lt, notInArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { webhookAttempts, webhookDeliveries, webhooks } from "../db/schema";
 import { endpointProblem } from "../lib/outbound-url";
-import { enqueueDeliveries, renderedPayload, inList, type DeliveryMessage } from "./events";
+import { inList } from "../db/sql";
+import { enqueueDeliveries, renderedPayload, type DeliveryMessage } from "./events";
 import { SECRET_PREFIX } from "./webhooks";
 
 /**

@@ -4,7 +4,7 @@ import { pruneOlderThan, type PruneSpec } from "../db/prune";
 import { webhookDeliveries } from "../db/schema";
 import { pageWindow, type Page } from "../lib/pagination";
 import { iso } from "../lib/time";
-import { inList } from "./events";
+import { inList } from "../db/sql";
 import { listAttempts } from "./webhook-delivery";
 
 export const HISTORY_RETENTION_DAYS = 90;
