@@ -230,7 +230,7 @@ export async function addMember(deps: Deps, companyId: number, input: NewMember)
   }
   const id = existing?.personId ?? (committed.results[inserted!] as { id: number }[])[0]!.id;
   const person = await loadPerson(db, companyId, id);
-  if (person) await renderPersonDeliveries(db, committed.deliveries, person);
+  if (person) await renderPersonDeliveries(db, committed.deliveries, [person]);
   return { person_id: id };
 }
 

@@ -20,7 +20,7 @@ import { pageWindow, type Page } from "../lib/pagination";
 import { grants, type Permission } from "../lib/permissions";
 import type { CompanyAccess } from "../types";
 import { findLicense, matchLicense } from "./licenses";
-import { renderPeopleDeliveries, renderPersonDeliveries } from "./events";
+import { renderPersonDeliveries } from "./events";
 import { addRemoval, removedBy } from "./memberships";
 import { WriteBatch, type Deps } from "./outbox";
 import { loadPeople, loadPerson, visibleEmail, type Person } from "./people";
@@ -344,7 +344,7 @@ export async function createEmployees(
     .flatMap((position) => (results[position] as { id: number }[]).map((row) => row.id))
     .sort((a, b) => a - b);
   const persons = await loadPeople(db, companyId, ids);
-  await renderPeopleDeliveries(db, deliveries, persons);
+  await renderPersonDeliveries(db, deliveries, persons);
   return persons;
 }
 
@@ -589,7 +589,7 @@ export async function updateEmployee(
     target: membership,
   });
   const person = (await loadPerson(db, companyId, personId))!;
-  await renderPersonDeliveries(db, deliveries, person);
+  await renderPersonDeliveries(db, deliveries, [person]);
   return person;
 }
 

@@ -1,11 +1,9 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { webhookDeliveries } from "../db/schema";
-import { batchableAll, inList } from "../db/sql";
+import { batchableAll } from "../db/sql";
 import { logError } from "../lib/log";
 import { loadPerson, type Person } from "./people";
-
-export { inList };
 
 /** Event names accepted at webhook creation and delivered (docs/webhooks.md). */
 export const EVENT_NAMES = [
@@ -36,48 +34,33 @@ export type DeliveryMessage = { kind: "deliver"; deliveryId: string };
  * rendering of Person payloads.
  */
 
-/**
- * Fills the Person of `person:*` deliveries the command just wrote (they hold
- * `{"id": n}` until then). Best effort: a delivery renders what is still
- * missing itself (`renderedPayload`).
- */
-export async function renderPersonDeliveries(db: Db, deliveryIds: string[], person: Person) {
-  if (deliveryIds.length === 0) return;
-  try {
-    await db
-      .update(webhookDeliveries)
-      .set({ payload: person, rendered: true })
-      .where(and(inList(webhookDeliveries.id, deliveryIds), eq(webhookDeliveries.rendered, false)));
-  } catch (err) {
-    logError("rendering person deliveries failed; the deliveries render it", err, { deliveries: deliveryIds.length });
-  }
-}
-
 /** People whose Persons one render statement carries (a Person is ~1 KB of JSON, bound as one value). */
 const PEOPLE_PER_RENDER = 100;
 
 /**
- * `renderPersonDeliveries` for many people at once (a bulk create): each
- * delivery gets the Person its `{"id": n}` names, by one UPDATE … FROM
- * json_each per 100 people, all in one round trip. Best effort, like it.
+ * Fills the Persons of `person:*` deliveries a command just wrote (they hold
+ * `{"id": n}` until then): each delivery gets the Person its id names, by one
+ * UPDATE … FROM json_each per 100 people, all in one round trip. Best effort:
+ * a delivery renders what is still missing itself (`renderedPayload`).
  */
-export async function renderPeopleDeliveries(db: Db, deliveryIds: string[], persons: Person[]) {
+export async function renderPersonDeliveries(db: Db, deliveryIds: string[], persons: Person[]) {
   if (deliveryIds.length === 0 || persons.length === 0) return;
   const ids = JSON.stringify(deliveryIds);
-  const statements = [];
-  for (let i = 0; i < persons.length; i += PEOPLE_PER_RENDER) {
-    const chunk = JSON.stringify(persons.slice(i, i + PEOPLE_PER_RENDER));
-    statements.push(
-      batchableAll(
-        db,
-        sql`update ${webhookDeliveries} set payload = p.value, rendered = 1
-            from json_each(${chunk}) p
-            where ${webhookDeliveries.id} in (select value from json_each(${ids})) and ${webhookDeliveries.rendered} = 0
-              and json_extract(${webhookDeliveries.payload}, '$.id') = json_extract(p.value, '$.id')`,
-      ),
-    );
-  }
+  // Preparing a statement can fail too: all of it is best effort.
   try {
+    const statements = [];
+    for (let i = 0; i < persons.length; i += PEOPLE_PER_RENDER) {
+      const chunk = JSON.stringify(persons.slice(i, i + PEOPLE_PER_RENDER));
+      statements.push(
+        batchableAll(
+          db,
+          sql`update ${webhookDeliveries} set payload = p.value, rendered = 1
+              from json_each(${chunk}) p
+              where ${webhookDeliveries.id} in (select value from json_each(${ids})) and ${webhookDeliveries.rendered} = 0
+                and json_extract(${webhookDeliveries.payload}, '$.id') = json_extract(p.value, '$.id')`,
+        ),
+      );
+    }
     const [first, ...rest] = statements;
     await db.batch([first!, ...rest]);
   } catch (err) {

@@ -96,22 +96,13 @@ export class WriteBatch {
   /**
    * Records an event whose data is a Person (`person:created`,
    * `person:updated`): the row holds `{"id": n}` until the Person is
-   * rendered, right after the commit by the command (`renderPersonDeliveries`)
-   * or, failing that, by the delivery itself. `person` may be SQL (the id of
+   * rendered, right after the commit by the command
+   * (`renderPersonDeliveries` in services/events.ts) or, failing that, by the
+   * delivery itself. `person` may be SQL (the id of
    * a person inserted earlier in the batch).
    */
   emitPerson(event: EventName, companyId: number, person: number | SQL) {
-    this.#push(
-      deliveryInsert(this.deps.db, sql`from (select 0 as key) e`, {
-        event: sql`${event}`,
-        companyId: sql`${companyId}`,
-        personId: sql`null`,
-        payload: sql`json_object('id', ${person})`,
-        rendered: sql`0`,
-        ifChanged: false,
-        now: this.now,
-      }),
-    );
+    this.emitPeople(event, companyId, sql`select ${person} as id`);
   }
 
   /**
