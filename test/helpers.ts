@@ -102,3 +102,9 @@ export function countD1Statements(): { readonly count: number } {
     },
   };
 }
+
+/** The `n` of a `SELECT count(*) AS n …` on the test database. */
+export const countRows = async (sql: string, ...params: unknown[]) =>
+  (await env.DB.prepare(sql)
+    .bind(...params)
+    .first<{ n: number }>())!.n;

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { purgeExpiredEphemeral } from "../src/services/memberships";
 import { createDeps } from "../src/services/outbox";
-import { DEMO } from "./helpers";
+import { countRows, DEMO } from "./helpers";
 
 /**
  * The ephemeral purge (docs/architecture.md, "Background work"): chunked,
@@ -12,11 +12,6 @@ import { DEMO } from "./helpers";
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-const countRows = async (sql: string, ...params: unknown[]) =>
-  (await env.DB.prepare(sql)
-    .bind(...params)
-    .first<{ n: number }>())!.n;
 
 describe("the ephemeral purge is chunked, resumable and fair", () => {
   it("3,000 due employees of 3 companies, chunks of 100: all gone, every invocation within limits, tenants interleaved", async () => {
