@@ -93,7 +93,8 @@ export async function readRecords(
   defer: Defer,
 ): Promise<{ receiver: ReceiverRecord; caller: NumberRecord }> {
   const keys = [receiverKey(receivingE164), ...(callerE164 ? [numberKey(callerE164)] : [])];
-  const cached = await Promise.all(keys.map((key) => safeGet(deps.kv, key)));
+  const found = await safeGetMany(deps.kv, keys);
+  const cached = keys.map((key) => found.get(key) ?? null);
   const missed = keys.filter((_, i) => cached[i] === null);
   const computed = missed.length > 0 ? await computeRecords(deps.db, missed) : new Map<string, string>();
   if (missed.length > 0) defer(fill(deps, computed).catch((err: unknown) => logError("trust index fill failed", err)));
@@ -313,12 +314,13 @@ export async function applyIndexWork(
   return { applied: applied.map((row) => row.key), failed, busy: busyOf(claimed.map((row) => row.key)) };
 }
 
-async function safeGet(kv: KVNamespace, key: string): Promise<string | null> {
+/** Reads `keys` in one KV operation (a bulk get); a failed read counts as a miss for each key (D1 decides). */
+async function safeGetMany(kv: KVNamespace, keys: string[]): Promise<Map<string, string | null>> {
   try {
-    return await kv.get(key);
+    return await kv.get(keys, "text");
   } catch (err) {
-    logError("trust index read failed", err, { key });
-    return null;
+    logError("trust index read failed", err, { keys: keys.join(",") });
+    return new Map();
   }
 }
 
