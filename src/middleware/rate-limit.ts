@@ -10,13 +10,14 @@ const WINDOW_SECONDS = 60;
 /**
  * Rate limits (README "Rate limits"), counted by the Workers rate-limiting
  * binding (https://developers.cloudflare.com/workers/runtime-apis/bindings/rate-limit/):
- * - service tokens: their own budget (SERVICE_RATE_LIMIT, 60,000 / 60 s), sized
- *   for a telephony provider's whole call volume;
- * - person tokens: 1,000 / 60 s each (TOKEN_RATE_LIMIT);
+ * - service tokens: their own budget (60,000 / 60 s), sized for a telephony
+ *   provider's whole call volume;
+ * - person tokens: 1,000 / 60 s each;
  * - requests without a valid token: 300 / 60 s per client IP (IP_RATE_LIMIT),
  *   also charged by `identify` before an uncached token is looked up in D1.
- * A refused request is a 429 with Retry-After, never a silent answer.
- * Runs after `identify`, so a valid token is counted against its own budget.
+ * Token budgets are counted by sampling (`admit`). A refused request is a 429
+ * with Retry-After, never a silent answer. Runs after `identify`, so a valid
+ * token is counted against its own budget.
  */
 export const rateLimit = createMiddleware<AppEnv>(async (c, next) => {
   // Health checks come from load balancers and must never be throttled.
@@ -27,51 +28,59 @@ export const rateLimit = createMiddleware<AppEnv>(async (c, next) => {
     if (!c.var.ipCharged) await limitByIp(c);
     return next();
   }
-  const service = principal.kind === "service";
-  const admission = service
-    ? admitService(c.env.SERVICE_RATE_LIMIT, principal.tokenId)
-    : c.env.TOKEN_RATE_LIMIT.limit({ key: `token:${principal.tokenId}` });
+  const budget = principal.kind === "service" ? SERVICE_BUDGET : PERSON_BUDGET;
+  const limiter = principal.kind === "service" ? c.env.SERVICE_RATE_LIMIT : c.env.TOKEN_RATE_LIMIT;
+  const admission = admit(limiter, budget, principal.tokenId);
   const refused = () =>
     tooManyRequests(
-      `this token made more than ${service ? SERVICE_BUDGET : 1000} requests in the last minute; retry after the Retry-After delay`,
+      `this token made more than ${budget.perMinute} requests in the last minute; retry after the Retry-After delay`,
       WINDOW_SECONDS,
     );
   if (!readsOnly(c)) {
-    if (!(await admission).success) throw refused();
+    if (!(await admission)) throw refused();
     return next();
   }
   // A read (and the ringing path, a question) does its work while its budget is checked: one
   // round of I/O less. A refused read's answer is replaced by the 429; it changed nothing.
   await next();
-  if (!(await admission).success) {
+  if (!(await admission)) {
     const error = refused();
     c.res = c.json(errorBody(429, error.detail), 429, error.headers);
   }
 });
 
 /**
- * A service token's budget (60,000 / 60 s) is counted by sampling: each
- * isolate asks the binding for one request in `SERVICE_SAMPLE` of a token
- * (its first, then every 8th), against a binding limit of 60,000 / 8 = 7,500
- * (wrangler.toml). The provider's calls thus cost one binding call in eight
- * instead of one each; the count is approximate, never lenient at low volume
- * (an isolate's first request always counts). Once refused, the isolate
- * refuses that token until the window ends.
+ * A token budget and how it is sampled: each isolate asks the binding for
+ * one request in `sample` of a token (its first, then every `sample`th),
+ * against a binding limit of `perMinute / sample` (wrangler.toml). A busy
+ * token thus costs one binding call in `sample` instead of one per request.
+ * In one isolate the count is exact (the binding refuses the sampled request
+ * that brings it past the budget, and the isolate refuses the token until
+ * the window ends); across isolates each may admit up to `sample - 1`
+ * requests more, and an isolate's first request always counts, so the
+ * budget is never lenient at low volume.
  */
-export const SERVICE_BUDGET = 60_000;
-const SERVICE_SAMPLE = 8;
-const serviceCounts = new Map<number, number>();
-const serviceRefusedUntil = new Map<number, number>();
+type Budget = { perMinute: number; sample: number; state: SampleState };
+type SampleState = { seen: Map<number, number>; refusedUntil: Map<number, number> };
+const sampleState = (): SampleState => ({ seen: new Map(), refusedUntil: new Map() });
 
-async function admitService(limiter: RateLimit, tokenId: number): Promise<{ success: boolean }> {
+/** Binding limits in wrangler.toml: SERVICE_RATE_LIMIT 7,500 (60,000 / 8), TOKEN_RATE_LIMIT 125 (1,000 / 8). */
+export const SERVICE_BUDGET: Budget = { perMinute: 60_000, sample: 8, state: sampleState() };
+export const PERSON_BUDGET: Budget = { perMinute: 1_000, sample: 8, state: sampleState() };
+/** Entries kept per budget; a full map starts over (an isolate rarely sees this many tokens a minute). */
+const MAX_TRACKED_TOKENS = 10_000;
+
+async function admit(limiter: RateLimit, { sample, state }: Budget, tokenId: number): Promise<boolean> {
   const now = Date.now();
-  if ((serviceRefusedUntil.get(tokenId) ?? 0) > now) return { success: false };
-  const seen = serviceCounts.get(tokenId) ?? 0;
-  serviceCounts.set(tokenId, seen + 1);
-  if (seen % SERVICE_SAMPLE !== 0) return { success: true };
-  const outcome = await limiter.limit({ key: `token:${tokenId}` });
-  if (!outcome.success) serviceRefusedUntil.set(tokenId, now - (now % (WINDOW_SECONDS * 1000)) + WINDOW_SECONDS * 1000);
-  return outcome;
+  if ((state.refusedUntil.get(tokenId) ?? 0) > now) return false;
+  if (state.seen.size >= MAX_TRACKED_TOKENS) state.seen.clear();
+  if (state.refusedUntil.size >= MAX_TRACKED_TOKENS) state.refusedUntil.clear();
+  const seen = state.seen.get(tokenId) ?? 0;
+  state.seen.set(tokenId, seen + 1);
+  if (seen % sample !== 0) return true;
+  const { success } = await limiter.limit({ key: `token:${tokenId}` });
+  if (!success) state.refusedUntil.set(tokenId, now - (now % (WINDOW_SECONDS * 1000)) + WINDOW_SECONDS * 1000);
+  return success;
 }
 
 /** Charges one request to the client IP's budget; 429 when it is spent. */
