@@ -75,32 +75,45 @@ export async function startOfUsableWindow(neededMs: number) {
 }
 
 /**
- * Counts the D1 statements the Worker prepares from now on, on the binding
- * and on every session opened from it (reads run in D1 sessions). Restore
- * with `vi.restoreAllMocks()`.
+ * Counts what the Worker asks of D1 from now on, on the binding and on every
+ * session opened from it (reads run in D1 sessions): `statements` prepared,
+ * and `rounds`, the round trips (each `batch`, and each statement run on its
+ * own by `first`, `all`, `run` or `raw`). Restore with `vi.restoreAllMocks()`.
  */
-export function countD1Statements(): { readonly count: number } {
-  let count = 0;
-  const prepare = env.DB.prepare.bind(env.DB);
-  vi.spyOn(env.DB, "prepare").mockImplementation((query: string) => {
-    count++;
-    return prepare(query);
-  });
+export function countD1(): { readonly statements: number; readonly rounds: number } {
+  const counts = { statements: 0, rounds: 0 };
+  const statement = Object.getPrototypeOf(env.DB.prepare("select 1")) as D1PreparedStatement;
+  for (const method of ["first", "all", "run", "raw"] as const) {
+    const original = statement[method] as (...args: unknown[]) => unknown;
+    vi.spyOn(statement, method).mockImplementation(function (this: D1PreparedStatement, ...args: unknown[]) {
+      counts.rounds++;
+      return original.apply(this, args);
+    } as never);
+  }
+  const count = (database: D1Database | D1DatabaseSession) => {
+    const prepare = database.prepare.bind(database);
+    const batch = database.batch.bind(database);
+    return {
+      prepare: (query: string) => {
+        counts.statements++;
+        return prepare(query);
+      },
+      batch: (statements: D1PreparedStatement[]) => {
+        counts.rounds++;
+        return batch(statements);
+      },
+    };
+  };
+  const binding = count(env.DB);
+  vi.spyOn(env.DB, "prepare").mockImplementation(binding.prepare);
+  vi.spyOn(env.DB, "batch").mockImplementation(binding.batch as D1Database["batch"]);
   const withSession = env.DB.withSession.bind(env.DB);
   vi.spyOn(env.DB, "withSession").mockImplementation((constraint) => {
     const session = withSession(constraint);
-    const sessionPrepare = session.prepare.bind(session);
-    session.prepare = (query: string) => {
-      count++;
-      return sessionPrepare(query);
-    };
+    Object.assign(session, count(session));
     return session;
   });
-  return {
-    get count() {
-      return count;
-    },
-  };
+  return counts;
 }
 
 /** The `n` of a `SELECT count(*) AS n …` on the test database. */

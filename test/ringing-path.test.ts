@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { phoneFromParts } from "../src/lib/phone";
+import { phoneFromInternational, phoneFromParts } from "../src/lib/phone";
 import { addCompanyPhone } from "../src/services/company-phones";
 import { createDeps } from "../src/services/outbox";
-import { as, call, countD1Statements, DEMO, insertToken, startOfUsableWindow } from "./helpers";
+import { as, call, countD1, DEMO, insertToken, startOfUsableWindow } from "./helpers";
 import { createApp } from "../src/app";
 import { createExecutionContext } from "cloudflare:test";
 
@@ -41,12 +41,50 @@ describe("a warm trust-lookup reads no D1", () => {
       expect(await (await send()).json()).toEqual({ trusted: true, user_id: DEMO.people.alice });
     await scheduler.wait(50);
 
-    const statements = countD1Statements();
+    const d1 = countD1();
     for (let i = 0; i < 100; i++) {
       const response = await send();
       expect(await response.json()).toEqual({ trusted: true, user_id: DEMO.people.alice });
     }
-    expect(statements.count).toBe(0);
+    expect(d1.statements).toBe(0);
+  });
+});
+
+describe("call-lookup reads its details in one D1 round trip", () => {
+  it("a caller who is a contact and a coworker: one round, both shown", async () => {
+    const receiving = await aliceNumber();
+    const bob = (await (await as("bob").get("/apps/buzz/heartbeat")).json()) as { secure_number: { e164: string } };
+    // Alice saves Bob's secure number as a contact; Bob is her coworker at Acme.
+    const synced = await as("alice").send("POST", "/contacts/sync", [
+      { display_name: "Bob at work", phone_numbers: [bob.secure_number.e164], emails: ["bob@work.example"] },
+    ]);
+    expect(synced.status).toBe(200);
+    const [contact] = (await synced.json()) as { id: number }[];
+    const from = phoneFromInternational(bob.secure_number.e164)!;
+    const path = `/apps/buzz/call-lookup?${new URLSearchParams({ ...receiving, inbound_code: from.countryCode, inbound: from.nationalNumber })}`;
+    await as("telephony").get(path); // warm the index
+    await scheduler.wait(50);
+
+    const d1 = countD1();
+    const response = await as("telephony").get(path);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { contacts: { id: number; email: string[] }[]; people: { id: number }[] };
+    expect(body.contacts.map((c) => [c.id, c.email])).toEqual([[contact!.id, ["bob@work.example"]]]);
+    expect(body.people.map((p) => p.id)).toEqual([DEMO.people.bob]);
+    expect(d1.rounds).toBe(1);
+  });
+});
+
+describe("a heartbeat after the first assignment only reads", () => {
+  it("one D1 statement per warm heartbeat, and the same answer", async () => {
+    const first = await (await as("alice").get("/apps/buzz/heartbeat")).json();
+    const d1 = countD1();
+    for (let i = 0; i < 10; i++) {
+      const response = await as("alice").get("/apps/buzz/heartbeat");
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual(first);
+    }
+    expect(d1.statements).toBe(10);
   });
 });
 
@@ -102,11 +140,11 @@ describe("provider-sized rate limits", () => {
       call("/apps/buzz/trust-lookup", { token: `sk_unknown_token_${i}_aaaaaaaa`, headers: { "CF-Connecting-IP": ip } });
     await startOfUsableWindow(30_000);
     for (let i = 0; i < 300; i++) expect((await unknown(i)).status).toBe(401);
-    const statements = countD1Statements();
+    const d1 = countD1();
     const refused = await unknown(301);
     expect(refused.status).toBe(429);
     expect(refused.headers.get("Retry-After")).toBe("60");
-    expect(statements.count).toBe(0);
+    expect(d1.statements).toBe(0);
   }, 60_000);
 });
 

@@ -1,8 +1,9 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
 import { applyIndexWork, EMPTY_FILL_TTL_SECONDS, RECORD_TTL_SECONDS, workForKeys } from "../src/services/trust-index";
-import { as, call, DEMO, expectError } from "./helpers";
+import { recordBlockedCall } from "../src/services/trust-lookup";
+import { as, call, countD1, countRows, DEMO, expectError } from "./helpers";
 
 type Lookup = { trusted: boolean; user_id: number };
 type Fields = Partial<Record<"number_code" | "number" | "inbound_code" | "inbound" | "caller_id", string>>;
@@ -363,6 +364,43 @@ describe("trust-lookup: blocked calls", () => {
       n: number;
     }>();
     expect(rows?.n).toBe(0);
+  });
+
+  it("a burst of untrusted calls is recorded in full, in a few grouped writes", async () => {
+    const receiving = await secureNumberOf("alice");
+    const unknown = { ...receiving, inbound_code: "1", inbound: "3035550177" };
+    await lookup({ ...unknown, caller_id: "burst-warm" }); // warms the token caches and the index
+    await new Promise((resolve) => setTimeout(resolve, 50));
+
+    const d1 = countD1();
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => lookup({ ...unknown, caller_id: `burst-${i}` })),
+    );
+    expect(answers.every((answer) => !answer.trusted && answer.user_id === alice)).toBe(true);
+    await eventually(async () => {
+      expect(
+        await countRows(
+          "SELECT count(*) AS n FROM blocked_calls WHERE caller_id LIKE 'burst-%' AND caller_id != 'burst-warm'",
+        ),
+      ).toBe(40);
+    });
+    expect(d1.rounds).toBeLessThanOrEqual(10);
+    vi.restoreAllMocks();
+  });
+
+  it("a group with a call to a member deleted meanwhile still records the others", async () => {
+    const db = createDb(env.DB);
+    const call = (personId: number, callerId: string) =>
+      recordBlockedCall(db, { personId, callerId, countryCode: "1", phoneNumber: "3035550178" });
+    // Recorded in the same turn, both calls join one group (one INSERT).
+    await Promise.all([call(987_654, "group-gone"), call(alice, "group-kept")]);
+    expect(await countRows("SELECT count(*) AS n FROM blocked_calls WHERE caller_id LIKE 'group-%'")).toBe(1);
+    expect(
+      await countRows(
+        "SELECT count(*) AS n FROM blocked_calls WHERE caller_id = 'group-kept' AND person_id = ?",
+        alice,
+      ),
+    ).toBe(1);
   });
 
   it("records the raw caller when it cannot be parsed", async () => {

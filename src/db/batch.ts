@@ -1,4 +1,5 @@
 import { getTableColumns } from "drizzle-orm";
+import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Db } from "./client";
 
@@ -23,4 +24,23 @@ export function insertChunks<T extends SQLiteTable>(db: Db, table: T, rows: T["$
     );
   }
   return statements;
+}
+
+/**
+ * Reads that may or may not be needed, run as one `db.batch` (one D1 round
+ * trip): `add` takes some statements and returns how to pick their results
+ * out of the batch's; `run` runs whatever was added (nothing: no round trip).
+ */
+export class ReadBatch {
+  readonly #items: BatchItem<"sqlite">[] = [];
+
+  add<T extends readonly BatchItem<"sqlite">[]>(statements: T): (results: unknown[]) => BatchResponse<T> {
+    const from = this.#items.push(...statements) - statements.length;
+    return (results) => results.slice(from, from + statements.length) as BatchResponse<T>;
+  }
+
+  async run(db: Db): Promise<unknown[]> {
+    const [first, ...rest] = this.#items;
+    return first ? db.batch([first, ...rest]) : [];
+  }
 }

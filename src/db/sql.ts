@@ -8,7 +8,7 @@ import type { Db } from "./client";
  * D1 binds at most 100 parameters per statement
  * (https://developers.cloudflare.com/d1/platform/limits/).
  */
-export const inList = (column: SQLiteColumn, values: readonly (number | string)[]): SQL =>
+export const inList = (column: SQLiteColumn | SQL, values: readonly (number | string)[]): SQL =>
   sql`${column} in (select value from json_each(${JSON.stringify(values)}))`;
 
 /**

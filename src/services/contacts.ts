@@ -1,4 +1,6 @@
 import { and, asc, count, eq, gte, sql, type SQL } from "drizzle-orm";
+import type { BatchResponse } from "drizzle-orm/batch";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
 import { inList } from "../db/sql";
 import { pruneOlderThan } from "../db/prune";
@@ -73,21 +75,20 @@ const knowsOwner = (person: SQL, ownerId: number) => sql`(
  * score. Linking by phone alone reveals no more than a secure messenger does:
  * that the number can be called securely. A grouped union, written in SQL.
  */
-const linkedPeople = (db: Db, ownerId: number, ids: number[]) => {
-  const list = JSON.stringify(ids);
+const linkedPeople = (db: Db, ownerId: number, ids: ContactIds) => {
   const matches = sql`(
     select contact_id, min(person_id) as person_id from (
       select cp.contact_id, pp.person_id from contact_phones cp
         join person_phones pp on pp.e164 = cp.e164
-        where cp.contact_id in (select value from json_each(${list}))
+        where ${idIn(sql`cp.contact_id`, ids)}
       union all
       select cp.contact_id, sn.person_id from contact_phones cp
         join secure_numbers sn on sn.e164 = cp.e164
-        where sn.person_id is not null and cp.contact_id in (select value from json_each(${list}))
+        where sn.person_id is not null and ${idIn(sql`cp.contact_id`, ids)}
       union all
       select ce.contact_id, pe.person_id from contact_emails ce
         join person_emails pe on pe.email = ce.email
-        where ce.contact_id in (select value from json_each(${list}))
+        where ${idIn(sql`ce.contact_id`, ids)}
           and ${knowsOwner(sql`pe.person_id`, ownerId)}
     ) group by contact_id
   ) as m`;
@@ -105,6 +106,90 @@ const linkedPeople = (db: Db, ownerId: number, ids: number[]) => {
 };
 
 /**
+ * Which contacts to read: a list of ids (answered in that order), or a
+ * subquery selecting them (answered by id), so a caller can read contacts
+ * in the same batch as the query that finds them.
+ */
+type ContactIds = number[] | SQL;
+const idIn = (column: SQL | SQLiteColumn, ids: ContactIds) =>
+  Array.isArray(ids) ? inList(column, ids) : sql`${column} in (${ids})`;
+
+/**
+ * The reads behind `loadContacts`, as statements to run in one `db.batch`
+ * (alone, or with a caller's own reads) and the function that turns their
+ * results into Contacts: the owner's contacts of `ids` (ids that are not the
+ * owner's are left out), with the collections named in `include`.
+ */
+export function contactReads(
+  db: Db,
+  ownerId: number,
+  ids: ContactIds,
+  include: ReadonlySet<ContactCollection> = ALL_COLLECTIONS,
+) {
+  const statements = [
+    db
+      .select()
+      .from(contacts)
+      .where(and(eq(contacts.ownerId, ownerId), idIn(contacts.id, ids)))
+      .orderBy(asc(contacts.id)),
+    linkedPeople(db, ownerId, ids),
+    db
+      .select({ contactId: contactEmails.contactId, value: contactEmails.email })
+      .from(contactEmails)
+      .where(idIn(contactEmails.contactId, ids))
+      .orderBy(asc(contactEmails.id)),
+    db
+      .select({ contactId: contactPhones.contactId, value: contactPhones.e164 })
+      .from(contactPhones)
+      .where(idIn(contactPhones.contactId, ids))
+      .orderBy(asc(contactPhones.id)),
+    db
+      .select({ contactId: contactAddresses.contactId, value: contactAddresses.line })
+      .from(contactAddresses)
+      .where(idIn(contactAddresses.contactId, ids))
+      .orderBy(asc(contactAddresses.id)),
+  ] as const;
+
+  const assemble = ([rows, links, emails, phones, addresses]: BatchResponse<typeof statements>): Contact[] => {
+    const byContact = (list: { contactId: number; value: string }[]) => {
+      const map = new Map<number, string[]>();
+      for (const { contactId, value } of list) map.set(contactId, [...(map.get(contactId) ?? []), value]);
+      return map;
+    };
+    const emailsOf = byContact(emails);
+    const phonesOf = byContact(phones);
+    const addressesOf = byContact(addresses);
+    const linkOf = new Map(links.map((link) => [link.contactId, link]));
+    const rowOf = new Map(rows.map((row) => [row.id, row]));
+    const order = Array.isArray(ids) ? ids : rows.map((row) => row.id);
+
+    return order.flatMap((id) => {
+      const row = rowOf.get(id);
+      if (!row) return [];
+      const link = linkOf.get(id);
+      const contact: Contact = {
+        id: row.id,
+        profile_icon: (link?.known && link.avatarUrl) || "",
+        display_name: row.displayName,
+        birthday: row.birthday,
+        risk_score: link?.known ? link.riskScore : 0,
+        labels: row.labels,
+        user_id: link?.personId ?? null,
+        connected: link !== undefined,
+        e2ee: Boolean(link?.e2ee),
+        created: iso(row.createdAt)!,
+        updated: iso(row.updatedAt)!,
+      };
+      if (include.has("emails")) contact.email = emailsOf.get(id) ?? [];
+      if (include.has("phone_numbers")) contact.phone = phonesOf.get(id) ?? [];
+      if (include.has("addresses")) contact.address = addressesOf.get(id) ?? [];
+      return [contact];
+    });
+  };
+  return { statements, assemble };
+}
+
+/**
  * Loads the owner's contacts of `ids` in that order (ids that are not the
  * owner's are left out), with the collections named in `include`.
  * One D1 round trip, whatever the number of contacts.
@@ -116,62 +201,8 @@ export async function loadContacts(
   include: ReadonlySet<ContactCollection> = ALL_COLLECTIONS,
 ): Promise<Contact[]> {
   if (ids.length === 0) return [];
-  const [rows, links, emails, phones, addresses] = await db.batch([
-    db
-      .select()
-      .from(contacts)
-      .where(and(eq(contacts.ownerId, ownerId), inList(contacts.id, ids))),
-    linkedPeople(db, ownerId, ids),
-    db
-      .select({ contactId: contactEmails.contactId, value: contactEmails.email })
-      .from(contactEmails)
-      .where(inList(contactEmails.contactId, ids))
-      .orderBy(asc(contactEmails.id)),
-    db
-      .select({ contactId: contactPhones.contactId, value: contactPhones.e164 })
-      .from(contactPhones)
-      .where(inList(contactPhones.contactId, ids))
-      .orderBy(asc(contactPhones.id)),
-    db
-      .select({ contactId: contactAddresses.contactId, value: contactAddresses.line })
-      .from(contactAddresses)
-      .where(inList(contactAddresses.contactId, ids))
-      .orderBy(asc(contactAddresses.id)),
-  ]);
-
-  const byContact = (list: { contactId: number; value: string }[]) => {
-    const map = new Map<number, string[]>();
-    for (const { contactId, value } of list) map.set(contactId, [...(map.get(contactId) ?? []), value]);
-    return map;
-  };
-  const emailsOf = byContact(emails);
-  const phonesOf = byContact(phones);
-  const addressesOf = byContact(addresses);
-  const linkOf = new Map(links.map((link) => [link.contactId, link]));
-  const rowOf = new Map(rows.map((row) => [row.id, row]));
-
-  return ids.flatMap((id) => {
-    const row = rowOf.get(id);
-    if (!row) return [];
-    const link = linkOf.get(id);
-    const contact: Contact = {
-      id: row.id,
-      profile_icon: (link?.known && link.avatarUrl) || "",
-      display_name: row.displayName,
-      birthday: row.birthday,
-      risk_score: link?.known ? link.riskScore : 0,
-      labels: row.labels,
-      user_id: link?.personId ?? null,
-      connected: link !== undefined,
-      e2ee: Boolean(link?.e2ee),
-      created: iso(row.createdAt)!,
-      updated: iso(row.updatedAt)!,
-    };
-    if (include.has("emails")) contact.email = emailsOf.get(id) ?? [];
-    if (include.has("phone_numbers")) contact.phone = phonesOf.get(id) ?? [];
-    if (include.has("addresses")) contact.address = addressesOf.get(id) ?? [];
-    return [contact];
-  });
+  const reads = contactReads(db, ownerId, ids, include);
+  return reads.assemble(await db.batch(reads.statements));
 }
 
 /** One page of the owner's contacts, oldest first, optionally changed since a time. */
@@ -200,19 +231,13 @@ export async function listContacts(
   return { items, total: totals?.total ?? 0 };
 }
 
-/** The owner's contacts having `e164` among their phones (call-lookup). */
-export async function contactsWithPhone(db: Db, ownerId: number, e164: string): Promise<Contact[]> {
-  const rows = await db
-    .selectDistinct({ id: contacts.id })
-    .from(contacts)
-    .innerJoin(contactPhones, eq(contactPhones.contactId, contacts.id))
-    .where(and(eq(contacts.ownerId, ownerId), eq(contactPhones.e164, e164)))
-    .orderBy(asc(contacts.id))
-    .all();
-  return loadContacts(
+/** The reads of the owner's contacts having `e164` among their phones (call-lookup batches them with its own). */
+export function contactsWithPhone(db: Db, ownerId: number, e164: string) {
+  return contactReads(
     db,
     ownerId,
-    rows.map((row) => row.id),
+    sql`select cp.contact_id from contact_phones cp join contacts c on c.id = cp.contact_id
+        where c.owner_id = ${ownerId} and cp.e164 = ${e164}`,
   );
 }
 

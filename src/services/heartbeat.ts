@@ -1,6 +1,5 @@
 import { and, asc, eq, inArray, isNull, lte, notExists, or, sql } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
-import type { Db } from "../db/client";
 import { WriteBatch, type Deps } from "./outbox";
 import { secureNumbers } from "../db/schema";
 import { iso } from "../lib/time";
@@ -24,19 +23,16 @@ const numberColumns = {
 };
 
 /**
- * The caller's secure number, assigning one from the pool when they have none
- * (docs/decisions.md). The assignment is one UPDATE that takes the lowest free
+ * Assigns a secure number from the pool to a person who holds none
+ * (docs/decisions.md); `heartbeat` calls it when its read found none. The assignment is one UPDATE that takes the lowest free
  * number only if the person still holds none; D1 runs statements one at a
  * time, and the unique index on `person_id` backs it, so two concurrent first
  * heartbeats give one number and no number goes to two people. A number
  * released by a removed account rests for `RELEASE_QUARANTINE_MS` first.
  * Null when the pool is empty (logged).
  */
-export async function secureNumberFor(deps: Deps, personId: number): Promise<SecureNumber | null> {
+async function assignSecureNumber(deps: Deps, personId: number): Promise<SecureNumber | null> {
   const { db } = deps;
-  const current = await db.select(numberColumns).from(secureNumbers).where(eq(secureNumbers.personId, personId)).get();
-  if (current) return current;
-
   const batch = new WriteBatch(deps);
   const assignment = batch.add(
     db
@@ -86,6 +82,9 @@ export async function secureNumberFor(deps: Deps, personId: number): Promise<Sec
 }
 
 type Times = {
+  secure_country_code: string | null;
+  secure_number: string | null;
+  secure_e164: string | null;
   user: number | null;
   contact: number | null;
   trust_request: number | null;
@@ -95,14 +94,19 @@ type Times = {
 };
 
 /**
- * The heartbeat's `last_*` fields (docs/decisions.md): the newest change time of
- * what each names, for this person; null when there is none. One query of
- * scalar subqueries, each served by an index. Null when the person is gone.
+ * The heartbeat (docs/decisions.md): the `last_*` fields, the newest change
+ * time of what each names for this person (null when there is none), and
+ * their secure number. One query of scalar subqueries, each served by an
+ * index; only a person without a secure number (their first heartbeat) makes
+ * a write, the assignment. Null when the person is gone.
  */
-export async function heartbeatTimes(db: Db, personId: number) {
+export async function heartbeat(deps: Deps, personId: number) {
   const me = personId;
-  const row = await db.get<Times>(sql`
+  const row = await deps.db.get<Times>(sql`
     select
+      (select country_code from secure_numbers where person_id = ${me}) as secure_country_code,
+      (select number from secure_numbers where person_id = ${me}) as secure_number,
+      (select e164 from secure_numbers where person_id = ${me}) as secure_e164,
       (select updated_at from people where id = ${me}) as user,
       (select max(updated_at) from contacts where owner_id = ${me}) as contact,
       (select max(updated_at) from trust_requests where target_id = ${me}) as trust_request,
@@ -131,5 +135,9 @@ export async function heartbeatTimes(db: Db, personId: number) {
     last_coworker_update: at(row.coworker),
     last_user_update: at(row.user),
     last_activity_id: String(row.activity),
+    secure_number:
+      row.secure_e164 === null
+        ? await assignSecureNumber(deps, me)
+        : { country_code: row.secure_country_code!, number: row.secure_number!, e164: row.secure_e164 },
   };
 }

@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { blockedCalls, companies, memberships, people, personTrust } from "../db/schema";
+import { ReadBatch } from "../db/batch";
 import { inList } from "../db/sql";
 import { phoneFromParts } from "../lib/phone";
 import { iso } from "../lib/time";
@@ -79,8 +80,8 @@ export type CallerPerson = {
  * caller. `asPerson` is set when a member asks with their own token: the
  * receiving number must then be their secure number, else null (404).
  * An untrusted or unmatched call gets three empty arrays. The decision
- * reuses the lookup's records (one KV round); then the details are read in
- * queries issued together.
+ * reuses the lookup's records (one KV round); then the details the records
+ * say exist are read in one D1 batch (one round trip).
  */
 export async function lookupCall(
   deps: IndexDeps,
@@ -101,12 +102,19 @@ export async function lookupCall(
   const companyIds = holders.c.filter(
     (id) => !receiver.nc.includes(id) && (receiver.c.includes(id) || receiver.tc.includes(id)),
   );
-  const [contacts, callers, callerCompanies] = await Promise.all([
-    contactsWithPhone(deps.db, receiverId, caller.e164),
-    peopleKnowing(deps.db, receiverId, holders.p),
-    companyRefs(deps.db, companyIds),
-  ]);
-  return { contacts, people: callers, companies: callerCompanies };
+  // Only what the records say exists is read: a contact only when the number is one of the
+  // receiver's contact phones, people only when someone holds it.
+  const reads = new ReadBatch();
+  const contacts = receiver.n.includes(caller.e164) ? contactsWithPhone(deps.db, receiverId, caller.e164) : null;
+  const contactRows = contacts && reads.add(contacts.statements);
+  const callerRows = holders.p.length > 0 ? reads.add([peopleKnowing(deps.db, receiverId, holders.p)] as const) : null;
+  const companyRows = companyIds.length > 0 ? reads.add([companyRefs(deps.db, companyIds)] as const) : null;
+  const results = await reads.run(deps.db);
+  return {
+    contacts: contacts && contactRows ? contacts.assemble(contactRows(results)) : [],
+    people: callerRows ? callerRows(results)[0].map(toCallerPerson) : [],
+    companies: companyRows ? companyRows(results)[0].map(toCompanyRef) : [],
+  };
 }
 
 /**
@@ -114,9 +122,8 @@ export async function lookupCall(
  * receiver: they share a company, or they trusted the receiver. A number
  * the receiver merely saved as a contact names nobody (docs/security.md).
  */
-async function peopleKnowing(db: Db, receiverId: number, ids: number[]): Promise<CallerPerson[]> {
-  if (ids.length === 0) return [];
-  const rows = await db
+function peopleKnowing(db: Db, receiverId: number, ids: number[]) {
+  return db
     .select({
       id: people.id,
       firstName: people.firstName,
@@ -136,9 +143,11 @@ async function peopleKnowing(db: Db, receiverId: number, ids: number[]): Promise
                 where ${personTrust.trustedPersonId} = ${receiverId} and ${personTrust.trusted} = 1))`,
       ),
     )
-    .orderBy(asc(people.id))
-    .all();
-  return rows.map((row) => ({
+    .orderBy(asc(people.id));
+}
+
+function toCallerPerson(row: Awaited<ReturnType<typeof peopleKnowing>>[number]): CallerPerson {
+  return {
     id: row.id,
     first_name: row.firstName,
     middle_name: row.middleName,
@@ -147,29 +156,61 @@ async function peopleKnowing(db: Db, receiverId: number, ids: number[]): Promise
     avatar: row.avatarUrl ?? "",
     e2ee: Boolean(row.e2ee),
     e2e_id: row.e2eId,
-  }));
+  };
 }
 
-async function companyRefs(db: Db, ids: number[]): Promise<CompanyRef[]> {
-  if (ids.length === 0) return [];
-  const rows = await db
+function companyRefs(db: Db, ids: number[]) {
+  return db
     .select({ id: companies.id, name: companies.name, slug: companies.slug, logo: companies.logo, url: companies.url })
     .from(companies)
     .where(inList(companies.id, ids))
-    .orderBy(asc(companies.id))
-    .all();
-  return rows.map(toCompanyRef);
+    .orderBy(asc(companies.id));
 }
 
 /**
- * Records a blocked call; runs after the answer (`waitUntil`), so a failure
- * (the member deleted meanwhile) is logged, never surfaced.
+ * Records a blocked call after the answer (the caller passes the returned
+ * promise to `waitUntil`). Calls are written in groups (group commit): the
+ * first call of a quiet isolate is written at once, and calls that arrive
+ * while a write is in flight join the next group, written as one INSERT when
+ * that write ends. A provider's burst of unknown callers thus costs a few
+ * D1 writes, not one per call, and no call waits longer than one write
+ * before its own. A failed write is logged, never surfaced; a call to a
+ * member deleted meanwhile is dropped.
  */
-export async function recordBlockedCall(db: Db, call: BlockedCallInput) {
+export function recordBlockedCall(db: Db, call: BlockedCallInput): Promise<void> {
+  if (!nextGroup || nextGroup.rows.length >= MAX_GROUP) {
+    const group: BlockedGroup = { rows: [], written: Promise.resolve() };
+    group.written = writing.then(() => {
+      if (nextGroup === group) nextGroup = null; // later calls start the group after this one
+      return insertBlockedCalls(db, group.rows);
+    });
+    writing = group.written;
+    nextGroup = group;
+  }
+  nextGroup.rows.push({ ...call, createdAt: Date.now() });
+  return nextGroup.written;
+}
+
+type BlockedRow = Omit<BlockedCallInput, "createdAt"> & { createdAt: number };
+type BlockedGroup = { rows: BlockedRow[]; written: Promise<void> };
+/** Rows per INSERT: far inside D1's statement size, whatever the raw input. */
+const MAX_GROUP = 200;
+let nextGroup: BlockedGroup | null = null;
+let writing: Promise<void> = Promise.resolve();
+
+/** One INSERT for the group, its rows bound as one JSON value (D1 binds at most 100 parameters). */
+async function insertBlockedCalls(db: Db, rows: BlockedRow[]) {
   try {
-    await db.insert(blockedCalls).values({ ...call, createdAt: new Date() });
+    await db.run(sql`
+      insert into ${blockedCalls} (person_id, caller_id, country_code, phone_number, created_at)
+      select r.value ->> 'personId', r.value ->> 'callerId', r.value ->> 'countryCode', r.value ->> 'phoneNumber',
+             r.value ->> 'createdAt'
+      from json_each(${JSON.stringify(rows)}) r
+      where exists (select 1 from ${people} where ${people.id} = r.value ->> 'personId')`);
   } catch (err) {
-    console.error(JSON.stringify({ level: "error", error: `recording a blocked call failed: ${String(err)}` }));
+    console.error(
+      JSON.stringify({ level: "error", error: `recording ${rows.length} blocked calls failed: ${String(err)}` }),
+    );
   }
 }
 

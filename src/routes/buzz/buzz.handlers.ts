@@ -3,7 +3,7 @@ import { forbidden, notFound, unauthorized } from "../../lib/errors";
 import { personId } from "../../middleware/auth";
 import * as activities from "../../services/activities";
 import { saveEncryption } from "../../services/encryption";
-import { heartbeatTimes, secureNumberFor } from "../../services/heartbeat";
+import { heartbeat as readHeartbeat } from "../../services/heartbeat";
 import {
   latestBlockedCalls,
   lookupCall,
@@ -73,11 +73,9 @@ export const callLookup: AppRouteHandler<typeof routes.callLookup> = async (c) =
 };
 
 export const heartbeat: AppRouteHandler<typeof routes.heartbeat> = async (c) => {
-  const me = personId(c.var.principal);
-  // Both read D1 (the number is assigned on the first heartbeat only): one round, not two.
-  const [times, secure_number] = await Promise.all([heartbeatTimes(c.var.db, me), secureNumberFor(c.var.deps, me)]);
-  if (!times) throw unauthorized("the bearer token's person no longer exists");
-  return c.json({ ...times, secure_number }, 200);
+  const answer = await readHeartbeat(c.var.deps, personId(c.var.principal));
+  if (!answer) throw unauthorized("the bearer token's person no longer exists");
+  return c.json(answer, 200);
 };
 
 export const listBlocked: AppRouteHandler<typeof routes.listBlocked> = async (c) => {
