@@ -8,7 +8,7 @@ import { iso } from "../lib/time";
 import { contactsWithPhone, type Contact } from "./contacts";
 import { toCompanyRef, type CompanyRef } from "./companies";
 import { displayName, e2eeColumn } from "./people";
-import { decide, readRecords, type Defer, type IndexDeps } from "./trust-index";
+import { decide, hasContactPhone, readRecords, type Defer, type IndexDeps } from "./trust-index";
 
 /** The lookup parameters of [seed 4.1], as the provider sent them (any may be missing). */
 export type LookupFields = {
@@ -105,7 +105,7 @@ export async function lookupCall(
   // Only what the records say exists is read: a contact only when the number is one of the
   // receiver's contact phones, people only when someone holds it.
   const reads = new ReadBatch();
-  const contacts = receiver.n.includes(caller.e164) ? contactsWithPhone(deps.db, receiverId, caller.e164) : null;
+  const contacts = hasContactPhone(receiver, caller.e164) ? contactsWithPhone(deps.db, receiverId, caller.e164) : null;
   const contactRows = contacts && reads.add(contacts.statements);
   const callerRows = holders.p.length > 0 ? reads.add([peopleKnowing(deps.db, receiverId, holders.p)] as const) : null;
   const companyRows = companyIds.length > 0 ? reads.add([companyRefs(deps.db, companyIds)] as const) : null;
