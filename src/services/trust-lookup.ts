@@ -173,30 +173,41 @@ function companyRefs(db: Db, ids: number[]) {
  * first call of a quiet isolate is written at once, and calls that arrive
  * while a write is in flight join the next group, written as one INSERT when
  * that write ends. A provider's burst of unknown callers thus costs a few
- * D1 writes, not one per call, and no call waits longer than one write
- * before its own. A failed write is logged, never surfaced; a call to a
- * member deleted meanwhile is dropped.
+ * D1 writes, not one per call. A failed write is logged, never surfaced; a
+ * call to a member deleted meanwhile is dropped.
+ *
+ * The groups of an isolate are chained across requests, so the chain never
+ * depends on another request for long: a group waits for the write before
+ * it at most `MAX_WAIT_MS`, and a group older than that takes no more calls
+ * (should a request's background work be cut short, later calls still get
+ * written).
  */
 export function recordBlockedCall(db: Db, call: BlockedCallInput): Promise<void> {
-  if (!nextGroup || nextGroup.rows.length >= MAX_GROUP) {
-    const group: BlockedGroup = { rows: [], written: Promise.resolve() };
-    group.written = writing.then(() => {
-      if (nextGroup === group) nextGroup = null; // later calls start the group after this one
+  const now = Date.now();
+  if (!open || open.rows.length >= MAX_GROUP || now - open.openedAt > MAX_WAIT_MS) {
+    const group: BlockedGroup = { rows: [], openedAt: now, written: Promise.resolve() };
+    group.written = settledWithin(writing, MAX_WAIT_MS).then(() => {
+      if (open === group) open = null; // later calls start the group after this one
       return insertBlockedCalls(db, group.rows);
     });
     writing = group.written;
-    nextGroup = group;
+    open = group;
   }
-  nextGroup.rows.push({ ...call, createdAt: Date.now() });
-  return nextGroup.written;
+  open.rows.push({ ...call, createdAt: now });
+  return open.written;
 }
 
 type BlockedRow = Omit<BlockedCallInput, "createdAt"> & { createdAt: number };
-type BlockedGroup = { rows: BlockedRow[]; written: Promise<void> };
+type BlockedGroup = { rows: BlockedRow[]; openedAt: number; written: Promise<void> };
 /** Rows per INSERT: far inside D1's statement size, whatever the raw input. */
 const MAX_GROUP = 200;
-let nextGroup: BlockedGroup | null = null;
+const MAX_WAIT_MS = 2_000;
+/** The group taking calls, and the write of the last group (the next one starts after it). */
+let open: BlockedGroup | null = null;
 let writing: Promise<void> = Promise.resolve();
+
+const settledWithin = (work: Promise<void>, ms: number) =>
+  Promise.race([work, new Promise<void>((resolve) => setTimeout(resolve, ms))]);
 
 /** One INSERT for the group, its rows bound as one JSON value (D1 binds at most 100 parameters). */
 async function insertBlockedCalls(db: Db, rows: BlockedRow[]) {
