@@ -179,6 +179,23 @@ describe("POST /companies/{company_id}/employees/bulk", () => {
     expect(await emailsLike(prefix)).toBe(0);
   });
 
+  it("1,000 bad rows: the 400 names the first 20 problems and counts the rest", async () => {
+    // Each bad date is two problems (its form, and that it is a real date in the past).
+    const prefix = tag();
+    const bad = batchOf(prefix, 1000).map(({ dob, ...rest }) => ({ ...rest, dob: "yesterday" }));
+    const message = await expectError(
+      await as("alice").send("POST", "/companies/1/employees/bulk", bad),
+      400,
+      "Bad Request",
+    );
+    expect(message).toMatch(/^Bad Request: invalid body: `\[0\]\.dob` /);
+    expect(message).toContain("`[9].dob`");
+    expect(message).not.toContain("`[10].dob`");
+    expect(message).toMatch(/; and 1980 more problems$/);
+    expect(message.length).toBeLessThan(3000);
+    expect(await emailsLike(prefix)).toBe(0);
+  });
+
   it("an empty array, or more than 1,000, is a 400; Viewer lacks write employees (403)", async () => {
     await expectError(await as("alice").send("POST", "/companies/1/employees/bulk", []), 400, "Bad Request");
     const tooMany = batchOf(tag(), 1001).map(({ phone_numbers, addresses, ...rest }) => ({

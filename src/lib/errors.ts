@@ -60,14 +60,20 @@ export const tooManyRequests = (detail: string, retryAfterSeconds: number) =>
 /**
  * Folds zod issues into one sentence naming every offending field, e.g.
  * "invalid query: `per_page` must be at most 100; `page` is required".
+ * At most `MAX_NAMED_ISSUES` are named, then how many more there are: a
+ * bulk call of 1,000 bad rows gets a readable answer, not a 70 KB one.
  */
+export const MAX_NAMED_ISSUES = 20;
+
 export function describeZodError(error: z.ZodError, target: string): string {
-  const parts = error.issues.map((issue) => {
+  const named = error.issues.slice(0, MAX_NAMED_ISSUES).map((issue) => {
     const field = formatPath(issue.path);
     const message = /received undefined$/.test(issue.message) ? "is required" : lowerFirst(issue.message);
     return field ? `\`${field}\` ${message}` : message;
   });
-  return `invalid ${TARGET_NAMES[target] ?? target}: ${parts.join("; ")}`;
+  const more = error.issues.length - named.length;
+  const rest = more > 0 ? `; and ${more} more ${more === 1 ? "problem" : "problems"}` : "";
+  return `invalid ${TARGET_NAMES[target] ?? target}: ${named.join("; ")}${rest}`;
 }
 
 const TARGET_NAMES: Record<string, string> = {
