@@ -164,7 +164,17 @@ describe("at most 10,000 contacts per person", () => {
       MAX_CONTACTS_PER_PERSON - 2,
     );
 
-    await sync("carol", [{ display_name: "a" }, { display_name: "b" }]);
+    // Four syncs of two at once, with room for two: exactly one gets in (the others see no room
+    // before their batch, or are rolled back by the quota guard inside it).
+    const racing = await Promise.all(
+      ["a", "b", "c", "d"].map((name) =>
+        as("carol").send("POST", "/contacts/sync", [{ display_name: `${name}1` }, { display_name: `${name}2` }]),
+      ),
+    );
+    expect(racing.map((response) => response.status).sort()).toEqual([200, 400, 400, 400]);
+    for (const response of racing.filter((r) => r.status === 400)) {
+      expect(await expectError(response, 400, "Bad Request")).toMatch(/at most 10,000 contacts/);
+    }
     expect(await count("SELECT count(*) AS n FROM contacts WHERE owner_id = ?", owner)).toBe(MAX_CONTACTS_PER_PERSON);
     // Updating an existing contact creates none: still allowed at the limit.
     const last = await count("SELECT max(id) AS n FROM contacts WHERE owner_id = ?", owner);

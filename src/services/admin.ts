@@ -18,7 +18,7 @@ import { containerVendorsFor } from "./consent";
 import { renderPersonDeliveries } from "./events";
 import { WriteBatch, type Deps } from "./outbox";
 import { loadPerson } from "./people";
-import { errorText } from "./seats";
+import { errorText } from "../db/errors";
 
 /*
  * The platform operator's commands (docs/decisions.md, "Operating the

@@ -3,6 +3,7 @@ import type { BatchResponse } from "drizzle-orm/batch";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
 import { inList } from "../db/sql";
+import { failedGuard, guardStatement } from "../db/guard";
 import { pruneOlderThan } from "../db/prune";
 import { WriteBatch, type Deps } from "./outbox";
 import { contactAddresses, contactEmails, contactPhones, contacts, contactTombstones, people } from "../db/schema";
@@ -324,9 +325,25 @@ export async function saveContacts(deps: Deps, ownerId: number, inputs: ContactI
     insertChildren(contactAddresses, "addresses"),
   ])
     batch.add(statement);
+  // Two syncs may both have seen room for their contacts: the guard rolls the later one back.
+  if (creates.length > 0) {
+    batch.add(
+      guardStatement(
+        db,
+        "contactQuota",
+        sql`(select count(*) from ${contacts} where ${contacts.ownerId} = ${ownerId}) > ${MAX_CONTACTS_PER_PERSON}`,
+      ),
+    );
+  }
   // Contact phones are the owner's trust inputs.
   batch.reindexReceiver(ownerId);
-  const { results } = await batch.commit();
+  let results: unknown[];
+  try {
+    ({ results } = await batch.commit());
+  } catch (err) {
+    if (failedGuard(err) === "contactQuota") throw noRoom(await contactsHeld(db, ownerId), creates.length);
+    throw err;
+  }
 
   const createdIds = (results[updateStatements.length + 3] as { id: number }[])
     .map((row) => row.id)
@@ -368,13 +385,19 @@ async function assertUpdatable(db: Db, ownerId: number, inputs: ContactInput[]) 
  * concurrent syncs can together pass it by at most one sync's size (500).
  */
 async function assertRoomFor(db: Db, ownerId: number, creating: number) {
+  const have = await contactsHeld(db, ownerId);
+  if (have + creating > MAX_CONTACTS_PER_PERSON) throw noRoom(have, creating);
+}
+
+async function contactsHeld(db: Db, ownerId: number): Promise<number> {
   const [row] = await db.select({ n: count() }).from(contacts).where(eq(contacts.ownerId, ownerId));
-  const have = row?.n ?? 0;
-  if (have + creating <= MAX_CONTACTS_PER_PERSON) return;
-  throw badRequest(
+  return row?.n ?? 0;
+}
+
+const noRoom = (have: number, creating: number) =>
+  badRequest(
     `a person may keep at most ${MAX_CONTACTS_PER_PERSON.toLocaleString("en-US")} contacts; you have ${have} and this sync would create ${creating}; delete some first`,
   );
-}
 
 /** Whether `id` is one of the owner's contacts. */
 export async function ownsContact(db: Db, ownerId: number, id: number): Promise<boolean> {

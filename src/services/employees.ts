@@ -1,6 +1,8 @@
 import { and, asc, count, eq, gte, inArray, lt, ne, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
+import { errorText } from "../db/errors";
+import { failedGuard, guardStatement } from "../db/guard";
 import { batchableAll, inList } from "../db/sql";
 import {
   invitations,
@@ -28,9 +30,7 @@ import {
   assertSeatAvailable,
   assertSeatsAvailable,
   assignSeatStatement,
-  errorText,
   freeSeatStatement,
-  isSeatGuardFailure,
   noSeatAfterRace,
   seatGuardStatement,
   seatsByLicense,
@@ -200,24 +200,21 @@ function lastSettingsWriter(access: CompanyAccess, personId: number, self: boole
 }
 
 /**
- * The batch that changes roles ends with this guard when it takes `write
- * settings` from someone: if no member of the company holds it afterwards
- * (two Admins demoting each other at once), it inserts a role without a
- * name, the NOT NULL constraint fails and D1 rolls the batch back (see
- * `seatGuardStatement`).
+ * The batch that takes `write settings` from someone ends with this guard
+ * (src/db/guard.ts): it rolls the batch back when no member of the company
+ * holds it afterwards (two Admins demoting each other at once).
  */
 function settingsWriterGuardStatement(db: Db, companyId: number) {
-  return db.insert(roles).select(
-    sql`select null, ${companyId}, null, '[]' where not exists (
+  return guardStatement(
+    db,
+    "settingsWriter",
+    sql`not exists (
       select 1 from ${memberships}
       join ${membershipRoles} on ${membershipRoles.membershipId} = ${memberships.id}
       join ${roles} on ${roles.id} = ${membershipRoles.roleId} and ${roles.companyId} = ${memberships.companyId}
       where ${memberships.companyId} = ${companyId} and ${roleGrants(WRITE_SETTINGS)})`,
   );
 }
-
-const isSettingsWriterGuardFailure = (err: unknown) =>
-  errorText(err).includes("NOT NULL constraint failed: roles.name");
 
 /**
  * DELETE /employees/{id}: 404 when the person is not an employee, 403 when
@@ -238,7 +235,7 @@ export async function removeEmployee(deps: Deps, access: CompanyAccess, personId
   try {
     ({ results } = await batch.commit());
   } catch (err) {
-    if (isSettingsWriterGuardFailure(err)) {
+    if (failedGuard(err) === "settingsWriter") {
       throw lastSettingsWriter(access, personId, target.membershipId === access.membershipId, "remove");
     }
     throw err;
@@ -330,15 +327,19 @@ export async function createEmployees(
     return { ...input, roleIds, licenseId };
   });
   const have = members?.n ?? 0;
-  if (have + n > MAX_EMPLOYEES_PER_COMPANY) {
-    throw badRequest(
-      `a company may have at most ${MAX_EMPLOYEES_PER_COMPANY.toLocaleString("en-US")} employees; company ${companyId} has ${have} and this would add ${n}`,
-    );
-  }
+  if (have + n > MAX_EMPLOYEES_PER_COMPANY) throw tooManyEmployees(companyId, have, n);
   await assertSeatsAvailable(db, companyId, seatsNeeded);
 
   const inserted = await addNewEmployees(batch, companyId, checked);
-  const { results, deliveries } = await runBatch(batch, companyId, [...seatsNeeded.keys()]);
+  // Two requests may both have seen room for their employees: the guard rolls the later one back.
+  batch.add(
+    guardStatement(
+      db,
+      "employeeQuota",
+      sql`(select count(*) from ${memberships} where ${memberships.companyId} = ${companyId}) > ${MAX_EMPLOYEES_PER_COMPANY}`,
+    ),
+  );
+  const { results, deliveries } = await runBatch(batch, companyId, [...seatsNeeded.keys()], { adding: n });
   // Inserted in input order, so ascending ids are input order.
   const ids = inserted
     .flatMap((position) => (results[position] as { id: number }[]).map((row) => row.id))
@@ -584,9 +585,7 @@ export async function updateEmployee(
   if (changes.phones) batch.reindexNumbersOf(personId);
   batch.emitPerson("person:updated", companyId, personId);
   const { deliveries } = await runBatch(batch, companyId, guardedLicense ? [guardedLicense] : [], {
-    access,
-    personId,
-    target: membership,
+    settings: { access, personId, target: membership },
   });
   const person = (await loadPerson(db, companyId, personId))!;
   await renderPersonDeliveries(db, deliveries, [person]);
@@ -691,14 +690,26 @@ type SettingsGuard = { access: CompanyAccess; personId: number; target: Standing
  * Runs a write batch, turning the guard and constraint failures a concurrent
  * request can cause into the answers the checks before it would have given.
  */
-async function runBatch(batch: WriteBatch, companyId: number, licenseIds: string[], settings?: SettingsGuard) {
+async function runBatch(
+  batch: WriteBatch,
+  companyId: number,
+  licenseIds: string[],
+  { settings, adding = 0 }: { settings?: SettingsGuard; adding?: number } = {},
+) {
   try {
     return await batch.commit();
   } catch (err) {
-    if (licenseIds.length > 0 && isSeatGuardFailure(err)) {
+    if (adding > 0 && failedGuard(err) === "employeeQuota") {
+      const [members] = await batch.deps.db
+        .select({ n: count() })
+        .from(memberships)
+        .where(eq(memberships.companyId, companyId));
+      throw tooManyEmployees(companyId, members?.n ?? 0, adding);
+    }
+    if (licenseIds.length > 0 && failedGuard(err) === "seats") {
       await noSeatAfterRace(batch.deps.db, companyId, await shortLicense(batch.deps.db, companyId, licenseIds));
     }
-    if (settings && isSettingsWriterGuardFailure(err)) {
+    if (settings && failedGuard(err) === "settingsWriter") {
       const { access, personId, target } = settings;
       throw lastSettingsWriter(access, personId, target.membershipId === access.membershipId, "demote");
     }
@@ -708,6 +719,11 @@ async function runBatch(batch: WriteBatch, companyId: number, licenseIds: string
     throw err;
   }
 }
+
+const tooManyEmployees = (companyId: number, have: number, adding: number) =>
+  badRequest(
+    `a company may have at most ${MAX_EMPLOYEES_PER_COMPANY.toLocaleString("en-US")} employees; company ${companyId} has ${have} and this would add ${adding}`,
+  );
 
 /** Of the licenses a rolled-back batch assigned, the first one now short of seats (the guard's reason). */
 async function shortLicense(db: Db, companyId: number, licenseIds: string[]): Promise<string> {

@@ -1,6 +1,7 @@
 import { and, count, eq, isNotNull, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { companies, companySeats, memberships } from "../db/schema";
+import { guardStatement } from "../db/guard";
+import { companySeats, memberships } from "../db/schema";
 import { badRequest } from "../lib/errors";
 
 /**
@@ -81,43 +82,14 @@ export function freeSeatStatement(db: Db, companyId: number, personId: number, n
 
 /**
  * `assertSeatAvailable` answers the common case with a clear message, but two
- * requests can both see the last seat free. D1 has no BEGIN and SQLite's
- * RAISE() only works inside triggers, so the batch that assigns a seat ends
- * with this statement: when the company now holds more seats of `licenseId`
- * than it bought, it inserts a row with a NULL quantity, the NOT NULL
- * constraint fails, and D1 rolls the whole batch back
- * (https://developers.cloudflare.com/d1/worker-api/d1-database/#batch).
- * `isSeatGuardFailure` recognises that error.
+ * requests can both see the last seat free: the batch that assigns a seat
+ * ends with this guard (src/db/guard.ts), which rolls it back when the
+ * company now holds more seats of `licenseId` than it bought.
  */
 export function seatGuardStatement(db: Db, companyId: number, licenseId: string) {
   const bought = sql`coalesce((select ${companySeats.quantity} from ${companySeats} where ${companySeats.companyId} = ${companyId} and ${companySeats.licenseId} = ${licenseId}), 0)`;
   const held = sql`(select count(*) from ${memberships} where ${memberships.companyId} = ${companyId} and ${memberships.licenseId} = ${licenseId})`;
-  // Built with the query builder: drizzle's D1 batch cannot bind a raw `db.run(sql…)`.
-  return db.insert(companySeats).select(
-    db
-      .select({
-        companyId: companies.id,
-        licenseId: sql<string>`${licenseId}`.as("license_id"),
-        quantity: sql<number>`null`.as("quantity"),
-        updatedAt: sql<Date>`0`.as("updated_at"),
-      })
-      .from(companies)
-      .where(and(eq(companies.id, companyId), sql`${bought} < ${held}`)),
-  );
-}
-
-export function isSeatGuardFailure(err: unknown): boolean {
-  return errorText(err).includes("NOT NULL constraint failed: company_seats.quantity");
-}
-
-/** The messages of an error and its causes (drizzle wraps D1's errors). */
-export function errorText(err: unknown): string {
-  const parts: string[] = [];
-  for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
-    parts.push(e instanceof Error ? e.message : String(e));
-    e = e instanceof Error ? e.cause : undefined;
-  }
-  return parts.join(" | ");
+  return guardStatement(db, "seats", sql`${bought} < ${held}`);
 }
 
 /** Throws the no-seat 400 for a batch the seat guard rolled back. */

@@ -9,3 +9,4 @@ export * from "./scans";
 export * from "./webhooks";
 export * from "./outbox";
 export * from "./quotas";
+export * from "./guards";
