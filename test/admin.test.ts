@@ -144,6 +144,27 @@ describe("PATCH /internal/companies/{id}", () => {
     await expectError(await admin("PATCH", "/internal/companies/1", { status: "paused" }), 400, "Bad Request");
   });
 
+  it("a disabled employer is a 403 for its members until it is enabled again; their own account keeps working", async () => {
+    const company = await createCompany({ kind: "employer", name: "Paused", slug: unique("paused") });
+    const memberId = await seat(company.id, { first_name: "Pat", last_name: "Paused", email: `pat.${run}@paused.example`, roles: ["Admin"] });
+    const token = `pk_test_paused_${run}_${crypto.randomUUID().replaceAll("-", "")}`;
+    await insertToken(token, { personId: memberId });
+    const asMember = (path: string) => call(path, { token });
+    expect((await asMember(`/companies/${company.id}`)).status).toBe(200);
+
+    expect((await admin("PATCH", `/internal/companies/${company.id}`, { status: "disabled" })).status).toBe(200);
+    for (const path of [`/companies/${company.id}`, `/companies/${company.id}/employees`, `/companies/${company.id}/webhooks`]) {
+      expect(await expectError(await asMember(path), 403, "Forbidden")).toContain(`company ${company.id} is disabled`);
+    }
+    // Not a member: still 404, disabled or not (nothing is revealed about other tenants).
+    await expectError(await as("alice").get(`/companies/${company.id}`), 404, "Not Found");
+    // The person's own account is not the company's: their heartbeat still works.
+    expect((await asMember("/apps/buzz/heartbeat")).status).toBe(200);
+
+    expect((await admin("PATCH", `/internal/companies/${company.id}`, { status: "enabled" })).status).toBe(200);
+    expect((await asMember(`/companies/${company.id}/employees`)).status).toBe(200);
+  });
+
   it("a disabled publisher's container answers 404 to visitors", async () => {
     await createCompany({ kind: "publisher", name: "Toggle", slug: unique("toggle"), domain: "toggle.example" });
     const id = (await env.DB.prepare("SELECT id FROM companies WHERE slug = ?").bind(unique("toggle")).first<{ id: number }>())!.id;

@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { createMiddleware } from "hono/factory";
 import type { Db } from "../db/client";
-import { membershipRoles, memberships, roles } from "../db/schema";
+import { companies, membershipRoles, memberships, roles } from "../db/schema";
 import { badRequest, forbidden, notFound } from "../lib/errors";
 import { parseId } from "../lib/ids";
 import { grants, type Permission } from "../lib/permissions";
@@ -10,8 +10,10 @@ import { assertAllowed } from "./auth";
 
 /**
  * Guards `/companies/{company_id}/…`: the caller must be a person who is a
- * member of that company (else 404, so other tenants stay invisible) and whose
- * roles grant `permission` (else 403). Resolves membership and permissions in
+ * member of that company (else 404, so other tenants stay invisible), the
+ * company must be enabled (a company the platform operator disabled is a 403
+ * for its members, docs/decisions.md), and the caller's roles must grant
+ * `permission` (else 403). Resolves membership and permissions in
  * one query and leaves them on `c.var.company` for the handler's SQL filters.
  */
 export function companyAccess(permission: Permission) {
@@ -55,7 +57,7 @@ export function soleCompanyAccess(permission: Permission, companyForm: string) {
   });
 }
 
-/** The person's standing in the company: 404 when not a member, 403 without `permission`. */
+/** The person's standing in the company: 404 when not a member, 403 when it is disabled or without `permission`. */
 export async function resolveCompanyAccess(
   db: Db,
   personId: number,
@@ -63,14 +65,20 @@ export async function resolveCompanyAccess(
   permission: Permission,
 ): Promise<CompanyAccess> {
   const rows = await db
-    .select({ membershipId: memberships.id, permissions: roles.permissions })
+    .select({ membershipId: memberships.id, permissions: roles.permissions, status: companies.status })
     .from(memberships)
+    .innerJoin(companies, eq(companies.id, memberships.companyId))
     .leftJoin(membershipRoles, eq(membershipRoles.membershipId, memberships.id))
     .leftJoin(roles, and(eq(roles.id, membershipRoles.roleId), eq(roles.companyId, memberships.companyId)))
     .where(and(eq(memberships.companyId, companyId), eq(memberships.personId, personId)))
     .all();
 
   if (rows.length === 0) throw notFound(`company ${companyId} does not exist`);
+  if (rows[0]!.status === "disabled") {
+    throw forbidden(
+      `company ${companyId} is disabled by the platform operator; it cannot be read or changed until it is enabled again`,
+    );
+  }
   const permissions = [...new Set(rows.flatMap((row) => row.permissions ?? []))];
   if (!grants(permissions, permission)) {
     throw forbidden(
