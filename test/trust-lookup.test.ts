@@ -403,6 +403,48 @@ describe("trust-lookup: blocked calls", () => {
     ).toBe(1);
   });
 
+  it("a failed write of blocked calls is logged without the numbers, the caller id or the SQL", async () => {
+    const lines: string[] = [];
+    vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
+    // The real D1, except that writing blocked calls fails the way D1 fails.
+    const failing = new Proxy(env.DB, {
+      get(target, key) {
+        if (key === "prepare") {
+          return (query: string) => {
+            const statement = target.prepare(query);
+            if (!/blocked_calls/.test(query)) return statement;
+            const fail = () => Promise.reject(new Error("D1_ERROR: disk I/O error: SQLITE_IOERR"));
+            const failed: D1PreparedStatement = Object.assign(Object.create(statement), {
+              bind: () => failed,
+              run: fail,
+              all: fail,
+              raw: fail,
+              first: fail,
+            });
+            return failed;
+          };
+        }
+        const value = Reflect.get(target, key);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    try {
+      await recordBlockedCall(createDb(failing), {
+        personId: alice,
+        callerId: "LEAK CHECK",
+        countryCode: "1",
+        phoneNumber: "3035550179",
+      });
+    } finally {
+      vi.restoreAllMocks();
+    }
+    const line = lines.find((entry) => entry.includes("recording blocked calls failed"));
+    expect(line).toContain("SQLITE_IOERR");
+    expect(line).not.toContain("3035550179");
+    expect(line).not.toContain("LEAK CHECK");
+    expect(line).not.toMatch(/insert into/i);
+  });
+
   it("records the raw caller when it cannot be parsed", async () => {
     const receiving = await secureNumberOf("alice");
     await lookup({ ...receiving, inbound_code: "1", inbound: "unknown-caller" });

@@ -1,3 +1,5 @@
+import { loggableError } from "./errors";
+
 /**
  * Structured logs: one JSON object per line. An error is logged by its name
  * and message only, never a query's text or its bound values (personal data
@@ -11,9 +13,8 @@ export function logInfo(fields: Record<string, unknown>) {
   console.log(JSON.stringify(fields));
 }
 
-/** `Name: message`, with anything after a D1/SQLite error's own text dropped. */
+/** `Name: message`, redacted like a 500's log line (`loggableError`): no SQL, no bound values. */
 function describe(err: unknown): string {
-  if (!(err instanceof Error)) return String(err).slice(0, 200);
-  const message = err.message.replace(/Failed query:[\s\S]*/i, "").replace(/params:[\s\S]*/i, "").trim();
-  return `${err.name}: ${message}`.slice(0, 300);
+  const { name, message } = loggableError(err);
+  return `${name}: ${message}`;
 }

@@ -1,5 +1,6 @@
 import { createMiddleware } from "hono/factory";
 import { forbidden, unauthorized } from "../lib/errors";
+import { logError } from "../lib/log";
 import { principalAllowedOn, tokenHasValidShape, verifyToken } from "../services/tokens";
 import type { AppEnv, Principal } from "../types";
 import { limitByIp } from "./rate-limit";
@@ -23,7 +24,7 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
     } else {
       const check = await verifyToken(c.var.db, token, new Date(), {
         onFirstUse: (work) =>
-          c.executionCtx.waitUntil(work.catch((err) => console.error("recording token use failed", err))),
+          c.executionCtx.waitUntil(work.catch((err: unknown) => logError("recording token use failed", err))),
         // Writes always see the token's current state (revocation, a removed person);
         // a trust-lookup POST is a question, not a write (it uses the caches like GET).
         fresh: !readsOnly(c),

@@ -1,5 +1,6 @@
 import { createDeps } from "../services/outbox";
 import { ScanEventBatchSchema } from "../routes/scans/scans.schemas";
+import { logError } from "../lib/log";
 import { describeZodError } from "../lib/errors";
 import { applyScanEvents } from "../services/scans";
 
@@ -30,15 +31,11 @@ export async function handleScanEvents(batch: MessageBatch<unknown>, env: Env): 
       console.log(JSON.stringify({ level: "info", queue: batch.queue, messageId: message.id, applied }));
       message.ack();
     } catch (err) {
-      console.error(
-        JSON.stringify({
-          level: "error",
-          queue: batch.queue,
-          messageId: message.id,
-          attempts: message.attempts,
-          error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
-        }),
-      );
+      logError("applying scan events failed; retried", err, {
+        queue: batch.queue,
+        messageId: message.id,
+        attempts: message.attempts,
+      });
       message.retry({ delaySeconds: 30 });
     }
   }

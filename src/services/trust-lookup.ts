@@ -4,6 +4,7 @@ import { blockedCalls, companies, memberships, people, personTrust } from "../db
 import { ReadBatch } from "../db/batch";
 import { inList } from "../db/sql";
 import { phoneFromParts } from "../lib/phone";
+import { logError } from "../lib/log";
 import { iso } from "../lib/time";
 import { contactsWithPhone, type Contact } from "./contacts";
 import { toCompanyRef, type CompanyRef } from "./companies";
@@ -219,9 +220,7 @@ async function insertBlockedCalls(db: Db, rows: BlockedRow[]) {
       from json_each(${JSON.stringify(rows)}) r
       where exists (select 1 from ${people} where ${people.id} = r.value ->> 'personId')`);
   } catch (err) {
-    console.error(
-      JSON.stringify({ level: "error", error: `recording ${rows.length} blocked calls failed: ${String(err)}` }),
-    );
+    logError("recording blocked calls failed", err, { calls: rows.length });
   }
 }
 
