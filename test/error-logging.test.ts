@@ -2,6 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
+import { failingD1 } from "./helpers";
 import { fileTokens } from "./principals";
 
 /**
@@ -14,35 +15,16 @@ const SECRET_PHONE = "+14155550142";
 
 /** The real D1, except that every statement reading companies fails like D1 does. */
 function failingDb(): D1Database {
-  const db = env.DB;
-  const proxy: D1Database = new Proxy(db, {
-    get(target, key) {
+  const db: D1Database = failingD1(
+    /\bcompanies\b/,
+    () => new Error(`D1_ERROR: UNIQUE constraint failed for "${SECRET_EMAIL}" and ${SECRET_PHONE}: SQLITE_CONSTRAINT`),
+    {
       // Reads run in a D1 session: the session of this database fails the same way.
-      if (key === "withSession") return () => Object.assign(Object.create(proxy), { getBookmark: () => null });
-      if (key === "prepare") {
-        return (query: string) => {
-          const statement = target.prepare(query);
-          if (!/\bcompanies\b/.test(query)) return statement;
-          const fail = () =>
-            Promise.reject(
-              new Error(`D1_ERROR: UNIQUE constraint failed for "${SECRET_EMAIL}" and ${SECRET_PHONE}: SQLITE_CONSTRAINT`),
-            );
-          const failing: D1PreparedStatement = Object.assign(Object.create(statement), {
-            bind: () => failing,
-            all: fail,
-            raw: fail,
-            first: fail,
-            run: fail,
-          });
-          return failing;
-        };
-      }
-      if (key === "batch") return () => Promise.reject(new Error(`D1_ERROR: too many SQL variables ${SECRET_EMAIL}`));
-      const value = Reflect.get(target, key);
-      return typeof value === "function" ? value.bind(target) : value;
+      withSession: () => Object.assign(Object.create(db), { getBookmark: () => null }),
+      batch: () => Promise.reject(new Error(`D1_ERROR: too many SQL variables ${SECRET_EMAIL}`)),
     },
-  });
-  return proxy;
+  );
+  return db;
 }
 
 afterEach(() => vi.restoreAllMocks());
@@ -67,7 +49,12 @@ describe("the log line of a 500", () => {
     const line = lines.find((text) => text.includes("req-log-test"));
     expect(line, lines.join("\n")).toBeDefined();
     const logged = JSON.parse(line!) as Record<string, unknown>;
-    expect(logged).toMatchObject({ level: "error", requestId: "req-log-test", method: "GET", route: "/companies/:company_id" });
+    expect(logged).toMatchObject({
+      level: "error",
+      requestId: "req-log-test",
+      method: "GET",
+      route: "/companies/:company_id",
+    });
     expect(logged.name).toBe("Error");
     expect(logged.message).toContain("SQLITE_CONSTRAINT");
     for (const leak of [/select/i, /params/i, /"companies"/, SECRET_EMAIL, "4155550142", fileTokens.alice, "search="]) {

@@ -116,6 +116,37 @@ export function countD1(): { readonly statements: number; readonly rounds: numbe
   return counts;
 }
 
+/**
+ * The real D1, except that statements whose SQL matches `pattern` fail with
+ * `error` when run, the way D1 fails. `overrides` replace further members
+ * (a session, `batch`).
+ */
+export function failingD1(pattern: RegExp, error: () => Error, overrides: Record<string, unknown> = {}): D1Database {
+  const proxy: D1Database = new Proxy(env.DB, {
+    get(target, key) {
+      if (typeof key === "string" && key in overrides) return overrides[key];
+      if (key === "prepare") {
+        return (query: string) => {
+          const statement = target.prepare(query);
+          if (!pattern.test(query)) return statement;
+          const fail = () => Promise.reject(error());
+          const failing: D1PreparedStatement = Object.assign(Object.create(statement), {
+            bind: () => failing,
+            all: fail,
+            raw: fail,
+            first: fail,
+            run: fail,
+          });
+          return failing;
+        };
+      }
+      const value = Reflect.get(target, key);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return proxy;
+}
+
 /** The `n` of a `SELECT count(*) AS n …` on the test database. */
 export const countRows = async (sql: string, ...params: unknown[]) =>
   (await env.DB.prepare(sql)
