@@ -186,8 +186,12 @@ describe("trust-index work is retried until KV takes it, newest last", () => {
         .wait(20)
         .then(() => as("bob").send("POST", "/contacts/sync", [{ display_name: "Second", phone_numbers: [second] }])),
     ]);
-    const record = await env.TRUST_INDEX.get<{ n: string[] }>(key, "json");
-    expect(record!.n).toContain("+447911123458");
+    // The receiver record lists the second phone's bucket (58) and the bucket holds the phone.
+    const record = await env.TRUST_INDEX.get<{ nb: number[] }>(key, "json");
+    expect(record!.nb).toContain(58);
+    expect(await env.TRUST_INDEX.get(`rcvn:+${receiving.number_code}${receiving.number}:58`)).toContain(
+      ",+447911123458,",
+    );
     expect(await lookup({ ...receiving, inbound_code: "44", inbound: "7911123458" })).toMatchObject({ trusted: true });
   });
 });

@@ -25,6 +25,7 @@ async function aliceNumber() {
 }
 
 const FROM_ACME = { inbound_code: "1", inbound: "4155550100" };
+const receiverKeyOf = (e164: string) => `rcv:${e164}`;
 
 describe("a warm trust-lookup reads no D1", () => {
   it.each(["GET", "JSON POST", "form POST"] as const)("100 warm lookups by %s: 0 D1 statements", async (transport) => {
@@ -194,5 +195,64 @@ describe("bounded fan-out", () => {
     await addCompanyPhone(createDeps(env), company!.id, phoneFromParts("1", "6505550123")!, null);
     expect(puts.mock.calls.map(([key]) => key)).toEqual(["num:+16505550123"]);
     for (const fields of lookups) expect(await ask(fields)).toMatchObject({ trusted: true });
+  });
+
+  it("a receiver's 2,000 contacts: a lookup reads one small bucket, and each sync of 500 rewrites at most 101 keys", async () => {
+    const receiving = await aliceNumber();
+    const secure = `+${receiving.number_code}${receiving.number}`;
+    const phone = (i: number) => `+1212555${String(i).padStart(4, "0")}`;
+    const puts = vi.spyOn(env.TRUST_INDEX, "put");
+    for (let first = 0; first < 2000; first += 500) {
+      const batch = Array.from({ length: 500 }, (_, k) => ({
+        display_name: `Many ${first + k}`,
+        phone_numbers: [phone(first + k)],
+      }));
+      expect((await as("alice").send("POST", "/contacts/sync", batch)).status).toBe(200);
+    }
+    // Per sync: the receiver record and the 100 buckets its phones fall in (and token cache writes).
+    const indexPuts = puts.mock.calls.map(([key]) => key).filter((key) => !key.startsWith("tok:"));
+    expect(indexPuts.length).toBeLessThanOrEqual(4 * 101);
+    vi.restoreAllMocks();
+
+    const record = (await env.TRUST_INDEX.get(receiverKeyOf(secure)))!;
+    expect(record.length).toBeLessThan(1000);
+    const bucket = (await env.TRUST_INDEX.get(`rcvn:${secure}:37`))!;
+    expect(bucket.split(",").filter(Boolean)).toHaveLength(20);
+
+    const ask = async (inbound: string) =>
+      (await (
+        await as("telephony").get(
+          `/apps/buzz/trust-lookup?${new URLSearchParams({ ...receiving, inbound_code: "1", inbound })}`,
+        )
+      ).json()) as { trusted: boolean };
+    expect(await ask("2125551937")).toMatchObject({ trusted: true });
+    expect(await ask("2125550000")).toMatchObject({ trusted: true });
+    expect(await ask("2125559937")).toMatchObject({ trusted: false });
+    expect((await as("alice").send("DELETE", "/contacts/clear")).status).toBe(204);
+    expect(await ask("2125551937")).toMatchObject({ trusted: false });
+  });
+
+  it("a receiver record in an older format is read as a miss: D1 answers and the record is refilled", async () => {
+    const receiving = await aliceNumber();
+    const secure = `+${receiving.number_code}${receiving.number}`;
+    const synced = await as("alice").send("POST", "/contacts/sync", [
+      { display_name: "Old format", phone_numbers: ["+12125554242"] },
+    ]);
+    expect(synced.status).toBe(200);
+    // What the previous version wrote: the contact phones inline, no bucket list.
+    await env.TRUST_INDEX.put(
+      receiverKeyOf(secure),
+      JSON.stringify({ p: DEMO.people.alice, n: [], tp: [], c: [], tc: [], nc: [] }),
+    );
+    const answer = await as("telephony").get(
+      `/apps/buzz/trust-lookup?${new URLSearchParams({ ...receiving, inbound_code: "1", inbound: "2125554242" })}`,
+    );
+    expect(await answer.json()).toEqual({ trusted: true, user_id: DEMO.people.alice });
+    await scheduler.wait(100);
+    expect(JSON.parse((await env.TRUST_INDEX.get(receiverKeyOf(secure)))!)).toMatchObject({
+      nb: expect.arrayContaining([42]),
+    });
+    const [contact] = (await synced.json()) as { id: number }[];
+    await as("alice").send("DELETE", `/contacts/${contact!.id}`);
   });
 });

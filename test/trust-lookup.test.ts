@@ -104,16 +104,19 @@ describe("trust-lookup: who may call", () => {
     expect(created.status).toBe(200);
     const id = ((await created.json()) as { id: number }[])[0]!.id;
     expect(await lookup({ ...receiving, ...caller })).toEqual({ trusted: true, user_id: alice });
-    // Warm cache now; the write below must rewrite it, not leave it.
-    const record = async () => (await env.TRUST_INDEX.get<{ n: string }>(receiverKeyOf(receiving), "json"))!.n;
-    expect(await record()).toContain("+447911123456");
+    // Warm cache now; the write below must rewrite it, not leave it. The receiver record lists
+    // the buckets (last two digits) holding contact phones; each bucket key holds its phones.
+    const buckets = async () => (await env.TRUST_INDEX.get<{ nb: number[] }>(receiverKeyOf(receiving), "json"))!.nb;
+    const bucket = (dd: string) => env.TRUST_INDEX.get(`rcvn:+${receiving.number_code}${receiving.number}:${dd}`);
+    expect(await buckets()).toEqual(expect.arrayContaining([42, 56]));
+    expect(await bucket("56")).toBe(",+447911123456,");
 
     const put = await as("alice").send("PUT", `/contacts/${id}`, { phone_numbers: ["+1 415 555 0142"] });
     expect(put.status).toBe(200);
-    // Rewritten with the new set, not merely deleted.
-    const rewritten = await record();
-    expect(rewritten).toContain(",+14155550142,");
-    expect(rewritten).not.toContain("+447911123456");
+    // Rewritten with the new set, not merely deleted: bucket 56 is no longer listed.
+    expect(await buckets()).toContain(42);
+    expect(await buckets()).not.toContain(56);
+    expect(await bucket("42")).toContain(",+14155550142,");
     expect(await lookup({ ...receiving, ...caller })).toEqual({ trusted: false, user_id: alice });
     expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550142" })).toEqual({
       trusted: true,
@@ -297,7 +300,7 @@ describe("trust-lookup: the KV fast path", () => {
     await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" });
     // Alice's record as if she belonged to no company.
     const key = receiverKeyOf(receiving);
-    await env.TRUST_INDEX.put(key, JSON.stringify({ p: alice, n: "", tp: [], c: [], tc: [], nc: [] }));
+    await env.TRUST_INDEX.put(key, JSON.stringify({ p: alice, nb: [], tp: [], c: [], tc: [], nc: [] }));
     try {
       expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" })).toEqual({
         trusted: false,

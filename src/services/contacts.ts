@@ -336,7 +336,7 @@ export async function saveContacts(deps: Deps, ownerId: number, inputs: ContactI
     );
   }
   // Contact phones are the owner's trust inputs.
-  batch.reindexReceiver(ownerId);
+  batch.reindexContactsOf(ownerId);
   let results: unknown[];
   try {
     ({ results } = await batch.commit());
@@ -440,7 +440,7 @@ export async function deleteContact(deps: Deps, ownerId: number, id: number): Pr
   const mine = and(eq(contacts.id, id), eq(contacts.ownerId, ownerId))!;
   addTombstones(batch, ownerId, mine);
   const deleted = batch.add(deps.db.delete(contacts).where(mine).returning({ id: contacts.id }));
-  batch.reindexReceiver(ownerId);
+  batch.reindexContactsOf(ownerId);
   const { results } = await batch.commit();
   if ((results[deleted] as unknown[]).length === 0) throw notFound(`contact ${id} does not exist`);
 }
@@ -451,7 +451,7 @@ export async function clearContacts(deps: Deps, ownerId: number) {
   const mine = eq(contacts.ownerId, ownerId);
   addTombstones(batch, ownerId, mine);
   batch.add(deps.db.delete(contacts).where(mine));
-  batch.reindexReceiver(ownerId);
+  batch.reindexContactsOf(ownerId);
   await batch.commit();
 }
 

@@ -61,7 +61,7 @@ async function assignSecureNumber(deps: Deps, personId: number): Promise<SecureN
   );
   // Lookups to the new number find its holder (receiver record), and calls
   // from it reach the people who trusted this person (caller record).
-  batch.reindexReceiver(personId);
+  batch.reindexContactsOf(personId);
   batch.reindexNumbersOf(personId);
   const { results } = await batch.commit();
   const [assigned] = results[assignment] as SecureNumber[];

@@ -124,9 +124,18 @@ export class WriteBatch {
     );
   }
 
-  /** The trust-lookup record of the person as a receiver (their contacts, trust settings, memberships). */
+  /** The trust-lookup record of the person as a receiver (their trust settings, memberships, contact buckets). */
   reindexReceiver(personId: number | SQL) {
     this.#index(trustIndex.workForReceiver(this.deps.db, personId, this.now));
+  }
+
+  /**
+   * The person's contacts changed (or their secure number, which keys them):
+   * their receiver record and their contact-phone buckets (at most 100 keys).
+   */
+  reindexContactsOf(personId: number | SQL) {
+    this.reindexReceiver(personId);
+    this.#index(trustIndex.workForContactBuckets(this.deps.db, personId, this.now));
   }
 
   /** The trust-lookup records of these caller numbers (who holds them). */

@@ -20,8 +20,13 @@ import { logError } from "../lib/log";
  * warm lookup is one round of two reads issued together:
  *
  * - `rcv:<e164>`: the receiver holding secure number e164: who they are and
- *   their trust inputs (contact phones, people and companies they trust or
- *   distrust, their memberships). Rewritten when *their* inputs change.
+ *   their trust inputs (people and companies they trust or distrust, their
+ *   memberships, which contact-phone buckets are not empty). Rewritten when
+ *   *their* inputs change.
+ * - `rcvn:<e164>:<dd>`: that receiver's contact phones ending in the two
+ *   digits dd (one of 100 buckets), read in the same round as the other two
+ *   for the caller's dd: a lookup reads a bucket, never the whole contact
+ *   list, so its cost does not grow with the receiver's 10,000 contacts.
  * - `num:<e164>`: who calls from e164: the people holding it (personal phone
  *   or secure number) and the companies calling from it. Rewritten when that
  *   number changes hands.
@@ -44,17 +49,19 @@ const LEASE_MS = 30_000;
 
 export const receiverKey = (e164: string) => `rcv:${e164}`;
 export const numberKey = (e164: string) => `num:${e164}`;
+/** The bucket of a number: its last two digits, as a number 0–99. */
+export const bucketOf = (e164: string) => Number(e164.slice(-2));
+export const contactBucketKey = (receivingE164: string, bucket: number) =>
+  `rcvn:${receivingE164}:${String(bucket).padStart(2, "0")}`;
 
 /** The receiver record: `p` = person id (0: nobody holds the number). */
 export type ReceiverRecord = {
   p: number;
   /**
-   * Phones of their contacts, sorted, as one string with a comma before and
-   * after each (`",+14155550100,+442071838750,"`, `""` for none): a person
-   * may keep 10,000 contacts, and one string is read from KV, parsed and
-   * searched far faster than an array of that many (see `hasContactPhone`).
+   * The buckets (last two digits, 0–99) holding at least one of their
+   * contacts' phones; the phones themselves are in the `rcvn:` keys.
    */
-  n: string;
+  nb: number[];
   /** People they trusted (`trusted = 1`). */
   tp: number[];
   /** Companies they belong to. */
@@ -67,7 +74,7 @@ export type ReceiverRecord = {
 /** Who calls from a number: people holding it (phone or secure number) and companies with it as a phone. */
 export type NumberRecord = { p: number[]; c: number[] };
 
-const NOBODY: ReceiverRecord = { p: 0, n: "", tp: [], c: [], tc: [], nc: [] };
+const NOBODY: ReceiverRecord = { p: 0, nb: [], tp: [], c: [], tc: [], nc: [] };
 const NO_HOLDERS: NumberRecord = { p: [], c: [] };
 
 /**
@@ -76,44 +83,72 @@ const NO_HOLDERS: NumberRecord = { p: [], c: [] };
  * of a person they trusted, or a phone of a company they belong to or set to
  * `trusted`, unless they set that company to `negative`.
  */
-export function decide(receiver: ReceiverRecord, callerE164: string, caller: NumberRecord): boolean {
+export function decide(receiver: ReceiverRecord, callerE164: string, caller: NumberRecord, bucket: string): boolean {
   if (receiver.p === 0) return false;
-  if (hasContactPhone(receiver, callerE164)) return true;
+  if (hasContactPhone(bucket, callerE164)) return true;
   if (caller.p.some((id) => receiver.tp.includes(id))) return true;
   return caller.c.some((id) => !receiver.nc.includes(id) && (receiver.c.includes(id) || receiver.tc.includes(id)));
 }
 
-/** Whether `e164` is the phone of one of the receiver's contacts. */
-export const hasContactPhone = (receiver: ReceiverRecord, e164: string) => receiver.n.includes(`,${e164},`);
-
-/** The `n` of a receiver record for these contact phones. */
+/**
+ * A bucket's value: its phones, sorted, with a comma before and after each
+ * (`",+14155550100,+442071838700,"`; `""` for none), searched in one pass.
+ */
 const contactPhoneList = (phones: string[]) => (phones.length === 0 ? "" : `,${phones.join(",")},`);
+
+/** Whether `e164` is one of the phones of a bucket (its `rcvn:` value). */
+export const hasContactPhone = (bucket: string, e164: string) => bucket.includes(`,${e164},`);
 
 export type Defer = (work: Promise<unknown>) => void;
 export type IndexDeps = { db: Db; kv: KVNamespace };
 
 /**
- * The records for a lookup: one round of KV reads (both keys together);
- * missed keys are read from D1 in one batch and filled after the answer
- * (through `defer`).
+ * The records for a lookup: one round of KV reads (the receiver, the caller's
+ * number and the receiver's contact bucket for it, together); missed keys are
+ * read from D1 in one batch and filled after the answer (through `defer`). A
+ * bucket the receiver record marks empty is not read from D1 when missed.
+ * `bucket` is the caller's bucket value (`""`: no contact has that phone).
  */
 export async function readRecords(
   deps: IndexDeps,
   receivingE164: string,
   callerE164: string | null,
   defer: Defer,
-): Promise<{ receiver: ReceiverRecord; caller: NumberRecord }> {
-  const keys = [receiverKey(receivingE164), ...(callerE164 ? [numberKey(callerE164)] : [])];
+): Promise<{ receiver: ReceiverRecord; caller: NumberRecord; bucket: string }> {
+  const rcv = receiverKey(receivingE164);
+  const num = callerE164 ? numberKey(callerE164) : null;
+  const bucketKey = callerE164 ? contactBucketKey(receivingE164, bucketOf(callerE164)) : null;
+  const keys = [rcv, ...(num ? [num] : []), ...(bucketKey ? [bucketKey] : [])];
   const found = await safeGetMany(deps.kv, keys);
-  const cached = keys.map((key) => found.get(key) ?? null);
-  const missed = keys.filter((_, i) => cached[i] === null);
+  // A receiver record this version cannot read (written by an older one) counts as missed.
+  const cachedReceiver = readableReceiver(found.get(rcv) ?? null);
+  if (cachedReceiver === null) found.delete(rcv);
+  const bucketNeeded = (receiver: ReceiverRecord) => callerE164 !== null && receiver.nb.includes(bucketOf(callerE164));
+  const missed = keys.filter(
+    (key) =>
+      (found.get(key) ?? null) === null &&
+      // A missed bucket the receiver record marks empty needs no D1 read.
+      !(key === bucketKey && cachedReceiver !== null && !bucketNeeded(cachedReceiver)),
+  );
   const computed = missed.length > 0 ? await computeRecords(deps.db, missed) : new Map<string, string>();
   if (missed.length > 0) defer(fill(deps, computed).catch((err: unknown) => logError("trust index fill failed", err)));
-  const value = (i: number) => cached[i] ?? computed.get(keys[i]!)!;
+  const value = (key: string) => found.get(key) ?? computed.get(key) ?? null;
+  const receiver = cachedReceiver ?? (JSON.parse(computed.get(rcv)!) as ReceiverRecord);
   return {
-    receiver: JSON.parse(value(0)) as ReceiverRecord,
-    caller: callerE164 ? (JSON.parse(value(1)) as NumberRecord) : NO_HOLDERS,
+    receiver,
+    caller: num ? (JSON.parse(value(num)!) as NumberRecord) : NO_HOLDERS,
+    bucket: bucketKey && bucketNeeded(receiver) ? (value(bucketKey) ?? "") : "",
   };
+}
+
+function readableReceiver(value: string | null): ReceiverRecord | null {
+  if (value === null) return null;
+  try {
+    const record = JSON.parse(value) as ReceiverRecord;
+    return Array.isArray(record.nb) ? record : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -124,7 +159,7 @@ export async function readRecords(
  */
 async function fill(deps: IndexDeps, computed: Map<string, string>) {
   const now = new Date();
-  const isEmpty = ([key, value]: [string, string]) => value === EMPTY_VALUE[key.startsWith("rcv:") ? "rcv" : "num"];
+  const isEmpty = ([key, value]: [string, string]) => value === EMPTY_VALUE[key.slice(0, key.indexOf(":"))];
   const empty = [...computed].filter(isEmpty);
   const full = [...computed].filter((entry) => !isEmpty(entry)).map(([key]) => key);
   await Promise.all(empty.map(([key, value]) => safePut(deps.kv, key, value, EMPTY_FILL_TTL_SECONDS)));
@@ -134,7 +169,11 @@ async function fill(deps: IndexDeps, computed: Map<string, string>) {
   }
 }
 
-const EMPTY_VALUE = { rcv: JSON.stringify(NOBODY), num: JSON.stringify(NO_HOLDERS) };
+const EMPTY_VALUE: Record<string, string | undefined> & { rcv: string } = {
+  rcv: JSON.stringify(NOBODY),
+  num: JSON.stringify(NO_HOLDERS),
+  rcvn: "",
+};
 
 /**
  * The records of `keys` as D1 has them now, in one batch of reads whatever
@@ -143,43 +182,68 @@ const EMPTY_VALUE = { rcv: JSON.stringify(NOBODY), num: JSON.stringify(NO_HOLDER
 export async function computeRecords(db: Db, keys: string[]): Promise<Map<string, string>> {
   const receiving = keys.filter((key) => key.startsWith("rcv:")).map((key) => key.slice(4));
   const calling = keys.filter((key) => key.startsWith("num:")).map((key) => key.slice(4));
+  /** `<receiving e164>:<dd>` of each bucket key. */
+  const buckets = keys.filter((key) => key.startsWith("rcvn:")).map((key) => key.slice(5));
+  const bucketReceivers = [...new Set(buckets.map((pair) => pair.slice(0, pair.lastIndexOf(":"))))];
   const receiverIds = sql`(select ${secureNumbers.personId} from ${secureNumbers} where ${inList(secureNumbers.e164, receiving)})`;
-  const [holders, contactNumbers, trusted, member, settings, phoneHolders, secureHolders, companyHolders] =
-    await db.batch([
-      db
-        .select({ e164: secureNumbers.e164, personId: secureNumbers.personId })
-        .from(secureNumbers)
-        .where(inList(secureNumbers.e164, receiving)),
-      db
-        .selectDistinct({ personId: contacts.ownerId, e164: contactPhones.e164 })
-        .from(contactPhones)
-        .innerJoin(contacts, sql`${contacts.id} = ${contactPhones.contactId}`)
-        .where(sql`${contacts.ownerId} in ${receiverIds}`),
-      db
-        .select({ personId: personTrust.personId, id: personTrust.trustedPersonId })
-        .from(personTrust)
-        .where(sql`${personTrust.personId} in ${receiverIds} and ${personTrust.trusted} = 1`),
-      db
-        .select({ personId: memberships.personId, id: memberships.companyId })
-        .from(memberships)
-        .where(sql`${memberships.personId} in ${receiverIds}`),
-      db
-        .select({ personId: companyTrust.personId, id: companyTrust.companyId, trust: companyTrust.trust })
-        .from(companyTrust)
-        .where(sql`${companyTrust.personId} in ${receiverIds}`),
-      db
-        .selectDistinct({ e164: personPhones.e164, id: personPhones.personId })
-        .from(personPhones)
-        .where(inList(personPhones.e164, calling)),
-      db
-        .select({ e164: secureNumbers.e164, id: secureNumbers.personId })
-        .from(secureNumbers)
-        .where(sql`${inList(secureNumbers.e164, calling)} and ${secureNumbers.personId} is not null`),
-      db
-        .selectDistinct({ e164: companyPhones.e164, id: companyPhones.companyId })
-        .from(companyPhones)
-        .where(inList(companyPhones.e164, calling)),
-    ]);
+  const bucketOfPhone = sql<number>`cast(substr(${contactPhones.e164}, -2) as integer)`;
+  const [
+    holders,
+    contactBuckets,
+    trusted,
+    member,
+    settings,
+    phoneHolders,
+    secureHolders,
+    companyHolders,
+    bucketPhones,
+  ] = await db.batch([
+    db
+      .select({ e164: secureNumbers.e164, personId: secureNumbers.personId })
+      .from(secureNumbers)
+      .where(inList(secureNumbers.e164, receiving)),
+    db
+      .selectDistinct({ personId: contacts.ownerId, bucket: bucketOfPhone })
+      .from(contactPhones)
+      .innerJoin(contacts, sql`${contacts.id} = ${contactPhones.contactId}`)
+      .where(sql`${contacts.ownerId} in ${receiverIds}`),
+    db
+      .select({ personId: personTrust.personId, id: personTrust.trustedPersonId })
+      .from(personTrust)
+      .where(sql`${personTrust.personId} in ${receiverIds} and ${personTrust.trusted} = 1`),
+    db
+      .select({ personId: memberships.personId, id: memberships.companyId })
+      .from(memberships)
+      .where(sql`${memberships.personId} in ${receiverIds}`),
+    db
+      .select({ personId: companyTrust.personId, id: companyTrust.companyId, trust: companyTrust.trust })
+      .from(companyTrust)
+      .where(sql`${companyTrust.personId} in ${receiverIds}`),
+    db
+      .selectDistinct({ e164: personPhones.e164, id: personPhones.personId })
+      .from(personPhones)
+      .where(inList(personPhones.e164, calling)),
+    db
+      .select({ e164: secureNumbers.e164, id: secureNumbers.personId })
+      .from(secureNumbers)
+      .where(sql`${inList(secureNumbers.e164, calling)} and ${secureNumbers.personId} is not null`),
+    db
+      .selectDistinct({ e164: companyPhones.e164, id: companyPhones.companyId })
+      .from(companyPhones)
+      .where(inList(companyPhones.e164, calling)),
+    db
+      .selectDistinct({
+        pair: sql<string>`${secureNumbers.e164} || ':' || substr(${contactPhones.e164}, -2)`,
+        e164: contactPhones.e164,
+      })
+      .from(contactPhones)
+      .innerJoin(contacts, sql`${contacts.id} = ${contactPhones.contactId}`)
+      .innerJoin(secureNumbers, sql`${secureNumbers.personId} = ${contacts.ownerId}`)
+      .where(
+        sql`${inList(secureNumbers.e164, bucketReceivers)}
+              and ${secureNumbers.e164} || ':' || substr(${contactPhones.e164}, -2) in (select value from json_each(${JSON.stringify(buckets)}))`,
+      ),
+  ]);
   const byPerson = <T extends { personId: number }>(rows: T[]) => {
     const map = new Map<number, T[]>();
     for (const row of rows) {
@@ -190,7 +254,7 @@ export async function computeRecords(db: Db, keys: string[]): Promise<Map<string
     return map;
   };
   const sorted = <T extends string | number>(values: T[]) => [...new Set(values)].sort();
-  const contactsOf = byPerson(contactNumbers);
+  const bucketsOf = byPerson(contactBuckets);
   const trustedOf = byPerson(trusted);
   const memberOf = byPerson(member);
   const settingsOf = byPerson(settings);
@@ -204,7 +268,7 @@ export async function computeRecords(db: Db, keys: string[]): Promise<Map<string
     const own = settingsOf.get(personId) ?? [];
     const record: ReceiverRecord = {
       p: personId,
-      n: contactPhoneList(sorted((contactsOf.get(personId) ?? []).map((row) => row.e164))),
+      nb: (bucketsOf.get(personId) ?? []).map((row) => Number(row.bucket)).sort((a, b) => a - b),
       tp: sorted((trustedOf.get(personId) ?? []).map((row) => row.id)),
       c: sorted((memberOf.get(personId) ?? []).map((row) => row.id)),
       tc: sorted(own.filter((row) => row.trust === "trusted").map((row) => row.id)),
@@ -219,6 +283,10 @@ export async function computeRecords(db: Db, keys: string[]): Promise<Map<string
       c: sorted(companyHolders.filter((row) => row.e164 === e164).map((row) => row.id)),
     };
     records.set(numberKey(e164), JSON.stringify(record));
+  }
+  for (const pair of buckets) {
+    const phones = bucketPhones.filter((row) => row.pair === pair).map((row) => row.e164);
+    records.set(`rcvn:${pair}`, contactPhoneList(sorted(phones)));
   }
   return records;
 }
@@ -245,6 +313,21 @@ function upsertWork(db: Db, keys: SQL, now: Date) {
 /** The receiver record of the person (through their secure number, if they hold one). */
 export const workForReceiver = (db: Db, personId: number | SQL, now: Date) =>
   upsertWork(db, sql`select 'rcv:' || e164 as k from ${secureNumbers} where person_id = ${personId}`, now);
+
+/**
+ * The receiver's contact-phone buckets that hold a phone now. A bucket
+ * emptied by the write is not rewritten: the receiver record (rewritten by
+ * the same write) no longer lists it, so lookups do not read it.
+ */
+export const workForContactBuckets = (db: Db, personId: number | SQL, now: Date) =>
+  upsertWork(
+    db,
+    sql`select distinct 'rcvn:' || sn.e164 || ':' || substr(cp.e164, -2) as k
+        from ${contactPhones} cp join ${contacts} c on c.id = cp.contact_id
+        join ${secureNumbers} sn on sn.person_id = c.owner_id
+        where c.owner_id = ${personId}`,
+    now,
+  );
 
 /** The caller records of these numbers. */
 export const workForNumbers = (db: Db, e164s: string[], now: Date) =>

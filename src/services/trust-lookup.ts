@@ -44,7 +44,7 @@ export async function lookupTrust(
   const records = await readRecords(deps, receiving.e164, caller?.e164 ?? null, defer);
   const receiverId = records.receiver.p;
   if (receiverId === 0) return { trusted: false, user_id: 0, blocked: null };
-  const trusted = caller !== null && decide(records.receiver, caller.e164, records.caller);
+  const trusted = caller !== null && decide(records.receiver, caller.e164, records.caller, records.bucket);
   return {
     trusted,
     user_id: receiverId,
@@ -94,10 +94,10 @@ export async function lookupCall(
   const receiving = phoneFromParts(fields.number_code ?? "", fields.number ?? "");
   if (!receiving) return asPerson === null ? nothing : null;
   const caller = phoneFromParts(fields.inbound_code ?? "", fields.inbound ?? "");
-  const { receiver, caller: holders } = await readRecords(deps, receiving.e164, caller?.e164 ?? null, defer);
+  const { receiver, caller: holders, bucket } = await readRecords(deps, receiving.e164, caller?.e164 ?? null, defer);
   const receiverId = receiver.p === 0 ? null : receiver.p;
   if (asPerson !== null && receiverId !== asPerson) return null;
-  if (receiverId === null || caller === null || !decide(receiver, caller.e164, holders)) return nothing;
+  if (receiverId === null || caller === null || !decide(receiver, caller.e164, holders, bucket)) return nothing;
 
   // The caller's companies the receiver trusts (the same rule as `decide`).
   const companyIds = holders.c.filter(
@@ -106,7 +106,7 @@ export async function lookupCall(
   // Only what the records say exists is read: a contact only when the number is one of the
   // receiver's contact phones, people only when someone holds it.
   const reads = new ReadBatch();
-  const contacts = hasContactPhone(receiver, caller.e164) ? contactsWithPhone(deps.db, receiverId, caller.e164) : null;
+  const contacts = hasContactPhone(bucket, caller.e164) ? contactsWithPhone(deps.db, receiverId, caller.e164) : null;
   const contactRows = contacts && reads.add(contacts.statements);
   const callerRows = holders.p.length > 0 ? reads.add([peopleKnowing(deps.db, receiverId, holders.p)] as const) : null;
   const companyRows = companyIds.length > 0 ? reads.add([companyRefs(deps.db, companyIds)] as const) : null;
