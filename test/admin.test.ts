@@ -323,3 +323,64 @@ describe("a company created through the API is a working tenant", () => {
     }
   });
 });
+
+describe("heartbeat: last_coworker_update follows the other members, read from the company's roster", () => {
+  it("a member's own change moves their coworkers' time, not their own; a new coworker moves everyone's", async () => {
+    const company = await createCompany({ kind: "employer", name: "Roster", slug: unique("roster") });
+    const tokens: Record<string, string> = {};
+    const ids: Record<string, number> = {};
+    for (const name of ["ann", "ben"]) {
+      ids[name] = await seat(company.id, {
+        first_name: name,
+        last_name: "Roster",
+        email: `${name}.${run}@roster.example`,
+        roles: ["Admin"],
+      });
+      tokens[name] = `pk_test_roster_${name}_${run}_${crypto.randomUUID().replaceAll("-", "")}`;
+      await insertToken(tokens[name]!, { personId: ids[name] });
+    }
+    const coworkerTime = async (name: string) => {
+      const beat = await call("/apps/buzz/heartbeat", { token: tokens[name]! });
+      expect(beat.status).toBe(200);
+      return (await beat.json<{ last_coworker_update: string | null }>()).last_coworker_update;
+    };
+    const [ann0, ben0] = [await coworkerTime("ann"), await coworkerTime("ben")];
+    expect(ann0).not.toBeNull();
+    expect(ben0).not.toBeNull();
+
+    await scheduler.wait(5);
+    const renamed = await call(`/companies/${company.id}/employees/${ids.ann}`, {
+      method: "PUT",
+      body: { middle_name: "A" },
+      token: tokens.ann!,
+    });
+    expect(renamed.status).toBe(200);
+    // Ann's own change: her coworker time stays; Ben's moves.
+    expect(await coworkerTime("ann")).toBe(ann0);
+    const ben1 = await coworkerTime("ben");
+    expect(Date.parse(ben1!)).toBeGreaterThan(Date.parse(ben0!));
+
+    await scheduler.wait(5);
+    await call(`/companies/${company.id}/licenses`, {
+      method: "POST",
+      body: [{ id: "scan", quantity: 1 }],
+      token: tokens.ben!,
+    });
+    const joined = await call(`/companies/${company.id}/employees`, {
+      method: "POST",
+      token: tokens.ben!,
+      body: {
+        first_name: "Cal",
+        last_name: "Roster",
+        dob: "1990-01-01",
+        emails: [{ email: `cal.${run}@roster.example` }],
+        addresses: [{ line_1: "1 Main St", city: "San Francisco", region: "CA", postal_code: "94105", country: "US" }],
+        license: null,
+      },
+    });
+    expect(joined.status, await joined.clone().text()).toBe(200);
+    // A new coworker: both see it.
+    expect(Date.parse((await coworkerTime("ann"))!)).toBeGreaterThan(Date.parse(ann0!));
+    expect(Date.parse((await coworkerTime("ben"))!)).toBeGreaterThan(Date.parse(ben1!));
+  });
+});

@@ -127,9 +127,12 @@ describe("GET /apps/buzz/heartbeat", () => {
 
     await as("alice").send("POST", "/contacts/sync", [{ display_name: "Heartbeat friend" }]);
     await as("carol").send("POST", "/contacts/requests", { user_id: DEMO.people.alice });
-    await env.DB.prepare("UPDATE people SET updated_at = ? WHERE id = 2")
-      .bind(Date.parse("2026-02-01T00:00:00Z"))
-      .run();
+    // A coworker's record changes (Alice, Acme's Admin, gives Bob a middle name and takes it back).
+    for (const middle_name of ["Heartbeat", null]) {
+      const renamed = await as("alice").send("PUT", `/companies/1/employees/${DEMO.people.bob}`, { middle_name });
+      expect(renamed.status).toBe(200);
+    }
+    const renamedAt = Date.now();
     const activity = await as("alice").send("POST", "/apps/buzz/activity", {
       type: "outgoing_call_missed",
       sendable_type: "person",
@@ -142,7 +145,8 @@ describe("GET /apps/buzz/heartbeat", () => {
     const after = await heartbeatOf(DEMO.tokens.alice);
     expect(after.last_contact_update).toMatch(ISO);
     expect(after.last_trust_request).toMatch(ISO);
-    expect(after.last_coworker_update).toBe("2026-02-01T00:00:00.000Z");
+    expect(Date.parse(after.last_coworker_update!)).toBeGreaterThan(Date.parse(before.last_coworker_update!));
+    expect(Date.parse(after.last_coworker_update!)).toBeLessThanOrEqual(renamedAt);
     expect(after.last_activity_id).toBe(String(data.id));
     // Carol's coworkers did not change.
     expect((await heartbeatOf(DEMO.tokens.carol)).last_coworker_update).toBeNull();

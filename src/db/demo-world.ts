@@ -2,6 +2,7 @@ import { sha256Hex } from "../lib/crypto";
 import { defaultRoleRows } from "../services/companies";
 import { insertChunks } from "./batch";
 import type { Db } from "./client";
+import { rebuildRosters } from "./rosters";
 import * as t from "./schema";
 
 /**
@@ -267,5 +268,6 @@ export async function demoWorldStatements(db: Db) {
 export async function loadDemoWorld(db: Db) {
   const [first, ...rest] = await demoWorldStatements(db);
   if (!first) return;
-  await db.batch([first, ...rest]);
+  // Its rows are inserted directly, so the company rosters are built from them at the end.
+  await db.batch([first, ...rest, rebuildRosters(db)]);
 }

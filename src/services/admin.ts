@@ -16,6 +16,7 @@ import { badRequest, conflict, notFound } from "../lib/errors";
 import { defaultRoleRows } from "./companies";
 import { containerVendorsFor } from "./consent";
 import { renderPersonDeliveries } from "./events";
+import { touchRosters } from "../db/rosters";
 import { WriteBatch, type Deps } from "./outbox";
 import { loadPerson } from "./people";
 import { errorText } from "../db/errors";
@@ -135,7 +136,9 @@ export async function updateCompany(deps: Deps, companyId: number, changes: Comp
   const current = await findCompany(db, companyId);
   for (const [field, owner] of Object.entries(OWNER_OF)) {
     if (changes[field as keyof CompanyChanges] !== undefined && current.kind !== owner) {
-      throw badRequest(`\`${field}\` is only for companies of kind \`${owner}\`; company ${companyId} is a ${current.kind}`);
+      throw badRequest(
+        `\`${field}\` is only for companies of kind \`${owner}\`; company ${companyId} is a ${current.kind}`,
+      );
     }
   }
   const batch = new WriteBatch(deps);
@@ -212,6 +215,7 @@ export async function addMember(deps: Deps, companyId: number, input: NewMember)
     );
   }
   batch.add(db.insert(memberships).values({ companyId, personId, createdAt: now, updatedAt: now }));
+  batch.add(touchRosters(db, { personIds: personId, companyId, at: now }));
   const membershipId = sql`(select ${memberships.id} from ${memberships} where ${memberships.companyId} = ${companyId} and ${memberships.personId} = ${personId})`;
   for (const roleId of roleIds) batch.add(db.insert(membershipRoles).values({ membershipId, roleId }));
   batch.reindexReceiver(personId);
@@ -222,7 +226,8 @@ export async function addMember(deps: Deps, companyId: number, input: NewMember)
     committed = await batch.commit();
   } catch (err) {
     const text = errorText(err);
-    if (text.includes("UNIQUE constraint failed: memberships")) throw alreadyMember(existing?.personId ?? null, companyId);
+    if (text.includes("UNIQUE constraint failed: memberships"))
+      throw alreadyMember(existing?.personId ?? null, companyId);
     if (text.includes("UNIQUE constraint failed: person_emails.email")) {
       throw conflict(`the email ${input.email} was just taken by another person; nothing was changed, try again`);
     }

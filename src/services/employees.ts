@@ -25,6 +25,7 @@ import { findLicense, matchLicense } from "./licenses";
 import { renderPersonDeliveries } from "./events";
 import { addRemoval, removedBy } from "./memberships";
 import { WriteBatch, type Deps } from "./outbox";
+import { touchRosters } from "../db/rosters";
 import { loadPeople, loadPerson, visibleEmail, type Person } from "./people";
 import {
   assertSeatAvailable,
@@ -455,6 +456,14 @@ async function addNewEmployees(batch: WriteBatch, companyId: number, employees: 
       ),
     );
   }
+  // New coworkers joined: the company's members see it in their heartbeat.
+  batch.add(
+    touchRosters(db, {
+      personIds: sql`select ${people.id} from ${people} where ${people.id} >= ${firstId}`,
+      companyId,
+      at: batch.now,
+    }),
+  );
   children(
     "roles",
     (json) => sql`insert into ${membershipRoles} (membership_id, role_id)
@@ -579,6 +588,8 @@ export async function updateEmployee(
     }
   }
   statements.push(db.update(memberships).set({ updatedAt: now }).where(eq(memberships.id, membership.membershipId)));
+  // Their coworkers, in every company they belong to, see the change in their heartbeat.
+  statements.push(touchRosters(db, { personIds: personId, at: now }));
   if (guardSettings) statements.push(settingsWriterGuardStatement(db, companyId));
 
   for (const statement of statements) batch.add(statement);

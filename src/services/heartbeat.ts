@@ -116,14 +116,9 @@ export async function heartbeat(deps: Deps, personId: number) {
                           union select company_id from company_trust where person_id = ${me} and trust = 'trusted')
          union all select updated_at from company_trust where person_id = ${me}
          union all select updated_at from memberships where person_id = ${me})) as company,
-      (select max(t) from (
-         select p.updated_at as t from memberships m
-           join memberships mine on mine.company_id = m.company_id and mine.person_id = ${me}
-           join people p on p.id = m.person_id
-           where m.person_id != ${me}
-         union all select m.updated_at from memberships m
-           join memberships mine on mine.company_id = m.company_id and mine.person_id = ${me}
-           where m.person_id != ${me})) as coworker,
+      (select max(case when r.first_person_id = ${me} then r.second_at else r.first_at end)
+         from company_rosters r
+         where r.company_id in (select company_id from memberships where person_id = ${me})) as coworker,
       max(coalesce((select max(id) from activities where sendable_type = 'person' and sendable_id = ${me}), 0),
           coalesce((select max(id) from activities where receivable_type = 'person' and receivable_id = ${me}), 0)) as activity`);
   if (!row || row.user === null) return null;

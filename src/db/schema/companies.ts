@@ -1,4 +1,4 @@
-import { index, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { cascadeRef, createdAt, flag, id, timestamp, updatedAt } from "./columns";
 import { licenses } from "./licenses";
 import { people } from "./people";
@@ -94,6 +94,24 @@ export const memberships = sqliteTable(
     index("memberships_ephemeral_idx").on(t.ephemeralUntil),
   ],
 );
+
+/**
+ * The newest change among a company's members (src/db/rosters.ts): the
+ * newest time a member's person record or membership changed and whose it
+ * was, and the newest among the other members. A member's heartbeat reads its
+ * `last_coworker_update` here (the newest change of *another* member) in one
+ * row, whatever the size of the company.
+ */
+export const companyRosters = sqliteTable("company_rosters", {
+  companyId: integer("company_id")
+    .primaryKey()
+    .references(() => companies.id, { onDelete: "cascade" }),
+  /** Whose change is the newest (no reference: the time outlives a removed member). */
+  firstPersonId: integer("first_person_id").notNull(),
+  firstAt: integer("first_at").notNull(),
+  /** The newest change of any other member; null when no one else changed. */
+  secondAt: integer("second_at"),
+});
 
 export const membershipRoles = sqliteTable(
   "membership_roles",
