@@ -16,8 +16,8 @@ import { logError } from "../lib/log";
 
 /**
  * The trust-lookup index (docs/architecture.md, "The trust index"). KV holds
- * one record per phone number, keyed by the two inputs of the question, so a
- * warm lookup is one round of two reads issued together:
+ * records keyed by the two inputs of the question, so a warm lookup is one
+ * round: one bulk get of the three keys below.
  *
  * - `rcv:<e164>`: the receiver holding secure number e164: who they are and
  *   their trust inputs (people and companies they trust or distrust, their

@@ -31,7 +31,7 @@ const clip = (value: string | undefined, max: number) => (value ?? "").trim().sl
  * `trusted` only when that member trusts the caller's number. Never throws
  * for its input. When a member matched and the answer is untrusted, the
  * blocked call to record is returned too. Warm, it is one round of KV reads
- * (the receiver's and the caller's records, together) and no D1.
+ * (the receiver, the caller's number and its contact bucket, together) and no D1.
  */
 export async function lookupTrust(
   deps: IndexDeps,
