@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import { insertChunks } from "../db/batch";
 import type { Db } from "../db/client";
 import {
@@ -13,7 +13,7 @@ import {
   roles,
 } from "../db/schema";
 import { badRequest, conflict, notFound } from "../lib/errors";
-import { defaultRoleRows } from "./companies";
+import { companyRoles, defaultRoleRows, roleNamed } from "./companies";
 import { containerVendorsFor } from "./consent";
 import { renderPersonDeliveries } from "./events";
 import { touchRosters } from "../db/rosters";
@@ -244,23 +244,8 @@ const alreadyMember = (personId: number | null, companyId: number) =>
 
 /** Role names of the company, case-insensitively → role ids; a role it lacks is a 400. */
 async function resolveRoleNames(db: Db, companyId: number, names: string[]): Promise<number[]> {
-  const available = await db
-    .select({ id: roles.id, name: roles.name })
-    .from(roles)
-    .where(eq(roles.companyId, companyId))
-    .orderBy(asc(roles.id))
-    .all();
-  const ids = new Set<number>();
-  for (const name of names) {
-    const role = available.find((entry) => entry.name.toLowerCase() === name.toLowerCase());
-    if (!role) {
-      throw badRequest(
-        `company ${companyId} has no role ${JSON.stringify(name)}; its roles are ${available.map((r) => `\`${r.name}\``).join(", ") || "none"}`,
-      );
-    }
-    ids.add(role.id);
-  }
-  return [...ids];
+  const available = await companyRoles(db, companyId);
+  return [...new Set(names.map((name) => roleNamed(available, companyId, name).id))];
 }
 
 export type ContainerConfig = { enabled: boolean; vendors: { slug: string; category: string }[] };

@@ -1,6 +1,7 @@
 import { and, asc, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { companies, roles } from "../db/schema";
+import { badRequest } from "../lib/errors";
 import { DEFAULT_ROLES } from "../lib/permissions";
 
 type CompanyRow = Pick<typeof companies.$inferSelect, "id" | "name" | "status" | "url" | "logo" | "scanner">;
@@ -59,14 +60,27 @@ export async function getCompany(db: Db, companyId: number) {
   return row ? toCompany(row) : null;
 }
 
-export async function listRoles(db: Db, companyId: number) {
-  const rows = await db
-    .select({ name: roles.name, permissions: roles.permissions })
+/** The company's roles, oldest first: one query for listing them and for resolving names. */
+export const companyRoles = (db: Db, companyId: number) =>
+  db
+    .select({ id: roles.id, name: roles.name, permissions: roles.permissions })
     .from(roles)
     .where(eq(roles.companyId, companyId))
-    .orderBy(asc(roles.id))
-    .all();
-  return rows;
+    .orderBy(asc(roles.id));
+
+export async function listRoles(db: Db, companyId: number) {
+  return (await companyRoles(db, companyId)).map(({ name, permissions }) => ({ name, permissions }));
+}
+
+/** The role called `name` (case-insensitively) among `available`; a name the company lacks is a 400. */
+export function roleNamed<T extends { name: string }>(available: T[], companyId: number, name: string): T {
+  const role = available.find((entry) => entry.name.toLowerCase() === name.toLowerCase());
+  if (!role) {
+    throw badRequest(
+      `company ${companyId} has no role ${JSON.stringify(name)}; its roles are ${available.map((r) => `\`${r.name}\``).join(", ") || "none"}`,
+    );
+  }
+  return role;
 }
 
 /** People-search sites are global: every tenant sees the same list. */

@@ -21,6 +21,7 @@ import { ApiError, badRequest, conflict, forbidden, notFound } from "../lib/erro
 import { pageWindow, type Page } from "../lib/pagination";
 import { grants, type Permission } from "../lib/permissions";
 import type { CompanyAccess } from "../types";
+import { companyRoles, roleNamed } from "./companies";
 import { findLicense, matchLicense } from "./licenses";
 import { renderPersonDeliveries } from "./events";
 import { addRemoval, removedBy } from "./memberships";
@@ -887,14 +888,6 @@ async function resolveRoles(
   return pickRoles(access, await companyRoles(db, access.companyId), names);
 }
 
-/** The company's roles, for `pickRoles`. */
-const companyRoles = (db: Db, companyId: number) =>
-  db
-    .select({ id: roles.id, name: roles.name, permissions: roles.permissions })
-    .from(roles)
-    .where(eq(roles.companyId, companyId))
-    .orderBy(asc(roles.id));
-
 function pickRoles(
   access: CompanyAccess,
   available: { id: number; name: string; permissions: string[] }[],
@@ -902,12 +895,7 @@ function pickRoles(
 ): { id: number; permissions: string[] }[] {
   const chosen = new Map<number, { id: number; permissions: string[] }>();
   for (const name of names) {
-    const role = available.find((entry) => entry.name.toLowerCase() === name.toLowerCase());
-    if (!role) {
-      throw badRequest(
-        `company ${access.companyId} has no role ${JSON.stringify(name)}; its roles are ${available.map((r) => `\`${r.name}\``).join(", ")}`,
-      );
-    }
+    const role = roleNamed(available, access.companyId, name);
     const missing = role.permissions.filter((permission) => !grants(access.permissions, permission as Permission));
     if (missing.length > 0) {
       throw forbidden(
