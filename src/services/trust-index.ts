@@ -1,4 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
 import {
   contactPhones,
@@ -53,6 +54,11 @@ export const numberKey = (e164: string) => `num:${e164}`;
 export const bucketOf = (e164: string) => Number(e164.slice(-2));
 export const contactBucketKey = (receivingE164: string, bucket: number) =>
   `rcvn:${receivingE164}:${String(bucket).padStart(2, "0")}`;
+/** The same two, in SQL: a phone column's bucket, and the bucket key of (secure number, phone) columns. */
+const lastTwoDigits = (phone: SQL | SQLiteColumn) => sql`substr(${phone}, -2)`;
+const bucketOfSql = (phone: SQL | SQLiteColumn) => sql<number>`cast(${lastTwoDigits(phone)} as integer)`;
+const contactBucketKeySql = (secure: SQL | SQLiteColumn, phone: SQL | SQLiteColumn) =>
+  sql<string>`'rcvn:' || ${secure} || ':' || ${lastTwoDigits(phone)}`;
 
 /** The receiver record: `p` = person id (0: nobody holds the number). */
 export type ReceiverRecord = {
@@ -182,11 +188,11 @@ const EMPTY_VALUE: Record<string, string | undefined> & { rcv: string } = {
 export async function computeRecords(db: Db, keys: string[]): Promise<Map<string, string>> {
   const receiving = keys.filter((key) => key.startsWith("rcv:")).map((key) => key.slice(4));
   const calling = keys.filter((key) => key.startsWith("num:")).map((key) => key.slice(4));
-  /** `<receiving e164>:<dd>` of each bucket key. */
-  const buckets = keys.filter((key) => key.startsWith("rcvn:")).map((key) => key.slice(5));
-  const bucketReceivers = [...new Set(buckets.map((pair) => pair.slice(0, pair.lastIndexOf(":"))))];
+  const buckets = keys.filter((key) => key.startsWith("rcvn:"));
+  /** The secure numbers of the bucket keys (`rcvn:<e164>:<dd>`). */
+  const bucketReceivers = [...new Set(buckets.map((key) => key.slice(5, key.lastIndexOf(":"))))];
   const receiverIds = sql`(select ${secureNumbers.personId} from ${secureNumbers} where ${inList(secureNumbers.e164, receiving)})`;
-  const bucketOfPhone = sql<number>`cast(substr(${contactPhones.e164}, -2) as integer)`;
+  const bucketKeyOfPhone = contactBucketKeySql(secureNumbers.e164, contactPhones.e164);
   const [
     holders,
     contactBuckets,
@@ -203,7 +209,7 @@ export async function computeRecords(db: Db, keys: string[]): Promise<Map<string
       .from(secureNumbers)
       .where(inList(secureNumbers.e164, receiving)),
     db
-      .selectDistinct({ personId: contacts.ownerId, bucket: bucketOfPhone })
+      .selectDistinct({ personId: contacts.ownerId, bucket: bucketOfSql(contactPhones.e164) })
       .from(contactPhones)
       .innerJoin(contacts, sql`${contacts.id} = ${contactPhones.contactId}`)
       .where(sql`${contacts.ownerId} in ${receiverIds}`),
@@ -232,17 +238,11 @@ export async function computeRecords(db: Db, keys: string[]): Promise<Map<string
       .from(companyPhones)
       .where(inList(companyPhones.e164, calling)),
     db
-      .selectDistinct({
-        pair: sql<string>`${secureNumbers.e164} || ':' || substr(${contactPhones.e164}, -2)`,
-        e164: contactPhones.e164,
-      })
+      .selectDistinct({ key: bucketKeyOfPhone, e164: contactPhones.e164 })
       .from(contactPhones)
       .innerJoin(contacts, sql`${contacts.id} = ${contactPhones.contactId}`)
       .innerJoin(secureNumbers, sql`${secureNumbers.personId} = ${contacts.ownerId}`)
-      .where(
-        sql`${inList(secureNumbers.e164, bucketReceivers)}
-              and ${secureNumbers.e164} || ':' || substr(${contactPhones.e164}, -2) in (select value from json_each(${JSON.stringify(buckets)}))`,
-      ),
+      .where(sql`${inList(secureNumbers.e164, bucketReceivers)} and ${inList(bucketKeyOfPhone, buckets)}`),
   ]);
   const byPerson = <T extends { personId: number }>(rows: T[]) => {
     const map = new Map<number, T[]>();
@@ -284,9 +284,9 @@ export async function computeRecords(db: Db, keys: string[]): Promise<Map<string
     };
     records.set(numberKey(e164), JSON.stringify(record));
   }
-  for (const pair of buckets) {
-    const phones = bucketPhones.filter((row) => row.pair === pair).map((row) => row.e164);
-    records.set(`rcvn:${pair}`, contactPhoneList(sorted(phones)));
+  for (const key of buckets) {
+    const phones = bucketPhones.filter((row) => row.key === key).map((row) => row.e164);
+    records.set(key, contactPhoneList(sorted(phones)));
   }
   return records;
 }
@@ -322,7 +322,7 @@ export const workForReceiver = (db: Db, personId: number | SQL, now: Date) =>
 export const workForContactBuckets = (db: Db, personId: number | SQL, now: Date) =>
   upsertWork(
     db,
-    sql`select distinct 'rcvn:' || sn.e164 || ':' || substr(cp.e164, -2) as k
+    sql`select distinct ${contactBucketKeySql(sql`sn.e164`, sql`cp.e164`)} as k
         from ${contactPhones} cp join ${contacts} c on c.id = cp.contact_id
         join ${secureNumbers} sn on sn.person_id = c.owner_id
         where c.owner_id = ${personId}`,
