@@ -8,6 +8,7 @@ import { pruneOlderThan } from "../db/prune";
 import { WriteBatch, type Deps } from "./outbox";
 import { contactAddresses, contactEmails, contactPhones, contacts, contactTombstones, people } from "../db/schema";
 import { badRequest, gone, notFound } from "../lib/errors";
+import { groupBy } from "../lib/group";
 import { iso } from "../lib/time";
 import { e2eeColumn } from "./people";
 
@@ -152,11 +153,10 @@ export function contactReads(
   ] as const;
 
   const assemble = ([rows, links, emails, phones, addresses]: BatchResponse<typeof statements>): Contact[] => {
-    const byContact = (list: { contactId: number; value: string }[]) => {
-      const map = new Map<number, string[]>();
-      for (const { contactId, value } of list) map.set(contactId, [...(map.get(contactId) ?? []), value]);
-      return map;
-    };
+    const byContact = (list: { contactId: number; value: string }[]) =>
+      new Map(
+        [...groupBy(list, (entry) => entry.contactId)].map(([id, group]) => [id, group.map((entry) => entry.value)]),
+      );
     const emailsOf = byContact(emails);
     const phonesOf = byContact(phones);
     const addressesOf = byContact(addresses);

@@ -16,6 +16,7 @@ import {
   scanResults,
   secureNumbers,
 } from "../db/schema";
+import { groupBy } from "../lib/group";
 import { iso } from "../lib/time";
 
 /** The Person of [seed 2.10]: every field always present, null where there is no value (docs/decisions.md). */
@@ -164,8 +165,7 @@ export async function loadPeople(db: Db, companyId: number, personIds: number[])
   ]);
 
   const byPerson = <T extends { personId: number }>(rows: T[]) => {
-    const map = new Map<number, T[]>();
-    for (const row of rows) map.set(row.personId, [...(map.get(row.personId) ?? []), row]);
+    const map = groupBy(rows, (row) => row.personId);
     return (id: number) => map.get(id) ?? [];
   };
   const emailsOf = byPerson(emails);

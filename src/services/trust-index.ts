@@ -13,6 +13,7 @@ import {
   secureNumbers,
 } from "../db/schema";
 import { batchableAll, inList } from "../db/sql";
+import { groupBy } from "../lib/group";
 import { logError } from "../lib/log";
 
 /**
@@ -244,15 +245,7 @@ export async function computeRecords(db: Db, keys: string[]): Promise<Map<string
       .innerJoin(secureNumbers, sql`${secureNumbers.personId} = ${contacts.ownerId}`)
       .where(sql`${inList(secureNumbers.e164, bucketReceivers)} and ${inList(bucketKeyOfPhone, buckets)}`),
   ]);
-  const byPerson = <T extends { personId: number }>(rows: T[]) => {
-    const map = new Map<number, T[]>();
-    for (const row of rows) {
-      const list = map.get(row.personId);
-      if (list) list.push(row);
-      else map.set(row.personId, [row]);
-    }
-    return map;
-  };
+  const byPerson = <T extends { personId: number }>(rows: T[]) => groupBy(rows, (row) => row.personId);
   const sorted = <T extends string | number>(values: T[]) => [...new Set(values)].sort();
   const bucketsOf = byPerson(contactBuckets);
   const trustedOf = byPerson(trusted);
