@@ -104,9 +104,9 @@ export async function heartbeat(deps: Deps, personId: number) {
   const me = personId;
   const row = await deps.db.get<Times>(sql`
     select
-      (select country_code from secure_numbers where person_id = ${me}) as secure_country_code,
-      (select number from secure_numbers where person_id = ${me}) as secure_number,
-      (select e164 from secure_numbers where person_id = ${me}) as secure_e164,
+      sn.country_code as secure_country_code,
+      sn.number as secure_number,
+      sn.e164 as secure_e164,
       (select updated_at from people where id = ${me}) as user,
       (select max(updated_at) from contacts where owner_id = ${me}) as contact,
       (select max(updated_at) from trust_requests where target_id = ${me}) as trust_request,
@@ -120,7 +120,8 @@ export async function heartbeat(deps: Deps, personId: number) {
          from company_rosters r
          where r.company_id in (select company_id from memberships where person_id = ${me})) as coworker,
       max(coalesce((select max(id) from activities where sendable_type = 'person' and sendable_id = ${me}), 0),
-          coalesce((select max(id) from activities where receivable_type = 'person' and receivable_id = ${me}), 0)) as activity`);
+          coalesce((select max(id) from activities where receivable_type = 'person' and receivable_id = ${me}), 0)) as activity
+    from (select 1) left join secure_numbers sn on sn.person_id = ${me}`);
   if (!row || row.user === null) return null;
   const at = (ms: number | null) => iso(ms === null ? null : new Date(ms));
   return {
