@@ -65,8 +65,8 @@ type SampleState = { seen: Map<number, number>; refusedUntil: Map<number, number
 const sampleState = (): SampleState => ({ seen: new Map(), refusedUntil: new Map() });
 
 /** Binding limits in wrangler.toml: SERVICE_RATE_LIMIT 7,500 (60,000 / 8), TOKEN_RATE_LIMIT 125 (1,000 / 8). */
-export const SERVICE_BUDGET: Budget = { perMinute: 60_000, sample: 8, state: sampleState() };
-export const PERSON_BUDGET: Budget = { perMinute: 1_000, sample: 8, state: sampleState() };
+const SERVICE_BUDGET: Budget = { perMinute: 60_000, sample: 8, state: sampleState() };
+const PERSON_BUDGET: Budget = { perMinute: 1_000, sample: 8, state: sampleState() };
 /** Entries kept per budget; a full map starts over (an isolate rarely sees this many tokens a minute). */
 const MAX_TRACKED_TOKENS = 10_000;
 
