@@ -149,7 +149,7 @@ export async function demoWorldStatements(db: Db) {
   return [
     ...insertChunks(db, t.companies, companyRows),
     ...insertChunks(db, t.companyPhones, [
-      { id: 1, companyId: C.acme, countryCode: "1", phoneNumber: "4155550100", e164: DEMO.acmePhone },
+      { id: 1, companyId: C.acme, countryCode: "1", phoneNumber: "4155550100", e164: DEMO.acmePhone, status: "verified" },
     ]),
     ...insertChunks(db, t.people, peopleRows),
     ...insertChunks(db, t.personEmails, [

@@ -36,9 +36,13 @@ export const companies = sqliteTable(
 );
 
 /**
- * The numbers a company calls from: its members' secure numbers trust them
- * (docs/decisions.md, "Who is trusted"). A number appears once per company.
+ * The numbers a company calls from: once the platform operator has verified
+ * one, its members' secure numbers trust it (docs/decisions.md, "Who is
+ * trusted"). A number belongs to at most one company.
  */
+export const companyPhoneStatuses = ["pending", "verified"] as const;
+export type CompanyPhoneStatus = (typeof companyPhoneStatuses)[number];
+
 export const companyPhones = sqliteTable(
   "company_phones",
   {
@@ -49,11 +53,10 @@ export const companyPhones = sqliteTable(
     e164: text("e164").notNull(),
     /** What the number is for ("Front desk"); null when none was given. */
     label: text("label"),
+    /** `pending` until the operator verifies it: only a verified phone counts for trust. */
+    status: text("status", { enum: companyPhoneStatuses }).notNull().default("pending"),
   },
-  (t) => [
-    index("company_phones_e164_idx").on(t.e164),
-    uniqueIndex("company_phones_company_e164_uq").on(t.companyId, t.e164),
-  ],
+  (t) => [uniqueIndex("company_phones_e164_uq").on(t.e164), index("company_phones_company_idx").on(t.companyId, t.id)],
 );
 
 /** Roles are per company; `permissions` holds strings like "read settings". */
