@@ -1,31 +1,30 @@
 // `npm run dev`: migrate the local D1, load the demo world, then serve the
-// whole API on http://127.0.0.1:8787. Unattended: no prompts, no TTY needed,
-// and SIGINT/SIGTERM stop wrangler cleanly. Extra arguments go to `wrangler dev`.
+// whole API on http://127.0.0.1:8787 (by default). Unattended: no prompts, no TTY needed,
+// and SIGINT/SIGTERM stop wrangler cleanly. The port: `npm run dev -- --port N`
+// or `PORT=N npm run dev` (the flag wins); `--ip` likewise. Every other argument
+// goes to `wrangler dev` as it is.
 import { spawn } from "node:child_process";
-import { ROOT, bin, childEnv, run, step } from "./lib/cli.mjs";
+import { ROOT, bin, childEnv, fail, run, runQuiet, step } from "./lib/cli.mjs";
+
+const { port, ip, rest } = serverArgs(process.argv.slice(2), process.env.PORT);
 
 step("Applying D1 migrations to the local database (.wrangler/state)");
-run("wrangler", ["d1", "migrations", "apply", "DB", "--local"], {
+const migrations = runQuiet("wrangler", ["d1", "migrations", "apply", "DB", "--local"], {
   env: { CI: "1" },
   what: "wrangler d1 migrations apply",
 });
+const applied = appliedMigrations(migrations);
+if (applied === null) process.stderr.write("  none to apply: the local database is up to date\n");
+else if (applied.length === 0) process.stderr.write(migrations); // an output this script does not know: all of it
+else for (const name of applied) process.stderr.write(`  applied ${name}\n`);
 
 step("Loading the demo world (README, \"The demo world\")");
 run("tsx", ["scripts/seed.ts"], { what: "the demo-world loader" });
 
-step("Starting wrangler dev on http://127.0.0.1:8787 (crons: /cdn-cgi/handler/scheduled?cron=...)");
+step(`Starting wrangler dev on http://${ip}:${port} (crons: /cdn-cgi/handler/scheduled?cron=...)`);
 const child = spawn(
   bin("wrangler"),
-  [
-    "dev",
-    "--ip",
-    "127.0.0.1",
-    "--port",
-    "8787",
-    "--test-scheduled",
-    "--show-interactive-dev-session=false",
-    ...process.argv.slice(2),
-  ],
+  ["dev", "--ip", ip, "--port", String(port), "--test-scheduled", "--show-interactive-dev-session=false", ...rest],
   { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], env: childEnv() },
 );
 
@@ -33,3 +32,39 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   process.on(signal, () => child.kill(signal));
 }
 child.on("exit", (code, signal) => process.exit(code ?? (signal ? 0 : 1)));
+
+/**
+ * Takes `--port N` / `--port=N` and `--ip X` / `--ip=X` out of the arguments (this
+ * script sets both; wrangler refuses a flag given twice). The port falls back to
+ * `PORT`, then 8787.
+ */
+function serverArgs(argv, envPort) {
+  const taken = { port: envPort || undefined, ip: undefined };
+  const rest = [];
+  for (let i = 0; i < argv.length; i++) {
+    const match = /^--(port|ip)(?:=(.*))?$/s.exec(argv[i]);
+    if (!match) {
+      rest.push(argv[i]);
+      continue;
+    }
+    const value = match[2] ?? argv[++i];
+    if (value === undefined || value === "") fail(`--${match[1]} needs a value`);
+    taken[match[1]] = value;
+  }
+  const port = Number(taken.port ?? 8787);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    fail(`the port must be a number from 1 to 65535, not ${JSON.stringify(taken.port)} (--port or PORT)`);
+  }
+  return { port, ip: taken.ip ?? "127.0.0.1", rest };
+}
+
+/**
+ * The migrations wrangler applied, from its output (it prints its status table
+ * once per migration): the names its last table marks done. null when it had
+ * nothing to apply; [] when the output is not the one expected.
+ */
+function appliedMigrations(output) {
+  if (/No migrations to apply/i.test(output)) return null;
+  const last = output.split(/Executing on /).slice(1).at(-1) ?? "";
+  return [...last.matchAll(/^│\s*(\S+\.sql)\s*│\s*✅/gmu)].map((match) => match[1]);
+}

@@ -35,6 +35,28 @@ export function run(name, args, { env = {}, what = `${name} ${args.join(" ")}` }
 }
 
 /**
+ * Runs a project binary quietly and returns what it printed (stdout and stderr,
+ * interleaved as far as two pipes allow). When it fails, everything it printed is
+ * shown before the same failure as `run`'s, so nothing is lost.
+ */
+export function runQuiet(name, args, { env = {}, what = `${name} ${args.join(" ")}` } = {}) {
+  const result = spawnSync(bin(name), args, {
+    cwd: ROOT,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+    env: childEnv(env),
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (result.error) fail(`${what} could not start: ${result.error.message}. Did you run \`npm ci\`?`);
+  const output = `${result.stdout ?? ""}${result.stderr ?? ""}`;
+  if (result.status !== 0) {
+    process.stderr.write(output);
+    fail(`${what} failed (exit ${result.status}).`);
+  }
+  return output;
+}
+
+/**
  * Parses `--flag value`, `--flag=value`, repeated flags (arrays) and bare
  * `--switch`es; the rest are positionals.
  */
