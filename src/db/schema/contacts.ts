@@ -64,7 +64,11 @@ export const contactTombstones = sqliteTable(
     contactId: integer("contact_id").notNull(),
     deletedAt: timestamp("deleted_at").notNull(),
   },
-  (t) => [index("contact_tombstones_owner_deleted_idx").on(t.ownerId, t.deletedAt)],
+  (t) => [
+    index("contact_tombstones_owner_deleted_idx").on(t.ownerId, t.deletedAt),
+    // The daily prune finds the due tombstones through it, never by scanning the table.
+    index("contact_tombstones_deleted_idx").on(t.deletedAt),
+  ],
 );
 
 /**
