@@ -7,6 +7,29 @@ import { limitByIp } from "./rate-limit";
 import { readsOnly } from "./request-kind";
 
 const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
+const BASIC = /^Basic[ ]+([A-Za-z0-9+/]+={0,2})\s*$/i;
+
+/**
+ * The token an Authorization header carries: `Bearer <token>`, or HTTP Basic
+ * with the token as the password (`Basic base64(user:token)`, the user
+ * ignored) for telephony webhooks that can send nothing else (contract
+ * §11.3). Anything else, or Basic that does not decode, is undefined: the
+ * same 401 as a malformed bearer header.
+ */
+export function tokenFromAuthorization(header: string): string | undefined {
+  const bearer = BEARER.exec(header)?.[1];
+  if (bearer) return bearer;
+  const basic = BASIC.exec(header)?.[1];
+  if (!basic) return undefined;
+  let credentials: string;
+  try {
+    credentials = atob(basic);
+  } catch {
+    return undefined;
+  }
+  const colon = credentials.indexOf(":");
+  return colon === -1 ? undefined : credentials.slice(colon + 1);
+}
 
 /**
  * Runs on every request: resolves the bearer token, if any, to a principal.
@@ -18,16 +41,17 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
   c.set("authFailure", null);
   const header = c.req.header("Authorization");
   if (header !== undefined) {
-    const token = BEARER.exec(header)?.[1];
+    const token = tokenFromAuthorization(header);
     if (!token || !tokenHasValidShape(token)) {
-      c.set("authFailure", "the Authorization header must be `Bearer <token>`");
+      c.set("authFailure", "the Authorization header must be `Bearer <token>` (or `Basic` with the token as the password)");
     } else {
       const check = await verifyToken(c.var.db, token, new Date(), {
         onFirstUse: (work) =>
           c.executionCtx.waitUntil(work.catch((err: unknown) => logError("recording token use failed", err))),
-        // Writes always see the token's current state (revocation, a removed person);
-        // a trust-lookup POST is a question, not a write (it uses the caches like GET).
-        fresh: !readsOnly(c),
+        // A write served from the cache re-checks the token inside its own first D1 write
+        // (revocation, a removed person: 401, nothing written); a trust-lookup POST is a
+        // question, not a write.
+        write: !readsOnly(c),
         kv: c.env.TRUST_INDEX,
         // A token in neither cache costs the caller's IP budget before it costs a D1 read.
         beforeDatabase: () => limitByIp(c),
@@ -69,6 +93,17 @@ export function assertAllowed(principal: Principal | null, failure: string | nul
 }
 
 export const requirePerson = requireAuth({ person: true });
+
+/**
+ * On routes a telephony provider's webhook calls: a 401 also challenges for
+ * HTTP Basic, because Twilio sends the credentials of a webhook URL only after
+ * a 401 whose `WWW-Authenticate` asks for them (docs/providers.md). Elsewhere
+ * the challenge stays Bearer only (a Basic challenge makes browsers prompt).
+ */
+export const basicChallenge = createMiddleware<AppEnv>(async (c, next) => {
+  await next();
+  if (c.res.status === 401) c.res.headers.set("WWW-Authenticate", 'Basic realm="api", Bearer realm="api"');
+});
 
 /** The calling person's id; only valid behind `requirePerson` or `companyAccess`. */
 export function personId(principal: Principal | null): number {

@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { blockedCalls, companies, memberships, people, personTrust } from "../db/schema";
 import { ReadBatch } from "../db/batch";
 import { inList } from "../db/sql";
-import { phoneFromParts } from "../lib/phone";
+import { phoneFromInternational, phoneFromParts, type Phone } from "../lib/phone";
 import { logError } from "../lib/log";
 import { iso } from "../lib/time";
 import { contactsWithPhone, type Contact } from "./contacts";
@@ -11,14 +11,76 @@ import { toCompanyRef, type CompanyRef } from "./companies";
 import { displayName, e2eeColumn } from "./people";
 import { decide, hasContactPhone, readRecords, type Defer, type IndexDeps } from "./trust-index";
 
-/** The lookup parameters of [seed 4.1], as the provider sent them (any may be missing). */
+/**
+ * The lookup parameters of [seed 4.1], as the provider sent them (any may be
+ * missing), and the names Twilio and Telnyx give the two numbers (§11.3 of the
+ * contract): `To`/`Called` for the receiver, `From`/`Caller` for the caller.
+ */
 export type LookupFields = {
   number_code?: string;
   number?: string;
   inbound_code?: string;
   inbound?: string;
   caller_id?: string;
+  To?: string;
+  From?: string;
+  Called?: string;
+  Caller?: string;
 };
+
+/** What was wrong with one side of a lookup, for the `Lookup-Problem` header. */
+export type PartyProblem = "missing" | "unreadable";
+
+/** One side of a call as read from the fields: the number, or what was wrong, and the raw input. */
+export type LookupParty = { phone: Phone | null; problem: PartyProblem | null; code: string; number: string };
+
+const given = (value: string | undefined): value is string => value !== undefined && value.trim() !== "";
+
+/**
+ * A number given whole, in E.164. A `+` sent unencoded in a query string or a
+ * form arrives as a space: a single leading space before a digit is read as
+ * the `+` it was (docs/decisions.md).
+ */
+const wholeNumber = (value: string) => phoneFromInternational(/^ [0-9]/.test(value) ? `+${value.slice(1)}` : value);
+
+/**
+ * One side of the call (docs/decisions.md, "trust-lookup input"): the
+ * contract's fields win when present (`code` + `number`, or `number` alone in
+ * E.164), then the provider's names in order, each in E.164. Blank values
+ * count as absent. Never throws.
+ */
+function readParty(code: string | undefined, number: string | undefined, aliases: (string | undefined)[]): LookupParty {
+  if (given(number)) {
+    const phone = given(code) ? phoneFromParts(code, number) : wholeNumber(number);
+    return { phone, problem: phone ? null : "unreadable", code: code ?? "", number };
+  }
+  const alias = aliases.find(given);
+  if (alias !== undefined) {
+    const phone = wholeNumber(alias);
+    return { phone, problem: phone ? null : "unreadable", code: "", number: alias };
+  }
+  return { phone: null, problem: "missing", code: code ?? "", number: "" };
+}
+
+/** The receiving number: `number_code` + `number`, `number` in E.164, `To`, or `Called`. */
+export const readReceiver = (fields: LookupFields) => readParty(fields.number_code, fields.number, [fields.To, fields.Called]);
+
+/** The caller's number: `inbound_code` + `inbound`, `inbound` in E.164, `From`, or `Caller`. */
+export const readCaller = (fields: LookupFields) =>
+  readParty(fields.inbound_code, fields.inbound, [fields.From, fields.Caller]);
+
+/**
+ * The `Lookup-Problem` header's value (contract §11.3), or null when both
+ * numbers were readable: `receiver missing`, `caller unreadable`, both joined
+ * with `, `. A well-formed receiver nobody holds is no problem.
+ */
+export function lookupProblem(receiver: LookupParty, caller: LookupParty): string | null {
+  const problems = [
+    receiver.problem && `receiver ${receiver.problem}`,
+    caller.problem && `caller ${caller.problem}`,
+  ].filter((problem) => problem !== null);
+  return problems.length > 0 ? problems.join(", ") : null;
+}
 
 export type BlockedCallInput = typeof blockedCalls.$inferInsert;
 
@@ -30,31 +92,36 @@ const clip = (value: string | undefined, max: number) => (value ?? "").trim().sl
  * holding the receiving number (0 when it is unparseable or nobody's);
  * `trusted` only when that member trusts the caller's number. Never throws
  * for its input. When a member matched and the answer is untrusted, the
- * blocked call to record is returned too. Warm, it is one round of KV reads
+ * blocked call to record is returned too; `problem` is the `Lookup-Problem`
+ * header's value (or null). Warm, it is one round of KV reads
  * (the receiver, the caller's number and its contact bucket, together) and no D1.
  */
 export async function lookupTrust(
   deps: IndexDeps,
   fields: LookupFields,
   defer: Defer,
-): Promise<{ trusted: boolean; user_id: number; blocked: BlockedCallInput | null }> {
-  const receiving = phoneFromParts(fields.number_code ?? "", fields.number ?? "");
-  if (!receiving) return { trusted: false, user_id: 0, blocked: null };
-  const caller = phoneFromParts(fields.inbound_code ?? "", fields.inbound ?? "");
+): Promise<{ trusted: boolean; user_id: number; blocked: BlockedCallInput | null; problem: string | null }> {
+  const receiverParty = readReceiver(fields);
+  const callerParty = readCaller(fields);
+  const problem = lookupProblem(receiverParty, callerParty);
+  const receiving = receiverParty.phone;
+  if (!receiving) return { trusted: false, user_id: 0, blocked: null, problem };
+  const caller = callerParty.phone;
   const records = await readRecords(deps, receiving.e164, caller?.e164 ?? null, defer);
   const receiverId = records.receiver.p;
-  if (receiverId === 0) return { trusted: false, user_id: 0, blocked: null };
+  if (receiverId === 0) return { trusted: false, user_id: 0, blocked: null, problem };
   const trusted = caller !== null && decide(records.receiver, caller.e164, records.caller, records.bucket);
   return {
     trusted,
     user_id: receiverId,
+    problem,
     blocked: trusted
       ? null
       : {
           personId: receiverId,
           callerId: clip(fields.caller_id, 64) || null,
-          countryCode: caller?.countryCode ?? clip(fields.inbound_code ?? "", 8),
-          phoneNumber: caller?.nationalNumber ?? clip(fields.inbound ?? "", 32),
+          countryCode: caller?.countryCode ?? clip(callerParty.code, 8),
+          phoneNumber: caller?.nationalNumber ?? clip(callerParty.number, 32),
         },
   };
 }
@@ -242,12 +309,23 @@ export async function latestBlockedCalls(db: Db, personId: number) {
   }));
 }
 
-const FIELD_NAMES = ["number_code", "number", "inbound_code", "inbound", "caller_id"] as const;
+const FIELD_NAMES = [
+  "number_code",
+  "number",
+  "inbound_code",
+  "inbound",
+  "caller_id",
+  "To",
+  "From",
+  "Called",
+  "Caller",
+] as const satisfies readonly (keyof LookupFields)[];
 
 /**
  * Reads the lookup fields from whatever the provider sent (query, JSON or
  * form): strings are kept, numbers written as strings, the first of repeated
- * values taken, anything else ignored. Never throws.
+ * values taken, anything else ignored; a later source wins per field name.
+ * Never throws.
  */
 export function readLookupFields(...sources: unknown[]): LookupFields {
   const fields: LookupFields = {};

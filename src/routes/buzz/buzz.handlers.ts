@@ -14,6 +14,7 @@ import {
 } from "../../services/trust-lookup";
 import type { AppEnv, AppRouteHandler } from "../../types";
 import type * as routes from "./buzz.routes";
+import { LOOKUP_PROBLEM } from "./buzz.schemas";
 
 export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async (c) => {
   const saved = await saveEncryption(c.var.db, personId(c.var.principal), c.req.valid("json"));
@@ -22,11 +23,15 @@ export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async
   return c.json(saved, 200);
 };
 
-/** Answers a trust lookup; the blocked call and KV fills happen after the answer. */
+/**
+ * Answers a trust lookup; the blocked call and KV fills happen after the answer.
+ * A missing or unreadable number is named in `Lookup-Problem` (contract §11.3).
+ */
 async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields) {
   const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
-  const { trusted, user_id, blocked } = await lookupTrust(c.var.deps, fields, defer);
+  const { trusted, user_id, blocked, problem } = await lookupTrust(c.var.deps, fields, defer);
   if (blocked) defer(recordBlockedCall(c.var.db, blocked));
+  if (problem) c.header(LOOKUP_PROBLEM, problem);
   return { trusted, user_id };
 }
 

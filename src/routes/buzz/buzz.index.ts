@@ -16,5 +16,13 @@ const router = createRouter()
 
 // The trust-lookup POST body is documented by reference (see buzz.routes.ts).
 router.openAPIRegistry.register("TrustLookupRequest", TrustLookupBody);
+// Accepted on every route like the bearer token; declared where providers need it (trust-lookup).
+router.openAPIRegistry.registerComponent("securitySchemes", "basicAuth", {
+  type: "http",
+  scheme: "basic",
+  description:
+    "HTTP Basic with the token as the password (the user name is ignored), for telephony webhooks that can " +
+    "send only Basic credentials: `Authorization: Basic base64(any:<token>)`.",
+});
 
 export default router;

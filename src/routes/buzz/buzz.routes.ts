@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
-import { requireAuth, requirePerson } from "../../middleware/auth";
+import { basicChallenge, requireAuth, requirePerson } from "../../middleware/auth";
 import { developmentOnly } from "../../middleware/development-only";
 import {
   ActivityCreatedSchema,
@@ -12,6 +12,7 @@ import {
   CallLookupQuery,
   CallLookupResultSchema,
   HeartbeatSchema,
+  LookupProblemHeaders,
   TrustLookupQuery,
   TrustLookupResultSchema,
 } from "./buzz.schemas";
@@ -51,18 +52,28 @@ export const putEncryption = createRoute({
 });
 
 const lookupResponses = {
-  200: jsonContent(
-    TrustLookupResultSchema,
-    "Whether the call may ring; `trusted: false` (never an error) for any input that matches no trusted caller",
-  ),
+  200: {
+    ...jsonContent(
+      TrustLookupResultSchema,
+      "Whether the call may ring; `trusted: false` (never an error) for any input that matches no trusted caller. " +
+        "`Lookup-Problem` names a missing or unreadable number.",
+    ),
+    headers: LookupProblemHeaders,
+  },
   ...errorResponses(401, 403, 413, 429),
 };
 
+/** The provider's token as a bearer token, or as the HTTP Basic password (contract §11.3). */
+const providerSecurity = [...bearerSecurity, { basicAuth: [] }];
+
 const trustLookupDescription =
-  "For the telephony provider (service token with scope `calls:lookup`) while a call rings a secure number. " +
-  "Never answers an error for its input: anything missing, unparseable or unknown is `trusted: false`. " +
+  "For the telephony provider (service token with scope `calls:lookup`, as a bearer token or as the HTTP Basic " +
+  "password) while a call rings a secure number. Each number is given as code + number, whole in E.164 " +
+  "(`number=+12025550101`), or by Twilio's and Telnyx's names (`To`/`From`, `Called`/`Caller`); the seed's " +
+  "fields win when both are present. Never answers an error for its input: anything missing, unparseable or " +
+  "unknown is `trusted: false`, and a missing or unreadable number is named in the `Lookup-Problem` header. " +
   "`user_id` is the member holding the receiving number, 0 when none; an untrusted call to a member is " +
-  "recorded as blocked.";
+  "recorded as blocked. Integration guide: docs/providers.md in the repository.";
 
 export const trustLookupGet = createRoute({
   method: "get",
@@ -71,8 +82,8 @@ export const trustLookupGet = createRoute({
   tags,
   summary: "May this call ring the member's phone?",
   description: trustLookupDescription,
-  security: bearerSecurity,
-  middleware: [requireAuth({ scope: "calls:lookup" })] as const,
+  security: providerSecurity,
+  middleware: [basicChallenge, requireAuth({ scope: "calls:lookup" })] as const,
   request: { query: TrustLookupQuery },
   responses: lookupResponses,
 });
@@ -87,8 +98,8 @@ export const trustLookupPost = createRoute({
   tags,
   summary: "May this call ring the member's phone? (fields in the body)",
   description: `${trustLookupDescription} Same fields as the GET, as JSON or \`application/x-www-form-urlencoded\`.`,
-  security: bearerSecurity,
-  middleware: [requireAuth({ scope: "calls:lookup" })] as const,
+  security: providerSecurity,
+  middleware: [basicChallenge, requireAuth({ scope: "calls:lookup" })] as const,
   request: {
     body: {
       content: {

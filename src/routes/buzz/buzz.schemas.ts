@@ -13,41 +13,88 @@ const LOOKUP_FIELDS = {
 } as const;
 
 /**
+ * trust-lookup's fields (contract §11.3): the seed's, where the numbers may
+ * also be given whole in E.164 without their code, and the names Twilio and
+ * Telnyx use. None is required by itself: the receiver is one of
+ * `number_code` + `number`, `number` in E.164, `To`, `Called` (the first
+ * present wins, in that order); the caller likewise.
+ */
+const TRUST_LOOKUP_FIELDS = {
+  number_code: {
+    description: "Country calling code of the receiving (secure) number; leave it out when `number` is in E.164",
+    example: "1",
+  },
+  number: {
+    description: "Receiving number: without formatting after `number_code`, or whole in E.164 (`+12025550101`)",
+    example: "2025550101",
+  },
+  inbound_code: {
+    description: "Country calling code of the caller; leave it out when `inbound` is in E.164",
+    example: "1",
+  },
+  inbound: {
+    description: "Caller number: without formatting after `inbound_code`, or whole in E.164 (`+14155550100`)",
+    example: "4155550100",
+  },
+  caller_id: LOOKUP_FIELDS.caller_id,
+  To: { description: "Receiving number in E.164 (Twilio, Telnyx); used when `number` is absent", example: "+12025550101" },
+  From: { description: "Caller number in E.164 (Twilio, Telnyx); used when `inbound` is absent", example: "+14155550100" },
+  Called: { description: "Receiving number in E.164; used when `number` and `To` are absent", example: "+12025550101" },
+  Caller: { description: "Caller number in E.164; used when `inbound` and `From` are absent", example: "+14155550100" },
+} as const;
+
+type TrustLookupField = keyof typeof TRUST_LOOKUP_FIELDS;
+
+/**
  * trust-lookup never answers an error for its input (docs/decisions.md), so its
  * query parameters accept anything: the handler reads them leniently. The
  * document still shows them as the strings the provider should send.
  */
 export const TrustLookupQuery = z.object(
   Object.fromEntries(
-    Object.entries(LOOKUP_FIELDS).map(([name, { description, example, required }]) => [
+    Object.entries(TRUST_LOOKUP_FIELDS).map(([name, { description, example }]) => [
       name,
       z
         .unknown()
         .optional()
-        .openapi({ type: "string", description, example, param: { name, in: "query", required } }),
+        .openapi({ type: "string", description, example, param: { name, in: "query", required: false } }),
     ]),
-  ) as Record<keyof typeof LOOKUP_FIELDS, z.ZodOptional<z.ZodUnknown>>,
+  ) as Record<TrustLookupField, z.ZodOptional<z.ZodUnknown>>,
 );
 
 /**
  * The POST body of trust-lookup, JSON or form. Documented only: the handler
  * parses the body itself so that even a malformed one answers `trusted: false`.
  */
-const bodyField = (name: keyof typeof LOOKUP_FIELDS) => {
-  const { description, example, required } = LOOKUP_FIELDS[name];
-  const schema = z.string().openapi({ description, example });
-  return required ? schema : schema.optional();
-};
-
 export const TrustLookupBody = z
-  .object({
-    number_code: bodyField("number_code"),
-    number: bodyField("number"),
-    inbound_code: bodyField("inbound_code"),
-    inbound: bodyField("inbound"),
-    caller_id: bodyField("caller_id"),
-  })
-  .openapi("TrustLookupRequest");
+  .object(
+    Object.fromEntries(
+      Object.entries(TRUST_LOOKUP_FIELDS).map(([name, { description, example }]) => [
+        name,
+        z.string().optional().openapi({ description, example }),
+      ]),
+    ) as Record<TrustLookupField, z.ZodOptional<z.ZodString>>,
+  )
+  .openapi("TrustLookupRequest", {
+    example: { number_code: "1", number: "2025550101", inbound_code: "1", inbound: "4155550100" },
+  });
+
+/** The response header naming a missing or unreadable number (contract §11.3). */
+export const LOOKUP_PROBLEM = "Lookup-Problem";
+
+export const LookupProblemHeaders = z.object({
+  [LOOKUP_PROBLEM]: z
+    .string()
+    .optional()
+    .openapi({
+      description:
+        "Present only when the receiver or the caller was missing or unreadable: `receiver missing`, " +
+        "`receiver unreadable`, `caller missing`, `caller unreadable`, two of them joined with `, `. " +
+        "A well-formed number nobody holds is no problem. The answer is still `trusted: false` " +
+        "(or the receiver's `user_id`); alert on this header: it means the integration sends the wrong fields.",
+      example: "caller unreadable",
+    }),
+});
 
 const lookupParam = (name: keyof typeof LOOKUP_FIELDS) => {
   const { description, example, required } = LOOKUP_FIELDS[name];
@@ -192,14 +239,18 @@ const PartySchema = z
   .union([
     z.object({
       id: z.number().int(),
-      first_name: z.string(),
+      first_name: z.string().nullable(),
       middle_name: z.string().nullable(),
-      last_name: z.string(),
+      last_name: z.string().nullable(),
     }),
-    z.object({ id: z.number().int(), name: z.string() }),
+    z.object({ id: z.number().int(), name: z.string().nullable() }),
   ])
   .nullable()
-  .openapi({ description: "The person (names) or company (name); null when it no longer exists" });
+  .openapi({
+    description:
+      "The person (names) or company (name); null when it no longer exists. The names are null unless the party " +
+      "knows the reader: a person who shares a company with them or trusted them, a company they belong to",
+  });
 
 export const ActivitySchema = z
   .object({
