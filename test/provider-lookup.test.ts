@@ -27,7 +27,8 @@ function ask(transport: Transport, fields: Fields, authorization?: string) {
   const headers: Record<string, string> = authorization ? { Authorization: authorization } : {};
   const token = authorization ? undefined : fileTokens.telephony;
   if (transport === "GET") return call(`/apps/buzz/trust-lookup?${new URLSearchParams(fields)}`, { token, headers });
-  if (transport === "JSON POST") return call("/apps/buzz/trust-lookup", { method: "POST", token, headers, body: fields });
+  if (transport === "JSON POST")
+    return call("/apps/buzz/trust-lookup", { method: "POST", token, headers, body: fields });
   return call("/apps/buzz/trust-lookup", {
     method: "POST",
     token,
@@ -105,11 +106,16 @@ describe("every form of the numbers, by every transport", () => {
       To: ALICE,
       ToCountry: "US",
     };
-    expect(await answer(await ask("form POST", twilio))).toEqual({ body: { trusted: true, user_id: alice }, problem: null });
+    expect(await answer(await ask("form POST", twilio))).toEqual({
+      body: { trusted: true, user_id: alice },
+      problem: null,
+    });
   });
 
   it("a `+` sent unencoded (a space once decoded) is read as the `+` it was", async () => {
-    const response = await call(`/apps/buzz/trust-lookup?number=${ALICE}&From=${ACME}`, { token: fileTokens.telephony });
+    const response = await call(`/apps/buzz/trust-lookup?number=${ALICE}&From=${ACME}`, {
+      token: fileTokens.telephony,
+    });
     expect(await answer(response)).toEqual({ body: { trusted: true, user_id: alice }, problem: null });
   });
 });
@@ -119,7 +125,13 @@ describe("when both forms are present, the seed's fields win", () => {
     // The seed's fields name Alice and Acme; the provider's names say otherwise.
     expect(
       await answer(
-        await ask(transport, { ...FORMS[0]![1](ALICE, ACME), To: UNHELD, From: STRANGER, Called: UNHELD, Caller: STRANGER }),
+        await ask(transport, {
+          ...FORMS[0]![1](ALICE, ACME),
+          To: UNHELD,
+          From: STRANGER,
+          Called: UNHELD,
+          Caller: STRANGER,
+        }),
       ),
     ).toEqual({ body: { trusted: true, user_id: alice }, problem: null });
     // ... and the other way round: the seed's receiver is nobody's, To is Alice's.
@@ -135,9 +147,10 @@ describe("when both forms are present, the seed's fields win", () => {
   });
 
   it("To wins over Called, From over Caller", async () => {
-    expect(await answer(await ask("form POST", { To: ALICE, Called: UNHELD, From: ACME, Caller: STRANGER }))).toEqual(
-      { body: { trusted: true, user_id: alice }, problem: null },
-    );
+    expect(await answer(await ask("form POST", { To: ALICE, Called: UNHELD, From: ACME, Caller: STRANGER }))).toEqual({
+      body: { trusted: true, user_id: alice },
+      problem: null,
+    });
   });
 
   it("a seed field that is present but unreadable still wins (and is named), blank ones count as absent", async () => {
@@ -145,7 +158,9 @@ describe("when both forms are present, the seed's fields win", () => {
       body: { trusted: false, user_id: 0 },
       problem: "receiver unreadable",
     });
-    expect(await answer(await ask("GET", { number: " ", number_code: "", To: ALICE, inbound: "", From: ACME }))).toEqual({
+    expect(
+      await answer(await ask("GET", { number: " ", number_code: "", To: ALICE, inbound: "", From: ACME })),
+    ).toEqual({
       body: { trusted: true, user_id: alice },
       problem: null,
     });
@@ -157,8 +172,18 @@ describe("the Lookup-Problem header", () => {
     ["nothing at all", () => ({}), { trusted: false, user_id: 0 }, "receiver missing, caller missing"],
     ["only the caller", () => ({ From: ACME }), { trusted: false, user_id: 0 }, "receiver missing"],
     ["only the receiver", (r) => ({ To: r }), { trusted: false, user_id: alice }, "caller missing"],
-    ["a code without its number", (r) => ({ number: r, inbound_code: "1" }), { trusted: false, user_id: alice }, "caller missing"],
-    ["an unreadable receiver", () => ({ To: "client:alice", From: ACME }), { trusted: false, user_id: 0 }, "receiver unreadable"],
+    [
+      "a code without its number",
+      (r) => ({ number: r, inbound_code: "1" }),
+      { trusted: false, user_id: alice },
+      "caller missing",
+    ],
+    [
+      "an unreadable receiver",
+      () => ({ To: "client:alice", From: ACME }),
+      { trusted: false, user_id: 0 },
+      "receiver unreadable",
+    ],
     [
       "a receiver without its code or a +",
       (r) => ({ number: r.slice(1), inbound: ACME }),
@@ -177,8 +202,18 @@ describe("the Lookup-Problem header", () => {
       { trusted: false, user_id: alice },
       "caller unreadable",
     ],
-    ["both unreadable", () => ({ To: "12", From: "x" }), { trusted: false, user_id: 0 }, "receiver unreadable, caller unreadable"],
-    ["an unreadable receiver, no caller", () => ({ Called: "sip:alice@example.com" }), { trusted: false, user_id: 0 }, "receiver unreadable, caller missing"],
+    [
+      "both unreadable",
+      () => ({ To: "12", From: "x" }),
+      { trusted: false, user_id: 0 },
+      "receiver unreadable, caller unreadable",
+    ],
+    [
+      "an unreadable receiver, no caller",
+      () => ({ Called: "sip:alice@example.com" }),
+      { trusted: false, user_id: 0 },
+      "receiver unreadable, caller missing",
+    ],
     ["a well-formed receiver nobody holds", () => ({ To: UNHELD, From: ACME }), { trusted: false, user_id: 0 }, null],
     ["a well-formed stranger calling", (r) => ({ To: r, From: STRANGER }), { trusted: false, user_id: alice }, null],
   ];

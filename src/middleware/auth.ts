@@ -43,7 +43,10 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
   if (header !== undefined) {
     const token = tokenFromAuthorization(header);
     if (!token || !tokenHasValidShape(token)) {
-      c.set("authFailure", "the Authorization header must be `Bearer <token>` (or `Basic` with the token as the password)");
+      c.set(
+        "authFailure",
+        "the Authorization header must be `Bearer <token>` (or `Basic` with the token as the password)",
+      );
     } else {
       const check = await verifyToken(c.var.db, token, new Date(), {
         onFirstUse: (work) =>

@@ -63,7 +63,8 @@ function readParty(code: string | undefined, number: string | undefined, aliases
 }
 
 /** The receiving number: `number_code` + `number`, `number` in E.164, `To`, or `Called`. */
-export const readReceiver = (fields: LookupFields) => readParty(fields.number_code, fields.number, [fields.To, fields.Called]);
+export const readReceiver = (fields: LookupFields) =>
+  readParty(fields.number_code, fields.number, [fields.To, fields.Called]);
 
 /** The caller's number: `inbound_code` + `inbound`, `inbound` in E.164, `From`, or `Caller`. */
 export const readCaller = (fields: LookupFields) =>

@@ -37,8 +37,14 @@ const TRUST_LOOKUP_FIELDS = {
     example: "4155550100",
   },
   caller_id: LOOKUP_FIELDS.caller_id,
-  To: { description: "Receiving number in E.164 (Twilio, Telnyx); used when `number` is absent", example: "+12025550101" },
-  From: { description: "Caller number in E.164 (Twilio, Telnyx); used when `inbound` is absent", example: "+14155550100" },
+  To: {
+    description: "Receiving number in E.164 (Twilio, Telnyx); used when `number` is absent",
+    example: "+12025550101",
+  },
+  From: {
+    description: "Caller number in E.164 (Twilio, Telnyx); used when `inbound` is absent",
+    example: "+14155550100",
+  },
   Called: { description: "Receiving number in E.164; used when `number` and `To` are absent", example: "+12025550101" },
   Caller: { description: "Caller number in E.164; used when `inbound` and `From` are absent", example: "+14155550100" },
 } as const;
