@@ -348,7 +348,8 @@ describe("GET /apps/buzz/activity/{id}", () => {
         message_id: expect.any(String),
         created_at: expect.stringMatching(ISO),
         sendable: { id, first_name: "Dora", middle_name: null, last_name: "Person" },
-        receivable: { id: 1, first_name: "Alice", middle_name: null, last_name: "Admin" },
+        // Alice does not know Dora (no shared company, no trust): named by id only (docs/security.md).
+        receivable: { id: 1, first_name: null, middle_name: null, last_name: null },
       },
       {
         id: received,
@@ -361,7 +362,7 @@ describe("GET /apps/buzz/activity/{id}", () => {
         message: null,
         message_id: null,
         created_at: expect.stringMatching(ISO),
-        sendable: { id: 1, name: "Acme Corp" },
+        sendable: { id: 1, name: null }, // Dora is no member of Acme
         receivable: { id, first_name: "Dora", middle_name: null, last_name: "Person" },
       },
     ]);

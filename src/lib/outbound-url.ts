@@ -9,8 +9,9 @@
  * private, loopback, link-local, CGNAT, unique-local, multicast,
  * documentation, reserved or unspecified range in any spelling the URL
  * parser accepts (decimal `2130706433`, hex `0x7f.1`, octal `0177.0.0.1`,
- * IPv4-mapped or -embedding IPv6, a trailing dot); not `localhost`,
- * `*.localhost`, `*.local`, `*.internal` or a single-label name; not a name
+ * IPv4-mapped or -embedding IPv6, a trailing dot) nor a NAT64 address; not
+ * `localhost`, `*.localhost`, `*.local`, `*.internal`, `*.home.arpa`, `*.lan`,
+ * `*.localdomain` or a single-label name; not a name
  * under a wildcard-DNS service (`10.0.0.1.nip.io`, `app-127-0-0-1.sslip.io`)
  * that embeds a non-public IPv4 address, nor one of the domains that always
  * resolve to loopback (`localtest.me`, `lvh.me`).
@@ -51,7 +52,8 @@ export function privateHostReason(hostname: string): string | null {
   if (v4 !== null) return ipv4Reason(v4);
   const last = host.slice(host.lastIndexOf(".") + 1);
   if (last === "localhost") return "a localhost name";
-  if (last === "local" || last === "internal") return `a .${last} name`;
+  const privateSuffix = PRIVATE_SUFFIXES.find((suffix) => host === suffix || host.endsWith(`.${suffix}`));
+  if (privateSuffix) return `a .${privateSuffix} name`;
   if (!host.includes(".")) return "a single-label host name";
   for (const domain of LOOPBACK_DOMAINS) {
     if (host === domain || host.endsWith(`.${domain}`)) return `${domain} always resolves to loopback`;
@@ -73,6 +75,9 @@ const WILDCARD_DNS_DOMAINS = [
   "ip.addr.tools",
 ];
 /** Domains whose every name resolves to 127.0.0.1. */
+/** Names only a private network resolves (RFC 6762 `.local`, RFC 8375 `.home.arpa`, and common home-router names). */
+const PRIVATE_SUFFIXES = ["local", "internal", "home.arpa", "lan", "localdomain"];
+
 const LOOPBACK_DOMAINS = ["localtest.me", "lvh.me", "vcap.me", "lacolhost.com", "fuf.me", "127.0.0.1.nip.io"];
 
 /**
@@ -176,13 +181,15 @@ function ipv6Reason(g: number[]): string | null {
   const zeroUntil = (n: number) => g.slice(0, n).every((x) => x === 0);
   if (zeroUntil(8)) return "an unspecified address";
   if (zeroUntil(7) && g[7] === 1) return "a loopback address";
-  // ::ffff:a.b.c.d (mapped), ::a.b.c.d (compatible), 64:ff9b::a.b.c.d (NAT64): the IPv4 address decides.
-  if (
-    (zeroUntil(5) && (g[5] === 0xffff || g[5] === 0)) ||
-    (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0))
-  ) {
+  // ::ffff:a.b.c.d (mapped), ::a.b.c.d (compatible): the IPv4 address decides.
+  if (zeroUntil(5) && (g[5] === 0xffff || g[5] === 0)) {
     const reason = ipv4Reason(embedded());
     return reason ? `${reason} inside IPv6` : null;
+  }
+  // NAT64 (64:ff9b::/96 well-known, 64:ff9b:1::/48 local-use, RFC 6052 / 8215): a translator
+  // reaches an IPv4 address of someone's network through it, whatever address it embeds.
+  if (g[0] === 0x64 && g[1] === 0xff9b && (g[2] === 1 || g.slice(2, 6).every((x) => x === 0))) {
+    return "a NAT64 address";
   }
   // 2002:AABB:CCDD::/48 (6to4) embeds a.b.c.d in groups 1 and 2.
   if (g[0] === 0x2002) {

@@ -1,6 +1,7 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { insertChunks } from "../db/batch";
 import type { Db } from "../db/client";
+import { inList } from "../db/sql";
 import {
   companies,
   consentContainers,
@@ -272,7 +273,7 @@ export async function configureContainer(deps: Deps, publisherSlug: string, conf
       : await db
           .select({ id: companies.id, slug: companies.slug })
           .from(companies)
-          .where(and(inArray(companies.slug, slugs), eq(companies.kind, "vendor")))
+          .where(and(inList(companies.slug, slugs), eq(companies.kind, "vendor")))
           .all();
   const idOf = new Map(found.map((row) => [row.slug, row.id]));
   const unknown = slugs.filter((slug) => !idOf.has(slug));

@@ -1,6 +1,7 @@
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, count, eq } from "drizzle-orm";
+import { pageWindow, type Page } from "../lib/pagination";
 import type { Db } from "../db/client";
-import { companyPhones } from "../db/schema";
+import { companyPhones, type CompanyPhoneStatus } from "../db/schema";
 import { conflict, notFound } from "../lib/errors";
 import type { Phone } from "../lib/phone";
 import { type Deps, WriteBatch } from "./outbox";
@@ -12,6 +13,7 @@ export type CompanyPhone = {
   phone_number: string;
   phone_full: string;
   label: string | null;
+  status: CompanyPhoneStatus;
 };
 
 const columns = {
@@ -20,9 +22,17 @@ const columns = {
   phoneNumber: companyPhones.phoneNumber,
   e164: companyPhones.e164,
   label: companyPhones.label,
+  status: companyPhones.status,
 };
 
-type CompanyPhoneRow = { id: number; countryCode: string; phoneNumber: string; e164: string; label: string | null };
+type CompanyPhoneRow = {
+  id: number;
+  countryCode: string;
+  phoneNumber: string;
+  e164: string;
+  label: string | null;
+  status: CompanyPhoneStatus;
+};
 
 const toCompanyPhone = (row: CompanyPhoneRow): CompanyPhone => ({
   id: row.id,
@@ -30,6 +40,7 @@ const toCompanyPhone = (row: CompanyPhoneRow): CompanyPhone => ({
   phone_number: row.phoneNumber,
   phone_full: row.e164,
   label: row.label,
+  status: row.status,
 });
 
 /** The numbers a company calls from, oldest first. */
@@ -44,8 +55,11 @@ export async function listCompanyPhones(db: Db, companyId: number): Promise<Comp
 }
 
 /**
- * Adds a number the company calls from: its members' secure numbers trust
- * calls from it from the next lookup on. The same number twice → 409.
+ * Adds a number the company calls from, `pending` until the platform operator
+ * verifies it (verifyCompanyPhone): only then do its members' secure numbers
+ * trust it. A number belongs to at most one company: a number this or any
+ * other company holds → 409, a message that names no company (docs/security.md).
+ * Nothing is indexed yet: a pending phone changes no trust answer.
  */
 export async function addCompanyPhone(
   deps: Deps,
@@ -61,11 +75,49 @@ export async function addCompanyPhone(
       .onConflictDoNothing()
       .returning(columns),
   );
-  batch.reindexNumbers([phone.e164]);
   const { results } = await batch.commit();
   const [row] = results[insert] as CompanyPhoneRow[];
-  if (!row) throw conflict(`${phone.e164} is already one of company ${companyId}'s phones`);
+  if (!row) throw conflict(`${phone.e164} is already registered as a company phone`);
   return toCompanyPhone(row);
+}
+
+/**
+ * The platform operator confirms that the phone's company really calls from
+ * it: from the next lookup on, calls from it are trusted by the company's
+ * members (and whoever trusts the company) and call-lookup names the company.
+ * Verifying a verified phone changes nothing. Unknown id → 404.
+ */
+export async function verifyCompanyPhone(deps: Deps, phoneId: number): Promise<CompanyPhone & { company_id: number }> {
+  const where = eq(companyPhones.id, phoneId);
+  const existing = await deps.db.select({ ...columns, companyId: companyPhones.companyId }).from(companyPhones).where(where).get();
+  if (!existing) throw notFound(`company phone ${phoneId} does not exist`);
+  if (existing.status !== "verified") {
+    const batch = new WriteBatch(deps);
+    batch.add(deps.db.update(companyPhones).set({ status: "verified" }).where(where));
+    batch.reindexNumbers([existing.e164]);
+    await batch.commit();
+  }
+  return { ...toCompanyPhone({ ...existing, status: "verified" }), company_id: existing.companyId };
+}
+
+/** Phones of every company in one status, oldest first, one page, with the total (the operator's review queue). */
+export async function listPhonesByStatus(db: Db, status: CompanyPhoneStatus, page: Page) {
+  const { limit, offset } = pageWindow(page);
+  const where = eq(companyPhones.status, status);
+  const [rows, totals] = await db.batch([
+    db
+      .select({ ...columns, companyId: companyPhones.companyId })
+      .from(companyPhones)
+      .where(where)
+      .orderBy(asc(companyPhones.id))
+      .limit(limit)
+      .offset(offset),
+    db.select({ total: count() }).from(companyPhones).where(where),
+  ]);
+  return {
+    phones: rows.map((row) => ({ ...toCompanyPhone(row), company_id: row.companyId })),
+    total: totals[0]?.total ?? 0,
+  };
 }
 
 /** Removes a company phone; calls from it are no longer trusted for that reason. */

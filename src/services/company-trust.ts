@@ -1,6 +1,6 @@
-import { and, asc, eq, isNotNull, or, sql } from "drizzle-orm";
+import { and, asc, eq, exists, isNotNull, or, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { companies, companyTrust, memberships } from "../db/schema";
+import { companies, companyPhones, companyTrust, memberships } from "../db/schema";
 import { notFound } from "../lib/errors";
 import { companyRefColumns, toCompanyRef, type CompanyRef } from "./companies";
 import { type Deps, WriteBatch } from "./outbox";
@@ -31,10 +31,45 @@ export async function listCompanyTrust(db: Db, personId: number): Promise<Compan
   }));
 }
 
-/** Sets (or with null, removes) the person's trust in an existing company; unknown company → 404. */
+/**
+ * Sets (or with null, removes) the person's trust in a company they can see
+ * (docs/security.md, "Which companies a person can see"): one they belong to,
+ * one they already have a setting for, or a verified caller (a company with a
+ * verified phone). Any other id is 404 with the same message as an id that
+ * does not exist, so company ids cannot be probed through this route.
+ */
 export async function setCompanyTrust(deps: Deps, personId: number, companyId: number, trust: TrustSetting) {
-  const company = await deps.db.select({ id: companies.id }).from(companies).where(eq(companies.id, companyId)).get();
-  if (!company) throw notFound(`company ${companyId} does not exist`);
+  const { db } = deps;
+  const visible = await db
+    .select({ id: companies.id })
+    .from(companies)
+    .where(
+      and(
+        eq(companies.id, companyId),
+        or(
+          exists(
+            db
+              .select({ one: sql`1` })
+              .from(memberships)
+              .where(and(eq(memberships.companyId, companies.id), eq(memberships.personId, personId))),
+          ),
+          exists(
+            db
+              .select({ one: sql`1` })
+              .from(companyTrust)
+              .where(and(eq(companyTrust.companyId, companies.id), eq(companyTrust.personId, personId))),
+          ),
+          exists(
+            db
+              .select({ one: sql`1` })
+              .from(companyPhones)
+              .where(and(eq(companyPhones.companyId, companies.id), eq(companyPhones.status, "verified"))),
+          ),
+        ),
+      ),
+    )
+    .get();
+  if (!visible) throw notFound(`company ${companyId} does not exist`);
   await writeCompanyTrust(deps, personId, companyId, trust);
 }
 

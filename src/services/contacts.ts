@@ -5,6 +5,7 @@ import type { Db } from "../db/client";
 import { inList } from "../db/sql";
 import { failedGuard, guardStatement } from "../db/guard";
 import { pruneOlderThan } from "../db/prune";
+import { knowsPerson } from "./acquaintance";
 import { WriteBatch, type Deps } from "./outbox";
 import { contactAddresses, contactEmails, contactPhones, contacts, contactTombstones, people } from "../db/schema";
 import { badRequest, gone, notFound } from "../lib/errors";
@@ -46,6 +47,9 @@ export type Contact = {
  * lowercased, phones in E.164, duplicates removed). A field left out keeps its
  * value; a collection that is present replaces the stored one.
  */
+/** What one contact may hold (docs/decisions.md): a write with more is a 400 and changes nothing. */
+export const CONTACT_CAPS = { phone_numbers: 20, emails: 20, addresses: 10 } as const;
+
 export type ContactInput = {
   id?: number;
   display_name?: string;
@@ -55,19 +59,6 @@ export type ContactInput = {
   phone_numbers?: string[];
   addresses?: string[];
 };
-
-/**
- * Whether person `person` (an SQL expression) *knows* the owner
- * (docs/decisions.md, "What a stranger learns"): it is the owner, they share a
- * company, or that person trusted the owner (`trusted = 1`).
- */
-const knowsOwner = (person: SQL, ownerId: number) => sql`(
-  ${person} = ${ownerId}
-  or exists (select 1 from memberships theirs join memberships mine on mine.company_id = theirs.company_id
-             where theirs.person_id = ${person} and mine.person_id = ${ownerId})
-  or exists (select 1 from person_trust pt
-             where pt.person_id = ${person} and pt.trusted_person_id = ${ownerId} and pt.trusted = 1)
-)`;
 
 /**
  * The platform person linked to each contact: one holding one of the
@@ -91,7 +82,7 @@ const linkedPeople = (db: Db, ownerId: number, ids: ContactIds) => {
       select ce.contact_id, pe.person_id from contact_emails ce
         join person_emails pe on pe.email = ce.email
         where ${idIn(sql`ce.contact_id`, ids)}
-          and ${knowsOwner(sql`pe.person_id`, ownerId)}
+          and ${knowsPerson(sql`pe.person_id`, ownerId)}
     ) group by contact_id
   ) as m`;
   return db
@@ -101,7 +92,7 @@ const linkedPeople = (db: Db, ownerId: number, ids: ContactIds) => {
       avatarUrl: people.avatarUrl,
       riskScore: people.riskScore,
       e2ee: e2eeColumn,
-      known: sql<number>`${knowsOwner(sql`m.person_id`, ownerId)}`,
+      known: sql<number>`${knowsPerson(sql`m.person_id`, ownerId)}`,
     })
     .from(matches)
     .innerJoin(people, sql`${people.id} = m.person_id`);

@@ -237,7 +237,8 @@ export async function computeRecords(db: Db, keys: string[]): Promise<Map<string
     db
       .selectDistinct({ e164: companyPhones.e164, id: companyPhones.companyId })
       .from(companyPhones)
-      .where(inList(companyPhones.e164, calling)),
+      // Only a phone the operator verified names its company (docs/decisions.md).
+      .where(sql`${inList(companyPhones.e164, calling)} and ${companyPhones.status} = 'verified'`),
     db
       .selectDistinct({ key: bucketKeyOfPhone, e164: contactPhones.e164 })
       .from(contactPhones)

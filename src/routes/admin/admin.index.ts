@@ -1,12 +1,16 @@
 import { createRouter } from "../../lib/create-router";
 import * as handlers from "./admin.handlers";
 import * as routes from "./admin.routes";
+import * as phoneHandlers from "./phones.handlers";
+import * as phoneRoutes from "./phones.routes";
 
 /** The platform operator's endpoints (scope `platform:admin`), under /internal. */
 const router = createRouter()
   .openapi(routes.createCompany, handlers.createCompany)
   .openapi(routes.updateCompany, handlers.updateCompany)
   .openapi(routes.addMember, handlers.addMember)
-  .openapi(routes.configureContainer, handlers.configureContainer);
+  .openapi(routes.configureContainer, handlers.configureContainer)
+  .openapi(phoneRoutes.listCompanyPhones, phoneHandlers.listCompanyPhones)
+  .openapi(phoneRoutes.verifyCompanyPhone, phoneHandlers.verifyCompanyPhone);
 
 export default router;

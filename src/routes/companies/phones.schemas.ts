@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { companyPhoneStatuses } from "../../db/schema";
 import { pathId } from "../../lib/ids";
 import { PhoneInputSchema } from "../employees/employees.schemas";
 import { CompanyParams } from "./companies.schemas";
@@ -10,6 +11,12 @@ export const CompanyPhoneSchema = z
     phone_number: z.string().openapi({ description: "National number, digits", example: "4155550100" }),
     phone_full: z.string().openapi({ description: "E.164", example: "+14155550100" }),
     label: z.string().nullable().openapi({ description: "What the number is for; null when none", example: "Front desk" }),
+    status: z.enum(companyPhoneStatuses).openapi({
+      description:
+        "`pending` until the platform operator verifies the number; only a `verified` phone makes calls from it " +
+        "trusted or names the company in call-lookup",
+      example: "verified",
+    }),
   })
   .openapi("CompanyPhone");
 

@@ -1,4 +1,5 @@
 import { CompanyRefSchema } from "../companies/companies.schemas";
+import { CONTACT_CAPS } from "../../services/contacts";
 import { z } from "@hono/zod-openapi";
 import { EmailAddress } from "../../lib/email";
 import { IdSchema, pathId } from "../../lib/ids";
@@ -50,16 +51,16 @@ const PhoneNumber = z
 const writeFields = {
   display_name: z.string().trim().max(200).optional().openapi({ example: "Dana Doe" }),
   birthday: CalendarDate.nullable().optional().openapi({ description: "YYYY-MM-DD; null clears it" }),
-  emails: z.array(EmailAddress).max(50).transform(unique).optional(),
+  emails: z.array(EmailAddress).max(CONTACT_CAPS.emails).transform(unique).optional(),
   phone_numbers: z
     .array(PhoneNumber)
-    .max(50)
+    .max(CONTACT_CAPS.phone_numbers)
     .transform(unique)
     .optional()
     .openapi({ description: "International form; stored and read in E.164" }),
   addresses: z
     .array(z.string().trim().min(1).max(500))
-    .max(20)
+    .max(CONTACT_CAPS.addresses)
     .optional()
     .openapi({ description: "One free-text line per address" }),
   labels: z.array(z.string().trim().min(1).max(100)).max(50).transform(unique).optional(),
