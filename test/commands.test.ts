@@ -28,10 +28,19 @@ const employee = (local: string, extra: Record<string, unknown> = {}) => ({
 
 /** Makes every D1 statement matching `sql` fail, on the `env.DB` the Worker uses too. */
 function failStatements(sql: RegExp) {
-  const prepare = env.DB.prepare.bind(env.DB);
-  return vi.spyOn(env.DB, "prepare").mockImplementation((query: string) => {
-    if (sql.test(query)) throw new Error("D1_ERROR: simulated failure");
-    return prepare(query);
+  const failing = (database: D1Database | D1DatabaseSession) => {
+    const prepare = database.prepare.bind(database);
+    return (query: string) => {
+      if (sql.test(query)) throw new Error("D1_ERROR: simulated failure");
+      return prepare(query);
+    };
+  };
+  vi.spyOn(env.DB, "prepare").mockImplementation(failing(env.DB));
+  // A write request runs in a D1 session of the binding (src/middleware/db.ts): it fails the same way.
+  const withSession = env.DB.withSession.bind(env.DB);
+  vi.spyOn(env.DB, "withSession").mockImplementation((constraint) => {
+    const session = withSession(constraint);
+    return Object.assign(session, { prepare: failing(session) });
   });
 }
 

@@ -80,10 +80,17 @@ describe("GET /contacts/deleted", () => {
 
   it("no deletion without its tombstone: a failed tombstone insert fails the DELETE", async () => {
     const [contact] = await sync("alice", [{ display_name: "Kept" }]);
-    const prepare = env.DB.prepare.bind(env.DB);
-    vi.spyOn(env.DB, "prepare").mockImplementation((query: string) => {
-      if (/insert into "contact_tombstones"/i.test(query)) throw new Error("D1_ERROR: simulated failure");
-      return prepare(query);
+    // A write request runs in a D1 session of the binding (src/middleware/db.ts).
+    const withSession = env.DB.withSession.bind(env.DB);
+    vi.spyOn(env.DB, "withSession").mockImplementation((constraint) => {
+      const session = withSession(constraint);
+      const prepare = session.prepare.bind(session);
+      return Object.assign(session, {
+        prepare: (query: string) => {
+          if (/insert into "contact_tombstones"/i.test(query)) throw new Error("D1_ERROR: simulated failure");
+          return prepare(query);
+        },
+      });
     });
     expect((await as("alice").send("DELETE", `/contacts/${contact!.id}`)).status).toBe(500);
     vi.restoreAllMocks();

@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
+import { WriteGuard } from "../db/write-guard";
 import { badRequest } from "../lib/errors";
 import { createDeps, type Deps } from "../services/outbox";
 import type { AppEnv } from "../types";
@@ -18,9 +19,11 @@ const BOOKMARK_SHAPE = /^[0-9A-Za-z-]{1,128}$/;
  * - a read starts anywhere (`first-unconstrained`), or, when the client
  *   echoes the `x-d1-bookmark` of an earlier answer, at a replica at least as
  *   fresh as that answer: read-your-writes across requests;
- * - a write runs on the primary; its answer's bookmark is read from the
- *   primary after the write (one `select 1`), so a read echoing it sees the
- *   write.
+ * - a write runs in a session that starts on the primary; its answer's
+ *   bookmark is that session's after the write (no query of its own), so a
+ *   read echoing it sees the write. The session is wrapped in a write guard
+ *   (db/write-guard.ts): a token verified from the cache is checked again
+ *   inside the request's first D1 write (services/tokens.ts).
  * See docs/capacity.md ("Reads near users").
  */
 export const database = createMiddleware<AppEnv>(async (c, next) => {
@@ -36,12 +39,14 @@ export const database = createMiddleware<AppEnv>(async (c, next) => {
     if (after) c.header(BOOKMARK_HEADER, after);
     return;
   }
-  useDeps(c, createDeps(c.env));
+  const session = c.env.DB.withSession("first-primary");
+  const guard = new WriteGuard(session);
+  useDeps(c, createDeps(c.env, guard.database));
   await next();
+  // A request that wrote nothing runs its guard now: a revoked token answers 401 whatever it did.
+  if (c.res.status !== 401) await guard.finish();
   if (c.res.status >= 400) return;
-  const primary = c.env.DB.withSession("first-primary");
-  await primary.prepare("select 1").run();
-  const after = primary.getBookmark();
+  const after = session.getBookmark();
   if (after) c.header(BOOKMARK_HEADER, after);
 });
 

@@ -1,7 +1,9 @@
 import { and, eq, isNotNull, isNull, sql } from "drizzle-orm";
-import type { Db } from "../db/client";
+import { createDb, type Db } from "../db/client";
 import { accessTokens, people } from "../db/schema";
+import { writeGuardOf, type WriteCondition } from "../db/write-guard";
 import { sha256Hex } from "../lib/crypto";
+import { unauthorized } from "../lib/errors";
 import type { Principal } from "../types";
 
 export type TokenCheck = { ok: true; principal: Principal } | { ok: false; reason: string };
@@ -12,7 +14,9 @@ export type TokenCheck = { ok: true; principal: Principal } | { ok: false; reaso
  * of validity, so a revocation takes effect within 60 s while a busy token
  * costs no D1 read at all on the ringing path. Only valid tokens are cached:
  * unknown ones cannot evict them, and are limited per IP before they reach D1
- * (`verifyToken`'s `beforeDatabase`).
+ * (`verifyToken`'s `beforeDatabase`). A write served from the cache is checked
+ * again inside its own first D1 write (`write`), so a revoked token never
+ * changes data.
  */
 const CACHE_TTL_MS = 30_000;
 const CACHE_MAX = 5_000;
@@ -24,11 +28,22 @@ const TOKEN_SHAPE = /^[A-Za-z0-9_-]{8,256}$/;
 
 export const tokenHasValidShape = (token: string) => TOKEN_SHAPE.test(token);
 
+/** `last_used` and `last_login` are written at most once an hour per token (`recordUse`). */
+export const USE_RECORDED_EVERY_MS = 3_600_000;
+
 export type VerifyOptions = {
-  /** Records `last_login` off the hot path (once per D1 read, not per request). */
+  /** Runs the bookkeeping off the hot path: `last_used`/`last_login`, at most hourly, and the KV fill. */
   onFirstUse?: (work: Promise<unknown>) => void;
-  /** Skip both caches: writes see the token's current state (revocation, a removed person). */
+  /** Skip both caches and read D1 now. */
   fresh?: boolean;
+  /**
+   * The request may write: a verification served from a cache arms the
+   * database's write guard (db/write-guard.ts) with the token's check, so the
+   * request's first D1 write fails, and it answers 401, if the token was
+   * revoked or its person removed meanwhile, without a round trip of its own.
+   * On a database without a guard it reads D1 now, like `fresh`.
+   */
+  write?: boolean;
   /** The KV namespace of the second cache layer. */
   kv?: KVNamespace;
   /** Runs before the D1 read; a thrown error (429) stops it. */
@@ -43,16 +58,24 @@ export async function verifyToken(
   db: Db,
   token: string,
   now: Date,
-  { onFirstUse, fresh = false, kv, beforeDatabase }: VerifyOptions = {},
+  { onFirstUse, fresh = false, write = false, kv, beforeDatabase }: VerifyOptions = {},
 ): Promise<TokenCheck> {
   const hash = await sha256Hex(token);
   const cached = cache.get(hash);
-  if (!fresh) {
-    if (cached && cached.until > now.getTime()) return { ok: true, principal: cached.principal };
-    const shared = kv ? await readShared(kv, hash, now) : null;
-    if (shared) {
-      remember(hash, shared.principal, Math.min(shared.until, now.getTime() + CACHE_TTL_MS));
-      return { ok: true, principal: shared.principal };
+  const guard = write ? writeGuardOf(db.$client) : undefined;
+  if (!fresh && (!write || guard)) {
+    let principal: Principal | null = null;
+    if (cached && cached.until > now.getTime()) principal = cached.principal;
+    else {
+      const shared = kv ? await readShared(kv, hash, now) : null;
+      if (shared) {
+        remember(hash, shared.principal, Math.min(shared.until, now.getTime() + CACHE_TTL_MS));
+        principal = shared.principal;
+      }
+    }
+    if (principal) {
+      guard?.arm(tokenGuard(principal.tokenId, hash, now, kv));
+      return { ok: true, principal };
     }
   }
   // A token this isolate never saw valid pays the IP budget first (a write re-reads known ones freely).
@@ -66,6 +89,7 @@ export async function verifyToken(
       scopes: accessTokens.scopes,
       expiresAt: accessTokens.expiresAt,
       revokedAt: accessTokens.revokedAt,
+      lastUsedAt: accessTokens.lastUsedAt,
     })
     .from(accessTokens)
     .where(eq(accessTokens.tokenHash, hash))
@@ -73,7 +97,7 @@ export async function verifyToken(
 
   const check = toCheck(row, now);
   if (!check.ok) return check;
-  if (onFirstUse) onFirstUse(recordUse(db, check.principal, now));
+  if (onFirstUse && useIsDue(row!.lastUsedAt, now)) onFirstUse(recordUse(db, check.principal, now));
   const until = Math.min(now.getTime() + CACHE_TTL_MS, row?.expiresAt?.getTime() ?? Infinity);
   remember(hash, check.principal, until);
   if (kv && !fresh) onFirstUse?.(writeShared(kv, hash, check.principal, until));
@@ -83,6 +107,42 @@ export async function verifyToken(
 function remember(hash: string, principal: Principal, until: number) {
   if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
   cache.set(hash, { principal, until });
+}
+
+/**
+ * The write guard of a token verified from a cache: the write's first D1
+ * round trip starts with `TOKEN_STILL_VALID`, which fails (SQLite's `json()`
+ * of a text that is not JSON) unless the token still exists (a removed
+ * person's tokens go with them), is not revoked and has not expired. When
+ * that is what failed, the token is forgotten by both caches and the request
+ * answers 401 with the reason.
+ */
+const TOKEN_STILL_VALID = `select json(case when exists (select 1 from access_tokens where id = ? and revoked_at is null
+  and (expires_at is null or expires_at > ?)) then '1' else 'the token is no longer valid' end) as token_valid`;
+
+function tokenGuard(tokenId: number, hash: string, now: Date, kv: KVNamespace | undefined): WriteCondition {
+  return {
+    statement: (database) => database.prepare(TOKEN_STILL_VALID).bind(tokenId, now.getTime()),
+    refusal: async (database) => {
+      const row = await createDb(database as D1Database)
+        .select({
+          id: accessTokens.id,
+          personId: accessTokens.personId,
+          serviceName: accessTokens.serviceName,
+          scopes: accessTokens.scopes,
+          expiresAt: accessTokens.expiresAt,
+          revokedAt: accessTokens.revokedAt,
+        })
+        .from(accessTokens)
+        .where(eq(accessTokens.id, tokenId))
+        .get();
+      const check = toCheck(row, now);
+      if (check.ok) return null;
+      cache.delete(hash);
+      await kv?.delete(kvKey(hash)).catch(() => undefined);
+      return unauthorized(check.reason);
+    },
+  };
 }
 
 async function readShared(kv: KVNamespace, hash: string, now: Date) {
@@ -129,9 +189,27 @@ function toCheck(
   };
 }
 
+const useIsDue = (lastUsedAt: Date | null, now: Date) =>
+  lastUsedAt === null || lastUsedAt.getTime() <= now.getTime() - USE_RECORDED_EVERY_MS;
+
+/**
+ * `last_used` of the token and `last_login` of its person, when the token's
+ * was written an hour ago or more (docs/decisions.md, "Auth"): one round trip
+ * an hour per token, not one per request. Conditional, so isolates that read
+ * the old time together change the rows once.
+ */
 async function recordUse(db: Db, principal: Principal, now: Date) {
+  const hourAgo = now.getTime() - USE_RECORDED_EVERY_MS;
   const statements = [
-    db.update(accessTokens).set({ lastUsedAt: now }).where(eq(accessTokens.id, principal.tokenId)),
+    db
+      .update(accessTokens)
+      .set({ lastUsedAt: now })
+      .where(
+        and(
+          eq(accessTokens.id, principal.tokenId),
+          sql`(${accessTokens.lastUsedAt} is null or ${accessTokens.lastUsedAt} <= ${hourAgo})`,
+        ),
+      ),
   ] as const;
   if (principal.kind === "person") {
     await db.batch([
@@ -140,7 +218,12 @@ async function recordUse(db: Db, principal: Principal, now: Date) {
       db
         .update(people)
         .set({ lastLoginAt: now, updatedAt: sql`${people.updatedAt}` })
-        .where(eq(people.id, principal.personId)),
+        .where(
+          and(
+            eq(people.id, principal.personId),
+            sql`(${people.lastLoginAt} is null or ${people.lastLoginAt} <= ${hourAgo})`,
+          ),
+        ),
     ]);
   } else {
     await db.batch(statements);

@@ -1,0 +1,178 @@
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { sha256Hex } from "../src/lib/crypto";
+import { call, countRows, DEMO, expectError, insertToken } from "./helpers";
+
+/**
+ * What a write costs in token work (docs/decisions.md, "Auth"): a token
+ * verified from the cache is checked again inside the write's own first D1
+ * round trip, not by a round trip of its own; `last_used`/`last_login` are
+ * written at most once an hour; the bookmark is the write's own session's.
+ * A revoked token still never changes data.
+ */
+
+afterEach(() => vi.restoreAllMocks());
+
+/** Every D1 round trip the Worker makes from now on, as the SQL of its statements. */
+function recordD1(): string[][] {
+  const rounds: string[][] = [];
+  const sqlOf = (statement: D1PreparedStatement) => (statement as unknown as { statement: string }).statement;
+  const prototype = Object.getPrototypeOf(env.DB.prepare("select 1")) as D1PreparedStatement;
+  for (const method of ["first", "all", "run", "raw"] as const) {
+    const original = prototype[method] as (...args: unknown[]) => unknown;
+    vi.spyOn(prototype, method).mockImplementation(function (this: D1PreparedStatement, ...args: unknown[]) {
+      rounds.push([sqlOf(this)]);
+      return original.apply(this, args);
+    } as never);
+  }
+  const recordBatches = (database: D1Database | D1DatabaseSession) => {
+    const batch = database.batch.bind(database);
+    return (statements: D1PreparedStatement[]) => {
+      rounds.push(statements.map(sqlOf));
+      return batch(statements);
+    };
+  };
+  vi.spyOn(env.DB, "batch").mockImplementation(recordBatches(env.DB) as D1Database["batch"]);
+  const withSession = env.DB.withSession.bind(env.DB);
+  vi.spyOn(env.DB, "withSession").mockImplementation((constraint) => {
+    const session = withSession(constraint);
+    Object.assign(session, { batch: recordBatches(session) });
+    return session;
+  });
+  return rounds;
+}
+
+const TOKEN_LOOKUP = /from "access_tokens" where "access_tokens"."token_hash" = \?/;
+const BOOKKEEPING = /update "(access_tokens|people)" set "(last_used_at|last_login_at)"/;
+const TOKEN_CHECK = /from access_tokens where id = \?/;
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 100));
+
+async function newToken(label: string, personId: number, fields: { lastUsedAt?: Date } = {}) {
+  const token = `pk_test_${label}_${crypto.randomUUID().replaceAll("-", "")}`;
+  await insertToken(token, { personId });
+  if (fields.lastUsedAt) {
+    await env.DB.prepare("UPDATE access_tokens SET last_used_at = ? WHERE token_hash = ?")
+      .bind(fields.lastUsedAt.getTime(), await sha256Hex(token))
+      .run();
+  }
+  return token;
+}
+
+const lastUsed = async (token: string) =>
+  (await env.DB.prepare("SELECT last_used_at AS at FROM access_tokens WHERE token_hash = ?")
+    .bind(await sha256Hex(token))
+    .first<{ at: number | null }>())!.at;
+
+const encrypt = (token: string, n: number) =>
+  call("/apps/buzz/encryption", { method: "PUT", token, body: { hash: `h${n}`, e2e_id: `e${n}` } });
+
+describe("token work of 100 writes with one token", () => {
+  it("one token read, one bookkeeping round, the check inside each write's own round trip, no `select 1`", async () => {
+    const token = await newToken("hundred", DEMO.people.bob);
+    const rounds = recordD1();
+    const started = Date.now();
+    for (let n = 0; n < 100; n++) expect((await encrypt(token, n)).status).toBe(200);
+    await settle();
+    const elapsedMs = Date.now() - started;
+    vi.restoreAllMocks();
+
+    const statements = rounds.flat();
+    // The cache serves the token for 30 s at a time.
+    const lookups = statements.filter((sql) => TOKEN_LOOKUP.test(sql)).length;
+    expect(lookups).toBeGreaterThanOrEqual(1);
+    expect(lookups).toBeLessThanOrEqual(1 + Math.floor(elapsedMs / 30_000));
+    // last_used and last_login: one round (the token's row and its person's), once.
+    const bookkeeping = rounds.filter((round) => round.some((sql) => BOOKKEEPING.test(sql)));
+    expect(bookkeeping).toHaveLength(1);
+    expect(bookkeeping[0]!.every((sql) => BOOKKEEPING.test(sql))).toBe(true);
+    // Every write served from the cache checks its token inside the write's own round trip.
+    const checks = rounds.filter((round) => round.some((sql) => TOKEN_CHECK.test(sql)));
+    expect(checks.length).toBe(100 - lookups);
+    for (const round of checks) expect(round.length).toBeGreaterThan(1);
+    // The bookmark costs no statement of its own.
+    expect(statements.filter((sql) => /^\s*select 1\s*$/i.test(sql))).toEqual([]);
+    // No round trip is token work alone but the one read and the one bookkeeping round.
+    const tokenOnly = rounds.filter((round) =>
+      round.every((sql) => TOKEN_LOOKUP.test(sql) || BOOKKEEPING.test(sql) || TOKEN_CHECK.test(sql)),
+    );
+    expect(tokenOnly).toHaveLength(lookups + 1);
+    expect(await lastUsed(token)).toBeGreaterThanOrEqual(started);
+  });
+
+  it("records use when the last record is an hour old, not when it is younger", async () => {
+    const now = Date.now();
+    const recent = await newToken("recent", DEMO.people.bob, { lastUsedAt: new Date(now - 59 * 60_000) });
+    const old = await newToken("old", DEMO.people.bob, { lastUsedAt: new Date(now - 61 * 60_000) });
+    expect((await encrypt(recent, 1)).status).toBe(200);
+    expect((await encrypt(old, 2)).status).toBe(200);
+    await settle();
+    expect(await lastUsed(recent)).toBe(now - 59 * 60_000);
+    expect(await lastUsed(old)).toBeGreaterThanOrEqual(now);
+  });
+});
+
+describe("a write with a token revoked after it was cached", () => {
+  async function cachedToken(label: string, personId: number) {
+    const token = await newToken(label, personId);
+    expect((await call("/contacts", { token })).status).toBe(200); // verified and cached
+    return token;
+  }
+
+  const revoke = async (token: string) =>
+    env.DB.prepare("UPDATE access_tokens SET revoked_at = ? WHERE token_hash = ?")
+      .bind(Date.now(), await sha256Hex(token))
+      .run();
+
+  it("answers 401 at once and writes nothing; later reads are refused too", async () => {
+    const token = await cachedToken("revoked_write", DEMO.people.bob);
+    const kept = `Kept ${crypto.randomUUID().slice(0, 8)}`;
+    expect((await call("/contacts/sync", { method: "POST", token, body: [{ display_name: kept }] })).status).toBe(200);
+
+    await revoke(token); // as `npm run token -- revoke` does: D1 only, no cache is told
+    const name = `Never ${crypto.randomUUID().slice(0, 8)}`;
+    const refused = await call("/contacts/sync", { method: "POST", token, body: [{ display_name: name }] });
+    expect(await expectError(refused, 401, "Unauthorized")).toContain("revoked");
+    expect(refused.headers.get("WWW-Authenticate")).toMatch(/Bearer/);
+    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE display_name = ?", name)).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE display_name = ?", kept)).toBe(1);
+
+    // The refusal forgot the cached verification: reads stop now, not 30 s later.
+    await expectError(await call("/contacts", { token }), 401, "Unauthorized");
+  });
+
+  it("answers 401 on a company write that reads before it writes, and adds nothing", async () => {
+    const token = await cachedToken("revoked_admin", DEMO.people.alice);
+    await revoke(token);
+    const phone = `+1415555${String(Math.floor(Math.random() * 9000) + 1000)}`;
+    await expectError(
+      await call("/companies/1/phones", { method: "POST", token, body: { phone_full: phone } }),
+      401,
+      "Unauthorized",
+    );
+    expect(await countRows("SELECT count(*) AS n FROM company_phones WHERE e164 = ?", phone)).toBe(0);
+  });
+
+  it("answers 401, not 400, to a write refused before it reached D1", async () => {
+    const token = await cachedToken("revoked_invalid", DEMO.people.bob);
+    await revoke(token);
+    await expectError(
+      await call("/contacts/sync", { method: "POST", token, body: { not: "a list" } }),
+      401,
+      "Unauthorized",
+    );
+  });
+
+  it("a valid cached token's write still gets the statement's own error (409), not a 401", async () => {
+    const token = await cachedToken("valid_conflict", DEMO.people.alice);
+    const phone = `+1415556${String(Math.floor(Math.random() * 9000) + 1000)}`;
+    expect((await call("/companies/1/phones", { method: "POST", token, body: { phone_full: phone } })).status).toBe(
+      201,
+    );
+    await expectError(
+      await call("/companies/1/phones", { method: "POST", token, body: { phone_full: phone } }),
+      409,
+      "Conflict",
+    );
+  });
+});
