@@ -1,7 +1,8 @@
 // `npm run admin -- <command>`: the platform operator's command over the
 // /internal admin API (docs/decisions.md, "Operating the platform"): create
 // companies of every kind, enable/disable them, seat an employer's first
-// Admin, configure a publisher's consent container. Talks HTTP to a running
+// Admin, configure a publisher's consent container, keep the license catalog
+// companies buy seats from. Talks HTTP to a running
 // server: the local one by default, `--api <url>` for a deployed one.
 // The id a command creates is printed on stdout; everything else on stderr,
 // so `COMPANY=$(npm run -s admin -- create-company employer …)` works.
@@ -25,13 +26,20 @@ Commands:
       Prints the person's id (mint their token with: npm run token -- mint --person <id>).
   container <publisher slug> [--vendor <vendor slug>:<category>]... [--disabled]
       Creates or replaces the publisher's consent container; vendors in the order given.
+  license <license id> --name <name> --price <minor units> [--currency <ISO 4217>]
+        [--full-scan] [--full-delete] [--site <site slug>]...
+      Creates or replaces a catalog license covering the sites given (--price in cents:
+      4900 is 49.00; --currency defaults to USD). Companies buy seats with
+      POST /companies/{company_id}/licenses. Prints the license id.
+  retire-license <license id>
+      Removes a license from the catalog; refused while any company holds seats of it.
 
 Options:
   --api <url>      the API (default http://127.0.0.1:8787, the server of \`npm run dev\`)
   --token <token>  a service token with scope platform:admin (default: $ADMIN_TOKEN);
                    mint one with: npm run token -- mint --service operator --scope platform:admin [--remote]`;
 
-const { flags, positionals } = parseArgs(process.argv.slice(2), { switches: ["help", "scanner", "disabled"] });
+const { flags, positionals } = parseArgs(process.argv.slice(2), { switches: ["help", "scanner", "disabled", "full-scan", "full-delete"] });
 const [command, ...args] = positionals;
 
 if (flags.help || !command) {
@@ -49,6 +57,8 @@ const commands = {
   disable: () => setStatus("disabled"),
   "add-member": addMember,
   container: configureContainer,
+  license: putLicense,
+  "retire-license": retireLicense,
 };
 if (!commands[command]) fail(`unknown command "${command}".\n\n${USAGE}`);
 if (!token) {
@@ -185,4 +195,42 @@ async function configureContainer() {
       `${container.enabled ? "enabled" : "disabled"} with ${container.vendors.length} vendor${container.vendors.length === 1 ? "" : "s"}` +
       `${list ? `:\n${list}` : "."}\nVisitors load it from ${api}/apps/vcc/load_container/${container.company.slug}`,
   );
+}
+
+function licenseIdArg() {
+  const id = args[0];
+  if (!id) fail(`${command} needs a license id, e.g. \`npm run admin -- ${command} protect${command === "license" ? " --name Protect --price 9900 --site peoplefinder" : ""}\`.`);
+  return id;
+}
+
+function money(price, currency) {
+  return `${(price / 100).toFixed(2)} ${currency}`;
+}
+
+async function putLicense() {
+  const id = licenseIdArg();
+  const price = required("price");
+  if (!/^[0-9]+$/.test(price)) fail(`--price takes the price per seat in minor units (cents), e.g. --price 4900 for 49.00 (got "${price}").`);
+  const body = {
+    name: required("name"),
+    price: Number(price),
+    full_scan: Boolean(flags["full-scan"]),
+    full_delete: Boolean(flags["full-delete"]),
+    sites: [flags.site ?? []].flat(),
+  };
+  if (one("currency") !== undefined) body.currency = one("currency");
+  const license = await request("PUT", `/internal/licenses/${encodeURIComponent(id)}`, body);
+  const sites = license.sites.map((site) => site.name).join(", ") || "no sites";
+  const scope = [license.full_scan && "full scan", license.full_delete && "full delete"].filter(Boolean).join(", ");
+  console.error(
+    `License ${license.id} "${license.name}": ${money(license.price, license.currency)} a seat, covering ${sites}` +
+      `${scope ? ` (${scope})` : ""}.\nCompanies buy seats with POST /companies/{company_id}/licenses [{"id": "${license.id}", "quantity": n}].`,
+  );
+  console.log(license.id);
+}
+
+async function retireLicense() {
+  const id = licenseIdArg();
+  await request("DELETE", `/internal/licenses/${encodeURIComponent(id)}`);
+  console.error(`Retired license ${id.toLowerCase()}: it is no longer in the catalog.`);
 }

@@ -1,10 +1,10 @@
 // `node scripts/go-live-check.mjs [--api <url>]`: runs the README's "Go live"
 // block against a local server, as written except that `API=` points at that
 // server and `--remote` is dropped (tokens go to the local D1), then checks
-// the tenant it built through the API. Without --api it starts `npm run dev`
+// the tenant it built through the API (its license, seats and employees too). Without --api it starts `npm run dev`
 // (on 8787; when that port is taken, the same steps on a free port) and stops
 // it by its PID at the end. Reruns are fine: the rows a previous run created
-// (the block's slugs and emails) are deleted from the local D1 first.
+// (the block's slugs, emails and licenses) are deleted from the local D1 first.
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -22,8 +22,12 @@ const block = goLiveBlock();
 const slugs = [...block.matchAll(/--slug (\S+)/g)].map((m) => m[1]);
 /** The employee the check itself creates goes too. */
 const EMPLOYEE_EMAIL = "eve@initech.example";
-const emails = [...block.matchAll(/--email (\S+)/g)].map((m) => m[1]);
-if (!slugs.length || !emails.length) fail("the README's Go live block names no --slug or --email: has it changed?");
+/** Members (`--email`) and employees created with curl (`"email": "…"`). */
+const emails = [...block.matchAll(/--email (\S+)|"email": "([^"]+)"/g)].map((m) => m[1] ?? m[2]);
+const licenseIds = [...block.matchAll(/admin -- license (\S+)/g)].map((m) => m[1]);
+if (!slugs.length || !emails.length || !licenseIds.length) {
+  fail("the README's Go live block names no --slug, --email or `admin -- license`: has it changed?");
+}
 
 let server = null;
 let api = flags.api ? String(flags.api).replace(/\/+$/, "") : null;
@@ -41,10 +45,14 @@ try {
   });
   await waitForHealth(api);
 
-  step(`Removing what an earlier run created (companies ${slugs.join(", ")}; people ${emails.join(", ")})`);
+  step(
+    `Removing what an earlier run created (companies ${slugs.join(", ")}; people ${emails.join(", ")}; licenses ${licenseIds.join(", ")})`,
+  );
+  // Removing the companies removes their seats; a license some other local company still holds stays (the block replaces it).
   d1(
     `DELETE FROM people WHERE id IN (SELECT person_id FROM person_emails WHERE email IN (${[...emails, EMPLOYEE_EMAIL].map(sqlString).join(", ")}));` +
-      ` DELETE FROM companies WHERE slug IN (${slugs.map(sqlString).join(", ")});`,
+      ` DELETE FROM companies WHERE slug IN (${slugs.map(sqlString).join(", ")});` +
+      ` DELETE FROM licenses WHERE id IN (${licenseIds.map(sqlString).join(", ")}) AND id NOT IN (SELECT license_id FROM company_seats);`,
   );
 
   step("Running the README's Go live block");
@@ -62,7 +70,7 @@ try {
   if (!adminToken) throw new Error("the block did not leave COMPANY, ADMIN, TOKEN and ADMIN_TOKEN set");
 
   step("Checking the tenant the block built");
-  await checkTenant({ api, company: Number(company), admin: Number(admin), token });
+  await checkTenant({ api, company: Number(company), admin: Number(admin), token, license: licenseIds[0] });
   step("Checking that the command reports the server's errors");
   for (const [bearer, status, phrase] of [
     [adminToken, 409, "Conflict"],
@@ -79,6 +87,16 @@ try {
     }
     process.stderr.write(`  ✓ npm run admin exits ${again.status}: ${last}\n`);
   }
+  const retire = spawnSync("npm", ["run", "-s", "admin", "--", "retire-license", licenseIds[0], "--api", api], {
+    cwd: ROOT,
+    env: childEnv({ ADMIN_TOKEN: adminToken }),
+    encoding: "utf8",
+  });
+  const refused = retire.stderr.trim().split("\n").at(-1);
+  if (retire.status === 0 || !refused.includes("answered 409: Conflict: ")) {
+    throw new Error(`expected retire-license ${licenseIds[0]} to be refused with 409 while Initech holds seats, got exit ${retire.status}: ${retire.stderr}`);
+  }
+  process.stderr.write(`  ✓ npm run admin -- retire-license ${licenseIds[0]} exits ${retire.status} while Initech holds seats: ${refused}\n`);
   step(`Go live check passed in ${Math.round((Date.now() - started) / 1000)} s`);
 } catch (err) {
   process.stderr.write(`\n✖ ${err.message}\n`);
@@ -96,7 +114,7 @@ function goLiveBlock() {
   return code;
 }
 
-async function checkTenant({ api, company, admin, token }) {
+async function checkTenant({ api, company, admin, token, license }) {
   const get = async (p, bearer = token) => {
     const response = await fetch(`${api}${p}`, { headers: bearer ? { Authorization: `Bearer ${bearer}` } : {} });
     const body = await response.json();
@@ -132,10 +150,22 @@ async function checkTenant({ api, company, admin, token }) {
       dob: "1990-01-01",
       emails: [{ email: EMPLOYEE_EMAIL }],
       addresses: [{ line_1: "1 Main St", city: "Austin", region: "TX", postal_code: "78701", country: "US" }],
-      license: null,
+      license,
     }),
   });
-  expect(created.ok, `the Admin (person ${admin}) creates an employee (${created.status})`);
+  expect(created.ok, `the Admin (person ${admin}) creates an employee with a \`${license}\` seat (${created.status})`);
+  const employees = await get(`/companies/${company}/employees`);
+  const seated = employees.filter((person) => person.license?.type === license).map((person) => person.first_name);
+  expect(seated.length === 2, `two employees hold \`${license}\` seats (${seated.join(", ")})`);
+  const bought = (await get(`/companies/${company}/licenses`)).find((entry) => entry.id === license);
+  expect(
+    bought?.num_active === 10 && bought.num_assigned === 2 && bought.num_available === 8,
+    `Initech bought 10 \`${license}\` seats and 2 are assigned (${JSON.stringify(bought && { num_active: bought.num_active, num_assigned: bought.num_assigned })})`,
+  );
+  expect(
+    bought.price === 4900 && bought.full_scan && bought.sites.map((site) => site.name).join(",") === "LookupHub",
+    `\`${license}\` costs 4900 USD cents and covers LookupHub`,
+  );
 }
 
 async function freePort() {

@@ -1,9 +1,11 @@
-import { asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, notExists, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { insertChunks } from "../db/batch";
-import { companies, companySeats, licensePurchases, licenses, licenseSites } from "../db/schema";
-import { badRequest } from "../lib/errors";
+import { errorText } from "../db/errors";
+import { companies, companySeats, licensePurchases, licenses, licenseSites, memberships } from "../db/schema";
+import { badRequest, conflict, notFound } from "../lib/errors";
 import { companyColumns, toCompany } from "./companies";
+import { WriteBatch, type Deps } from "./outbox";
 import { NO_SEATS, seatsByLicense } from "./seats";
 
 export type LicenseRow = typeof licenses.$inferSelect;
@@ -113,5 +115,134 @@ export async function purchaseLicenses(
     [...totals].map(([licenseId, quantity]) => ({ companyId, licenseId, quantity, purchasedBy, createdAt: now })),
   );
   const [first, ...rest] = [...upserts, ...records];
-  await db.batch([first!, ...rest]);
+  try {
+    await db.batch([first!, ...rest]);
+  } catch (err) {
+    // The operator retired a license between the catalog read and the batch.
+    if (errorText(err).includes("FOREIGN KEY constraint failed")) {
+      throw badRequest(`a license of this purchase was just retired from the catalog; nothing was bought, see GET /licenses`);
+    }
+    throw err;
+  }
+}
+
+/** A catalog entry as the operator gives it (PUT /internal/licenses/{id}). */
+export type CatalogEntry = {
+  name: string;
+  price: number;
+  currency: string;
+  full_scan: boolean;
+  full_delete: boolean;
+  /** Slugs of people-search sites. */
+  sites: string[];
+};
+
+/**
+ * PUT /internal/licenses/{id} (docs/decisions.md, "Licenses"): creates the
+ * entry or replaces every field of it. Seats companies bought and the seats
+ * their members hold stay as they are. Checks first (an unknown site slug is
+ * a 400, a name another entry is known by a 409), then one batch: the entry,
+ * and its sites replaced. Answers the License as a company without seats of it
+ * sees it in GET /licenses.
+ */
+export async function putCatalogEntry(deps: Deps, id: string, entry: CatalogEntry): Promise<License> {
+  const { db } = deps;
+  const [catalog, siteRows] = await Promise.all([
+    licenseCatalog(db),
+    entry.sites.length === 0
+      ? []
+      : db
+          .select({ slug: companies.slug, ...companyColumns })
+          .from(companies)
+          .where(and(inArray(companies.slug, entry.sites), eq(companies.kind, "site")))
+          .orderBy(asc(companies.name), asc(companies.id))
+          .all(),
+  ]);
+  const found = new Set(siteRows.map((row) => row.slug));
+  const unknown = entry.sites.filter((slug) => !found.has(slug));
+  if (unknown.length > 0) {
+    throw badRequest(
+      `invalid body: \`sites\`: there is no people-search site ${unknown.map((slug) => JSON.stringify(slug)).join(", ")}; ` +
+        `create ${unknown.length > 1 ? "them" : "it"} first with kind \`site\` (npm run admin -- create-company site …)`,
+    );
+  }
+  // Licenses are also named by their name (matchLicense): a name must not be another entry's id or name.
+  const name = entry.name.toLowerCase();
+  const clash = catalog.find(
+    (other) => other.id !== id && (other.name.toLowerCase() === name || other.id.toLowerCase() === name || other.name.toLowerCase() === id),
+  );
+  if (clash) {
+    throw conflict(
+      clash.name.toLowerCase() === id
+        ? `the license \`${clash.id}\` is named ${JSON.stringify(clash.name)}, which would read as this id; choose another id`
+        : `the license \`${clash.id}\` (${JSON.stringify(clash.name)}) is already known by the name ${JSON.stringify(entry.name)}; choose another name`,
+    );
+  }
+
+  const values = {
+    name: entry.name,
+    price: entry.price,
+    currency: entry.currency,
+    fullScan: entry.full_scan,
+    fullDelete: entry.full_delete,
+  };
+  const batch = new WriteBatch(deps);
+  batch.add(db.insert(licenses).values({ id, ...values }).onConflictDoUpdate({ target: licenses.id, set: values }));
+  batch.add(db.delete(licenseSites).where(eq(licenseSites.licenseId, id)));
+  const links = siteRows.map((site) => ({ licenseId: id, siteId: site.id }));
+  for (const statement of insertChunks(db, licenseSites, links)) batch.add(statement);
+  // The catalog is no trust-lookup input and no webhook event: no index work, no deliveries.
+  await batch.commit();
+  return {
+    id,
+    name: entry.name,
+    price: entry.price,
+    currency: entry.currency,
+    ...NO_SEATS,
+    full_scan: entry.full_scan,
+    full_delete: entry.full_delete,
+    sites: siteRows.map(toCompany),
+  };
+}
+
+/**
+ * DELETE /internal/licenses/{id}: removes the entry (and the sites it covers)
+ * unless a company holds seats of it. The condition is part of the delete,
+ * so a purchase racing with it either lands first (409 here) or fails on the
+ * missing license (400 to the buyer).
+ */
+export async function retireLicense(deps: Deps, id: string): Promise<void> {
+  const { db } = deps;
+  const held = db
+    .select({ one: sql`1` })
+    .from(companySeats)
+    .where(eq(companySeats.licenseId, id));
+  const batch = new WriteBatch(deps);
+  const removal = batch.add(
+    db
+      .delete(licenses)
+      .where(and(eq(licenses.id, id), notExists(held)))
+      .returning({ id: licenses.id }),
+  );
+  const { results } = await batch.commit();
+  if ((results[removal] as { id: string }[]).length > 0) return;
+
+  const exists = await db.select({ id: licenses.id }).from(licenses).where(eq(licenses.id, id)).get();
+  if (!exists) throw notFound(`license ${JSON.stringify(id)} is not in the catalog`);
+  const [holders, assigned] = await db.batch([
+    db
+      .select({ companyId: companySeats.companyId, quantity: companySeats.quantity })
+      .from(companySeats)
+      .where(eq(companySeats.licenseId, id))
+      .orderBy(asc(companySeats.companyId)),
+    db.select({ n: sql<number>`count(*)` }).from(memberships).where(eq(memberships.licenseId, id)),
+  ]);
+  const ids = holders.map((row) => row.companyId);
+  const bought = holders.reduce((sum, row) => sum + row.quantity, 0);
+  throw conflict(
+    `license \`${id}\` is held: ${ids.length === 1 ? "company" : `${ids.length} companies`} ` +
+      `${ids.slice(0, 10).join(", ")}${ids.length > 10 ? ", …" : ""} bought ${bought} seat${bought === 1 ? "" : "s"} ` +
+      `(${assigned[0]?.n ?? 0} assigned); a license can be retired only while no company holds seats of it. ` +
+      `Change it with PUT /internal/licenses/${id} instead`,
+  );
 }

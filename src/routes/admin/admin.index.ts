@@ -1,6 +1,8 @@
 import { createRouter } from "../../lib/create-router";
 import * as handlers from "./admin.handlers";
 import * as routes from "./admin.routes";
+import * as licenseHandlers from "./licenses.handlers";
+import * as licenseRoutes from "./licenses.routes";
 import * as phoneHandlers from "./phones.handlers";
 import * as phoneRoutes from "./phones.routes";
 
@@ -10,6 +12,8 @@ const router = createRouter()
   .openapi(routes.updateCompany, handlers.updateCompany)
   .openapi(routes.addMember, handlers.addMember)
   .openapi(routes.configureContainer, handlers.configureContainer)
+  .openapi(licenseRoutes.putLicense, licenseHandlers.putLicense)
+  .openapi(licenseRoutes.retireLicense, licenseHandlers.retireLicense)
   .openapi(phoneRoutes.listCompanyPhones, phoneHandlers.listCompanyPhones)
   .openapi(phoneRoutes.verifyCompanyPhone, phoneHandlers.verifyCompanyPhone);
 
