@@ -1,12 +1,12 @@
-import { Scalar } from "@scalar/hono-api-reference";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import { matchedRoutes } from "hono/route";
 import type { Context } from "hono";
+import { API_REFERENCE_PATH, apiReferenceAsset, apiReferencePage } from "./lib/api-reference";
 import { ApiError, errorBody, loggableError, type ErrorStatus } from "./lib/errors";
 import { createRouter } from "./lib/create-router";
-import { DOCUMENT } from "./lib/openapi";
+import { documentFor } from "./lib/openapi";
 import { identify } from "./middleware/auth";
 import { database } from "./middleware/db";
 import { rateLimit } from "./middleware/rate-limit";
@@ -50,8 +50,9 @@ export function createApp() {
     scheme: "bearer",
     description: "`Authorization: Bearer <token>`; person tokens start with `pk_`, service tokens with `sk_`.",
   });
-  app.doc31("/openapi.json", DOCUMENT);
-  app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Privacy Platform API" }));
+  app.doc31("/openapi.json", (c) => documentFor(new URL(c.req.url).origin));
+  app.get(API_REFERENCE_PATH, apiReferencePage);
+  app.get(`${API_REFERENCE_PATH}/:asset`, apiReferenceAsset);
 
   app.notFound((c) => c.json(errorBody(404, `there is no route ${c.req.method} ${c.req.path}`), 404));
   app.onError((err, c) => {

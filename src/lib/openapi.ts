@@ -1,4 +1,4 @@
-import type { OpenAPIHono, z } from "@hono/zod-openapi";
+import { z, type OpenAPIHono } from "@hono/zod-openapi";
 import { ErrorSchema, type ErrorStatus } from "./errors";
 
 export const jsonContent = <T extends z.ZodType>(schema: T, description: string) => ({
@@ -18,12 +18,23 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   500: "Unexpected failure; reported with the request id",
 };
 
-/** Documents the error answers a route can give, all in the one error body. */
+/** Every 429 carries it (lib/errors `tooManyRequests`): seconds until the budget allows a retry. */
+export const retryAfterHeaders = z.object({
+  "Retry-After": z.string().openapi({
+    description: "Seconds to wait before retrying (a whole number)",
+    example: "30",
+  }),
+});
+
+/** Documents the error answers a route can give, all in the one error body (a 429 with its `Retry-After`). */
 export function errorResponses<S extends ErrorStatus>(...statuses: S[]) {
   return Object.fromEntries(
-    statuses.map((status) => [status, jsonContent(ErrorSchema, ERROR_DESCRIPTIONS[status])]),
+    statuses.map((status) => {
+      const response = jsonContent(ErrorSchema, ERROR_DESCRIPTIONS[status]);
+      return [status, status === 429 ? { ...response, headers: retryAfterHeaders } : response];
+    }),
   ) as {
-    [K in S]: ReturnType<typeof jsonContent<typeof ErrorSchema>>;
+    [K in S]: ReturnType<typeof jsonContent<typeof ErrorSchema>> & { headers?: typeof retryAfterHeaders };
   };
 }
 
@@ -60,9 +71,12 @@ export const DOCUMENT: Parameters<OpenAPIHono["getOpenAPI31Document"]>[0] = {
       'Secure calling, contacts, employee exposure, licenses, consent container and webhooks. Errors always have the body `{"error": {"code", "message"}}`. Threat model and limits: docs/security.md in the repository.',
     license,
   },
-  servers: [
-    { url: "/", description: "The deployment serving this document" },
-    { url: "http://127.0.0.1:8787", description: "Local development (`npm run dev`)" },
-  ],
+  servers: [{ url: "/", description: "The deployment serving this document" }],
   tags: TAGS,
 };
+
+/** The top level as /openapi.json serves it: its server is the origin the document was fetched from. */
+export const documentFor = (origin: string): typeof DOCUMENT => ({
+  ...DOCUMENT,
+  servers: [{ url: origin, description: "This deployment (the origin this document was fetched from)" }],
+});
