@@ -15,8 +15,8 @@ const migrations = runQuiet("wrangler", ["d1", "migrations", "apply", "DB", "--l
 });
 const applied = appliedMigrations(migrations);
 if (applied === null) process.stderr.write("  none to apply: the local database is up to date\n");
-else if (applied.length === 0) process.stderr.write(migrations); // an output this script does not know: all of it
-else for (const name of applied) process.stderr.write(`  applied ${name}\n`);
+else if (applied.length > 0) for (const name of applied) process.stderr.write(`  applied ${name}\n`);
+else process.stderr.write(migrations); // an output this script cannot read: all of it
 
 step("Loading the demo world (README, \"The demo world\")");
 run("tsx", ["scripts/seed.ts"], { what: "the demo-world loader" });

@@ -93,10 +93,15 @@ describe("the OpenAPI document", () => {
     const tooMany = Object.entries(doc.paths).flatMap(([path, operations]) =>
       Object.entries(operations)
         .filter(([, operation]) => operation.responses?.["429"])
-        .map(([method, operation]) => ({ name: `${method.toUpperCase()} ${path}`, response: operation.responses!["429"]! })),
+        .map(([method, operation]) => ({
+          name: `${method.toUpperCase()} ${path}`,
+          response: operation.responses!["429"]!,
+        })),
     );
     expect(tooMany.length).toBeGreaterThan(50);
-    const missing = tooMany.filter(({ response }) => !response.headers?.["Retry-After"]?.schema).map(({ name }) => name);
+    const missing = tooMany
+      .filter(({ response }) => !response.headers?.["Retry-After"]?.schema)
+      .map(({ name }) => name);
     expect(missing).toEqual([]);
   });
 });
