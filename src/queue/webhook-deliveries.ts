@@ -1,6 +1,13 @@
 import { z } from "@hono/zod-openapi";
 import { createDb } from "../db/client";
-import { attemptDelivery, markDeadLettered } from "../services/webhook-delivery";
+import {
+  attemptDelivery,
+  deliveriesById,
+  fairOrder,
+  Lanes,
+  markDeadLettered,
+  type Delivery,
+} from "../services/webhook-delivery";
 
 /** `DeliveryMessage` of src/services/events.ts. */
 const DeliveryMessageSchema = z.object({ kind: z.literal("deliver"), deliveryId: z.string().min(1) });
@@ -9,33 +16,66 @@ const log = (level: "error" | "warn" | "info", fields: Record<string, unknown>) 
   console[level === "info" ? "log" : level](JSON.stringify({ level, ...fields }));
 
 /**
- * `webhook-deliveries`: one POST per message. Failures are retried by the
- * queue with the schedule's delay (10 s … 12 h); the 8th failure is final.
+ * `webhook-deliveries`: one POST per message, the batch's messages at the
+ * same time (docs/webhooks.md, "Timeouts and fairness"): their rows are read
+ * in one query, then each attempt runs in the run's `Lanes` (at most five at
+ * once, one at a time per endpoint, endpoints not failing first), and each
+ * message is settled when its own attempt ends, so an endpoint that hangs
+ * delays no other endpoint's delivery by more than one timeout. Failures are
+ * retried by the queue with the schedule's delay (10 s … 12 h); the 8th
+ * failure is final.
  */
 export async function handleWebhookDeliveries(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const db = createDb(env.DB);
+  const deliveries: { message: Message<unknown>; deliveryId: string }[] = [];
   for (const message of batch.messages) {
     const parsed = DeliveryMessageSchema.safeParse(message.body);
-    if (!parsed.success) {
+    if (parsed.success) deliveries.push({ message, deliveryId: parsed.data.deliveryId });
+    else {
       log("error", { queue: batch.queue, messageId: message.id, error: "not a delivery message", body: message.body });
       message.ack();
-      continue;
-    }
-    const { deliveryId } = parsed.data;
-    try {
-      const outcome = await attemptDelivery(db, deliveryId, message.attempts, { environment: env.ENVIRONMENT });
-      if (outcome.action === "retry") {
-        message.retry({ delaySeconds: outcome.delaySeconds });
-      } else {
-        if (outcome.status === "missing") log("warn", { queue: batch.queue, deliveryId, warning: "no such delivery" });
-        message.ack();
-      }
-    } catch (err) {
-      // D1 trouble, not the receiver's: try again shortly (the DLQ catches the rest).
-      log("error", { queue: batch.queue, deliveryId, attempts: message.attempts, error: String(err) });
-      message.retry({ delaySeconds: 30 });
     }
   }
+  let rows: Map<string, Delivery> | null = null;
+  try {
+    rows = await deliveriesById(
+      db,
+      deliveries.map(({ deliveryId }) => deliveryId),
+    );
+  } catch (err) {
+    // Each attempt reads its own row instead (and retries its message if that fails too).
+    log("error", { queue: batch.queue, error: String(err) });
+  }
+  const lanes = new Lanes();
+  const seen = new Set<string>();
+  await Promise.all(
+    fairOrder(deliveries, ({ deliveryId }) => rows?.get(deliveryId)).map(async ({ message, deliveryId }) => {
+      const loaded = rows ? (rows.get(deliveryId) ?? null) : undefined;
+      const endpoint = loaded?.webhook?.endpoint ?? undefined;
+      // The first attempt to an endpoint uses the row read above; the next ones read theirs in their lane.
+      const row = endpoint === undefined || !seen.has(endpoint) ? loaded : undefined;
+      if (endpoint !== undefined) seen.add(endpoint);
+      try {
+        const attempt = (timeoutMs?: number) =>
+          attemptDelivery(db, deliveryId, message.attempts, { environment: env.ENVIRONMENT, timeoutMs, row });
+        const outcome =
+          endpoint === undefined
+            ? await attempt()
+            : await lanes.run(endpoint, attempt, (done) => done.action === "ack" && done.status !== "failed");
+        if (outcome.action === "retry") {
+          message.retry({ delaySeconds: outcome.delaySeconds });
+        } else {
+          if (outcome.status === "missing")
+            log("warn", { queue: batch.queue, deliveryId, warning: "no such delivery" });
+          message.ack();
+        }
+      } catch (err) {
+        // D1 trouble, not the receiver's: try again shortly (the DLQ catches the rest).
+        log("error", { queue: batch.queue, deliveryId, attempts: message.attempts, error: String(err) });
+        message.retry({ delaySeconds: 30 });
+      }
+    }),
+  );
 }
 
 /** `webhook-deliveries-dlq`: the queue gave up; the delivery has failed. Logged for the operator. */

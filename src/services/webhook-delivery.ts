@@ -15,7 +15,16 @@ import { SECRET_PREFIX } from "./webhooks";
 /** Waits before attempts 2…8; after the 8th attempt the delivery has failed. */
 export const RETRY_DELAYS_SECONDS = [10, 60, 300, 1800, 7200, 21600, 43200] as const;
 export const MAX_ATTEMPTS = RETRY_DELAYS_SECONDS.length + 1;
+/** How long an attempt waits for the endpoint's answer. */
 export const DELIVERY_TIMEOUT_MS = 10_000;
+/** …when an earlier attempt to the same endpoint failed in the same consumer run (`Lanes`). */
+export const FAILING_TIMEOUT_MS = 3_000;
+/**
+ * POSTs in flight at once in one consumer run. A Worker invocation keeps at
+ * most six connections open and queues the rest, where their timeouts would
+ * run down unseen; five leave one for the queue's and D1's own traffic.
+ */
+export const CONCURRENT_POSTS = 5;
 /** A `Retry-After` longer than this is cut to it (also the longest delay a queue message can take). */
 export const MAX_RETRY_AFTER_SECONDS = 12 * 3600;
 /** A webhook whose attempts have all failed for this long is deactivated. */
@@ -76,6 +85,7 @@ async function post(
   headers: Record<string, string>,
   body: string,
   now: Date,
+  timeoutMs: number,
 ): Promise<Answer> {
   if (endpointProblem(endpoint, environment)) {
     return { result: "invalid endpoint", status: null, retryAfterSeconds: null, durationMs: 0 };
@@ -92,7 +102,7 @@ async function post(
       body,
       // A redirect is an answer other than 2xx, not a new destination.
       redirect: "manual",
-      signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
+      signal: AbortSignal.timeout(timeoutMs),
     });
     await response.body?.cancel();
     const durationMs = Date.now() - started;
@@ -140,8 +150,8 @@ export type DeliveryOutcome =
 
 const FINISHED = ["success", "failed"] as const;
 
-/** The row and its webhook as one attempt needs them. */
-function loadDelivery(db: Db, deliveryId: string) {
+/** The rows and their webhooks as attempts need them. */
+function loadDeliveries(db: Db, deliveryIds: string[]) {
   return db
     .select({
       id: webhookDeliveries.id,
@@ -159,15 +169,90 @@ function loadDelivery(db: Db, deliveryId: string) {
         previousSecret: webhooks.previousSecret,
         previousSecretExpiresAt: webhooks.previousSecretExpiresAt,
         active: webhooks.active,
+        failingSince: webhooks.failingSince,
       },
     })
     .from(webhookDeliveries)
     .leftJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))
-    .where(eq(webhookDeliveries.id, deliveryId))
-    .get();
+    .where(inList(webhookDeliveries.id, deliveryIds))
+    .all();
 }
 
-type Delivery = NonNullable<Awaited<ReturnType<typeof loadDelivery>>>;
+const loadDelivery = async (db: Db, deliveryId: string) => (await loadDeliveries(db, [deliveryId]))[0];
+
+export type Delivery = NonNullable<Awaited<ReturnType<typeof loadDelivery>>>;
+
+/** The rows of a consumer run's messages, by id, in one query. */
+export async function deliveriesById(db: Db, deliveryIds: string[]): Promise<Map<string, Delivery>> {
+  const rows = deliveryIds.length > 0 ? await loadDeliveries(db, [...new Set(deliveryIds)]) : [];
+  return new Map(rows.map((row) => [row.id, row]));
+}
+
+/**
+ * The attempts of one consumer run (docs/webhooks.md, "Timeouts and
+ * fairness"): at most `CONCURRENT_POSTS` at once, at most one at a time per
+ * endpoint (the next one reads its row after the previous one recorded its
+ * outcome, so a 410 or a deactivation is seen), and an endpoint that failed
+ * earlier in the run gets `FAILING_TIMEOUT_MS` instead of
+ * `DELIVERY_TIMEOUT_MS`. Waiting attempts start in the order they asked,
+ * skipping those whose endpoint is busy, so a slow or hanging endpoint holds
+ * one lane and delays no other endpoint's attempt by more than one timeout.
+ */
+export class Lanes {
+  #free = CONCURRENT_POSTS;
+  readonly #busy = new Set<string>();
+  readonly #failed = new Set<string>();
+  readonly #waiting: { endpoint: string; start: () => void }[] = [];
+
+  /** Runs `attempt` in a lane for `endpoint`, with the timeout its POST gets; `ok` says whether it succeeded. */
+  async run<T>(endpoint: string, attempt: (timeoutMs: number) => Promise<T>, ok: (result: T) => boolean): Promise<T> {
+    await new Promise<void>((start) => {
+      this.#waiting.push({ endpoint, start });
+      this.#next();
+    });
+    try {
+      const result = await attempt(this.#failed.has(endpoint) ? FAILING_TIMEOUT_MS : DELIVERY_TIMEOUT_MS);
+      if (!ok(result)) this.#failed.add(endpoint);
+      return result;
+    } catch (err) {
+      this.#failed.add(endpoint);
+      throw err;
+    } finally {
+      this.#busy.delete(endpoint);
+      this.#free++;
+      this.#next();
+    }
+  }
+
+  #next() {
+    while (this.#free > 0) {
+      const index = this.#waiting.findIndex((waiting) => !this.#busy.has(waiting.endpoint));
+      if (index === -1) return;
+      const [waiting] = this.#waiting.splice(index, 1);
+      this.#busy.add(waiting!.endpoint);
+      this.#free--;
+      waiting!.start();
+    }
+  }
+}
+
+/**
+ * The order a consumer run attempts its messages in: endpoints that are not
+ * failing first (a webhook whose last attempt failed goes after them), and
+ * within each, one message per endpoint in turn.
+ */
+export function fairOrder<M>(messages: M[], rowOf: (message: M) => Delivery | undefined): M[] {
+  const turn = new Map<string, number>();
+  const keyed = messages.map((message, index) => {
+    const webhook = rowOf(message)?.webhook;
+    const endpoint = webhook?.endpoint ?? "";
+    const round = turn.get(endpoint) ?? 0;
+    turn.set(endpoint, round + 1);
+    return { message, index, failing: webhook?.failingSince ? 1 : 0, round };
+  });
+  keyed.sort((a, b) => a.failing - b.failing || a.round - b.round || a.index - b.index);
+  return keyed.map((entry) => entry.message);
+}
 
 /**
  * THE place the payload of a delivery is read before it is signed. A row
@@ -177,7 +262,14 @@ type Delivery = NonNullable<Awaited<ReturnType<typeof loadDelivery>>>;
 const payloadToSend = (db: Db, row: Delivery): Promise<unknown> => renderedPayload(db, row);
 
 /** Signs and POSTs `row` to its webhook once. */
-async function send(db: Db, row: Delivery, webhook: NonNullable<Delivery["webhook"]>, environment: string, now: Date) {
+async function send(
+  db: Db,
+  row: Delivery,
+  webhook: NonNullable<Delivery["webhook"]>,
+  environment: string,
+  now: Date,
+  timeoutMs = DELIVERY_TIMEOUT_MS,
+) {
   const body = deliveryBody(row, await payloadToSend(db, row));
   const timestamp = Math.floor(now.getTime() / 1000);
   const headers = {
@@ -185,10 +277,17 @@ async function send(db: Db, row: Delivery, webhook: NonNullable<Delivery["webhoo
     "webhook-timestamp": String(timestamp),
     "webhook-signature": await signatureHeader(webhook, row.id, timestamp, body, now),
   };
-  return post(webhook.endpoint, environment, headers, body, now);
+  return post(webhook.endpoint, environment, headers, body, now, timeoutMs);
 }
 
-export type AttemptOptions = { environment: string; now?: Date };
+export type AttemptOptions = {
+  environment: string;
+  now?: Date;
+  /** How long the POST waits for an answer (`Lanes` decides it in a consumer run). */
+  timeoutMs?: number;
+  /** The row, when it was read already (`deliveriesById`); null: there is none. */
+  row?: Delivery | null;
+};
 
 /**
  * One attempt at delivering history row `deliveryId`, with the response
@@ -206,9 +305,9 @@ export async function attemptDelivery(
   db: Db,
   deliveryId: string,
   messageAttempts: number,
-  { environment, now = new Date() }: AttemptOptions,
+  { environment, now = new Date(), timeoutMs = DELIVERY_TIMEOUT_MS, row: loaded }: AttemptOptions,
 ): Promise<DeliveryOutcome> {
-  const row = await loadDelivery(db, deliveryId);
+  const row = loaded === undefined ? await loadDelivery(db, deliveryId) : loaded;
   if (!row) return { action: "ack", status: "missing" };
   // A duplicate message (the outbox sweep, at-least-once queues) for a finished row.
   if ((FINISHED as readonly string[]).includes(row.status)) return { action: "ack", status: "done" };
@@ -221,7 +320,7 @@ export async function attemptDelivery(
   }
 
   const attempt = Math.max(messageAttempts, row.attempts + 1);
-  const answer = await send(db, row, webhook, environment, now);
+  const answer = await send(db, row, webhook, environment, now, timeoutMs);
   const ok = isSuccess(answer);
   const gone = answer.status === 410;
   const final = ok || gone || answer.result === "invalid endpoint" || attempt >= MAX_ATTEMPTS;
@@ -276,7 +375,9 @@ function webhookHealth(db: Db, webhookId: number, ok: boolean, gone: boolean, no
 }
 
 function recordAttempt(db: Db, deliveryId: string, now: Date, answer: Answer) {
-  return db.insert(webhookAttempts).values({ deliveryId, at: now, result: answer.result, durationMs: answer.durationMs });
+  return db
+    .insert(webhookAttempts)
+    .values({ deliveryId, at: now, result: answer.result, durationMs: answer.durationMs });
 }
 
 type Finish = Partial<Pick<typeof webhookDeliveries.$inferInsert, "status" | "result" | "attempts" | "deliveredAt">>;
