@@ -18,6 +18,8 @@ function loadedResources(html: string): { kind: string; url: string }[] {
     if (src) found.push({ kind: "script", url: src });
   }
   for (const tag of html.match(/<link\b[^>]*>/gi) ?? []) {
+    // Stylesheets and anything preloaded; not the icon (`data:`, no request).
+    if (!/\brel\s*=\s*["']?[^"'>]*\b(stylesheet|preload|modulepreload)\b/i.test(tag)) continue;
     const href = /\bhref\s*=\s*["']?([^"'\s>]+)/i.exec(tag)?.[1];
     if (href) found.push({ kind: "link", url: href });
   }
