@@ -12,6 +12,10 @@ const KINDS = ["employer", "site", "publisher", "vendor"];
 const USAGE = `Usage: npm run admin -- <command> [options] [--api <url>] [--token <token>]
 
 Commands:
+  status
+      How far behind the background work is: per kind (trust-index rewrites, webhook history
+      waiting to be enqueued, removal requests, dead letters) the items due and the oldest's age.
+      The JSON of GET /internal/status on stdout, a summary on stderr.
   create-company <employer|site|publisher|vendor> --name <name> --slug <slug>
         [--url <url>] [--logo <url>]
         [--domain <host>]        publishers: the domain whose pages load the container
@@ -51,6 +55,7 @@ const api = String(flags.api ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
 const token = flags.token ?? process.env.ADMIN_TOKEN;
 
 const commands = {
+  status: showStatus,
   "create-company": createCompany,
   "update-company": updateCompany,
   enable: () => setStatus("enabled"),
@@ -111,6 +116,20 @@ async function request(method, path, body) {
     fail(`${method} ${path} answered ${response.status}: ${message}`);
   }
   return answer;
+}
+
+/** `status`: GET /internal/status, as JSON on stdout and one line per kind of work on stderr. */
+async function showStatus() {
+  const status = await request("GET", "/internal/status");
+  const age = (seconds) =>
+    seconds < 120 ? `${seconds} s` : seconds < 7200 ? `${Math.round(seconds / 60)} min` : `${(seconds / 3600).toFixed(1)} h`;
+  for (const [kind, backlog] of Object.entries(status)) {
+    if (kind === "at") continue;
+    const count = `${backlog.count}${backlog.capped ? "+" : ""}`;
+    const oldest = backlog.oldest_age_seconds === null ? "" : `, oldest ${age(backlog.oldest_age_seconds)} (${backlog.oldest_at})`;
+    console.error(`${kind.padEnd(13)} ${count.padStart(7)} due${oldest}`);
+  }
+  console.log(JSON.stringify(status, null, 2));
 }
 
 function describeCompany(company) {

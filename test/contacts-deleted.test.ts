@@ -136,7 +136,10 @@ describe("GET /contacts/deleted", () => {
     await tombstone(owner, 800_100, now - 89 * DAY);
 
     // Two chunks of two at most: four go, one waits for the next run.
-    expect(await pruneContactTombstones(createDb(env.DB), new Date(now), { chunk: 2, maxChunks: 2 })).toBe(4);
+    expect(await pruneContactTombstones(createDb(env.DB), new Date(now), { chunk: 2, maxChunks: 2 })).toMatchObject({
+      pruned: 4,
+      more: true,
+    });
     expect(await count("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id BETWEEN 800000 AND 800099")).toBe(
       1,
     );

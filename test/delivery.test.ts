@@ -229,12 +229,20 @@ describe("webhook delivery", () => {
 });
 
 describe("webhook-deliveries dead-letter queue", () => {
-  it("marks the delivery failed, keeping its last result, and acknowledges", async () => {
+  it("keeps the delivery due: back to pending with its attempts and last result, and the outbox sweep sends it again", async () => {
+    // The queue gives up on a message whose consumer kept failing (D1 trouble), not on the receiver.
     const webhook = await newWebhook();
-    const deliveryId = await newDelivery(webhook.id, { status: "dispatched", result: "502", attempts: 8 });
+    const deliveryId = await newDelivery(webhook.id, { status: "dispatched", result: "502", attempts: 3 });
     const result = await consume("webhook-deliveries-dlq", { kind: "deliver", deliveryId }, 8);
     expect(result.explicitAcks).toEqual(["msg-1"]);
-    expect(await deliveryRow(deliveryId)).toMatchObject({ status: "failed", result: "502", attempts: 8 });
+    expect(await deliveryRow(deliveryId)).toMatchObject({ status: "pending", result: "502", attempts: 3 });
+
+    const sent: unknown[] = [];
+    const queue = {
+      sendBatch: async (messages: { body: unknown }[]) => void sent.push(...messages.map((m) => m.body)),
+    };
+    await sweepOutbox(createDb(env.DB), queue as never, new Date(Date.now() + 6 * 60_000));
+    expect(sent).toContainEqual({ kind: "deliver", deliveryId });
   });
 
   it("does not touch a delivery that already succeeded", async () => {

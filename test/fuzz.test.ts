@@ -35,7 +35,8 @@ const SKIP_VALID: Record<string, string> = {
  * rewrites, webhook deliveries, scan results, blocked calls): an earlier
  * accepted request may still be changing them while a later one is measured.
  */
-const BACKGROUND = /^(index_work|webhook_deliveries|webhook_attempts|webhook_history|outbox\w*|scans|scan_results|exposures|exposure_history|blocked_calls|access_tokens)$/;
+const BACKGROUND =
+  /^(index_work|index_written|dead_letters|webhook_deliveries|webhook_attempts|webhook_history|outbox\w*|scans|scan_results|exposures|exposure_history|blocked_calls|access_tokens)$/;
 
 async function rowCounts(): Promise<Record<string, number>> {
   const { results } = await env.DB.prepare(

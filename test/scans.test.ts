@@ -9,6 +9,8 @@ import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { EVENT_NAMES } from "../src/services/events";
+import { submitRemovalRequests } from "../src/services/exposures";
+import { createDeps } from "../src/services/outbox";
 import { as, call, DEMO, expectError } from "./helpers";
 import { deliverPending } from "./webhook-receiver";
 
@@ -603,20 +605,15 @@ describe("scan-events consumer", () => {
   });
 });
 
-/** Fires the hourly cron until no exposure is pending (earlier tests leave some). */
-async function drainPendingExposures() {
-  for (let i = 0; i < 20; i++) {
-    const row = await env.DB.prepare("SELECT count(*) AS n FROM exposures WHERE status = 'pending'").first<{
-      n: number;
-    }>();
-    if (row!.n === 0) return;
-    await fireHourlyCron();
-  }
-  throw new Error("pending exposures do not drain");
+/** Moves every pending exposure but `except`'s to in_progress (earlier tests leave some). */
+async function drainPendingExposures(except = 0) {
+  await env.DB.prepare("UPDATE exposures SET status = 'in_progress' WHERE status = 'pending' AND person_id != ?")
+    .bind(except)
+    .run();
 }
 
 describe("exposure life", () => {
-  beforeAll(drainPendingExposures);
+  beforeAll(() => drainPendingExposures());
 
   it("pending → in_progress by the hourly removal step → closed by a confirmation; repeats are no-ops", async () => {
     const person = await newEmployee();
@@ -692,7 +689,7 @@ describe("exposure life", () => {
     expect(events[5]!.payload).toEqual(events[4]!.payload);
   });
 
-  it("the removal step moves at most 100 exposures per run, oldest first, and the next run the rest", async () => {
+  it("the removal step moves oldest first in bounded batches, says when more remain, and the hourly run moves them all", async () => {
     // A person of no company: no webhooks to write, which keeps 260 events quick.
     const person = await newEmployee([]);
     const found = (from: number) =>
@@ -709,8 +706,14 @@ describe("exposure life", () => {
     const statuses = async () => (await exposuresOf(person)).map((e) => e.status);
     expect(await statuses()).toEqual(Array(130).fill("pending"));
 
-    await fireHourlyCron();
+    // Two batches of 50 in one invocation: the oldest 100 move, and the chunk says more may remain.
+    await drainPendingExposures(person);
+    expect(await submitRemovalRequests(createDeps(env), new Date(), { batchSize: 50, maxBatches: 2 })).toEqual({
+      moved: 100,
+      more: true,
+    });
     expect(await statuses()).toEqual([...Array(100).fill("in_progress"), ...Array(30).fill("pending")]);
+    // The hourly run takes the rest (up to 1,000 per invocation, then `removals` continuations).
     await fireHourlyCron();
     expect(await statuses()).toEqual(Array(130).fill("in_progress"));
 

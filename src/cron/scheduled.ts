@@ -1,18 +1,13 @@
 import { logError, logInfo } from "../lib/log";
-import { pruneContactTombstones } from "../services/contacts";
-import { submitRemovalRequests } from "../services/exposures";
-import { purgeExpiredEphemeral } from "../services/memberships";
+import type { BackgroundMessage } from "../queue/messages";
+import { runBackgroundJob } from "../services/background-jobs";
+import { backgroundStatus } from "../services/backlog";
+import { deadLetterDue } from "../services/dead-letters";
 import { createDeps } from "../services/outbox";
-import { pruneExpired } from "../services/retention";
-import { applyIndexWork } from "../services/trust-index";
-import { sweepOutbox } from "../services/webhook-delivery";
 
 export const MINUTELY = "* * * * *";
 export const HOURLY = "0 * * * *";
 export const DAILY = "30 3 * * *";
-
-/** Keys the minute sweep applies per run: one KV put each, well inside 1,000 KV operations. */
-export const INDEX_SWEEP_LIMIT = 200;
 
 /**
  * The cron triggers of wrangler.toml (docs/architecture.md, "Background
@@ -20,9 +15,11 @@ export const INDEX_SWEEP_LIMIT = 200;
  * (wrangler dev runs with --test-scheduled).
  *
  * Each job runs on its own: a failing job is logged (JSON, with its name) and
- * the next one still runs; its work waits for the next run. Every job does a
- * bounded chunk; what is left continues through the background queue or the
- * next run.
+ * the next one still runs; its work waits for the next run. Every job does
+ * one bounded chunk here; a full chunk continues at once through a message
+ * of its kind on the background queue (src/services/background-jobs.ts).
+ * The minute run also logs the backlog as one metric line
+ * (`"metric": "background_backlog"`, the body of `GET /internal/status`).
  */
 export async function handleScheduled(controller: ScheduledController, env: Env): Promise<void> {
   const deps = createDeps(env);
@@ -35,52 +32,42 @@ export async function handleScheduled(controller: ScheduledController, env: Env)
       return null;
     }
   };
+  /** Runs the first chunk of a job and sends its continuation; what it did, or null when it failed (logged). */
+  const job = (name: string, body: BackgroundMessage) =>
+    run(name, async () => {
+      const chunk = await runBackgroundJob(deps, body, now);
+      if (chunk.next) await deps.backgroundQueue.send(chunk.next);
+      return { ...chunk.done, continues: chunk.next !== undefined };
+    });
   switch (controller.cron) {
     case MINUTELY: {
       // The sweeps recover what a commit could not finish: index work KV refused, deliveries not enqueued.
-      const index = await run("index", () => applyIndexWork(deps, { now, limit: INDEX_SWEEP_LIMIT }));
-      const deliveriesRequeued = await run("sweep", () => sweepOutbox(deps.db, deps.webhookQueue, now));
-      logInfo({
-        cron: controller.cron,
-        indexApplied: index?.applied.length ?? null,
-        indexFailed: index?.failed.length ?? null,
-        deliveriesRequeued,
+      const index = await job("index", { kind: "reindex" });
+      const outbox = await job("sweep", { kind: "outbox" });
+      // Dead letters due for another try: redriven one per invocation through `redrive` messages.
+      const redrive = await run("redrive", async () => {
+        const due = await deadLetterDue(deps.db, now);
+        if (due) await deps.backgroundQueue.send({ kind: "redrive" });
+        return due;
       });
+      logInfo({ cron: controller.cron, index, outbox, redrive });
+      const backlog = await run("status", () => backgroundStatus(deps.db, now));
+      if (backlog) logInfo({ metric: "background_backlog", ...backlog });
       return;
     }
     case HOURLY: {
-      const deliveriesRequeued = await run("sweep", () => sweepOutbox(deps.db, deps.webhookQueue, now));
-      // The first chunk here; the background queue carries the rest (`purge` messages).
-      const purged = await run("purge", async () => {
-        const chunk = await purgeExpiredEphemeral(deps, now);
-        if (chunk.more) await deps.backgroundQueue.send({ kind: "purge" });
-        return chunk;
-      });
-      const removalsRequested = await run("removals", () => submitRemovalRequests(deps, now));
+      const outbox = await job("sweep", { kind: "outbox" });
+      const purge = await job("purge", { kind: "purge" });
+      const removals = await job("removals", { kind: "removals" });
       // null: the job failed (logged above).
-      logInfo({
-        cron: controller.cron,
-        deliveriesRequeued,
-        ephemeralPurged: purged?.removed.length ?? null,
-        purgeContinues: purged?.more ?? null,
-        removalsRequested,
-      });
+      logInfo({ cron: controller.cron, outbox, purge, removals });
       return;
     }
     case DAILY: {
-      // Retention (docs/capacity.md): a bounded pass; a backlog continues through `retention` messages.
-      const retention = await run("retention", async () => {
-        const pass = await pruneExpired(deps.db, now);
-        if (pass.more) await deps.backgroundQueue.send({ kind: "retention" });
-        return pass;
-      });
-      const tombstonesPruned = await run("tombstones", () => pruneContactTombstones(deps.db, now));
-      logInfo({
-        cron: controller.cron,
-        pruned: retention?.pruned ?? null,
-        retentionContinues: retention?.more ?? null,
-        tombstonesPruned,
-      });
+      // Retention (docs/capacity.md) and the tombstone prune.
+      const retention = await job("retention", { kind: "retention" });
+      const tombstones = await job("tombstones", { kind: "tombstones" });
+      logInfo({ cron: controller.cron, retention, tombstones });
       return;
     }
     default:

@@ -1,16 +1,16 @@
 import { describeZodError } from "../lib/errors";
 import { logError, logInfo } from "../lib/log";
-import { purgeExpiredEphemeral } from "../services/memberships";
+import { runBackgroundJob } from "../services/background-jobs";
 import { createDeps } from "../services/outbox";
-import { pruneExpired } from "../services/retention";
-import { applyIndexWork } from "../services/trust-index";
 import { backgroundMessage } from "./messages";
 
 /**
  * `background`: work that continues past the invocation that started it,
  * one bounded chunk per message (docs/architecture.md, "Background work").
- * A chunk that leaves work behind enqueues the next one; a failed chunk is
- * retried with a growing delay.
+ * A chunk that was full enqueues the next one (`runBackgroundJob`'s `next`);
+ * a failed chunk is retried with a growing delay, and after 10 tries its
+ * message goes to `background-dlq`, whose consumer keeps its work due
+ * (src/queue/dead-letters.ts).
  */
 export async function handleBackground(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const deps = createDeps(env);
@@ -23,21 +23,12 @@ export async function handleBackground(batch: MessageBatch<unknown>, env: Env): 
     }
     try {
       const body = parsed.data;
-      if (body.kind === "reindex") {
-        const { applied, failed } = await applyIndexWork(deps, { keys: body.keys });
-        logInfo({ queue: batch.queue, kind: body.kind, applied: applied.length, failed: failed.length });
-        // KV refused some keys: try again shortly (their rows stay due for the sweep too).
-        if (failed.length > 0) {
-          message.retry({ delaySeconds: Math.min(60, 2 ** message.attempts) });
-          continue;
-        }
-      } else if (body.kind === "retention") {
-        const { pruned, more } = await pruneExpired(deps.db, new Date());
-        logInfo({ queue: batch.queue, kind: body.kind, pruned, more });
-        if (more) await deps.backgroundQueue.send({ kind: "retention" });
-      } else {
-        const { more } = await purgeExpiredEphemeral(deps, new Date());
-        if (more) await deps.backgroundQueue.send({ kind: "purge" });
+      const chunk = await runBackgroundJob(deps, body, new Date());
+      logInfo({ queue: batch.queue, kind: body.kind, ...chunk.done, continues: chunk.next !== undefined });
+      if (chunk.next) await deps.backgroundQueue.send(chunk.next);
+      if (chunk.retry) {
+        message.retry({ delaySeconds: Math.min(60, 2 ** message.attempts) });
+        continue;
       }
       message.ack();
     } catch (err) {

@@ -5,16 +5,29 @@ import { z } from "@hono/zod-openapi";
  * invocation that started it (docs/architecture.md, "Background work").
  *
  * - `reindex`: apply trust-index work for these keys (a retry after KV
- *   refused a write), or the oldest due work when `keys` is absent;
+ *   refused a write), or, when `keys` is absent, the next chunk of the index
+ *   sweep (the oldest due work), and another `reindex` while chunks are full;
  * - `purge`: remove the next chunk of expired ephemeral employees, and
  *   enqueue another `purge` while some remain;
  * - `retention`: another bounded pass of the retention rules, and another
- *   `retention` while a backlog remains (docs/capacity.md, "Retention").
+ *   `retention` while a backlog remains (docs/capacity.md, "Retention");
+ * - `removals`, `outbox`, `tombstones`: the next chunk of the removal
+ *   requests, the outbox sweep, the tombstone prune, and another of the same
+ *   kind while the chunk was full;
+ * - `redrive`: retry the oldest due dead letter (`dead_letters`), and
+ *   another `redrive` while more are due.
+ *
+ * Every kind is one bounded chunk per message: the `background` consumer
+ * takes one message per invocation (wrangler.toml).
  */
 export const backgroundMessage = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("reindex"), keys: z.array(z.string()).max(1000).optional() }),
   z.object({ kind: z.literal("purge") }),
   z.object({ kind: z.literal("retention") }),
+  z.object({ kind: z.literal("removals") }),
+  z.object({ kind: z.literal("outbox") }),
+  z.object({ kind: z.literal("tombstones") }),
+  z.object({ kind: z.literal("redrive") }),
 ]);
 
 export type BackgroundMessage = z.infer<typeof backgroundMessage>;

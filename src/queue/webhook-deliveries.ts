@@ -5,7 +5,6 @@ import {
   deliveriesById,
   fairOrder,
   Lanes,
-  markDeadLettered,
   type Delivery,
 } from "../services/webhook-delivery";
 
@@ -76,26 +75,4 @@ export async function handleWebhookDeliveries(batch: MessageBatch<unknown>, env:
       }
     }),
   );
-}
-
-/** `webhook-deliveries-dlq`: the queue gave up; the delivery has failed. Logged for the operator. */
-export async function handleDeadDeliveries(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  const db = createDb(env.DB);
-  for (const message of batch.messages) {
-    log("error", {
-      queue: batch.queue,
-      messageId: message.id,
-      attempts: message.attempts,
-      error: "dead-lettered message",
-      body: message.body,
-    });
-    const parsed = DeliveryMessageSchema.safeParse(message.body);
-    try {
-      if (parsed.success) await markDeadLettered(db, parsed.data.deliveryId);
-      message.ack();
-    } catch (err) {
-      log("error", { queue: batch.queue, messageId: message.id, error: String(err) });
-      message.retry({ delaySeconds: 60 });
-    }
-  }
 }

@@ -4,7 +4,7 @@ import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
 import { inList } from "../db/sql";
 import { failedGuard, guardStatement } from "../db/guard";
-import { pruneOlderThan } from "../db/prune";
+import { pruneOlderThan, type PruneResult } from "../db/prune";
 import { knowsPerson } from "./acquaintance";
 import { WriteBatch, type Deps } from "./outbox";
 import { contactAddresses, contactEmails, contactPhones, contacts, contactTombstones, people } from "../db/schema";
@@ -297,11 +297,16 @@ export async function saveContacts(deps: Deps, ownerId: number, inputs: ContactI
       order by j.key, item.key`);
 
   const batch = new WriteBatch(deps);
-  for (const statement of [
-    ...updateStatements,
-    db.delete(contactEmails).where(inList(contactEmails.contactId, replaced("emails"))),
-    db.delete(contactPhones).where(inList(contactPhones.contactId, replaced("phone_numbers"))),
-    db.delete(contactAddresses).where(inList(contactAddresses.contactId, replaced("addresses"))),
+  for (const statement of updateStatements) batch.add(statement);
+  // Trust index: only the buckets of the phones replaced (read before their delete) and of the phones
+  // written, and the receiver record (its list of non-empty buckets) when any phone is involved.
+  const goingPhones = replaced("phone_numbers");
+  const writtenPhones = [...new Set(inputs.flatMap((input) => input.phone_numbers ?? []))];
+  if (goingPhones.length > 0) batch.reindexContactPhones(ownerId, phonesOfContacts(goingPhones));
+  batch.add(db.delete(contactEmails).where(inList(contactEmails.contactId, replaced("emails"))));
+  batch.add(db.delete(contactPhones).where(inList(contactPhones.contactId, replaced("phone_numbers"))));
+  batch.add(db.delete(contactAddresses).where(inList(contactAddresses.contactId, replaced("addresses"))));
+  const inserted = batch.add(
     // Columns in schema order: id, owner_id, display_name, birthday, labels, created_at, updated_at.
     db
       .insert(contacts)
@@ -311,11 +316,14 @@ export async function saveContacts(deps: Deps, ownerId: number, inputs: ContactI
             from json_each(${createRows}) order by key`,
       )
       .returning({ id: contacts.id }),
-    insertChildren(contactEmails, "emails"),
-    insertChildren(contactPhones, "phone_numbers"),
-    insertChildren(contactAddresses, "addresses"),
-  ])
-    batch.add(statement);
+  );
+  batch.add(insertChildren(contactEmails, "emails"));
+  batch.add(insertChildren(contactPhones, "phone_numbers"));
+  batch.add(insertChildren(contactAddresses, "addresses"));
+  if (writtenPhones.length > 0) {
+    batch.reindexContactPhones(ownerId, sql`select value as e164 from json_each(${JSON.stringify(writtenPhones)})`);
+  }
+  if (goingPhones.length > 0 || writtenPhones.length > 0) batch.reindexReceiver(ownerId);
   // Two syncs may both have seen room for their contacts: the guard rolls the later one back.
   if (creates.length > 0) {
     batch.add(
@@ -326,8 +334,6 @@ export async function saveContacts(deps: Deps, ownerId: number, inputs: ContactI
       ),
     );
   }
-  // Contact phones are the owner's trust inputs.
-  batch.reindexContactsOf(ownerId);
   let results: unknown[];
   try {
     ({ results } = await batch.commit());
@@ -336,9 +342,7 @@ export async function saveContacts(deps: Deps, ownerId: number, inputs: ContactI
     throw err;
   }
 
-  const createdIds = (results[updateStatements.length + 3] as { id: number }[])
-    .map((row) => row.id)
-    .sort((a, b) => a - b);
+  const createdIds = (results[inserted] as { id: number }[]).map((row) => row.id).sort((a, b) => a - b);
   const ids = inputs.map((input) => input.id ?? createdIds[creates.indexOf(input)]!);
   return loadContacts(db, ownerId, ids);
 }
@@ -390,6 +394,10 @@ const noRoom = (have: number, creating: number) =>
     `a person may keep at most ${MAX_CONTACTS_PER_PERSON.toLocaleString("en-US")} contacts; you have ${have} and this sync would create ${creating}; delete some first`,
   );
 
+/** The phones of these contacts, as a select of one column `e164` (for `reindexContactPhones`). */
+const phonesOfContacts = (ids: ContactIds) =>
+  sql`select ${contactPhones.e164} as e164 from ${contactPhones} where ${idIn(contactPhones.contactId, ids)}`;
+
 /** Whether `id` is one of the owner's contacts. */
 export async function ownsContact(db: Db, ownerId: number, id: number): Promise<boolean> {
   const row = await db
@@ -430,8 +438,10 @@ export async function deleteContact(deps: Deps, ownerId: number, id: number): Pr
   const batch = new WriteBatch(deps);
   const mine = and(eq(contacts.id, id), eq(contacts.ownerId, ownerId))!;
   addTombstones(batch, ownerId, mine);
+  // Before the delete: the buckets of its phones (at most one per phone), and the receiver's bucket list.
+  batch.reindexContactPhones(ownerId, phonesOfContacts(sql`select id from ${contacts} where ${mine}`));
+  batch.reindexReceiver(ownerId);
   const deleted = batch.add(deps.db.delete(contacts).where(mine).returning({ id: contacts.id }));
-  batch.reindexContactsOf(ownerId);
   const { results } = await batch.commit();
   if ((results[deleted] as unknown[]).length === 0) throw notFound(`contact ${id} does not exist`);
 }
@@ -441,8 +451,9 @@ export async function clearContacts(deps: Deps, ownerId: number) {
   const batch = new WriteBatch(deps);
   const mine = eq(contacts.ownerId, ownerId);
   addTombstones(batch, ownerId, mine);
-  batch.add(deps.db.delete(contacts).where(mine));
+  // Before the delete: every bucket holding a phone now (all emptied), and the receiver's bucket list.
   batch.reindexContactsOf(ownerId);
+  batch.add(deps.db.delete(contacts).where(mine));
   await batch.commit();
 }
 
@@ -490,22 +501,21 @@ const TOMBSTONE_PRUNE_MAX_CHUNKS = 20;
 
 /**
  * Daily: forgets tombstones older than the retention (docs/decisions.md), in
- * statements of at most 5,000 rows and at most 20 of them per run; a larger
- * backlog continues the next day (`pruneOlderThan`, shared by every
- * retention rule). Tombstones are written in time order, so the due ones sit
- * at the start of the table, where its scan finds them first.
+ * statements of at most 5,000 rows and at most 20 of them per invocation,
+ * found through the index on `deleted_at` (`pruneOlderThan`, shared by every
+ * retention rule). `more`: the budget ran out, so the caller continues with
+ * a `tombstones` message on the background queue.
  */
 export async function pruneContactTombstones(
   db: Db,
   now: Date,
   { chunk = TOMBSTONE_PRUNE_CHUNK, maxChunks = TOMBSTONE_PRUNE_MAX_CHUNKS } = {},
-) {
-  const { pruned } = await pruneOlderThan(db, {
+): Promise<PruneResult> {
+  return pruneOlderThan(db, {
     table: contactTombstones,
     column: contactTombstones.deletedAt,
     cutoff: new Date(now.getTime() - TOMBSTONE_RETENTION_DAYS * DAY_MS),
     chunk,
     maxStatements: maxChunks,
   });
-  return pruned;
 }

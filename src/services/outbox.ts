@@ -69,7 +69,10 @@ export class WriteBatch {
    * to each event (of the company, or of every company the person belongs
    * to), in one INSERT … SELECT whatever the number of events.
    */
-  emit(events: OutboxEvent[], { ifChanged = false, setId }: { ifChanged?: boolean; setId?: SQL } = {}) {
+  emit(
+    events: OutboxEvent[],
+    { ifChanged = false, setId, when }: { ifChanged?: boolean; setId?: SQL; when?: (payload: SQL) => SQL } = {},
+  ) {
     if (events.length === 0) return;
     const items = events.map((item) => ({
       e: item.event,
@@ -88,6 +91,8 @@ export class WriteBatch {
           : sql`json_extract(e.value, '$.d')`,
         rendered: sql`1`,
         ifChanged,
+        // `when`: a condition per event on its payload (recorded only where it holds at this point of the batch).
+        when: when?.(sql`json_extract(e.value, '$.d')`),
         now: this.now,
       }),
     );
@@ -138,6 +143,17 @@ export class WriteBatch {
     this.#index(trustIndex.workForContactBuckets(this.deps.db, personId, this.now));
   }
 
+  /**
+   * A contact write touched these phones of the person's contacts (`phones`,
+   * a select of one column `e164`, evaluated at this point of the batch: put
+   * it before a delete for the phones going, anywhere for the phones
+   * written): their buckets only. Add `reindexReceiver` once, for the list of
+   * non-empty buckets.
+   */
+  reindexContactPhones(personId: number, phones: SQL) {
+    this.#index(trustIndex.workForContactPhones(this.deps.db, personId, phones, this.now));
+  }
+
   /** The trust-lookup records of these caller numbers (who holds them). */
   reindexNumbers(e164s: string[]) {
     if (e164s.length > 0) this.#index(trustIndex.workForNumbers(this.deps.db, e164s, this.now));
@@ -184,7 +200,16 @@ const UUID_V4 = sql`lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4
 function deliveryInsert(
   db: Db,
   source: SQL,
-  f: { event: SQL; companyId: SQL; personId: SQL; payload: SQL; rendered: SQL; ifChanged: boolean; now: Date },
+  f: {
+    event: SQL;
+    companyId: SQL;
+    personId: SQL;
+    payload: SQL;
+    rendered: SQL;
+    ifChanged: boolean;
+    when?: SQL | undefined;
+    now: Date;
+  },
 ) {
   const t = f.now.getTime();
   return batchableAll<{ id: string }>(
@@ -196,7 +221,7 @@ function deliveryInsert(
     join webhooks w on w.event = ${f.event} and w.active = 1
       and (w.company_id = ${f.companyId}
            or w.company_id in (select company_id from memberships where person_id = ${f.personId}))
-    where ${f.ifChanged ? sql`changes() > 0` : sql`1`}
+    where ${f.ifChanged ? sql`changes() > 0` : sql`1`} and ${f.when ?? sql`1`}
     order by e.key, w.company_id, w.id
     returning id`,
   );

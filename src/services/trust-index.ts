@@ -7,6 +7,7 @@ import {
   companyPhones,
   companyTrust,
   indexWork,
+  indexWritten,
   memberships,
   personPhones,
   personTrust,
@@ -172,7 +173,8 @@ async function fill(deps: IndexDeps, computed: Map<string, string>) {
   await Promise.all(empty.map(([key, value]) => safePut(deps.kv, key, value, EMPTY_FILL_TTL_SECONDS)));
   if (full.length > 0) {
     await deps.db.batch([workForKeys(deps.db, full, now)]);
-    await applyIndexWork(deps, { keys: full, now });
+    // KV lacks these keys whatever the digests say (expired, or never put): put them.
+    await applyIndexWork(deps, { keys: full, now, force: true });
   }
 }
 
@@ -297,8 +299,8 @@ function upsertWork(db: Db, keys: SQL, now: Date) {
   return batchableAll<{ key: string }>(
     db,
     sql`
-    insert into ${indexWork} (key, version, attempts, due_at)
-    select k, 1, 0, ${now.getTime()} from (${keys}) where true
+    insert into ${indexWork} (key, version, attempts, due_at, created_at)
+    select k, 1, 0, ${now.getTime()}, ${now.getTime()} from (${keys}) where true
     on conflict (key) do update set version = version + 1, due_at = excluded.due_at
     returning key`,
   );
@@ -320,6 +322,20 @@ export const workForContactBuckets = (db: Db, personId: number | SQL, now: Date)
         from ${contactPhones} cp join ${contacts} c on c.id = cp.contact_id
         join ${secureNumbers} sn on sn.person_id = c.owner_id
         where c.owner_id = ${personId}`,
+    now,
+  );
+
+/**
+ * The receiver's contact-phone buckets that hold one of `phones` (a select
+ * of one column `e164`): the buckets a contact write touches, once with the
+ * phones it replaces or deletes (before the delete) and once with the phones
+ * it writes. A bucket emptied by the write is rewritten too (as empty).
+ */
+export const workForContactPhones = (db: Db, personId: number, phones: SQL, now: Date) =>
+  upsertWork(
+    db,
+    sql`select distinct ${contactBucketKeySql(sql`sn.e164`, sql`p.e164`)} as k
+        from (${phones}) p join ${secureNumbers} sn on sn.person_id = ${personId}`,
     now,
   );
 
@@ -346,25 +362,50 @@ export const workForKeys = (db: Db, keys: string[], now: Date) =>
 
 /* ---------- applying the work ---------- */
 
-/** `busy`: keys another applier holds right now (it may have read D1 before the latest write). */
-export type ApplyResult = { applied: string[]; failed: string[]; busy: string[] };
+/**
+ * `applied`: keys done (put, or `unchanged`: KV already holds that value);
+ * `busy`: keys another applier holds right now (it may have read D1 before
+ * the latest write).
+ */
+export type ApplyResult = { applied: string[]; unchanged: string[]; failed: string[]; busy: string[] };
+
+/**
+ * A digest of the last value put counts while KV still holds that value: up
+ * to the record's TTL after the put, less a minute (the time is taken when
+ * the keys are claimed, before the put).
+ */
+const WRITTEN_TRUSTED_MS = RECORD_TTL_SECONDS * 1000 - 60_000;
+
+/** A value's digest: the first 128 bits of its SHA-256, in hex. */
+async function digestOf(value: string): Promise<string> {
+  const hash = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(value));
+  return [...new Uint8Array(hash, 0, 16)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+}
 
 /**
  * Applies index work: claims the keys (a lease, so one applier per key),
- * reads their records from D1 *after* claiming, puts them in KV, and deletes
- * each row only if no write bumped its version meanwhile (else it stays due
- * and is applied again). A refused KV write leaves the row due after a short
- * backoff: it is retried, never papered over with a delete.
+ * reads their records from D1 *after* claiming, puts in KV those whose value
+ * differs from the one last put (`index_written`; `force`: put all, for keys
+ * KV lacks), and deletes each row only if no write bumped its version
+ * meanwhile (else it stays due and is applied again). A refused KV write
+ * leaves the row due after a short backoff: it is retried, never papered
+ * over with a delete.
  *
  * `keys`: those keys (after a commit); else the oldest due rows, at most
- * `limit` (the sweep). Cost: 1 claim + 1 read batch (8 reads) + 3 writes in
- * D1 and one KV put per key, so `limit` bounds the KV operations.
+ * `limit` (the sweep). Cost: 1 claim, 1 read batch (9 reads) and the last
+ * digests in one round, 1 write batch (4 statements) in D1 — 15 statements —
+ * and at most one KV put per key, so `limit` bounds the KV operations.
  */
 export async function applyIndexWork(
   { db, kv }: IndexDeps,
-  { keys, now = new Date(), limit = 200 }: { keys?: string[]; now?: Date; limit?: number },
+  {
+    keys,
+    now = new Date(),
+    limit = 200,
+    force = false,
+  }: { keys?: string[]; now?: Date; limit?: number; force?: boolean },
 ): Promise<ApplyResult> {
-  if (keys && keys.length === 0) return { applied: [], failed: [], busy: [] };
+  if (keys && keys.length === 0) return { applied: [], unchanged: [], failed: [], busy: [] };
   const lease = crypto.randomUUID();
   const t = now.getTime();
   const chosen = keys
@@ -375,18 +416,45 @@ export async function applyIndexWork(
     where key in (${chosen}) and (lease_until is null or lease_until < ${t})
     returning key, version`);
   const busyOf = (claimedKeys: string[]) => (keys ?? []).filter((key) => !claimedKeys.includes(key));
-  if (claimed.length === 0) return { applied: [], failed: [], busy: busyOf([]) };
+  if (claimed.length === 0) return { applied: [], unchanged: [], failed: [], busy: busyOf([]) };
 
-  const records = await computeRecords(
-    db,
-    claimed.map((row) => row.key),
-  );
+  const claimedKeys = claimed.map((row) => row.key);
+  const [records, written] = await Promise.all([
+    computeRecords(db, claimedKeys),
+    force
+      ? []
+      : db
+          .select({ key: indexWritten.key, digest: indexWritten.digest })
+          .from(indexWritten)
+          .where(
+            sql`${inList(indexWritten.key, claimedKeys)} and ${indexWritten.writtenAt} > ${t - WRITTEN_TRUSTED_MS}`,
+          )
+          .all(),
+  ]);
+  const lastPut = new Map(written.map((row) => [row.key, row.digest]));
   const outcomes = await Promise.all(
-    claimed.map(async (row) => ({ ...row, ok: await safePut(kv, row.key, records.get(row.key)!, RECORD_TTL_SECONDS) })),
+    claimed.map(async (row) => {
+      const value = records.get(row.key)!;
+      const digest = await digestOf(value);
+      // KV holds this very value (put by an earlier apply, within its TTL): nothing to write.
+      if (lastPut.get(row.key) === digest) return { ...row, digest, ok: true, put: false };
+      return { ...row, digest, ok: await safePut(kv, row.key, value, RECORD_TTL_SECONDS), put: true };
+    }),
   );
   const applied = outcomes.filter((row) => row.ok);
   const failed = outcomes.filter((row) => !row.ok).map((row) => row.key);
+  const put = applied.filter((row) => row.put);
   await db.batch([
+    // What KV now holds, recorded while the lease is still ours (a late applier records nothing).
+    batchableAll(
+      db,
+      sql`
+      insert into ${indexWritten} (key, digest, written_at)
+      select json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), ${t}
+      from json_each(${JSON.stringify(put.map((row) => [row.key, row.digest]))}) j
+      where exists (select 1 from ${indexWork} w where w.key = json_extract(j.value, '$[0]') and w.lease_id = ${lease})
+      on conflict (key) do update set digest = excluded.digest, written_at = excluded.written_at`,
+    ),
     batchableAll(
       db,
       sql`
@@ -403,7 +471,12 @@ export async function applyIndexWork(
     ),
     batchableAll(db, sql`update ${indexWork} set lease_id = null, lease_until = null where lease_id = ${lease}`),
   ]);
-  return { applied: applied.map((row) => row.key), failed, busy: busyOf(claimed.map((row) => row.key)) };
+  return {
+    applied: applied.map((row) => row.key),
+    unchanged: applied.filter((row) => !row.put).map((row) => row.key),
+    failed,
+    busy: busyOf(claimedKeys),
+  };
 }
 
 /** Reads `keys` in one KV operation (a bulk get); a failed read counts as a miss for each key (D1 decides). */

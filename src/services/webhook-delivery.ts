@@ -474,20 +474,6 @@ export function listAttempts(db: Db, deliveryId: string) {
     .all();
 }
 
-/** The dead-letter queue's end of a delivery: it has failed; its last result stays. */
-export async function markDeadLettered(db: Db, deliveryId: string) {
-  const updated = await db
-    .update(webhookDeliveries)
-    .set({
-      status: "failed",
-      result: sql`case when ${webhookDeliveries.result} = '' then 'not delivered: gave up' else ${webhookDeliveries.result} end`,
-      updatedAt: new Date(),
-    })
-    .where(and(eq(webhookDeliveries.id, deliveryId), notInArray(webhookDeliveries.status, [...FINISHED])))
-    .returning({ id: webhookDeliveries.id });
-  return updated.length > 0;
-}
-
 /**
  * The outbox sweep: history rows still `pending` five minutes after their
  * last change were never enqueued (or their message was lost); they are

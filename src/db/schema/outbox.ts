@@ -24,7 +24,9 @@ export const indexWork = sqliteTable(
     attempts: integer("attempts").notNull().default(0),
     dueAt: timestamp("due_at").notNull(),
     /** When the key became stale (kept by later bumps and backoffs): the age `GET /internal/status` reports. */
-    createdAt: timestamp("created_at").notNull().default(sql`0`),
+    createdAt: timestamp("created_at")
+      .notNull()
+      .default(sql`0`),
   },
   (t) => [index("index_work_due_idx").on(t.dueAt), index("index_work_created_idx").on(t.createdAt)],
 );

@@ -5,6 +5,8 @@ import * as licenseHandlers from "./licenses.handlers";
 import * as licenseRoutes from "./licenses.routes";
 import * as phoneHandlers from "./phones.handlers";
 import * as phoneRoutes from "./phones.routes";
+import * as statusHandlers from "./status.handlers";
+import * as statusRoutes from "./status.routes";
 
 /** The platform operator's endpoints (scope `platform:admin`), under /internal. */
 const router = createRouter()
@@ -15,6 +17,7 @@ const router = createRouter()
   .openapi(licenseRoutes.putLicense, licenseHandlers.putLicense)
   .openapi(licenseRoutes.retireLicense, licenseHandlers.retireLicense)
   .openapi(phoneRoutes.listCompanyPhones, phoneHandlers.listCompanyPhones)
-  .openapi(phoneRoutes.verifyCompanyPhone, phoneHandlers.verifyCompanyPhone);
+  .openapi(phoneRoutes.verifyCompanyPhone, phoneHandlers.verifyCompanyPhone)
+  .openapi(statusRoutes.status, statusHandlers.status);
 
 export default router;

@@ -1,0 +1,140 @@
+import { env } from "cloudflare:workers";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { createDb } from "../src/db/client";
+import { applyIndexWork, workForKeys } from "../src/services/trust-index";
+import { as } from "./helpers";
+
+/**
+ * Writes cost what they change (docs/architecture.md, "Fan-out bound"): a
+ * contact edit rewrites only the buckets of the phones it touched, the
+ * receiver record only when its content changed, and no index key is ever
+ * put again with the value KV already holds.
+ */
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+let secure = "";
+let receiving = { number_code: "", number: "" };
+/** Bob's 100 contacts, one phone each, in the 100 buckets: contact i has +1212555(1000 + i), bucket i. */
+const contactIds: number[] = [];
+const phone = (i: number) => `+1212555${1000 + i}`;
+const bucketKey = (dd: number) => `rcvn:${secure}:${String(dd).padStart(2, "0")}`;
+
+beforeAll(async () => {
+  const heartbeat = (await (await as("bob").get("/apps/buzz/heartbeat")).json()) as {
+    secure_number: { country_code: string; number: string };
+  };
+  receiving = { number_code: heartbeat.secure_number.country_code, number: heartbeat.secure_number.number };
+  secure = `+${receiving.number_code}${receiving.number}`;
+  expect((await as("bob").send("DELETE", "/contacts/clear")).status).toBe(204);
+  const synced = await as("bob").send(
+    "POST",
+    "/contacts/sync",
+    Array.from({ length: 100 }, (_, i) => ({ display_name: `Bucket ${i}`, phone_numbers: [phone(i)] })),
+  );
+  expect(synced.status).toBe(200);
+  contactIds.push(...((await synced.json()) as { id: number }[]).map((contact) => contact.id));
+});
+
+/** The index keys put in KV while `work` runs (token-cache writes aside). */
+async function putsDuring(work: () => Promise<unknown>): Promise<string[]> {
+  const puts = vi.spyOn(env.TRUST_INDEX, "put");
+  await work();
+  const keys = puts.mock.calls.map(([key]) => key).filter((key) => !key.startsWith("tok:"));
+  puts.mockRestore();
+  return keys;
+}
+
+async function trusted(caller: string): Promise<boolean> {
+  const params = new URLSearchParams({ ...receiving, inbound_code: "1", inbound: caller.slice(2) });
+  const answer = (await (await as("telephony").get(`/apps/buzz/trust-lookup?${params}`)).json()) as {
+    trusted: boolean;
+  };
+  return answer.trusted;
+}
+
+describe("a contact edit rewrites only what it changed", () => {
+  it("one phone of 100 contacts in 100 buckets moved to another bucket: 3 KV puts (both buckets, the receiver's bucket list)", async () => {
+    const puts = await putsDuring(async () => {
+      const response = await as("bob").send("PUT", `/contacts/${contactIds[5]}`, { phone_numbers: ["+12125552342"] });
+      expect(response.status).toBe(200);
+    });
+    // Bucket 05 is emptied (so the receiver record no longer lists it), bucket 42 gains a phone.
+    expect(puts.sort()).toEqual([`rcv:${secure}`, bucketKey(5), bucketKey(42)].sort());
+    expect(await trusted("+12125552342")).toBe(true);
+    expect(await trusted(phone(42))).toBe(true);
+    expect(await trusted(phone(5))).toBe(false);
+  });
+
+  it("a phone moved within its bucket rewrites that bucket alone; a name edit or an unchanged phone list rewrites nothing", async () => {
+    expect(
+      await putsDuring(() => as("bob").send("PUT", `/contacts/${contactIds[7]}`, { phone_numbers: ["+12125553307"] })),
+    ).toEqual([bucketKey(7)]);
+    expect(await trusted("+12125553307")).toBe(true);
+    expect(await trusted(phone(7))).toBe(false);
+
+    expect(
+      await putsDuring(() => as("bob").send("PUT", `/contacts/${contactIds[8]}`, { display_name: "Renamed" })),
+    ).toEqual([]);
+    // The same phones written again: the bucket is recomputed, found identical, and not put.
+    expect(
+      await putsDuring(() => as("bob").send("PUT", `/contacts/${contactIds[9]}`, { phone_numbers: [phone(9)] })),
+    ).toEqual([]);
+    expect(await trusted(phone(9))).toBe(true);
+  });
+
+  it("deleting a contact rewrites its bucket, and the receiver record only when that bucket empties", async () => {
+    // Bucket 42 holds two phones (the first test moved one there): still listed after one goes.
+    expect(await putsDuring(() => as("bob").send("DELETE", `/contacts/${contactIds[42]}`))).toEqual([bucketKey(42)]);
+    expect(await trusted(phone(42))).toBe(false);
+    expect(await trusted("+12125552342")).toBe(true);
+    expect((await putsDuring(() => as("bob").send("DELETE", `/contacts/${contactIds[11]}`))).sort()).toEqual(
+      [`rcv:${secure}`, bucketKey(11)].sort(),
+    );
+    expect(await trusted(phone(11))).toBe(false);
+  });
+
+  it("a sync of new contacts rewrites the buckets of their phones and the receiver record, not the other 100", async () => {
+    const puts = await putsDuring(() =>
+      as("bob").send("POST", "/contacts/sync", [
+        { display_name: "New A", phone_numbers: ["+12125554411"] },
+        { display_name: "New B", phone_numbers: ["+12125554405", "+12125554412"] },
+      ]),
+    );
+    // Bucket 05 was empty: listing it changes the receiver record; 11 was emptied above; 12 only gains a phone.
+    expect(puts.sort()).toEqual([`rcv:${secure}`, bucketKey(5), bucketKey(11), bucketKey(12)].sort());
+    expect(await trusted("+12125554405")).toBe(true);
+  });
+});
+
+describe("index keys are never put again with the value KV holds", () => {
+  it("work recorded for keys whose value did not change puts nothing; a key KV lacks is put (a fill forces it)", async () => {
+    const db = createDb(env.DB);
+    const deps = { db, kv: env.TRUST_INDEX };
+    const keys = [`rcv:${secure}`, bucketKey(12), bucketKey(13)];
+    await db.batch([workForKeys(db, keys, new Date())]);
+    let result: Awaited<ReturnType<typeof applyIndexWork>> | undefined;
+    expect(
+      await putsDuring(async () => {
+        result = await applyIndexWork(deps, { keys });
+      }),
+    ).toEqual([]);
+    expect(result).toMatchObject({ failed: [], busy: [] });
+    expect(result!.unchanged.sort()).toEqual([...keys].sort());
+    expect(
+      (await env.DB.prepare("SELECT count(*) AS n FROM index_work WHERE key IN (?, ?, ?)")
+        .bind(...keys)
+        .first<{ n: number }>())!.n,
+    ).toBe(0);
+
+    // KV lost the receiver record: a lookup answers from D1 and its fill puts it again.
+    await env.TRUST_INDEX.delete(`rcv:${secure}`);
+    await db.batch([workForKeys(db, [`rcv:${secure}`], new Date())]);
+    expect(await putsDuring(() => applyIndexWork(deps, { keys: [`rcv:${secure}`], force: true }))).toEqual([
+      `rcv:${secure}`,
+    ]);
+    expect(await env.TRUST_INDEX.get(`rcv:${secure}`)).toContain(`"p":`);
+  });
+});
