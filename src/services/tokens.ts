@@ -29,7 +29,7 @@ const TOKEN_SHAPE = /^[A-Za-z0-9_-]{8,256}$/;
 export const tokenHasValidShape = (token: string) => TOKEN_SHAPE.test(token);
 
 /** `last_used` and `last_login` are written at most once an hour per token (`recordUse`). */
-export const USE_RECORDED_EVERY_MS = 3_600_000;
+const USE_RECORDED_EVERY_MS = 3_600_000;
 
 export type VerifyOptions = {
   /** Runs the bookkeeping off the hot path: `last_used`/`last_login`, at most hourly, and the KV fill. */
