@@ -1,12 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { createDb } from "../db/client";
-import {
-  attemptDelivery,
-  deliveriesById,
-  fairOrder,
-  Lanes,
-  type Delivery,
-} from "../services/webhook-delivery";
+import { attemptDelivery, deliveriesById, fairOrder, Lanes, type Delivery } from "../services/webhook-delivery";
 
 /** `DeliveryMessage` of src/services/events.ts. */
 const DeliveryMessageSchema = z.object({ kind: z.literal("deliver"), deliveryId: z.string().min(1) });
