@@ -11,3 +11,4 @@ const worker: ExportedHandler<Env> = {
 };
 
 export default worker;
+export { Person } from "./objects/person/person";

@@ -294,6 +294,9 @@ describe("a company created through the API is a working tenant", () => {
     // A number only this test uses: +1 415 555 0142 … per run it is the same, per company unique.
     const phone = await asAdmin("POST", `/companies/${company.id}/phones`, { phone_full: "+14155550142", label: "Front desk" });
     expect(phone.status, await phone.clone().text()).toBe(201);
+    // Pending until the operator verifies it (docs/decisions.md, "Company phones").
+    const verified = await admin("POST", `/internal/company-phones/${((await phone.clone().json()) as { id: number }).id}/verify`);
+    expect(verified.status).toBe(200);
 
     // Both members get a secure number; the pool may be spent by other tests of this file, so top it up.
     await env.DB.prepare(

@@ -2,7 +2,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/app";
-import { as, call, DEMO, expectError, insertToken } from "./helpers";
+import { as, call, countInPersonObject, DEMO, expectError, inPersonObject, insertToken } from "./helpers";
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -162,13 +162,16 @@ describe("GET /apps/buzz/blocked", () => {
   it("returns the newest 100 of the caller's blocked calls, newest first, as [2.4] records", async () => {
     const { id, token } = await newPerson();
     const base = Date.parse("2026-03-01T00:00:00Z");
-    await env.DB.batch(
-      Array.from({ length: 105 }, (_, i) =>
-        env.DB.prepare(
-          "INSERT INTO blocked_calls (person_id, caller_id, country_code, phone_number, created_at) VALUES (?, ?, '1', ?, ?)",
-        ).bind(id, i % 2 ? `CALLER ${i}` : null, `4155551${String(i).padStart(3, "0")}`, base + i * 1000),
-      ),
-    );
+    for (let i = 0; i < 105; i++) {
+      await inPersonObject(
+        id,
+        "INSERT INTO blocked_calls (id, caller_id, country_code, phone_number, created_at) VALUES (?, ?, '1', ?, ?)",
+        i + 1,
+        i % 2 ? `CALLER ${i}` : null,
+        `4155551${String(i).padStart(3, "0")}`,
+        base + i * 1000,
+      );
+    }
     const response = await call("/apps/buzz/blocked", { token });
     expect(response.status).toBe(200);
     const blocked = (await response.json()) as {
@@ -232,7 +235,12 @@ describe("POST /apps/buzz/activity", () => {
     const retry = await as("bob").send("POST", "/apps/buzz/activity", { ...chat(messageId), message: "changed" });
     expect(retry.status).toBe(200);
     expect(await retry.json()).toEqual(first);
-    expect(await count("SELECT count(*) AS n FROM activities WHERE message_id = ?", messageId)).toBe(1);
+    // Once in each party's feed, under the id the POST answered.
+    for (const person of [DEMO.people.bob, DEMO.people.alice]) {
+      expect(await inPersonObject(person, "SELECT id FROM feed WHERE message_id = ?", messageId)).toEqual([
+        { id: first.data.id },
+      ]);
+    }
     // The receiver may record a message id of their own.
     const reply = await as("alice").send("POST", "/apps/buzz/activity", {
       ...chat(messageId),
@@ -306,7 +314,9 @@ describe("POST /apps/buzz/activity", () => {
       403,
       "Forbidden",
     );
-    expect(await count("SELECT count(*) AS n FROM activities WHERE message_id = ?", messageId)).toBe(0);
+    for (const person of [DEMO.people.alice, DEMO.people.bob, DEMO.people.carol]) {
+      expect(await inPersonObject(person, "SELECT id FROM feed WHERE message_id = ?", messageId)).toEqual([]);
+    }
   });
 });
 
@@ -479,19 +489,16 @@ describe("DELETE /apps/buzz/clear (development only)", () => {
         receivable_id: 1,
       },
     });
-    await env.DB.prepare(
-      "INSERT INTO blocked_calls (person_id, country_code, phone_number, created_at) VALUES (?, '1', '4155550100', 0)",
-    )
-      .bind(id)
-      .run();
-    const othersBefore = await count("SELECT count(*) AS n FROM blocked_calls WHERE person_id != ?", id);
+    await inPersonObject(id, "INSERT INTO blocked_calls (id, country_code, phone_number, created_at) VALUES (1, '1', '4155550100', 0)");
+    await inPersonObject(DEMO.people.bob, "INSERT OR IGNORE INTO blocked_calls (id, country_code, phone_number, created_at) VALUES (1, '1', '4155550100', 0)");
+    const othersBefore = await countInPersonObject(DEMO.people.bob, "SELECT count(*) AS n FROM blocked_calls");
 
     const response = await call("/apps/buzz/clear", { method: "DELETE", token });
     expect(response.status).toBe(204);
     expect(await response.text()).toBe("");
     expect(await (await call("/apps/buzz/activity/0", { token })).json()).toEqual([]);
     expect(await (await call("/apps/buzz/blocked", { token })).json()).toEqual([]);
-    expect(await count("SELECT count(*) AS n FROM blocked_calls WHERE person_id != ?", id)).toBe(othersBefore);
+    expect(await countInPersonObject(DEMO.people.bob, "SELECT count(*) AS n FROM blocked_calls")).toBe(othersBefore);
   });
 
   it("does not exist outside development: 404 like an unknown route", async () => {

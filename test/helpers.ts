@@ -152,3 +152,22 @@ export const countRows = async (sql: string, ...params: unknown[]) =>
   (await env.DB.prepare(sql)
     .bind(...params)
     .first<{ n: number }>())!.n;
+
+/**
+ * Runs SQL inside person `personId`'s Durable Object (their feed, blocked
+ * calls, budget: src/objects/person/schema.ts) and returns its rows: how a
+ * test seeds or inspects what the API keeps there.
+ */
+export async function inPersonObject<T extends Record<string, SqlStorageValue>>(
+  personId: number,
+  query: string,
+  ...params: SqlStorageValue[]
+): Promise<T[]> {
+  const { runInDurableObject } = await import("cloudflare:test");
+  const stub = env.PERSON.get(env.PERSON.idFromName(`person:${personId}`));
+  return runInDurableObject(stub, (_, state) => state.storage.sql.exec<T>(query, ...params).toArray());
+}
+
+/** The `n` of a `SELECT count(*) AS n …` inside person `personId`'s object. */
+export const countInPersonObject = async (personId: number, query: string, ...params: SqlStorageValue[]) =>
+  (await inPersonObject<{ n: number }>(personId, query, ...params))[0]!.n;

@@ -2,7 +2,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
-import { as, call, countD1, countRows, DEMO, expectError, insertToken } from "./helpers";
+import { as, call, countD1, countInPersonObject, DEMO, expectError, insertToken } from "./helpers";
 import { fileTokens } from "./principals";
 
 /**
@@ -262,9 +262,9 @@ describe("a blocked call keeps the caller the provider named", () => {
     await answer(await ask("form POST", { To: ALICE, From: "+13035550191" }));
     await answer(await ask("form POST", { To: ALICE, From: "Restricted" }));
     const recorded = async (phone: string, code: string) =>
-      countRows(
-        "SELECT count(*) AS n FROM blocked_calls WHERE person_id = ? AND phone_number = ? AND country_code = ?",
+      countInPersonObject(
         alice,
+        "SELECT count(*) AS n FROM blocked_calls WHERE phone_number = ? AND country_code = ?",
         phone,
         code,
       );

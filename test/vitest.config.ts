@@ -9,9 +9,21 @@ const root = path.resolve(import.meta.dirname, "..");
  * limiters configured from wrangler.toml. The drizzle-kit migrations are
  * handed to the setup file, which applies them per test file.
  */
+/**
+ * drizzle-kit's migrations bundle for the person objects imports `.sql` files
+ * as text; wrangler does that by a `[[rules]]` entry, Vite by this plugin.
+ */
+const sqlText = {
+  name: "sql-text",
+  transform(code: string, id: string) {
+    return id.endsWith(".sql") ? { code: `export default ${JSON.stringify(code)};`, map: null } : null;
+  },
+};
+
 export default defineConfig(async () => ({
   root,
   plugins: [
+    sqlText,
     cloudflareTest({
       wrangler: { configPath: path.join(root, "wrangler.toml") },
       miniflare: {

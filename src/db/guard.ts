@@ -20,7 +20,6 @@ const COLUMNS = {
   settingsWriter: "settings_writer",
   contactQuota: "contact_quota",
   employeeQuota: "employee_quota",
-  activityBudget: "activity_budget",
 } as const satisfies Record<keyof typeof batchGuards.$inferInsert, string>;
 
 const GUARDS = Object.keys(COLUMNS) as Guard[];

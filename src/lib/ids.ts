@@ -6,9 +6,9 @@ import { z } from "@hono/zod-openapi";
  */
 export function parseId(value: unknown): number | null {
   if (typeof value === "number") return Number.isSafeInteger(value) && value > 0 ? value : null;
-  if (typeof value === "string" && /^[0-9]{1,15}$/.test(value)) {
+  if (typeof value === "string" && /^[0-9]{1,16}$/.test(value)) {
     const n = Number(value);
-    return n > 0 ? n : null;
+    return Number.isSafeInteger(n) && n > 0 ? n : null;
   }
   return null;
 }
@@ -29,6 +29,8 @@ export const IdSchema = z
 export const pathId = (name: string, description: string) =>
   z
     .string()
-    .regex(/^[0-9]{1,15}$/, { message: "must be a positive integer id" })
+    // Up to 16 digits: activity ids are time-based and pass 15 digits (docs/decisions.md, "Activity ids").
+    .regex(/^[0-9]{1,16}$/, { message: "must be a positive integer id" })
+    .refine((text) => Number.isSafeInteger(Number(text)), { message: "must be a positive integer id" })
     .transform(Number)
     .openapi({ param: { name, in: "path", required: true }, type: "integer", description, example: 1 });

@@ -90,19 +90,19 @@ type Times = {
   trust_request: number | null;
   company: number | null;
   coworker: number | null;
-  activity: number;
 };
 
 /**
  * The heartbeat (docs/decisions.md): the `last_*` fields, the newest change
  * time of what each names for this person (null when there is none), and
- * their secure number. One query of scalar subqueries, each served by an
- * index; only a person without a secure number (their first heartbeat) makes
- * a write, the assignment. Null when the person is gone.
+ * their secure number. One D1 query of scalar subqueries, each served by an
+ * index, and one call to the person's object (the newest activity id), made
+ * together; only a person without a secure number (their first heartbeat)
+ * makes a write, the assignment. Null when the person is gone.
  */
 export async function heartbeat(deps: Deps, personId: number) {
   const me = personId;
-  const row = await deps.db.get<Times>(sql`
+  const times = deps.db.get<Times>(sql`
     select
       sn.country_code as secure_country_code,
       sn.number as secure_number,
@@ -118,10 +118,10 @@ export async function heartbeat(deps: Deps, personId: number) {
          union all select updated_at from memberships where person_id = ${me})) as company,
       (select max(case when r.first_person_id = ${me} then r.second_at else r.first_at end)
          from company_rosters r
-         where r.company_id in (select company_id from memberships where person_id = ${me})) as coworker,
-      max(coalesce((select max(id) from activities where sendable_type = 'person' and sendable_id = ${me}), 0),
-          coalesce((select max(id) from activities where receivable_type = 'person' and receivable_id = ${me}), 0)) as activity
+         where r.company_id in (select company_id from memberships where person_id = ${me})) as coworker
     from (select 1) left join secure_numbers sn on sn.person_id = ${me}`);
+  // The newest activity id is in the person's object: asked at the same time as D1.
+  const [row, activity] = await Promise.all([times, deps.persons.of(me).lastActivityId()]);
   if (!row || row.user === null) return null;
   const at = (ms: number | null) => iso(ms === null ? null : new Date(ms));
   return {
@@ -130,7 +130,7 @@ export async function heartbeat(deps: Deps, personId: number) {
     last_company_update: at(row.company),
     last_coworker_update: at(row.coworker),
     last_user_update: at(row.user),
-    last_activity_id: String(row.activity),
+    last_activity_id: String(activity),
     secure_number:
       row.secure_e164 === null
         ? await assignSecureNumber(deps, me)

@@ -6,6 +6,7 @@ import { batchableAll } from "../db/sql";
 import { logError } from "../lib/log";
 import type { BackgroundMessage } from "../queue/messages";
 import { enqueueDeliveries, type DeliveryMessage, type EventName } from "./events";
+import { personsOf, type Persons } from "./persons";
 import * as trustIndex from "./trust-index";
 
 /**
@@ -18,6 +19,8 @@ export type Deps = {
   kv: KVNamespace;
   webhookQueue: Queue<DeliveryMessage>;
   backgroundQueue: Queue<BackgroundMessage>;
+  /** Each person's own Durable Object (services/persons.ts). */
+  persons: Persons;
 };
 
 /** `database`: the binding itself, or a D1 session of it (HTTP requests; see middleware/db.ts). */
@@ -26,6 +29,7 @@ export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = 
   kv: env.TRUST_INDEX,
   webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
   backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
+  persons: personsOf(env.PERSON),
 });
 
 /** An event to record: for one company, or for every company a person belongs to (scan and exposure events). */

@@ -2,7 +2,6 @@ import type { Db } from "../db/client";
 import { pruneOlderThan, type PruneResult } from "../db/prune";
 import { activities, blockedCalls } from "../db/schema";
 import { logError } from "../lib/log";
-import { pruneActivityDays } from "./activities";
 import { pruneTrustRequestDays } from "./trust-requests";
 import { pruneDeliveredHistory } from "./webhook-history";
 
@@ -12,8 +11,8 @@ const DAY_MS = 24 * 3600 * 1000;
 export const RETENTION_DAYS = { blockedCalls: 90, activities: 365 } as const;
 
 /**
- * D1 statements each rule may run per invocation (× 1,000 rows each): five
- * rules stay under 500 of the invocation's 1,000, leaving room for the other
+ * D1 statements each rule may run per invocation (× 1,000 rows each): four
+ * rules stay under 400 of the invocation's 1,000, leaving room for the other
  * daily jobs.
  */
 export const RETENTION_STATEMENTS_PER_RULE = 100;
@@ -42,7 +41,6 @@ const RULES = {
     }),
   webhookHistory: (db: Db, now: Date, maxStatements: number) => pruneDeliveredHistory(db, now, { maxStatements }),
   trustRequestDays: (db: Db, now: Date, maxStatements: number) => pruneTrustRequestDays(db, now, { maxStatements }),
-  activityDays: (db: Db, now: Date, maxStatements: number) => pruneActivityDays(db, now, { maxStatements }),
 } satisfies Record<string, (db: Db, now: Date, maxStatements: number) => Promise<PruneResult>>;
 
 export type RetentionRun = {
@@ -64,7 +62,7 @@ export async function pruneExpired(
   maxStatementsPerRule = RETENTION_STATEMENTS_PER_RULE,
 ): Promise<RetentionRun> {
   const run: RetentionRun = {
-    pruned: { blockedCalls: null, activities: null, webhookHistory: null, trustRequestDays: null, activityDays: null },
+    pruned: { blockedCalls: null, activities: null, webhookHistory: null, trustRequestDays: null },
     statements: 0,
     more: false,
   };

@@ -1,6 +1,7 @@
-import { and, asc, desc, eq, sql } from "drizzle-orm";
+import { and, asc, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { blockedCalls, companies, memberships, people, personTrust } from "../db/schema";
+import { companies, memberships, people, personTrust } from "../db/schema";
+import type { Persons } from "./persons";
 import { ReadBatch } from "../db/batch";
 import { inList } from "../db/sql";
 import { phoneFromInternational, phoneFromParts, type Phone } from "../lib/phone";
@@ -83,7 +84,7 @@ export function lookupProblem(receiver: LookupParty, caller: LookupParty): strin
   return problems.length > 0 ? problems.join(", ") : null;
 }
 
-export type BlockedCallInput = typeof blockedCalls.$inferInsert;
+export type BlockedCallInput = { personId: number; callerId: string | null; countryCode: string; phoneNumber: string };
 
 /** Raw input kept on a blocked call is clipped: it is whatever the provider sent. */
 const clip = (value: string | undefined, max: number) => (value ?? "").trim().slice(0, max);
@@ -238,75 +239,32 @@ function companyRefs(db: Db, ids: number[]) {
 
 /**
  * Records a blocked call after the answer (the caller passes the returned
- * promise to `waitUntil`). Calls are written in groups (group commit): the
- * first call of a quiet isolate is written at once, and calls that arrive
- * while a write is in flight join the next group, written as one INSERT when
- * that write ends. A provider's burst of unknown callers thus costs a few
- * D1 writes, not one per call. A failed write is logged, never surfaced; a
- * call to a member deleted meanwhile is dropped.
- *
- * The groups of an isolate are chained across requests, so the chain never
- * depends on another request for long: a group waits for the write before
- * it at most `MAX_WAIT_MS`, and a group older than that takes no more calls
- * (should a request's background work be cut short, later calls still get
- * written).
+ * promise to `waitUntil`): appended to the receiver's own object, which keeps
+ * their newest 1,000 and 90 days (docs/architecture.md). The provider never
+ * waits for it; a failed append is logged, never surfaced.
  */
-export function recordBlockedCall(db: Db, call: BlockedCallInput): Promise<void> {
-  const now = Date.now();
-  if (!open || open.rows.length >= MAX_GROUP || now - open.openedAt > MAX_WAIT_MS) {
-    const group: BlockedGroup = { rows: [], openedAt: now, written: Promise.resolve() };
-    group.written = settledWithin(writing, MAX_WAIT_MS).then(() => {
-      if (open === group) open = null; // later calls start the group after this one
-      return insertBlockedCalls(db, group.rows);
-    });
-    writing = group.written;
-    open = group;
-  }
-  open.rows.push({ ...call, createdAt: now });
-  return open.written;
-}
-
-type BlockedRow = Omit<BlockedCallInput, "createdAt"> & { createdAt: number };
-type BlockedGroup = { rows: BlockedRow[]; openedAt: number; written: Promise<void> };
-/** Rows per INSERT: far inside D1's statement size, whatever the raw input. */
-const MAX_GROUP = 200;
-const MAX_WAIT_MS = 2_000;
-/** The group taking calls, and the write of the last group (the next one starts after it). */
-let open: BlockedGroup | null = null;
-let writing: Promise<void> = Promise.resolve();
-
-const settledWithin = (work: Promise<void>, ms: number) =>
-  Promise.race([work, new Promise<void>((resolve) => setTimeout(resolve, ms))]);
-
-/** One INSERT for the group, its rows bound as one JSON value (D1 binds at most 100 parameters). */
-async function insertBlockedCalls(db: Db, rows: BlockedRow[]) {
+export async function recordBlockedCall(persons: Persons, call: BlockedCallInput): Promise<void> {
   try {
-    await db.run(sql`
-      insert into ${blockedCalls} (person_id, caller_id, country_code, phone_number, created_at)
-      select r.value ->> 'personId', r.value ->> 'callerId', r.value ->> 'countryCode', r.value ->> 'phoneNumber',
-             r.value ->> 'createdAt'
-      from json_each(${JSON.stringify(rows)}) r
-      where exists (select 1 from ${people} where ${people.id} = r.value ->> 'personId')`);
+    await persons.of(call.personId).recordBlockedCall(call.personId, {
+      callerId: call.callerId ?? null,
+      countryCode: call.countryCode,
+      phoneNumber: call.phoneNumber,
+      createdAt: Date.now(),
+    });
   } catch (err) {
-    logError("recording blocked calls failed", err, { calls: rows.length });
+    logError("recording a blocked call failed", err, { personId: call.personId });
   }
 }
 
-/** The newest 100 blocked calls of a member [seed 2.4, 4.1 rule 8]. */
-export async function latestBlockedCalls(db: Db, personId: number) {
-  const rows = await db
-    .select()
-    .from(blockedCalls)
-    .where(eq(blockedCalls.personId, personId))
-    .orderBy(desc(blockedCalls.createdAt), desc(blockedCalls.id))
-    .limit(100)
-    .all();
+/** The newest 100 blocked calls of a member [seed 2.4, 4.1 rule 8], from their object. */
+export async function latestBlockedCalls(persons: Persons, personId: number) {
+  const rows = await persons.of(personId).latestBlockedCalls(100);
   return rows.map((row) => ({
     id: personId,
     caller_id: row.callerId ?? "",
     country_code: row.countryCode,
     phone_number: row.phoneNumber,
-    created_at: iso(row.createdAt)!,
+    created_at: iso(new Date(row.createdAt))!,
   }));
 }
 

@@ -15,6 +15,4 @@ export const batchGuards = sqliteTable("batch_guards", {
   contactQuota: integer("contact_quota").notNull(),
   /** A company has more employees than allowed. */
   employeeQuota: integer("employee_quota").notNull(),
-  /** A person recorded more activity today than the daily budget allows. */
-  activityBudget: integer("activity_budget").notNull().default(0),
 });

@@ -10,3 +10,4 @@ export * from "./webhooks";
 export * from "./outbox";
 export * from "./quotas";
 export * from "./guards";
+export * from "./person-moves";

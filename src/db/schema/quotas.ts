@@ -18,20 +18,3 @@ export const trustRequestDays = sqliteTable(
   (t) => [primaryKey({ columns: [t.day, t.personId] })],
 );
 
-/**
- * What a person recorded in their activity per UTC day (docs/decisions.md:
- * at most 1,000 records and 10 MiB of message text a day). Same shape and
- * pruning as `trust_request_days`.
- */
-export const activityDays = sqliteTable(
-  "activity_days",
-  {
-    /** Days since 1970-01-01, UTC. */
-    day: integer("day").notNull(),
-    personId: integer("person_id").notNull(),
-    records: integer("records").notNull(),
-    /** UTF-8 bytes of message text. */
-    textBytes: integer("text_bytes").notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.day, t.personId] })],
-);

@@ -30,7 +30,7 @@ export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async
 async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields) {
   const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
   const { trusted, user_id, blocked, problem } = await lookupTrust(c.var.deps, fields, defer);
-  if (blocked) defer(recordBlockedCall(c.var.db, blocked));
+  if (blocked) defer(recordBlockedCall(c.var.deps.persons, blocked));
   if (problem) c.header(LOOKUP_PROBLEM, problem);
   return { trusted, user_id };
 }
@@ -84,7 +84,7 @@ export const heartbeat: AppRouteHandler<typeof routes.heartbeat> = async (c) => 
 };
 
 export const listBlocked: AppRouteHandler<typeof routes.listBlocked> = async (c) => {
-  return c.json(await latestBlockedCalls(c.var.db, personId(c.var.principal)), 200);
+  return c.json(await latestBlockedCalls(c.var.deps.persons, personId(c.var.principal)), 200);
 };
 
 export const createActivity: AppRouteHandler<typeof routes.createActivity> = async (c) => {
@@ -102,16 +102,16 @@ export const createActivity: AppRouteHandler<typeof routes.createActivity> = asy
         : "an incoming call is recorded by its receiver: `receivable_type` must be person and `receivable_id` your id",
     );
   }
-  return c.json({ success: true as const, data: await activities.recordActivity(c.var.db, input) }, 200);
+  return c.json({ success: true as const, data: await activities.recordActivity(c.var.deps, me, input) }, 200);
 };
 
 export const listActivity: AppRouteHandler<typeof routes.listActivity> = async (c) => {
   const { id } = c.req.valid("param");
   const { limit } = c.req.valid("query");
-  return c.json(await activities.activitiesAfter(c.var.db, personId(c.var.principal), id, limit), 200);
+  return c.json(await activities.activitiesAfter(c.var.deps, personId(c.var.principal), id, limit), 200);
 };
 
 export const clearHistory: AppRouteHandler<typeof routes.clearHistory> = async (c) => {
-  await activities.clearHistory(c.var.db, personId(c.var.principal));
+  await activities.clearHistory(c.var.deps, personId(c.var.principal));
   return c.body(null, 204);
 };

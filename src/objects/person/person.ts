@@ -1,0 +1,331 @@
+import { DurableObject } from "cloudflare:workers";
+import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
+import { drizzle, type DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
+import { migrate } from "drizzle-orm/durable-sqlite/migrator";
+import migrations from "../../../drizzle-person/migrations.js";
+import type { ActivityInput } from "../../services/activities";
+import { nextId } from "./ids";
+import { personObjectName } from "./name";
+import { activityDays, blockedCalls, feed, moves } from "./schema";
+
+/*
+ * One person's own data, in their own Durable Object with SQLite storage
+ * (docs/architecture.md, "Where data lives"): their activity feed, the calls
+ * blocked for them and their daily activity budget. The Worker reaches it by
+ * RPC through `deps.persons` (services/persons.ts); requests for one person
+ * run one at a time here, so checks and writes need no guard. Every method
+ * says what it changes; none awaits between its reads and its writes, except
+ * sendChat, which says how it stays correct across its one await.
+ */
+
+export type FeedRow = typeof feed.$inferSelect;
+export type BlockedCallRow = { callerId: string | null; countryCode: string; phoneNumber: string; createdAt: number };
+
+/** What a person may record per UTC day (docs/security.md, "What a stranger can cost"). */
+export const ACTIVITY_BUDGET = { records: 1_000, textBytes: 10 * 1024 * 1024 } as const;
+/** Kept per person (docs/decisions.md, "Retention"). */
+export const KEEP = { blockedCalls: 1_000, blockedCallDays: 90, activityDays: 365 } as const;
+/** Rows one alarm deletes per table before it hands over to the next alarm. */
+const PRUNE_CHUNK = 1_000;
+const DAY_MS = 24 * 3600 * 1000;
+
+/** The answer to a write the object may refuse: refusals are values, since errors lose their class over RPC. */
+export type RecordResult =
+  | { ok: true; row: FeedRow }
+  | { ok: false; status: 409; message: string }
+  | { ok: false; status: 429; message: string; retryAfter: number };
+
+const utf8Bytes = (text: string | null | undefined) => (text ? new TextEncoder().encode(text).length : 0);
+
+export class Person extends DurableObject<Env> {
+  private readonly db: DrizzleSqliteDODatabase;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.db = drizzle(ctx.storage);
+    // The object's own tables, migrated before any call reaches it.
+    void ctx.blockConcurrencyWhile(async () => {
+      await migrate(this.db, migrations);
+    });
+  }
+
+  /* ---------- activity ---------- */
+
+  /**
+   * Records an activity `me` wrote (a call record, or a chat they send),
+   * idempotently on (sender, `message_id`). A chat to another person is
+   * first accepted by that person's object (`peer`), so both feeds hold it
+   * under one id before this answers. Charged to today's budget.
+   */
+  async record(me: number, input: ActivityInput, peer: number | null): Promise<RecordResult> {
+    const earlier = this.sameMessage(input);
+    if (earlier) return earlier;
+    const now = Date.now();
+    const day = Math.floor(now / DAY_MS);
+    const bytes = utf8Bytes(input.message);
+    const spent = this.db.select().from(activityDays).where(eq(activityDays.day, day)).get();
+    if (
+      (spent?.records ?? 0) + 1 > ACTIVITY_BUDGET.records ||
+      (spent?.textBytes ?? 0) + bytes > ACTIVITY_BUDGET.textBytes
+    ) {
+      return {
+        ok: false,
+        status: 429,
+        message:
+          `a person may record at most ${ACTIVITY_BUDGET.records} activities and 10 MiB of message text per day (UTC), ` +
+          `and this one would pass today's budget; retry after midnight UTC (see Retry-After)`,
+        retryAfter: Math.ceil(((day + 1) * DAY_MS - now) / 1000),
+      };
+    }
+    // Charged before the chat's await, so concurrent requests cannot pass the budget together.
+    this.charge(day, 1, bytes);
+    const row: FeedRow = {
+      id: 0,
+      type: input.type,
+      sendableType: input.sendable_type,
+      sendableId: input.sendable_id,
+      receivableType: input.receivable_type,
+      receivableId: input.receivable_id,
+      callTime: input.call_time,
+      message: input.message ?? null,
+      messageId: input.message_id ?? null,
+      createdAt: new Date(now),
+    };
+    try {
+      row.id = peer === null || peer === me ? nextId(me, this.lastId()) : await this.sendChat(me, row, peer);
+    } catch (err) {
+      this.charge(day, -1, -bytes);
+      throw err;
+    }
+    const inserted = this.db.insert(feed).values(row).onConflictDoNothing().returning().get();
+    if (inserted) {
+      this.scheduleCare();
+      return { ok: true, row: inserted };
+    }
+    // A concurrent retry of the same message landed during the await: answer that one, charged once.
+    this.charge(day, -1, -bytes);
+    return this.sameMessage(input) ?? { ok: false, status: 409, message: "the message could not be recorded" };
+  }
+
+  /**
+   * The id a chat gets in both feeds: above the newest of each (Lamport
+   * style). The peer stores it first (idempotently), then this object. If
+   * this feed moved past that id during the await, the peer is asked again
+   * with a higher floor and moves its row up, so neither feed ever shows a
+   * new row below an id a reader already saw.
+   */
+  private async sendChat(me: number, row: FeedRow, peer: number): Promise<number> {
+    const stub = this.env.PERSON.get(this.env.PERSON.idFromName(personObjectName(peer)));
+    for (let attempt = 0; ; attempt++) {
+      const floor = nextId(me, this.lastId());
+      const id = await stub.acceptChat(me, { ...row, id: floor });
+      if (id > this.lastId()) return id;
+      if (attempt >= 5) throw new Error("the chat's id kept losing to newer records");
+    }
+  }
+
+  /**
+   * The receiving side of a chat from `sender`: stores it at the lowest id of
+   * the sender's slot above both `row.id - 1` and this feed's newest, or, when
+   * it is already here (a retry), keeps or moves it up to that floor.
+   */
+  acceptChat(sender: number, row: FeedRow): number {
+    const key = this.messageKey(row.sendableType, row.sendableId, row.messageId ?? "");
+    const existing = this.db.select({ id: feed.id }).from(feed).where(key).get();
+    if (existing && existing.id >= row.id) return existing.id;
+    const id = nextId(sender, Math.max(row.id - 1, this.lastId()));
+    if (existing) {
+      this.db.update(feed).set({ id }).where(eq(feed.id, existing.id)).run();
+    } else {
+      this.db
+        .insert(feed)
+        .values({ ...row, id, createdAt: new Date(row.createdAt) })
+        .run();
+      this.scheduleCare();
+    }
+    return id;
+  }
+
+  /** The feed after `afterId`, oldest first, at most `limit` rows. */
+  feedAfter(afterId: number, limit: number): FeedRow[] {
+    return this.db.select().from(feed).where(gt(feed.id, afterId)).orderBy(asc(feed.id)).limit(limit).all();
+  }
+
+  /** The newest id in the feed; 0 when it is empty. */
+  lastActivityId(): number {
+    return this.lastId();
+  }
+
+  /* ---------- blocked calls ---------- */
+
+  /** Appends a call the provider was told not to put through; keeps the newest `KEEP.blockedCalls`. */
+  recordBlockedCall(me: number, call: BlockedCallRow): void {
+    const newest = this.db.select({ id: blockedCalls.id }).from(blockedCalls).orderBy(desc(blockedCalls.id)).limit(1).get();
+    this.db
+      .insert(blockedCalls)
+      .values({ ...call, id: nextId(me, newest?.id ?? 0), createdAt: new Date(call.createdAt) })
+      .run();
+    this.db
+      .delete(blockedCalls)
+      .where(
+        sql`${blockedCalls.id} <= (select id from ${blockedCalls} order by id desc limit 1 offset ${KEEP.blockedCalls})`,
+      )
+      .run();
+    this.scheduleCare();
+  }
+
+  /** The newest `limit` blocked calls, newest first. */
+  latestBlockedCalls(limit: number) {
+    return this.db
+      .select()
+      .from(blockedCalls)
+      .orderBy(desc(blockedCalls.createdAt), desc(blockedCalls.id))
+      .limit(limit)
+      .all();
+  }
+
+  /* ---------- the whole person ---------- */
+
+  /** Development only: wipes the feed and the blocked calls (the other party keeps its copy of a chat). */
+  clearHistory(): void {
+    this.db.delete(feed).run();
+    this.db.delete(blockedCalls).run();
+  }
+
+  /** The person's account is gone: everything here goes (storage and alarm). */
+  async erase(): Promise<void> {
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+  }
+
+  /**
+   * Rows moved in from D1 (services/person-moves.ts): inserted under their D1
+   * ids, which no id made here can equal (ids here are time-based and far
+   * larger); a row already here is left as it is, so a repeated chunk changes
+   * nothing. Answers how many rows of each kind the object now holds.
+   */
+  importRows(rows: { feed: FeedRow[]; blockedCalls: (BlockedCallRow & { id: number })[] }) {
+    for (const row of rows.feed) {
+      this.db
+        .insert(feed)
+        .values({ ...row, createdAt: new Date(row.createdAt) })
+        .onConflictDoNothing()
+        .run();
+    }
+    for (const call of rows.blockedCalls) {
+      this.db
+        .insert(blockedCalls)
+        .values({ ...call, createdAt: new Date(call.createdAt) })
+        .onConflictDoNothing()
+        .run();
+    }
+    if (rows.feed.length + rows.blockedCalls.length > 0) this.scheduleCare();
+    return this.counts();
+  }
+
+  /** Marks the move of `source` (e.g. `d1`) done, with the rows it moved. */
+  finishMove(source: string, rows: number): void {
+    this.db
+      .insert(moves)
+      .values({ source, rows, movedAt: new Date() })
+      .onConflictDoUpdate({ target: moves.source, set: { rows, movedAt: new Date() } })
+      .run();
+  }
+
+  /** How many rows the object holds, per kind (the move compares them with D1's). */
+  counts(): { feed: number; blockedCalls: number } {
+    const count = (table: typeof feed | typeof blockedCalls) =>
+      this.db.select({ n: sql<number>`count(*)` }).from(table).get()?.n ?? 0;
+    return { feed: count(feed), blockedCalls: count(blockedCalls) };
+  }
+
+  /* ---------- retention: the object's own alarm ---------- */
+
+  /**
+   * Prunes what is past its time (blocked calls 90 days, activity 365 days,
+   * budget days before yesterday), at most `PRUNE_CHUNK` rows per table per
+   * alarm; while a table had a full chunk the next alarm follows at once,
+   * otherwise in a day.
+   */
+  override async alarm(): Promise<void> {
+    const now = Date.now();
+    const chunk = (table: typeof feed | typeof blockedCalls, column: AnySQLiteColumn, days: number) =>
+      this.db
+        .delete(table)
+        .where(
+          sql`rowid in (select rowid from ${table} where ${column} < ${now - days * DAY_MS} limit ${PRUNE_CHUNK})`,
+        )
+        .run().rowsWritten;
+    const pruned = [
+      chunk(blockedCalls, blockedCalls.createdAt, KEEP.blockedCallDays),
+      chunk(feed, feed.createdAt, KEEP.activityDays),
+    ];
+    this.db
+      .delete(activityDays)
+      .where(lt(activityDays.day, Math.floor(now / DAY_MS) - 1))
+      .run();
+    const more = pruned.some((n) => n >= PRUNE_CHUNK);
+    await this.ctx.storage.setAlarm(now + (more ? 1_000 : DAY_MS));
+  }
+
+  /* ---------- helpers ---------- */
+
+  private lastId(): number {
+    return this.db.select({ id: feed.id }).from(feed).orderBy(desc(feed.id)).limit(1).get()?.id ?? 0;
+  }
+
+  private charge(day: number, records: number, textBytes: number) {
+    this.db
+      .insert(activityDays)
+      .values({ day, records: Math.max(records, 0), textBytes: Math.max(textBytes, 0) })
+      .onConflictDoUpdate({
+        target: activityDays.day,
+        set: {
+          records: sql`max(${activityDays.records} + ${records}, 0)`,
+          textBytes: sql`max(${activityDays.textBytes} + ${textBytes}, 0)`,
+        },
+      })
+      .run();
+  }
+
+  private messageKey(sendableType: string, sendableId: number, messageId: string) {
+    return and(
+      eq(feed.sendableType, sendableType as FeedRow["sendableType"]),
+      eq(feed.sendableId, sendableId),
+      eq(feed.messageId, messageId),
+    );
+  }
+
+  /**
+   * The sender's earlier record with this `message_id`, when it is the same
+   * activity (a retry); a different activity under the id is a 409; none, null.
+   */
+  private sameMessage(input: ActivityInput): RecordResult | null {
+    if (!input.message_id) return null;
+    const first = this.db
+      .select()
+      .from(feed)
+      .where(this.messageKey(input.sendable_type, input.sendable_id, input.message_id))
+      .get();
+    if (!first) return null;
+    const same =
+      first.type === input.type &&
+      first.receivableType === input.receivable_type &&
+      first.receivableId === input.receivable_id;
+    return same
+      ? { ok: true, row: first }
+      : {
+          ok: false,
+          status: 409,
+          message: `\`message_id\` ${input.message_id} is already used by another of your activities`,
+        };
+  }
+
+  /** Makes sure a retention alarm is set (the first write sets it; each alarm sets the next). */
+  private scheduleCare() {
+    void this.ctx.storage.getAlarm().then((at) => {
+      if (at === null) return this.ctx.storage.setAlarm(Date.now() + DAY_MS);
+    });
+  }
+}

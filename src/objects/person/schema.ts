@@ -1,0 +1,65 @@
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { activityTypes, partyTypes } from "../../db/schema/buzz";
+import { timestamp } from "../../db/schema/columns";
+
+/*
+ * The tables inside one person's Durable Object (docs/architecture.md, "Where
+ * data lives"): only that person's rows, so no table has a person column.
+ * Migrations: drizzle-person/ (npm run db:generate:person).
+ */
+
+/**
+ * The person's activity feed: the call records they wrote and the chats they
+ * sent or received. A chat is a row in both parties' objects with the same
+ * id (docs/decisions.md, "Activity ids"). Ids are allocated by the objects
+ * (src/objects/person/ids.ts), never by SQLite.
+ */
+export const feed = sqliteTable(
+  "feed",
+  {
+    id: integer("id").primaryKey(),
+    type: text("type", { enum: activityTypes }).notNull(),
+    sendableType: text("sendable_type", { enum: partyTypes }).notNull(),
+    sendableId: integer("sendable_id").notNull(),
+    receivableType: text("receivable_type", { enum: partyTypes }).notNull(),
+    receivableId: integer("receivable_id").notNull(),
+    callTime: integer("call_time").notNull().default(0),
+    message: text("message"),
+    messageId: text("message_id"),
+    createdAt: timestamp("created_at").notNull(),
+  },
+  (t) => [
+    // The idempotency key of a message: a retry, or the sender's forward arriving twice, finds it.
+    uniqueIndex("feed_message_uq").on(t.sendableType, t.sendableId, t.messageId),
+    index("feed_created_idx").on(t.createdAt),
+  ],
+);
+
+/** Calls the telephony provider was told not to put through to this person. */
+export const blockedCalls = sqliteTable(
+  "blocked_calls",
+  {
+    id: integer("id").primaryKey(),
+    callerId: text("caller_id"),
+    countryCode: text("country_code").notNull(),
+    phoneNumber: text("phone_number").notNull(),
+    createdAt: timestamp("created_at").notNull(),
+  },
+  (t) => [index("blocked_calls_created_idx").on(t.createdAt)],
+);
+
+/** What the person recorded per UTC day: the daily activity budget (docs/security.md). */
+export const activityDays = sqliteTable("activity_days", {
+  /** Days since 1970-01-01, UTC. */
+  day: integer("day").primaryKey(),
+  records: integer("records").notNull(),
+  /** UTF-8 bytes of message text. */
+  textBytes: integer("text_bytes").notNull(),
+});
+
+/** Rows moved in from D1 (the one-time move, docs/operations): which person's rows, and when. */
+export const moves = sqliteTable("moves", {
+  source: text("source").primaryKey(),
+  rows: integer("rows").notNull(),
+  movedAt: timestamp("moved_at").notNull(),
+});
