@@ -38,7 +38,9 @@ try {
   await loadDemoWorld(createDb(worker.db));
   const hash = crypto.createHash("sha256").update(ADMIN).digest("hex");
   await worker.db
-    .prepare("INSERT INTO access_tokens (token_hash, prefix, service_name, scopes, created_at) VALUES (?1, ?2, 'operator', ?3, ?4)")
+    .prepare(
+      "INSERT INTO access_tokens (token_hash, prefix, service_name, scopes, created_at) VALUES (?1, ?2, 'operator', ?3, ?4)",
+    )
     .bind(hash, ADMIN.slice(0, 8), JSON.stringify(["platform:admin"]), Date.now())
     .run();
   const cron = async (expression) => {
