@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
+import { pruneExpired } from "../src/services/retention";
 import { applyIndexWork, workForKeys } from "../src/services/trust-index";
 import { as } from "./helpers";
 
@@ -136,5 +137,20 @@ describe("index keys are never put again with the value KV holds", () => {
       `rcv:${secure}`,
     ]);
     expect(await env.TRUST_INDEX.get(`rcv:${secure}`)).toContain(`"p":`);
+  });
+
+  it("digests older than the record's TTL are pruned by the daily retention pass", async () => {
+    const now = Date.now();
+    await env.DB.prepare(
+      "INSERT INTO index_written (key, digest, written_at) VALUES ('num:+15550009991', 'x', ?1), ('num:+15550009992', 'x', ?2)",
+    )
+      .bind(now - 25 * 3600_000, now - 23 * 3600_000)
+      .run();
+    const pass = await pruneExpired(createDb(env.DB), new Date(now));
+    expect(pass.pruned.indexWritten).toBeGreaterThanOrEqual(1);
+    const { results } = await env.DB.prepare(
+      "SELECT key FROM index_written WHERE key IN ('num:+15550009991', 'num:+15550009992')",
+    ).all<{ key: string }>();
+    expect(results.map((row) => row.key)).toEqual(["num:+15550009992"]);
   });
 });

@@ -13,6 +13,7 @@ import {
   personTrust,
   secureNumbers,
 } from "../db/schema";
+import { pruneOlderThan } from "../db/prune";
 import { batchableAll, inList } from "../db/sql";
 import { groupBy } from "../lib/group";
 import { logError } from "../lib/log";
@@ -488,6 +489,18 @@ async function safeGetMany(kv: KVNamespace, keys: string[]): Promise<Map<string,
     return new Map();
   }
 }
+
+/**
+ * A retention rule (daily): digests older than the record's TTL say nothing
+ * any more (KV no longer holds that value), so they go.
+ */
+export const pruneIndexWritten = (db: Db, now: Date, { maxStatements }: { maxStatements: number }) =>
+  pruneOlderThan(db, {
+    table: indexWritten,
+    column: indexWritten.writtenAt,
+    cutoff: new Date(now.getTime() - RECORD_TTL_SECONDS * 1000),
+    maxStatements,
+  });
 
 /** KV allows one write per second per key; a refused write is reported, never thrown. */
 async function safePut(kv: KVNamespace, key: string, value: string, ttlSeconds: number): Promise<boolean> {
