@@ -37,13 +37,23 @@ Commands:
       POST /companies/{company_id}/licenses. Prints the license id.
   retire-license <license id>
       Removes a license from the catalog; refused while any company holds seats of it.
+  phones [--status pending|verified]
+      Lists company phones waiting for verification (or verified ones): id, company, number, label.
+  verify-phone <phone id>
+      Verifies a company phone: from then on its company's members (and whoever trusts the
+      company) take calls from it as trusted, and call-lookup names the company.
+  move-person-data [--wait]
+      Moves every person's activity and blocked calls from D1 into their own object (a background job;
+      safe to start again). --wait polls until no person is pending. Prints the counts by state.
+  move-status
+      Where that move stands: people pending, moved, mismatch.
 
 Options:
   --api <url>      the API (default http://127.0.0.1:8787, the server of \`npm run dev\`)
   --token <token>  a service token with scope platform:admin (default: $ADMIN_TOKEN);
                    mint one with: npm run token -- mint --service operator --scope platform:admin [--remote]`;
 
-const { flags, positionals } = parseArgs(process.argv.slice(2), { switches: ["help", "scanner", "disabled", "full-scan", "full-delete"] });
+const { flags, positionals } = parseArgs(process.argv.slice(2), { switches: ["help", "scanner", "disabled", "full-scan", "full-delete", "wait"] });
 const [command, ...args] = positionals;
 
 if (flags.help || !command) {
@@ -64,6 +74,10 @@ const commands = {
   container: configureContainer,
   license: putLicense,
   "retire-license": retireLicense,
+  phones: listPhones,
+  "verify-phone": verifyPhone,
+  "move-person-data": movePersonData,
+  "move-status": moveStatus,
 };
 if (!commands[command]) fail(`unknown command "${command}".\n\n${USAGE}`);
 if (!token) {
@@ -252,4 +266,54 @@ async function retireLicense() {
   const id = licenseIdArg();
   await request("DELETE", `/internal/licenses/${encodeURIComponent(id)}`);
   console.error(`Retired license ${id.toLowerCase()}: it is no longer in the catalog.`);
+}
+
+async function listPhones() {
+  const status = one("status") ?? "pending";
+  const rows = [];
+  for (let page = 1; ; page++) {
+    const batch = await request("GET", `/internal/company-phones?status=${encodeURIComponent(status)}&page=${page}&per_page=1000`);
+    rows.push(...batch);
+    if (batch.length < 1000) break;
+  }
+  console.error(`${rows.length} ${status} company phone${rows.length === 1 ? "" : "s"}`);
+  for (const phone of rows) {
+    console.log(`${phone.id}\tcompany ${phone.company_id}\t${phone.phone_full}\t${phone.label ?? ""}`);
+  }
+}
+
+async function verifyPhone() {
+  const id = args[0];
+  if (!/^[0-9]+$/.test(id ?? "")) fail("verify-phone needs a company phone id, e.g. `npm run admin -- verify-phone 4` (see `npm run admin -- phones`).");
+  const phone = await request("POST", `/internal/company-phones/${id}/verify`);
+  console.error(`verified ${phone.phone_full} of company ${phone.company_id}${phone.label ? ` (${phone.label})` : ""}`);
+  console.log(phone.id);
+}
+
+function describeMove(status) {
+  return `${status.people} people: ${status.moved} moved, ${status.pending} pending, ${status.mismatch} mismatch`;
+}
+
+async function movePersonData() {
+  let status = await request("POST", "/internal/person-data/move");
+  console.error(`move started (${describeMove(status)})`);
+  if (flags.wait) {
+    // The walk records people as pending a hundred at a time: wait until some are, then until none are.
+    const started = Date.now();
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      status = await request("GET", "/internal/person-data/move");
+      console.error(`  ${describeMove(status)}`);
+      if (status.pending === 0 && status.moved + status.mismatch >= status.people) break;
+      if (Date.now() - started > 30 * 60_000) fail("still pending after 30 minutes; check `npm run admin -- status`");
+    }
+  }
+  console.log(JSON.stringify(status));
+  if (status.mismatch > 0) fail(`${status.mismatch} people have fewer rows in their object than in D1: start the move again`);
+}
+
+async function moveStatus() {
+  const status = await request("GET", "/internal/person-data/move");
+  console.error(describeMove(status));
+  console.log(JSON.stringify(status));
 }

@@ -133,7 +133,10 @@ async function checkTenant({ api, company, admin, token, license }) {
     "Initech has the roles Admin, HR and Viewer",
   );
   const phones = await get(`/companies/${company}/phones`);
-  expect(phones.some((phone) => phone.phone_full === "+14155550123"), "Initech's phone +14155550123 is listed");
+  expect(
+    phones.some((phone) => phone.phone_full === "+14155550123" && phone.status === "verified"),
+    "Initech's phone +14155550123 is listed and verified",
+  );
   const sites = await get(`/companies/${company}/sites`);
   expect(sites.some((site) => site.name === "LookupHub" && site.scanner), "the site LookupHub is listed to Initech");
   const container = await get("/apps/vcc/load_container/gazette", null);

@@ -44,13 +44,15 @@ export async function handleScheduled(controller: ScheduledController, env: Env)
       // The sweeps recover what a commit could not finish: index work KV refused, deliveries not enqueued.
       const index = await job("index", { kind: "reindex" });
       const outbox = await job("sweep", { kind: "outbox" });
+      // Objects of deleted accounts whose erasure right after the commit failed.
+      const erase = await job("erase", { kind: "erase-persons" });
       // Dead letters due for another try: redriven one per invocation through `redrive` messages.
       const redrive = await run("redrive", async () => {
         const due = await deadLetterDue(deps.db, now);
         if (due) await deps.backgroundQueue.send({ kind: "redrive" });
         return due;
       });
-      logInfo({ cron: controller.cron, index, outbox, redrive });
+      logInfo({ cron: controller.cron, index, outbox, erase, redrive });
       const backlog = await run("status", () => backgroundStatus(deps.db, now));
       if (backlog) logInfo({ metric: "background_backlog", ...backlog });
       return;

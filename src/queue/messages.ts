@@ -15,7 +15,11 @@ import { z } from "@hono/zod-openapi";
  *   requests, the outbox sweep, the tombstone prune, and another of the same
  *   kind while the chunk was full;
  * - `redrive`: retry the oldest due dead letter (`dead_letters`), and
- *   another `redrive` while more are due.
+ *   another `redrive` while more are due;
+ * - `move-people`, `move-person`: the one-time move of people's activity and
+ *   blocked calls from D1 into their objects (services/person-moves.ts);
+ * - `erase-persons`: erase the objects of accounts that are gone
+ *   (`person_erasures`), and another while more are due.
  *
  * Every kind is one bounded chunk per message: the `background` consumer
  * takes one message per invocation (wrangler.toml).
@@ -28,6 +32,14 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("outbox") }),
   z.object({ kind: z.literal("tombstones") }),
   z.object({ kind: z.literal("redrive") }),
+  z.object({ kind: z.literal("move-people"), after: z.number().int().min(0) }),
+  z.object({
+    kind: z.literal("move-person"),
+    personId: z.number().int().positive(),
+    stage: z.enum(["feed", "blocked", "compare"]),
+    after: z.number().int().min(0),
+  }),
+  z.object({ kind: z.literal("erase-persons") }),
 ]);
 
 export type BackgroundMessage = z.infer<typeof backgroundMessage>;

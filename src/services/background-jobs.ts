@@ -6,6 +6,8 @@ import { claimDeadLetter, deadLetterDue, finishDeadLetter } from "./dead-letters
 import { submitRemovalRequests } from "./exposures";
 import { purgeExpiredEphemeral } from "./memberships";
 import type { Deps } from "./outbox";
+import { movePeopleChunk, movePersonChunk } from "./person-moves";
+import { eraseGonePersons } from "./persons";
 import { pruneExpired } from "./retention";
 import { applyScanEvents } from "./scans";
 import { applyIndexWork } from "./trust-index";
@@ -87,6 +89,14 @@ export async function runBackgroundJob(deps: Deps, body: BackgroundMessage, now:
     }
     case "redrive":
       return redriveDeadLetter(deps, now);
+    case "move-people":
+      return movePeopleChunk(deps, body.after, now);
+    case "move-person":
+      return movePersonChunk(deps, body, now);
+    case "erase-persons": {
+      const { erased, more } = await eraseGonePersons(deps);
+      return { done: { erased }, ...continues(more, body) };
+    }
   }
 }
 

@@ -46,6 +46,8 @@ export function addRemoval(batch: WriteBatch, companyId: number, personId: numbe
       .where(and(eq(secureNumbers.personId, personId), ...accountGoes)),
   );
   batch.add(db.delete(people).where(and(eq(people.id, personId), ...accountGoes)));
+  // The account went: so does everything in the person's own object (activity, blocked calls).
+  batch.eraseObjectIfDeleted(personId);
   return removed;
 }
 

@@ -1,12 +1,12 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { createDb, type Db } from "../db/client";
-import { webhookDeliveries } from "../db/schema";
+import { personErasures, webhookDeliveries } from "../db/schema";
 import { batchableAll } from "../db/sql";
 import { logError } from "../lib/log";
 import type { BackgroundMessage } from "../queue/messages";
 import { enqueueDeliveries, type DeliveryMessage, type EventName } from "./events";
-import { personsOf, type Persons } from "./persons";
+import { eraseGonePersons, personsOf, type Persons } from "./persons";
 import * as trustIndex from "./trust-index";
 
 /**
@@ -35,7 +35,7 @@ export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = 
 /** An event to record: for one company, or for every company a person belongs to (scan and exposure events). */
 export type OutboxEvent = { event: EventName; payload: unknown } & ({ companyId: number } | { personId: number });
 
-type Role = "change" | "deliveries" | "index";
+type Role = "change" | "deliveries" | "index" | "erase";
 
 /**
  * A command's write (docs/architecture.md, "Writes are commands"): the
@@ -66,6 +66,21 @@ export class WriteBatch {
 
   get size() {
     return this.#items.length;
+  }
+
+  /**
+   * The person's own Durable Object is erased when the statement added just
+   * before this one (the delete of their account) removed a row: recorded in
+   * `person_erasures` in this batch, erased right after the commit, and by
+   * the `erase-persons` sweep if that fails (services/persons.ts).
+   */
+  eraseObjectIfDeleted(personId: number) {
+    const statement = batchableAll<{ personId: number }>(
+      this.deps.db,
+      sql`insert into ${personErasures} (person_id, due_at) select ${personId}, ${this.now.getTime()}
+          where changes() > 0 on conflict (person_id) do nothing returning person_id as personId`,
+    );
+    this.#items.push({ statement, role: "erase" });
   }
 
   /**
@@ -191,6 +206,8 @@ export class WriteBatch {
     const keys = [...new Set(rows("index").map((row) => row.key!))];
     await settleIndexWork(this.deps, keys);
     await enqueueDeliveries(this.deps.webhookQueue, deliveries);
+    const erased = this.#items.flatMap((item, i) => (item.role === "erase" ? (results[i] as { personId: number }[]) : []));
+    if (erased.length > 0) await eraseGonePersons(this.deps, erased.map((row) => row.personId));
     return { results, deliveries };
   }
 }

@@ -1,3 +1,8 @@
+import { asc } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { personErasures } from "../db/schema";
+import { inList } from "../db/sql";
+import { logError } from "../lib/log";
 import { personObjectName } from "../objects/person/name";
 import type { Person } from "../objects/person/person";
 
@@ -12,3 +17,47 @@ export type Persons = { of(personId: number): DurableObjectStub<Person> };
 export const personsOf = (namespace: DurableObjectNamespace<Person>): Persons => ({
   of: (personId) => namespace.get(namespace.idFromName(personObjectName(personId))),
 });
+
+/** Objects erased per `erase-persons` chunk (each one RPC and one row delete). */
+export const ERASE_CHUNK = 50;
+
+/**
+ * Erases the objects of people whose account is gone (`person_erasures`):
+ * the given ones right after the commit that deleted them, or the oldest
+ * due ones (the `erase-persons` sweep). A row goes once its object answered;
+ * a failure is logged and the row waits for the sweep. Never throws.
+ */
+export async function eraseGonePersons(
+  deps: { db: Db; persons: Persons },
+  personIds?: number[],
+): Promise<{ erased: number; more: boolean }> {
+  const due =
+    personIds ??
+    (
+      await deps.db
+        .select({ personId: personErasures.personId })
+        .from(personErasures)
+        .orderBy(asc(personErasures.dueAt))
+        .limit(ERASE_CHUNK)
+        .all()
+    ).map((row) => row.personId);
+  const done: number[] = [];
+  await Promise.all(
+    due.map(async (personId) => {
+      try {
+        await deps.persons.of(personId).erase();
+        done.push(personId);
+      } catch (err) {
+        logError("erasing a person's object failed; the sweep retries", err, { personId });
+      }
+    }),
+  );
+  if (done.length > 0) {
+    try {
+      await deps.db.delete(personErasures).where(inList(personErasures.personId, done)).run();
+    } catch (err) {
+      logError("recording erased objects failed; they are erased again later", err, { people: done.length });
+    }
+  }
+  return { erased: done.length, more: personIds === undefined && due.length >= ERASE_CHUNK };
+}

@@ -21,6 +21,8 @@ import { activityDays, blockedCalls, feed, moves } from "./schema";
 
 export type FeedRow = typeof feed.$inferSelect;
 export type BlockedCallRow = { callerId: string | null; countryCode: string; phoneNumber: string; createdAt: number };
+/** A row moved in from D1: its D1 id, its time in milliseconds. */
+export type MovedFeedRow = Omit<FeedRow, "createdAt"> & { createdAt: number };
 
 /** What a person may record per UTC day (docs/security.md, "What a stranger can cost"). */
 export const ACTIVITY_BUDGET = { records: 1_000, textBytes: 10 * 1024 * 1024 } as const;
@@ -28,6 +30,8 @@ export const ACTIVITY_BUDGET = { records: 1_000, textBytes: 10 * 1024 * 1024 } a
 export const KEEP = { blockedCalls: 1_000, blockedCallDays: 90, activityDays: 365 } as const;
 /** Rows one alarm deletes per table before it hands over to the next alarm. */
 const PRUNE_CHUNK = 1_000;
+/** Ids below this came from D1 (the move); ids this object makes are time-based and far above (ids.ts). */
+export const MOVED_ID_LIMIT = 2 ** 40;
 const DAY_MS = 24 * 3600 * 1000;
 
 /** The answer to a write the object may refuse: refusals are values, since errors lose their class over RPC. */
@@ -40,6 +44,8 @@ const utf8Bytes = (text: string | null | undefined) => (text ? new TextEncoder()
 
 export class Person extends DurableObject<Env> {
   private readonly db: DrizzleSqliteDODatabase;
+  /** Messages being sent right now, by their idempotency key (see `record`). */
+  private readonly sending = new Map<string, Promise<RecordResult>>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -59,6 +65,21 @@ export class Person extends DurableObject<Env> {
    * under one id before this answers. Charged to today's budget.
    */
   async record(me: number, input: ActivityInput, peer: number | null): Promise<RecordResult> {
+    // The same message sent again while the first is still on its way to the peer: one answer for both.
+    const key = input.message_id ? `${input.sendable_type}:${input.sendable_id}:${input.message_id}` : null;
+    const inflight = key ? this.sending.get(key) : undefined;
+    if (inflight) return inflight;
+    const work = this.recordOnce(me, input, peer);
+    if (!key) return work;
+    this.sending.set(key, work);
+    try {
+      return await work;
+    } finally {
+      this.sending.delete(key);
+    }
+  }
+
+  private async recordOnce(me: number, input: ActivityInput, peer: number | null): Promise<RecordResult> {
     const earlier = this.sameMessage(input);
     if (earlier) return earlier;
     const now = Date.now();
@@ -117,23 +138,27 @@ export class Person extends DurableObject<Env> {
    */
   private async sendChat(me: number, row: FeedRow, peer: number): Promise<number> {
     const stub = this.env.PERSON.get(this.env.PERSON.idFromName(personObjectName(peer)));
+    let move = false;
     for (let attempt = 0; ; attempt++) {
       const floor = nextId(me, this.lastId());
-      const id = await stub.acceptChat(me, { ...row, id: floor });
+      const id = await stub.acceptChat(me, { ...row, id: floor }, move);
       if (id > this.lastId()) return id;
       if (attempt >= 5) throw new Error("the chat's id kept losing to newer records");
+      // This feed moved past the peer's id during the await: ask the peer to move its copy up.
+      move = true;
     }
   }
 
   /**
    * The receiving side of a chat from `sender`: stores it at the lowest id of
-   * the sender's slot above both `row.id - 1` and this feed's newest, or, when
-   * it is already here (a retry), keeps or moves it up to that floor.
+   * the sender's slot above both `row.id - 1` and this feed's newest. When it
+   * is already here (a retry), answers its id; only with `move` (the sender's
+   * feed got ahead of that id) is it moved up to the new floor.
    */
-  acceptChat(sender: number, row: FeedRow): number {
+  acceptChat(sender: number, row: FeedRow, move = false): number {
     const key = this.messageKey(row.sendableType, row.sendableId, row.messageId ?? "");
     const existing = this.db.select({ id: feed.id }).from(feed).where(key).get();
-    if (existing && existing.id >= row.id) return existing.id;
+    if (existing && (!move || existing.id >= row.id)) return existing.id;
     const id = nextId(sender, Math.max(row.id - 1, this.lastId()));
     if (existing) {
       this.db.update(feed).set({ id }).where(eq(feed.id, existing.id)).run();
@@ -193,10 +218,15 @@ export class Person extends DurableObject<Env> {
     this.db.delete(blockedCalls).run();
   }
 
-  /** The person's account is gone: everything here goes (storage and alarm). */
+  /**
+   * The person's account is gone: everything here goes (rows and alarm). The
+   * empty tables are made again at once, so a late call (a blocked call
+   * still on its way) finds a working object, not a broken one.
+   */
   async erase(): Promise<void> {
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
+    await migrate(this.db, migrations);
   }
 
   /**
@@ -205,7 +235,7 @@ export class Person extends DurableObject<Env> {
    * larger); a row already here is left as it is, so a repeated chunk changes
    * nothing. Answers how many rows of each kind the object now holds.
    */
-  importRows(rows: { feed: FeedRow[]; blockedCalls: (BlockedCallRow & { id: number })[] }) {
+  importRows(rows: { feed: MovedFeedRow[]; blockedCalls: (BlockedCallRow & { id: number })[] }) {
     for (const row of rows.feed) {
       this.db
         .insert(feed)
@@ -233,11 +263,23 @@ export class Person extends DurableObject<Env> {
       .run();
   }
 
-  /** How many rows the object holds, per kind (the move compares them with D1's). */
-  counts(): { feed: number; blockedCalls: number } {
-    const count = (table: typeof feed | typeof blockedCalls) =>
-      this.db.select({ n: sql<number>`count(*)` }).from(table).get()?.n ?? 0;
-    return { feed: count(feed), blockedCalls: count(blockedCalls) };
+  /**
+   * How many rows the object holds, per kind, and how many of them came from
+   * D1 (their ids are below `MOVED_ID_LIMIT`; ids made here are far above).
+   */
+  counts() {
+    const count = (table: typeof feed | typeof blockedCalls, moved: boolean) =>
+      this.db
+        .select({ n: sql<number>`count(*)` })
+        .from(table)
+        .where(moved ? lt(table.id, MOVED_ID_LIMIT) : undefined)
+        .get()?.n ?? 0;
+    return {
+      feed: count(feed, false),
+      blockedCalls: count(blockedCalls, false),
+      movedFeed: count(feed, true),
+      movedBlockedCalls: count(blockedCalls, true),
+    };
   }
 
   /* ---------- retention: the object's own alarm ---------- */
@@ -253,10 +295,9 @@ export class Person extends DurableObject<Env> {
     const chunk = (table: typeof feed | typeof blockedCalls, column: AnySQLiteColumn, days: number) =>
       this.db
         .delete(table)
-        .where(
-          sql`rowid in (select rowid from ${table} where ${column} < ${now - days * DAY_MS} limit ${PRUNE_CHUNK})`,
-        )
-        .run().rowsWritten;
+        .where(sql`rowid in (select rowid from ${table} where ${column} < ${now - days * DAY_MS} limit ${PRUNE_CHUNK})`)
+        .returning({ id: table.id })
+        .all().length;
     const pruned = [
       chunk(blockedCalls, blockedCalls.createdAt, KEEP.blockedCallDays),
       chunk(feed, feed.createdAt, KEEP.activityDays),

@@ -3,6 +3,8 @@ import * as handlers from "./admin.handlers";
 import * as routes from "./admin.routes";
 import * as licenseHandlers from "./licenses.handlers";
 import * as licenseRoutes from "./licenses.routes";
+import * as moveHandlers from "./moves.handlers";
+import * as moveRoutes from "./moves.routes";
 import * as phoneHandlers from "./phones.handlers";
 import * as phoneRoutes from "./phones.routes";
 import * as statusHandlers from "./status.handlers";
@@ -18,6 +20,8 @@ const router = createRouter()
   .openapi(licenseRoutes.retireLicense, licenseHandlers.retireLicense)
   .openapi(phoneRoutes.listCompanyPhones, phoneHandlers.listCompanyPhones)
   .openapi(phoneRoutes.verifyCompanyPhone, phoneHandlers.verifyCompanyPhone)
-  .openapi(statusRoutes.status, statusHandlers.status);
+  .openapi(statusRoutes.status, statusHandlers.status)
+  .openapi(moveRoutes.startPersonMoves, moveHandlers.startPersonMoves)
+  .openapi(moveRoutes.personMoveStatus, moveHandlers.personMoveStatus);
 
 export default router;

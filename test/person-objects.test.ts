@@ -1,0 +1,236 @@
+import { env } from "cloudflare:workers";
+import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm } from "cloudflare:test";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import worker from "../src/index";
+import type { BackgroundMessage } from "../src/queue/messages";
+import { as, call, countInPersonObject, countRows, DEMO, inPersonObject, insertToken } from "./helpers";
+
+/**
+ * Each person's own data in their own Durable Object (docs/architecture.md,
+ * "Where data lives"): chats across two objects, ids, erasure, the object's
+ * retention alarm, and the one-time move of D1 rows into the objects.
+ */
+const { alice, bob } = DEMO.people;
+type Entry = { id: number; message_id: string | null; type: string };
+const feed = async (who: "alice" | "bob", after = 0) =>
+  (await (await as(who).get(`/apps/buzz/activity/${after}?limit=500`)).json()) as Entry[];
+const chat = (from: number, to: number, messageId = crypto.randomUUID()) => ({
+  type: "chat_message",
+  sendable_type: "person",
+  sendable_id: from,
+  receivable_type: "person",
+  receivable_id: to,
+  message: "c2VjcmV0",
+  message_id: messageId,
+});
+
+afterEach(() => vi.restoreAllMocks());
+
+describe("chats across two objects", () => {
+  it("a chat posted three times at once with one message_id lands once in each feed, under the id answered", async () => {
+    const body = chat(bob, alice);
+    const answers = await Promise.all([1, 2, 3].map(() => as("bob").send("POST", "/apps/buzz/activity", body)));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+    const ids = await Promise.all(answers.map(async (r) => ((await r.json()) as { data: { id: number } }).data.id));
+    expect(new Set(ids).size).toBe(1);
+    for (const who of ["alice", "bob"] as const) {
+      expect((await feed(who)).filter((e) => e.message_id === body.message_id).map((e) => e.id)).toEqual([ids[0]]);
+    }
+  });
+
+  it("a chat's id is above the newest id of both feeds, so paging by the last id seen never skips it", async () => {
+    // Alice's feed moves ahead with call records of her own.
+    for (let i = 0; i < 3; i++) {
+      await as("alice").send("POST", "/apps/buzz/activity", {
+        type: "outgoing_call_missed",
+        sendable_type: "person",
+        sendable_id: alice,
+        receivable_type: "person",
+        receivable_id: bob,
+      });
+    }
+    const aliceSeen = Math.max(...(await feed("alice")).map((e) => e.id));
+    const bobSeen = Math.max(0, ...(await feed("bob")).map((e) => e.id));
+    const sent = await as("bob").send("POST", "/apps/buzz/activity", chat(bob, alice));
+    const { id } = ((await sent.json()) as { data: { id: number } }).data;
+    expect(id).toBeGreaterThan(aliceSeen);
+    expect(id).toBeGreaterThan(bobSeen);
+    expect((await feed("alice", aliceSeen)).map((e) => e.id)).toContain(id);
+    expect((await feed("bob", bobSeen)).map((e) => e.id)).toContain(id);
+    // Each feed lists strictly increasing ids; the heartbeat's last_activity_id is the newest.
+    for (const who of ["alice", "bob"] as const) {
+      const ids = (await feed(who)).map((e) => e.id);
+      expect(ids).toEqual([...ids].sort((a, b) => a - b));
+      expect(new Set(ids).size).toBe(ids.length);
+      const beat = (await (await as(who).get("/apps/buzz/heartbeat")).json()) as { last_activity_id: string };
+      expect(Number(beat.last_activity_id)).toBe(ids.at(-1));
+    }
+  });
+
+  it("a call record stays in its writer's object only", async () => {
+    const before = await countInPersonObject(bob, "SELECT count(*) AS n FROM feed");
+    await as("alice").send("POST", "/apps/buzz/activity", {
+      type: "outgoing_call_connected_secure",
+      sendable_type: "person",
+      sendable_id: alice,
+      receivable_type: "person",
+      receivable_id: bob,
+    });
+    expect(await countInPersonObject(bob, "SELECT count(*) AS n FROM feed")).toBe(before);
+  });
+});
+
+describe("an account that goes takes its object with it", () => {
+  it("removing an employee whose account goes erases their activity and blocked calls", async () => {
+    const created = await as("alice").send("POST", "/companies/1/employees", {
+      first_name: "Gone",
+      last_name: "Soon",
+      dob: "1990-01-01",
+      emails: [{ email: `gone-${crypto.randomUUID()}@acme.example` }],
+      addresses: [{ line_1: "1 Main St", city: "Austin", region: "TX", postal_code: "78701", country: "US" }],
+      license: null,
+    });
+    expect(created.status, await created.clone().text()).toBe(200);
+    const { id } = (await created.json()) as { id: number };
+    const token = `pk_test_gone_${crypto.randomUUID().replaceAll("-", "")}`;
+    await insertToken(token, { personId: id });
+    const recorded = await call("/apps/buzz/activity", {
+      method: "POST",
+      token,
+      body: chat(id, alice),
+    });
+    expect(recorded.status).toBe(200);
+    await inPersonObject(id, "INSERT INTO blocked_calls (id, country_code, phone_number, created_at) VALUES (1, '1', '3035550100', 0)");
+    expect(await countInPersonObject(id, "SELECT count(*) AS n FROM feed")).toBe(1);
+
+    expect((await as("alice").send("DELETE", `/companies/1/employees/${id}`)).status).toBe(204);
+    expect(await countInPersonObject(id, "SELECT count(*) AS n FROM sqlite_master WHERE name = 'feed'")).toBe(1); // empty tables, ready again
+    expect(await countInPersonObject(id, "SELECT count(*) AS n FROM feed")).toBe(0);
+    expect(await countInPersonObject(id, "SELECT count(*) AS n FROM blocked_calls")).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM person_erasures WHERE person_id = ?", id)).toBe(0);
+    // The other party keeps their copy of the chat.
+    expect((await feed("alice")).some((e) => e.message_id !== null && e.type === "chat_message")).toBe(true);
+  });
+});
+
+describe("the object's own retention", () => {
+  it("its alarm prunes blocked calls past 90 days and activity past 365 days", async () => {
+    const personId = 700_000 + Math.floor(Math.random() * 100_000);
+    const day = 24 * 3600 * 1000;
+    const now = Date.now();
+    await inPersonObject(
+      personId,
+      `INSERT INTO blocked_calls (id, country_code, phone_number, created_at) VALUES (1, '1', '3035550101', ?), (2, '1', '3035550102', ?)`,
+      now - 91 * day,
+      now - 89 * day,
+    );
+    await inPersonObject(
+      personId,
+      `INSERT INTO feed (id, type, sendable_type, sendable_id, receivable_type, receivable_id, created_at)
+       VALUES (1, 'outgoing_call_missed', 'person', ?, 'person', 1, ?), (2, 'outgoing_call_missed', 'person', ?, 'person', 1, ?)`,
+      personId,
+      now - 366 * day,
+      personId,
+      now - 364 * day,
+    );
+    const stub = env.PERSON.get(env.PERSON.idFromName(`person:${personId}`));
+    await stub.lastActivityId(); // wakes it
+    await runInObjectSetAlarm(stub);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await inPersonObject(personId, "SELECT id FROM blocked_calls")).toEqual([{ id: 2 }]);
+    expect(await inPersonObject(personId, "SELECT id FROM feed")).toEqual([{ id: 2 }]);
+  });
+});
+
+/** Sets the object's alarm to now, so runDurableObjectAlarm runs it. */
+async function runInObjectSetAlarm(stub: DurableObjectStub) {
+  const { runInDurableObject } = await import("cloudflare:test");
+  await runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now()));
+}
+
+describe("moving person data from D1 into the objects", () => {
+  /** Runs a background message and every continuation it sends, through the queue handler. */
+  async function drain(first: BackgroundMessage) {
+    const sent: BackgroundMessage[] = [first];
+    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation((async (body: BackgroundMessage) => {
+      sent.push(body);
+    }) as never);
+    vi.spyOn(env.BACKGROUND_QUEUE, "sendBatch").mockImplementation((async (bodies: { body: BackgroundMessage }[]) => {
+      sent.push(...bodies.map((b) => b.body));
+    }) as never);
+    let runs = 0;
+    while (sent.length > 0) {
+      const body = sent.shift()!;
+      const batch = createMessageBatch("background", [{ id: `m${runs}`, timestamp: new Date(), attempts: 1, body }]);
+      const ctx = createExecutionContext();
+      await worker.queue!(batch, env, ctx);
+      const result = await getQueueResult(batch, ctx);
+      expect(result.explicitAcks).toHaveLength(1);
+      runs++;
+    }
+    return runs;
+  }
+
+  it("moves a database filled the old way, chunk by chunk, and the counts match", async () => {
+    // A person with 1,200 activity rows and 600 blocked calls in D1, as the platform kept them before.
+    const person = await env.DB.prepare(
+      "INSERT INTO people (first_name, last_name, created_at, updated_at) VALUES ('Moved', 'Person', 0, 0) RETURNING id",
+    ).first<{ id: number }>();
+    const p = person!.id;
+    const t0 = Date.now() - 3600_000;
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200)
+       INSERT INTO activities (type, sendable_type, sendable_id, receivable_type, receivable_id, call_time, message, message_id, created_at)
+       SELECT CASE WHEN i % 2 THEN 'chat_message' ELSE 'outgoing_call_missed' END, 'person', ?1, 'person', ?2, 0,
+              CASE WHEN i % 2 THEN 'bQ==' END, CASE WHEN i % 2 THEN 'moved-' || CAST(?1 AS INTEGER) || '-' || i END, ?3 + i FROM n`,
+    )
+      .bind(p, alice, t0)
+      .run();
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 600)
+       INSERT INTO blocked_calls (person_id, caller_id, country_code, phone_number, created_at)
+       SELECT ?1, 'moved-' || i, '1', '3035550199', ?2 + i FROM n`,
+    )
+      .bind(p, t0)
+      .run();
+
+    // One person, as the walk over people sends it: feed in 3 chunks, blocked calls in 2, then the comparison.
+    const runs = await drain({ kind: "move-person", personId: p, stage: "feed", after: 0 });
+    expect(runs).toBe(3 + 2 + 1);
+    const counts = await inPersonObject<{ feed: number; blocked: number }>(
+      p,
+      "SELECT (SELECT count(*) FROM feed) AS feed, (SELECT count(*) FROM blocked_calls) AS blocked",
+    );
+    expect(counts).toEqual([{ feed: 1200, blocked: 600 }]);
+    expect(
+      await env.DB.prepare("SELECT state, d1_rows, object_rows FROM person_moves WHERE person_id = ?").bind(p).first(),
+    ).toEqual({ state: "moved", d1_rows: 1800, object_rows: 1800 });
+
+    // The API reads them from the object now, oldest first under their D1 ids.
+    const token = `pk_test_moved_${crypto.randomUUID().replaceAll("-", "")}`;
+    await insertToken(token, { personId: p });
+    const page = (await (await call("/apps/buzz/activity/0?limit=500", { token })).json()) as Entry[];
+    expect(page).toHaveLength(500);
+    expect(page[0]!.message_id).toBe(`moved-${p}-1`);
+    const blocked = (await (await call("/apps/buzz/blocked", { token })).json()) as { caller_id: string }[];
+    expect(blocked[0]!.caller_id).toBe("moved-600");
+
+    // Running it again copies nothing twice.
+    await drain({ kind: "move-person", personId: p, stage: "feed", after: 0 });
+    expect(await countInPersonObject(p, "SELECT count(*) AS n FROM feed")).toBe(1200);
+  });
+
+  it("the walk over people records everyone pending and sends one message per person", async () => {
+    const sent: BackgroundMessage[] = [];
+    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation((async (body: BackgroundMessage) => void sent.push(body)) as never);
+    vi.spyOn(env.BACKGROUND_QUEUE, "sendBatch").mockImplementation((async (bodies: { body: BackgroundMessage }[]) =>
+      void sent.push(...bodies.map((b) => b.body))) as never);
+    const batch = createMessageBatch("background", [
+      { id: "walk", timestamp: new Date(), attempts: 1, body: { kind: "move-people", after: 0 } },
+    ]);
+    await worker.queue!(batch, env, createExecutionContext());
+    const people = await countRows("SELECT count(*) AS n FROM people WHERE id <= (SELECT max(person_id) FROM person_moves)");
+    expect(sent.filter((m) => m.kind === "move-person")).toHaveLength(Math.min(people, 100));
+    expect(await countRows("SELECT count(*) AS n FROM person_moves WHERE person_id = ?", bob)).toBe(1);
+  });
+});
