@@ -97,6 +97,30 @@ try {
     throw new Error(`expected retire-license ${licenseIds[0]} to be refused with 409 while Initech holds seats, got exit ${retire.status}: ${retire.stderr}`);
   }
   process.stderr.write(`  ✓ npm run admin -- retire-license ${licenseIds[0]} exits ${retire.status} while Initech holds seats: ${refused}\n`);
+  if (server) {
+    step("Checking that a person's own data (their Durable Object) survives a restart of the server");
+    const recorded = await fetch(`${api}/apps/buzz/activity`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+      body: JSON.stringify({
+        type: "outgoing_call_missed",
+        sendable_type: "person",
+        sendable_id: Number(admin),
+        receivable_type: "company",
+        receivable_id: Number(company),
+      }),
+    });
+    if (!recorded.ok) throw new Error(`POST /apps/buzz/activity answered ${recorded.status}: ${await recorded.text()}`);
+    const { id } = (await recorded.json()).data;
+    await stopServer(server);
+    ({ server, api } = await startServer());
+    await waitForHealth(api);
+    const feed = await (await fetch(`${api}/apps/buzz/activity/0?limit=500`, { headers: { Authorization: `Bearer ${token}` } })).json();
+    if (!Array.isArray(feed) || !feed.some((entry) => entry.id === id)) {
+      throw new Error(`activity ${id} was gone after the restart: ${JSON.stringify(feed).slice(0, 300)}`);
+    }
+    process.stderr.write(`  ✓ activity ${id} of person ${admin} is still there after the restart\n`);
+  }
   step(`Go live check passed in ${Math.round((Date.now() - started) / 1000)} s`);
 } catch (err) {
   process.stderr.write(`\n✖ ${err.message}\n`);
