@@ -7,7 +7,7 @@ import type { Deps } from "./outbox";
 
 /*
  * The one-time move of each person's own rows from D1 into their object
- * (docs/operations.md, "Moving person data"). A deployment that kept
+ * (docs/architecture.md, "The one-time move from D1"). A deployment that kept
  * activity and blocked calls in D1 runs it once (`npm run admin -- move-person-data`):
  * - `move-people` walks the people table, 100 ids per message, records each
  *   person as `pending` and sends one `move-person` message per person;

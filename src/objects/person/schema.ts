@@ -57,7 +57,7 @@ export const activityDays = sqliteTable("activity_days", {
   textBytes: integer("text_bytes").notNull(),
 });
 
-/** Rows moved in from D1 (the one-time move, docs/operations): which person's rows, and when. */
+/** Rows moved in from D1 (the one-time move, docs/architecture.md): which person's rows, and when. */
 export const moves = sqliteTable("moves", {
   source: text("source").primaryKey(),
   rows: integer("rows").notNull(),

@@ -4,7 +4,7 @@ import { requireAuth } from "../../middleware/auth";
 
 /*
  * The one-time move of people's activity and blocked calls from D1 into
- * their own Durable Objects (docs/operations.md, "Moving person data").
+ * their own Durable Objects (docs/architecture.md, "The one-time move from D1").
  */
 
 const tags = ["Platform admin"];
