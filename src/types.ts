@@ -25,6 +25,12 @@ export type AppEnv = {
     company: CompanyAccess;
     /** This request was already counted against its IP's budget (see `limitByIp`). */
     ipCharged: boolean;
+    /**
+     * Whether the token's rate limit admitted this request. A read runs while
+     * the limiter answers (rate-limit.ts) and is swapped for a 429 when it
+     * did not; work a read defers past its answer waits for this first.
+     */
+    admitted: Promise<boolean>;
   };
 };
 

@@ -3,9 +3,9 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { phoneFromInternational, phoneFromParts } from "../src/lib/phone";
 import { addCompanyPhone, verifyCompanyPhone } from "../src/services/company-phones";
 import { createDeps } from "../src/services/outbox";
-import { as, call, countD1, DEMO, insertToken, startOfUsableWindow } from "./helpers";
+import { as, call, countD1, countInPersonObject, DEMO, insertToken, startOfUsableWindow } from "./helpers";
 import { createApp } from "../src/app";
-import { createExecutionContext } from "cloudflare:test";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 
 /**
  * The ringing path at provider scale (docs/architecture.md, "The trust
@@ -133,6 +133,34 @@ describe("provider-sized rate limits", () => {
         /^Too Many Requests: .*60000/,
       );
     }
+  });
+
+  it("an untrusted lookup refused with 429 records no blocked call", async () => {
+    const refusedToken = `sk_over_budget_blocked_${Date.now()}_aaaaaaaa`;
+    const admittedToken = `sk_within_budget_blocked_${Date.now()}_aaaaaaaa`;
+    for (const token of [refusedToken, admittedToken]) {
+      await insertToken(token, { serviceName: "telephony", scopes: ["calls:lookup"] });
+    }
+    const callerId = `refused-${crypto.randomUUID()}`;
+    const fields = new URLSearchParams({ ...(await aliceNumber()), inbound_code: "1", inbound: "3035550142", caller_id: callerId });
+    const budget = (success: boolean) => ({ ...env, SERVICE_RATE_LIMIT: { limit: async () => ({ success }) } });
+    const ask = async (success: boolean) => {
+      const ctx = createExecutionContext();
+      const response = await createApp().request(
+        `/apps/buzz/trust-lookup?${fields}`,
+        { headers: { Authorization: `Bearer ${success ? admittedToken : refusedToken}` } },
+        budget(success),
+        ctx,
+      );
+      await waitOnExecutionContext(ctx);
+      return response.status;
+    };
+    const recorded = () =>
+      countInPersonObject(DEMO.people.alice, "SELECT count(*) AS n FROM blocked_calls WHERE caller_id = ?", callerId);
+    expect(await ask(false)).toBe(429);
+    expect(await recorded()).toBe(0);
+    expect(await ask(true)).toBe(200); // the same call, admitted (another token with budget left), is recorded
+    expect(await recorded()).toBe(1);
   });
 
   it("unknown tokens are counted against the IP before any D1 read: past 300, a 429 reads nothing", async () => {

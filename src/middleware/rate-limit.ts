@@ -31,6 +31,7 @@ export const rateLimit = createMiddleware<AppEnv>(async (c, next) => {
   const budget = principal.kind === "service" ? SERVICE_BUDGET : PERSON_BUDGET;
   const limiter = principal.kind === "service" ? c.env.SERVICE_RATE_LIMIT : c.env.TOKEN_RATE_LIMIT;
   const admission = admit(limiter, budget, principal.tokenId);
+  c.set("admitted", admission);
   const refused = () =>
     tooManyRequests(
       `this token made more than ${budget.perMinute} requests in the last minute; retry after the Retry-After delay`,

@@ -30,7 +30,9 @@ export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async
 async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields) {
   const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
   const { trusted, user_id, blocked, problem } = await lookupTrust(c.var.deps, fields, defer);
-  if (blocked) defer(recordBlockedCall(c.var.deps.persons, blocked));
+  // A lookup the rate limit refuses is answered 429 (rate-limit.ts): its call is not recorded.
+  const admitted = c.var.admitted ?? Promise.resolve(true);
+  if (blocked) defer(admitted.then((ok) => (ok ? recordBlockedCall(c.var.deps.persons, blocked) : undefined)));
   if (problem) c.header(LOOKUP_PROBLEM, problem);
   return { trusted, user_id };
 }
