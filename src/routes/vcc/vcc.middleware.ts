@@ -29,7 +29,8 @@ export function grantPublisherCors(c: Context<AppEnv>, domain: string | null | u
 /**
  * For writes from the container: grants CORS to the publisher of the path's
  * container, then requires a visitor, the person of a bearer token or else of
- * the `session` cookie (checked against D1, as every write), and leaves them
+ * the `session` cookie (verified like every write: from the cache, then again inside
+ * the write's own first D1 statement, db/write-guard.ts), and leaves them
  * on `c.var.principal`. Runs before body validation, so no identity is 401.
  */
 export const containerVisitor = createMiddleware<AppEnv>(async (c, next) => {
@@ -39,7 +40,7 @@ export const containerVisitor = createMiddleware<AppEnv>(async (c, next) => {
   if (!c.var.principal) {
     if (c.var.authFailure) throw unauthorized(c.var.authFailure);
     const session = getCookie(c, "session");
-    const check = session && tokenHasValidShape(session) ? await verifyToken(c.var.db, session, new Date(), { fresh: true }) : null;
+    const check = session && tokenHasValidShape(session) ? await verifyToken(c.var.db, session, new Date(), { write: true }) : null;
     if (!check?.ok || check.principal.kind !== "person")
       throw unauthorized("sign in first: this needs the `session` cookie or a person's bearer token");
     c.set("principal", check.principal);
