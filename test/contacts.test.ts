@@ -2,7 +2,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/app";
-import { as, call, DEMO, expectError } from "./helpers";
+import { as, call, countInPersonObject, DEMO, expectError } from "./helpers";
 
 type Contact = {
   id: number;
@@ -371,11 +371,15 @@ describe("trust requests", () => {
   });
 
   it("answers 201 when nobody matches, and asks nobody", async () => {
-    const before = await count("SELECT count(*) AS n FROM trust_requests");
+    // Nobody matched, so no person's object received a request (Bob and Carol: no request from Alice).
+    const fromAlice = (person: number) =>
+      countInPersonObject(person, "SELECT count(*) AS n FROM trust_requests WHERE requester_id = ?", DEMO.people.alice);
+    const before = [await fromAlice(DEMO.people.bob), await fromAlice(DEMO.people.carol)];
     for (const body of [{ user_id: 999999 }, { email: "nobody@example.com" }, { phone: "+14155550000" }]) {
       expect((await as("alice").send("POST", "/contacts/requests", body)).status).toBe(201);
     }
-    expect(await count("SELECT count(*) AS n FROM trust_requests")).toBe(before);
+    expect([await fromAlice(DEMO.people.bob), await fromAlice(DEMO.people.carol)]).toEqual(before);
+    expect(await countInPersonObject(999999, "SELECT count(*) AS n FROM trust_requests")).toBe(0);
   });
 
   it("400 unless exactly one of user_id, phone, email", async () => {

@@ -194,9 +194,17 @@ describe("moving person data from D1 into the objects", () => {
       .bind(p, t0)
       .run();
 
+    // And the trust requests they received: one still pending (from Alice), one decided (from Bob).
+    await env.DB.prepare(
+      `INSERT INTO trust_requests (requester_id, target_id, contact_reason, status, decided_at, created_at, updated_at)
+       VALUES (?2, ?1, 'pending one', 'pending', NULL, ?3, ?3), (?4, ?1, 'decided one', 'trusted', ?3, ?3, ?3)`,
+    )
+      .bind(p, alice, t0, bob)
+      .run();
+
     // One person, as the walk over people sends it: feed in 3 chunks, blocked calls in 2, then the comparison.
     const runs = await drain({ kind: "move-person", personId: p, stage: "feed", after: 0 });
-    expect(runs).toBe(3 + 2 + 1);
+    expect(runs).toBe(3 + 2 + 1 + 1); // feed, blocked calls, trust requests (one short chunk), the comparison
     const counts = await inPersonObject<{ feed: number; blocked: number }>(
       p,
       "SELECT (SELECT count(*) FROM feed) AS feed, (SELECT count(*) FROM blocked_calls) AS blocked",
@@ -204,7 +212,7 @@ describe("moving person data from D1 into the objects", () => {
     expect(counts).toEqual([{ feed: 1200, blocked: 600 }]);
     expect(
       await env.DB.prepare("SELECT state, d1_rows, object_rows FROM person_moves WHERE person_id = ?").bind(p).first(),
-    ).toEqual({ state: "moved", d1_rows: 1800, object_rows: 1800 });
+    ).toEqual({ state: "moved", d1_rows: 1802, object_rows: 1802 });
 
     // The API reads them from the object now, oldest first under their D1 ids.
     const token = `pk_test_moved_${crypto.randomUUID().replaceAll("-", "")}`;
@@ -214,6 +222,10 @@ describe("moving person data from D1 into the objects", () => {
     expect(page[0]!.message_id).toBe(`moved-${p}-1`);
     const blocked = (await (await call("/apps/buzz/blocked", { token })).json()) as { caller_id: string }[];
     expect(blocked[0]!.caller_id).toBe("moved-600");
+    const requests = (await (await call("/contacts/requests", { token })).json()) as { id: number; contact_reason: string }[];
+    expect(requests.map((r) => [r.id, r.contact_reason])).toEqual([[alice, "pending one"]]);
+    // The decided one still lets the person change their decision about Bob.
+    expect((await call(`/contacts/trust/${bob}`, { method: "POST", token, body: { trusted: 0 } })).status).toBe(201);
 
     // Running it again copies nothing twice.
     await drain({ kind: "move-person", personId: p, stage: "feed", after: 0 });

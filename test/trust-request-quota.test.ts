@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { MAX_TRUST_REQUESTS_PER_DAY } from "../src/services/trust-requests";
-import { call, DEMO, expectError, insertToken } from "./helpers";
+import { call, DEMO, expectError, inPersonObject, insertToken } from "./helpers";
 
 /** At most 100 trust requests sent per person per UTC day, matched or not (docs/decisions.md). */
 
@@ -49,10 +49,11 @@ describe("trust requests: 100 per person per day", () => {
     expect(Math.abs(retryAfter - toMidnight)).toBeLessThanOrEqual(2);
 
     // The refused request was not recorded: Alice holds the one pending request, with the last reason before the limit.
-    const pending = await env.DB.prepare(
+    const pending = await inPersonObject(
+      DEMO.people.alice,
       "SELECT contact_reason FROM trust_requests WHERE requester_id = 700 AND status = 'pending'",
-    ).all<{ contact_reason: string }>();
-    expect(pending.results).toEqual([{ contact_reason: "try 99" }]);
+    );
+    expect(pending).toEqual([{ contact_reason: "try 99" }]);
   });
 
   it("the count is per person: another person still asks", async () => {
@@ -62,16 +63,14 @@ describe("trust requests: 100 per person per day", () => {
 
   it("a new UTC day starts a new count", async () => {
     // Move the day's count to yesterday, as the clock passing midnight would.
-    await env.DB.prepare("UPDATE trust_request_days SET day = day - 1 WHERE person_id = 700").run();
+    await inPersonObject(700, "UPDATE trust_request_days SET day = day - 1");
     expect((await ask(token, { user_id: DEMO.people.alice })).status).toBe(201);
   });
 
   it("concurrent requests never pass the limit", async () => {
     const racer = await newAsker(702);
     const today = Math.floor(Date.now() / day);
-    await env.DB.prepare("INSERT INTO trust_request_days (day, person_id, sent) VALUES (?1, 702, 90)")
-      .bind(today)
-      .run();
+    await inPersonObject(702, "INSERT INTO trust_request_days (day, sent) VALUES (?, 90)", today);
     const statuses = await Promise.all(
       Array.from({ length: 20 }, (_, i) => ask(racer, { email: `race${i}@nowhere.example` }).then((r) => r.status)),
     );

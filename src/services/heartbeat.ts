@@ -87,7 +87,6 @@ type Times = {
   secure_e164: string | null;
   user: number | null;
   contact: number | null;
-  trust_request: number | null;
   company: number | null;
   coworker: number | null;
 };
@@ -96,7 +95,8 @@ type Times = {
  * The heartbeat (docs/decisions.md): the `last_*` fields, the newest change
  * time of what each names for this person (null when there is none), and
  * their secure number. One D1 query of scalar subqueries, each served by an
- * index, and one call to the person's object (the newest activity id), made
+ * index, and one call to the person's object (the newest activity id, the
+ * last trust request), made
  * together; only a person without a secure number (their first heartbeat)
  * makes a write, the assignment. Null when the person is gone.
  */
@@ -109,7 +109,6 @@ export async function heartbeat(deps: Deps, personId: number) {
       sn.e164 as secure_e164,
       (select updated_at from people where id = ${me}) as user,
       (select max(updated_at) from contacts where owner_id = ${me}) as contact,
-      (select max(updated_at) from trust_requests where target_id = ${me}) as trust_request,
       (select max(t) from (
          select c.updated_at as t from companies c
            where c.id in (select company_id from memberships where person_id = ${me}
@@ -120,17 +119,17 @@ export async function heartbeat(deps: Deps, personId: number) {
          from company_rosters r
          where r.company_id in (select company_id from memberships where person_id = ${me})) as coworker
     from (select 1) left join secure_numbers sn on sn.person_id = ${me}`);
-  // The newest activity id is in the person's object: asked at the same time as D1.
-  const [row, activity] = await Promise.all([times, deps.persons.of(me).lastActivityId()]);
+  // The newest activity id and the last trust request are in the person's object: asked at the same time as D1.
+  const [row, own] = await Promise.all([times, deps.persons.of(me).heartbeatTimes()]);
   if (!row || row.user === null) return null;
   const at = (ms: number | null) => iso(ms === null ? null : new Date(ms));
   return {
     last_contact_update: at(row.contact),
-    last_trust_request: at(row.trust_request),
+    last_trust_request: at(own.trustRequest),
     last_company_update: at(row.company),
     last_coworker_update: at(row.coworker),
     last_user_update: at(row.user),
-    last_activity_id: String(activity),
+    last_activity_id: String(own.activity),
     secure_number:
       row.secure_e164 === null
         ? await assignSecureNumber(deps, me)

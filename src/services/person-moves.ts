@@ -1,12 +1,14 @@
 import { count, sql } from "drizzle-orm";
 import { personMoves } from "../db/schema";
 import { batchableAll } from "../db/sql";
-import { KEEP, type MovedFeedRow } from "../objects/person/person";
+import { KEEP } from "../objects/person/limits";
+import type { MovedFeedRow, MovedTrustRequestRow } from "../objects/person/person";
 import type { BackgroundMessage } from "../queue/messages";
 import type { Deps } from "./outbox";
 
 /*
- * The one-time move of each person's own rows from D1 into their object
+ * The one-time move of each person's own rows (activity, blocked calls, the
+ * trust requests they received) from D1 into their object
  * (docs/architecture.md, "The one-time move from D1"). A deployment that kept
  * activity and blocked calls in D1 runs it once (`npm run admin -- move-person-data`):
  * - `move-people` walks the people table, 100 ids per message, records each
@@ -46,6 +48,12 @@ const feedRows = (deps: Deps, p: number, after: number, limit: number) =>
            receivable_id as receivableId, call_time as callTime, message, message_id as messageId, created_at as createdAt
     from activities where id > ${after} and ${visibleTo(p)} order by id limit ${limit}`);
 
+const requestRows = (deps: Deps, p: number, after: number, limit: number) =>
+  deps.db.all<MovedTrustRequestRow>(sql`
+    select id, requester_id as requesterId, contact_reason as contactReason, status, decided_at as decidedAt,
+           created_at as createdAt, updated_at as updatedAt
+    from trust_requests where target_id = ${p} and id > ${after} order by id limit ${limit}`);
+
 const blockedRows = (deps: Deps, p: number, after: number, limit: number) =>
   deps.db.all<BlockedSource>(sql`
     select id, caller_id as callerId, country_code as countryCode, phone_number as phoneNumber, created_at as createdAt
@@ -57,37 +65,39 @@ type MoveMessage = Extract<BackgroundMessage, { kind: "move-person" }>;
 export async function movePersonChunk(deps: Deps, body: MoveMessage, now: Date) {
   const { personId, stage, after } = body;
   const object = deps.persons.of(personId);
-  if (stage === "feed" || stage === "blocked") {
-    const rows =
-      stage === "feed"
-        ? await feedRows(deps, personId, after, MOVE_ROWS_CHUNK)
-        : await blockedRows(deps, personId, after, MOVE_ROWS_CHUNK);
+  if (stage !== "compare") {
+    const read = { feed: feedRows, blocked: blockedRows, requests: requestRows }[stage];
+    const rows = await read(deps, personId, after, MOVE_ROWS_CHUNK);
     if (rows.length > 0) {
-      await object.importRows(
-        stage === "feed"
-          ? { feed: rows as MovedFeedRow[], blockedCalls: [] }
-          : { feed: [], blockedCalls: rows as BlockedSource[] },
-      );
+      await object.importRows({
+        feed: stage === "feed" ? (rows as MovedFeedRow[]) : [],
+        blockedCalls: stage === "blocked" ? (rows as BlockedSource[]) : [],
+        trustRequests: stage === "requests" ? (rows as MovedTrustRequestRow[]) : [],
+      });
     }
     const full = rows.length >= MOVE_ROWS_CHUNK;
+    const following = { feed: "blocked", blocked: "requests", requests: "compare" } as const;
     const next: MoveMessage = full
       ? { ...body, after: rows.at(-1)!.id }
-      : { kind: "move-person", personId, stage: stage === "feed" ? "blocked" : "compare", after: 0 };
+      : { kind: "move-person", personId, stage: following[stage], after: 0 };
     return { done: { personId, stage, rows: rows.length }, next };
   }
   // compare: how many of the person's D1 rows the object now holds (rows it made itself are not counted).
-  const [[feedCount], [blockedCount]] = await deps.db.batch([
+  const [[feedCount], [blockedCount], [requestCount]] = await deps.db.batch([
     batchableAll<{ n: number }>(deps.db, sql`select count(*) as n from activities where ${visibleTo(personId)}`),
     batchableAll<{ n: number }>(deps.db, sql`select count(*) as n from blocked_calls where person_id = ${personId}`),
+    batchableAll<{ n: number }>(deps.db, sql`select count(*) as n from trust_requests where target_id = ${personId}`),
   ]);
   const d1Feed = feedCount?.n ?? 0;
   const d1Blocked = blockedCount?.n ?? 0;
+  const d1Requests = requestCount?.n ?? 0;
   const held = await object.counts();
-  const d1Rows = d1Feed + d1Blocked;
-  const objectRows = held.movedFeed + held.movedBlockedCalls;
-  // Every D1 activity row must be there; blocked calls too, unless the object is at its cap of the newest 1,000.
+  const d1Rows = d1Feed + d1Blocked + d1Requests;
+  const objectRows = held.movedFeed + held.movedBlockedCalls + held.movedTrustRequests;
+  // Every D1 activity row and trust request must be there; blocked calls too, unless the object is at its cap of the newest 1,000.
   const complete =
     held.movedFeed === d1Feed &&
+    held.movedTrustRequests === d1Requests &&
     (held.movedBlockedCalls === d1Blocked || held.blockedCalls >= KEEP.blockedCalls);
   const state = complete ? "moved" : "mismatch";
   await object.finishMove("d1", objectRows);

@@ -3,7 +3,6 @@ import { pruneOlderThan, type PruneResult } from "../db/prune";
 import { activities, blockedCalls } from "../db/schema";
 import { logError } from "../lib/log";
 import { pruneIndexWritten } from "./trust-index";
-import { pruneTrustRequestDays } from "./trust-requests";
 import { pruneDeliveredHistory } from "./webhook-history";
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -12,8 +11,8 @@ const DAY_MS = 24 * 3600 * 1000;
 export const RETENTION_DAYS = { blockedCalls: 90, activities: 365 } as const;
 
 /**
- * D1 statements each rule may run per invocation (× 1,000 rows each): five
- * rules stay under 500 of the invocation's 1,000, leaving room for the other
+ * D1 statements each rule may run per invocation (× 1,000 rows each): four
+ * rules stay under 400 of the invocation's 1,000, leaving room for the other
  * daily jobs.
  */
 export const RETENTION_STATEMENTS_PER_RULE = 100;
@@ -41,7 +40,6 @@ const RULES = {
       maxStatements,
     }),
   webhookHistory: (db: Db, now: Date, maxStatements: number) => pruneDeliveredHistory(db, now, { maxStatements }),
-  trustRequestDays: (db: Db, now: Date, maxStatements: number) => pruneTrustRequestDays(db, now, { maxStatements }),
   indexWritten: (db: Db, now: Date, maxStatements: number) => pruneIndexWritten(db, now, { maxStatements }),
 } satisfies Record<string, (db: Db, now: Date, maxStatements: number) => Promise<PruneResult>>;
 
@@ -64,7 +62,7 @@ export async function pruneExpired(
   maxStatementsPerRule = RETENTION_STATEMENTS_PER_RULE,
 ): Promise<RetentionRun> {
   const run: RetentionRun = {
-    pruned: { blockedCalls: null, activities: null, webhookHistory: null, trustRequestDays: null, indexWritten: null },
+    pruned: { blockedCalls: null, activities: null, webhookHistory: null, indexWritten: null },
     statements: 0,
     more: false,
   };

@@ -8,6 +8,5 @@ export * from "./people";
 export * from "./scans";
 export * from "./webhooks";
 export * from "./outbox";
-export * from "./quotas";
 export * from "./guards";
 export * from "./person-moves";

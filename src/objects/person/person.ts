@@ -6,8 +6,9 @@ import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import migrations from "../../../drizzle-person/migrations.js";
 import type { ActivityInput } from "../../services/activities";
 import { nextId } from "./ids";
+import { ACTIVITY_BUDGET, KEEP, MAX_TRUST_REQUESTS_PER_DAY } from "./limits";
 import { personObjectName } from "./name";
-import { activityDays, blockedCalls, feed, moves } from "./schema";
+import { activityDays, blockedCalls, feed, moves, trustRequestDays, trustRequests } from "./schema";
 
 /*
  * One person's own data, in their own Durable Object with SQLite storage
@@ -21,13 +22,16 @@ import { activityDays, blockedCalls, feed, moves } from "./schema";
 
 export type FeedRow = typeof feed.$inferSelect;
 export type BlockedCallRow = { callerId: string | null; countryCode: string; phoneNumber: string; createdAt: number };
+/** A trust request moved in from D1: its D1 id, its times in milliseconds. */
+export type MovedTrustRequestRow = Omit<TrustRequestRow, "decidedAt" | "createdAt" | "updatedAt"> & {
+  decidedAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+};
 /** A row moved in from D1: its D1 id, its time in milliseconds. */
 export type MovedFeedRow = Omit<FeedRow, "createdAt"> & { createdAt: number };
 
-/** What a person may record per UTC day (docs/security.md, "What a stranger can cost"). */
-export const ACTIVITY_BUDGET = { records: 1_000, textBytes: 10 * 1024 * 1024 } as const;
-/** Kept per person (docs/decisions.md, "Retention"). */
-export const KEEP = { blockedCalls: 1_000, blockedCallDays: 90, activityDays: 365 } as const;
+export type TrustRequestRow = typeof trustRequests.$inferSelect;
 /** Rows one alarm deletes per table before it hands over to the next alarm. */
 const PRUNE_CHUNK = 1_000;
 /** Ids below this came from D1 (the move); ids this object makes are time-based and far above (ids.ts). */
@@ -182,6 +186,101 @@ export class Person extends DurableObject<Env> {
     return this.lastId();
   }
 
+  /* ---------- trust requests ---------- */
+
+  /**
+   * Counts one trust request this person sends against today, or answers how
+   * long until they may send again (100 a day, matched or not).
+   */
+  chargeTrustRequest(): { ok: true } | { ok: false; retryAfter: number } {
+    const now = Date.now();
+    const day = Math.floor(now / DAY_MS);
+    const sent = this.db.select().from(trustRequestDays).where(eq(trustRequestDays.day, day)).get()?.sent ?? 0;
+    if (sent >= MAX_TRUST_REQUESTS_PER_DAY) {
+      return { ok: false, retryAfter: Math.ceil(((day + 1) * DAY_MS - now) / 1000) };
+    }
+    this.db
+      .insert(trustRequestDays)
+      .values({ day, sent: 1 })
+      .onConflictDoUpdate({ target: trustRequestDays.day, set: { sent: sql`${trustRequestDays.sent} + 1` } })
+      .run();
+    this.scheduleCare();
+    return { ok: true };
+  }
+
+  /**
+   * `requesterId` asks this person (`me`) for trust: a new pending request,
+   * or, while one is pending, its reason and time refreshed.
+   */
+  receiveTrustRequest(me: number, requesterId: number, reason: string): void {
+    const now = new Date();
+    const pending = this.db
+      .select({ id: trustRequests.id })
+      .from(trustRequests)
+      .where(and(eq(trustRequests.requesterId, requesterId), eq(trustRequests.status, "pending")))
+      .get();
+    if (pending) {
+      this.db
+        .update(trustRequests)
+        .set({ contactReason: reason, updatedAt: now })
+        .where(eq(trustRequests.id, pending.id))
+        .run();
+      return;
+    }
+    const newest = this.db.select({ id: trustRequests.id }).from(trustRequests).orderBy(desc(trustRequests.id)).limit(1).get();
+    this.db
+      .insert(trustRequests)
+      .values({
+        id: nextId(me, newest?.id ?? 0),
+        requesterId,
+        contactReason: reason,
+        status: "pending",
+        createdAt: now,
+        updatedAt: now,
+      })
+      .run();
+  }
+
+  /** Pending requests, newest first. */
+  pendingTrustRequests(): TrustRequestRow[] {
+    return this.db
+      .select()
+      .from(trustRequests)
+      .where(eq(trustRequests.status, "pending"))
+      .orderBy(desc(trustRequests.updatedAt), desc(trustRequests.id))
+      .all();
+  }
+
+  /** Whether `requesterId` ever asked this person (pending or decided). */
+  askedBy(requesterId: number): boolean {
+    return (
+      this.db.select({ id: trustRequests.id }).from(trustRequests).where(eq(trustRequests.requesterId, requesterId)).get() !==
+      undefined
+    );
+  }
+
+  /** Closes `requesterId`'s pending request with the decision (its time stays when it was asked). */
+  closeTrustRequest(requesterId: number, trusted: boolean): void {
+    this.db
+      .update(trustRequests)
+      .set({ status: trusted ? "trusted" : "untrusted", decidedAt: new Date() })
+      .where(and(eq(trustRequests.requesterId, requesterId), eq(trustRequests.status, "pending")))
+      .run();
+  }
+
+  /* ---------- the heartbeat ---------- */
+
+  /** What the heartbeat reads here: the newest activity id, and when someone last asked for trust (ms, or null). */
+  heartbeatTimes(): { activity: number; trustRequest: number | null } {
+    const asked = this.db
+      .select({ at: trustRequests.updatedAt })
+      .from(trustRequests)
+      .orderBy(desc(trustRequests.updatedAt))
+      .limit(1)
+      .get();
+    return { activity: this.lastId(), trustRequest: asked ? asked.at.getTime() : null };
+  }
+
   /* ---------- blocked calls ---------- */
 
   /** Appends a call the provider was told not to put through; keeps the newest `KEEP.blockedCalls`. */
@@ -235,7 +334,23 @@ export class Person extends DurableObject<Env> {
    * larger); a row already here is left as it is, so a repeated chunk changes
    * nothing. Answers how many rows of each kind the object now holds.
    */
-  importRows(rows: { feed: MovedFeedRow[]; blockedCalls: (BlockedCallRow & { id: number })[] }) {
+  importRows(rows: {
+    feed: MovedFeedRow[];
+    blockedCalls: (BlockedCallRow & { id: number })[];
+    trustRequests?: MovedTrustRequestRow[];
+  }) {
+    for (const request of rows.trustRequests ?? []) {
+      this.db
+        .insert(trustRequests)
+        .values({
+          ...request,
+          decidedAt: request.decidedAt === null ? null : new Date(request.decidedAt),
+          createdAt: new Date(request.createdAt),
+          updatedAt: new Date(request.updatedAt),
+        })
+        .onConflictDoNothing()
+        .run();
+    }
     for (const row of rows.feed) {
       this.db
         .insert(feed)
@@ -268,7 +383,7 @@ export class Person extends DurableObject<Env> {
    * D1 (their ids are below `MOVED_ID_LIMIT`; ids made here are far above).
    */
   counts() {
-    const count = (table: typeof feed | typeof blockedCalls, moved: boolean) =>
+    const count = (table: typeof feed | typeof blockedCalls | typeof trustRequests, moved: boolean) =>
       this.db
         .select({ n: sql<number>`count(*)` })
         .from(table)
@@ -279,6 +394,7 @@ export class Person extends DurableObject<Env> {
       blockedCalls: count(blockedCalls, false),
       movedFeed: count(feed, true),
       movedBlockedCalls: count(blockedCalls, true),
+      movedTrustRequests: count(trustRequests, true),
     };
   }
 
@@ -305,6 +421,10 @@ export class Person extends DurableObject<Env> {
     this.db
       .delete(activityDays)
       .where(lt(activityDays.day, Math.floor(now / DAY_MS) - 1))
+      .run();
+    this.db
+      .delete(trustRequestDays)
+      .where(lt(trustRequestDays.day, Math.floor(now / DAY_MS) - 1))
       .run();
     const more = pruned.some((n) => n >= PRUNE_CHUNK);
     await this.ctx.storage.setAlarm(now + (more ? 1_000 : DAY_MS));

@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { activityTypes, partyTypes } from "../../db/schema/buzz";
 import { timestamp } from "../../db/schema/columns";
@@ -62,4 +63,35 @@ export const moves = sqliteTable("moves", {
   source: text("source").primaryKey(),
   rows: integer("rows").notNull(),
   movedAt: timestamp("moved_at").notNull(),
+});
+
+/**
+ * Trust requests this person received (docs/decisions.md, "Trust requests"):
+ * at most one pending per requester; a decision closes it and keeps it.
+ * Ids are made like the feed's (ids.ts); rows moved in from D1 keep theirs.
+ */
+export const trustRequests = sqliteTable(
+  "trust_requests",
+  {
+    id: integer("id").primaryKey(),
+    requesterId: integer("requester_id").notNull(),
+    contactReason: text("contact_reason").notNull().default(""),
+    status: text("status", { enum: ["pending", "trusted", "untrusted"] }).notNull(),
+    decidedAt: timestamp("decided_at"),
+    createdAt: timestamp("created_at").notNull(),
+    /** When it was last asked (a decision leaves it): the heartbeat's `last_trust_request`. */
+    updatedAt: timestamp("updated_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("trust_requests_pending_uq").on(t.requesterId).where(sql`status = 'pending'`),
+    index("trust_requests_requester_idx").on(t.requesterId),
+    index("trust_requests_updated_idx").on(t.updatedAt),
+  ],
+);
+
+/** Trust requests this person sent per UTC day, matched or not (at most 100 a day). */
+export const trustRequestDays = sqliteTable("trust_request_days", {
+  /** Days since 1970-01-01, UTC. */
+  day: integer("day").primaryKey(),
+  sent: integer("sent").notNull(),
 });

@@ -64,12 +64,12 @@ export const clearContactsOf: AppRouteHandler<typeof routes.clearContactsOf> = a
 };
 
 export const listTrustRequests: AppRouteHandler<typeof routes.listTrustRequests> = async (c) => {
-  return c.json(await trustRequests.pendingRequests(c.var.db, personId(c.var.principal)), 200);
+  return c.json(await trustRequests.pendingRequests(c.var.deps, personId(c.var.principal)), 200);
 };
 
 export const createTrustRequest: AppRouteHandler<typeof routes.createTrustRequest> = async (c) => {
   const { contact_reason, ...target } = c.req.valid("json");
-  await trustRequests.askForTrust(c.var.db, personId(c.var.principal), target, contact_reason);
+  await trustRequests.askForTrust(c.var.deps, personId(c.var.principal), target, contact_reason);
   return c.json({ success: true as const }, 201);
 };
 

@@ -1,0 +1,13 @@
+/*
+ * What one person's object keeps and allows (docs/decisions.md): plain
+ * values, so the Worker's services can name them without loading the object.
+ */
+
+/** What a person may record per UTC day (docs/security.md, "What a stranger can cost"). */
+export const ACTIVITY_BUDGET = { records: 1_000, textBytes: 10 * 1024 * 1024 } as const;
+
+/** Trust requests a person may send per UTC day, matched or not. */
+export const MAX_TRUST_REQUESTS_PER_DAY = 100;
+
+/** Kept per person: the newest 1,000 blocked calls, 90 days of them, 365 days of activity. */
+export const KEEP = { blockedCalls: 1_000, blockedCallDays: 90, activityDays: 365 } as const;
