@@ -34,7 +34,7 @@ const worker = await startLocalWorker({ log: (message) => process.stderr.write(`
 let failed = false;
 try {
   const { createDb } = await tsImport("../src/db/client.ts", import.meta.url);
-  const { loadDemoWorld, DEMO } = await tsImport("../src/db/demo-world.ts", import.meta.url);
+  const { loadDemoWorld, DEMO } = await tsImport("../src/fixtures/demo-world.ts", import.meta.url);
   await loadDemoWorld(createDb(worker.db));
   const hash = crypto.createHash("sha256").update(ADMIN).digest("hex");
   await worker.db

@@ -3,7 +3,7 @@
 import path from "node:path";
 import { getPlatformProxy } from "wrangler";
 import { createDb } from "../src/db/client";
-import { DEMO, loadDemoWorld } from "../src/db/demo-world";
+import { DEMO, loadDemoWorld } from "../src/fixtures/demo-world";
 
 if (process.argv.includes("--remote")) {
   console.error("✖ The demo world holds well-known tokens; it is never loaded into a remote database.");

@@ -2,7 +2,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/app";
-import { as, call, countInPersonObject, DEMO, expectError, inPersonObject, insertToken } from "./helpers";
+import { as, call, countInPersonObject, countRows, DEMO, expectError, inPersonObject, insertToken } from "./helpers";
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -38,13 +38,6 @@ async function heartbeatOf(token: string): Promise<Heartbeat> {
   return response.json();
 }
 
-async function count(sql: string, ...params: unknown[]) {
-  const row = await env.DB.prepare(sql)
-    .bind(...params)
-    .first<{ n: number }>();
-  return row?.n ?? 0;
-}
-
 /** Adds pool numbers so this file never runs dry by accident. */
 async function addPoolNumbers(from: number, howMany: number) {
   const statements = Array.from({ length: howMany }, (_, i) => {
@@ -75,7 +68,7 @@ describe("GET /apps/buzz/heartbeat", () => {
     });
     expect(first.secure_number!.e164).toBe(`+${first.secure_number!.country_code}${first.secure_number!.number}`);
     expect((await heartbeatOf(token)).secure_number).toEqual(first.secure_number);
-    expect(await count("SELECT count(*) AS n FROM secure_numbers WHERE person_id = ?", id)).toBe(1);
+    expect(await countRows("SELECT count(*) AS n FROM secure_numbers WHERE person_id = ?", id)).toBe(1);
   });
 
   it("two concurrent first heartbeats of one person give one number", async () => {
@@ -84,7 +77,7 @@ describe("GET /apps/buzz/heartbeat", () => {
     expect(a.secure_number).not.toBeNull();
     expect(b.secure_number).toEqual(a.secure_number);
     expect(c.secure_number).toEqual(a.secure_number);
-    expect(await count("SELECT count(*) AS n FROM secure_numbers WHERE person_id = ?", id)).toBe(1);
+    expect(await countRows("SELECT count(*) AS n FROM secure_numbers WHERE person_id = ?", id)).toBe(1);
   });
 
   it("concurrent first heartbeats of different people never share a number", async () => {

@@ -5,7 +5,7 @@ import worker from "../src/index";
 import { DAILY } from "../src/cron/scheduled";
 import { createDb } from "../src/db/client";
 import { MAX_CONTACTS_PER_PERSON, pruneContactTombstones } from "../src/services/contacts";
-import { as, DEMO, expectError } from "./helpers";
+import { as, countRows, DEMO, expectError } from "./helpers";
 
 /**
  * GET /contacts/deleted (docs/decisions.md): tombstones written by the batch
@@ -30,11 +30,6 @@ async function deletedSince(who: "alice" | "bob" | "carol", since: Date | string
   const at = typeof since === "string" ? since : since.toISOString();
   return as(who).get(`/contacts/deleted?since=${encodeURIComponent(at)}${query}`);
 }
-
-const count = async (sql: string, ...params: unknown[]) =>
-  (await env.DB.prepare(sql)
-    .bind(...params)
-    .first<{ n: number }>())!.n;
 
 async function tombstone(ownerId: number, contactId: number, deletedAt: number) {
   await env.DB.prepare("INSERT INTO contact_tombstones (owner_id, contact_id, deleted_at) VALUES (?, ?, ?)")
@@ -66,7 +61,7 @@ describe("GET /contacts/deleted", () => {
     expect(await (await deletedSince("bob", before)).json()).toEqual([]);
     // A second DELETE is a 404 and leaves no second tombstone.
     expect((await as("alice").send("DELETE", `/contacts/${a!.id}`)).status).toBe(404);
-    expect(await count("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id = ?", a!.id)).toBe(1);
+    expect(await countRows("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id = ?", a!.id)).toBe(1);
   });
 
   it("/contacts/clear leaves a tombstone per contact, in the same batch as the delete", async () => {
@@ -75,7 +70,7 @@ describe("GET /contacts/deleted", () => {
     expect((await as("carol").send("DELETE", "/contacts/clear")).status).toBe(204);
     const items = (await (await deletedSince("carol", before)).json()) as Deleted[];
     expect(items.map((item) => item.id)).toEqual(created.map((contact) => contact.id));
-    expect(await count("SELECT count(*) AS n FROM contacts WHERE owner_id = ?", DEMO.people.carol)).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = ?", DEMO.people.carol)).toBe(0);
   });
 
   it("no deletion without its tombstone: a failed tombstone insert fails the DELETE", async () => {
@@ -94,7 +89,7 @@ describe("GET /contacts/deleted", () => {
     });
     expect((await as("alice").send("DELETE", `/contacts/${contact!.id}`)).status).toBe(500);
     vi.restoreAllMocks();
-    expect(await count("SELECT count(*) AS n FROM contacts WHERE id = ?", contact!.id)).toBe(1);
+    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE id = ?", contact!.id)).toBe(1);
   });
 
   it("since is inclusive; oldest first; paged like /contacts", async () => {
@@ -140,15 +135,15 @@ describe("GET /contacts/deleted", () => {
       pruned: 4,
       more: true,
     });
-    expect(await count("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id BETWEEN 800000 AND 800099")).toBe(
+    expect(await countRows("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id BETWEEN 800000 AND 800099")).toBe(
       1,
     );
 
     await fireDaily(now);
-    expect(await count("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id BETWEEN 800000 AND 800099")).toBe(
+    expect(await countRows("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id BETWEEN 800000 AND 800099")).toBe(
       0,
     );
-    expect(await count("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id = 800100")).toBe(1);
+    expect(await countRows("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id = 800100")).toBe(1);
   });
 });
 
@@ -170,7 +165,7 @@ describe("at most 10,000 contacts per person", () => {
       { display_name: "c" },
     ]);
     expect(await expectError(over, 400, "Bad Request")).toMatch(/at most 10,000 contacts/);
-    expect(await count("SELECT count(*) AS n FROM contacts WHERE owner_id = ?", owner)).toBe(
+    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = ?", owner)).toBe(
       MAX_CONTACTS_PER_PERSON - 2,
     );
 
@@ -185,9 +180,9 @@ describe("at most 10,000 contacts per person", () => {
     for (const response of racing.filter((r) => r.status === 400)) {
       expect(await expectError(response, 400, "Bad Request")).toMatch(/at most 10,000 contacts/);
     }
-    expect(await count("SELECT count(*) AS n FROM contacts WHERE owner_id = ?", owner)).toBe(MAX_CONTACTS_PER_PERSON);
+    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = ?", owner)).toBe(MAX_CONTACTS_PER_PERSON);
     // Updating an existing contact creates none: still allowed at the limit.
-    const last = await count("SELECT max(id) AS n FROM contacts WHERE owner_id = ?", owner);
+    const last = await countRows("SELECT max(id) AS n FROM contacts WHERE owner_id = ?", owner);
     await sync("carol", [{ id: last, display_name: "renamed" }]);
     await as("carol").send("DELETE", "/contacts/clear");
   }, 60_000);

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_EMPLOYEES_PER_COMPANY } from "../src/services/employees";
 import { INLINE_INDEX_KEYS } from "../src/services/outbox";
-import { as, countD1, DEMO, expectError } from "./helpers";
+import { as, countD1, countRows, DEMO, expectError } from "./helpers";
 import { newWebhook } from "./webhook-receiver";
 
 /**
@@ -35,13 +35,8 @@ const employee = (email: string, i: number) => ({
 const batchOf = (prefix: string, n: number, license: string | null = null) =>
   Array.from({ length: n }, (_, i) => ({ ...employee(`${prefix}.${i}@acme.example`, i), license }));
 
-const count = async (sql: string, ...params: unknown[]) =>
-  (await env.DB.prepare(sql)
-    .bind(...params)
-    .first<{ n: number }>())!.n;
-
 const emailsLike = (prefix: string) =>
-  count("SELECT count(*) AS n FROM person_emails WHERE email LIKE ?", `${prefix}.%`);
+  countRows("SELECT count(*) AS n FROM person_emails WHERE email LIKE ?", `${prefix}.%`);
 
 async function seats(license: string): Promise<License> {
   const response = await as("alice").get(`/companies/1/licenses/${license}`);
@@ -100,7 +95,7 @@ describe("POST /companies/{company_id}/employees/bulk", () => {
 
     // Their phones reach them now: the trust index was told (one key per number).
     expect(
-      await count(
+      await countRows(
         "SELECT count(*) AS n FROM person_phones WHERE person_id BETWEEN ? AND ?",
         people[0]!.id,
         people[999]!.id,
@@ -210,7 +205,7 @@ describe("POST /companies/{company_id}/employees/bulk", () => {
 describe("at most 100,000 employees per company", () => {
   it("POST and bulk past the limit are a 400 naming it; nothing is written", async () => {
     const company = DEMO.companies.globex;
-    const have = await count("SELECT count(*) AS n FROM memberships WHERE company_id = ?", company);
+    const have = await countRows("SELECT count(*) AS n FROM memberships WHERE company_id = ?", company);
     const fill = MAX_EMPLOYEES_PER_COMPANY - have - 1;
     await env.DB.prepare(
       `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Person } from "../src/services/people";
-import { as, call, DEMO, expectError, insertToken } from "./helpers";
+import { as, call, DEMO, employeeAddress, employeeBody, expectError, fresh, insertToken } from "./helpers";
 
 /*
  * Who may change or remove a member, and what a company may change of a
@@ -12,22 +12,8 @@ import { as, call, DEMO, expectError, insertToken } from "./helpers";
 const ACME = "/companies/1/employees";
 const ALICE = `${ACME}/${DEMO.people.alice}`;
 
-let seq = 0;
-const fresh = (tag: string) => `${tag}.${Date.now().toString(36)}.${++seq}`;
-
-const address = { line_1: "1 Main St", city: "San Francisco", region: "CA", postal_code: "94105", country: "US" };
-
-function body(local: string, extra: Record<string, unknown> = {}) {
-  return {
-    first_name: "Dana",
-    last_name: "Scully",
-    dob: "1988-04-12",
-    emails: [{ email: `${local}@acme.example` }],
-    addresses: [address],
-    license: null,
-    ...extra,
-  };
-}
+/** `employeeBody` without a license: this file's employees take no seat. */
+const body = (local: string, extra: Record<string, unknown> = {}) => employeeBody(local, { license: null, ...extra });
 
 async function create(payload: unknown): Promise<Person> {
   const response = await as("alice").send("POST", ACME, payload);
@@ -260,7 +246,7 @@ describe("a person who also belongs to another company", () => {
     ["dob", { dob: "1961-10-13" }],
     ["akas", { akas: [] }],
     ["phone_numbers", { phone_numbers: [{ country_code: "1", phone_number: "4155550124" }] }],
-    ["addresses", { addresses: [{ ...address, line_1: "2 Main St" }] }],
+    ["addresses", { addresses: [{ ...employeeAddress, line_1: "2 Main St" }] }],
   ])("changing `%s` is a 409, and nothing changes for either company", async (field, change) => {
     const { acme, globex } = await sharedPerson();
     const acmeBefore = await read(acme);

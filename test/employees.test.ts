@@ -3,38 +3,24 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import worker from "../src/index";
 import type { Person } from "../src/services/people";
-import { as, call, DEMO, expectError, insertToken } from "./helpers";
+import {
+  as,
+  call,
+  countRows,
+  DEMO,
+  employeeAddress,
+  employeeBody,
+  expectError,
+  fresh,
+  insertToken,
+} from "./helpers";
 
 const ACME = "/companies/1/employees";
-
-let seq = 0;
-/** A fresh email local part per call, so tests never collide on the global email index. */
-const fresh = (tag: string) => `${tag}.${Date.now().toString(36)}.${++seq}`;
-
-const address = { line_1: "1 Main St", city: "San Francisco", region: "CA", postal_code: "94105", country: "US" };
-
-function body(local: string, extra: Record<string, unknown> = {}) {
-  return {
-    first_name: "Dana",
-    last_name: "Scully",
-    dob: "1988-04-12",
-    emails: [{ email: `${local}@acme.example` }],
-    addresses: [address],
-    ...extra,
-  };
-}
 
 async function create(payload: unknown, who: "alice" | "carol" = "alice", path = ACME): Promise<Person> {
   const response = await as(who).send("POST", path, payload);
   if (response.status !== 200) throw new Error(`create failed: ${response.status} ${await response.text()}`);
   return response.json<Person>();
-}
-
-async function count(sql: string, ...params: unknown[]) {
-  const row = await env.DB.prepare(sql)
-    .bind(...params)
-    .first<{ n: number }>();
-  return row?.n ?? 0;
 }
 
 /** Inserts a webhook row directly (once per company, event and state), so events have somewhere to go. */
@@ -169,12 +155,12 @@ describe("POST /companies/{company_id}/employees", () => {
     expect(read.status).toBe(200);
     expect(await read.json()).toEqual(person);
     expect(
-      await count("SELECT count(*) AS n FROM person_emails WHERE person_id = ? AND employer_company_id = 1", person.id),
+      await countRows("SELECT count(*) AS n FROM person_emails WHERE person_id = ? AND employer_company_id = 1", person.id),
     ).toBe(2);
   });
 
   it("marks the first entry primary when none is, and takes role and license names case-insensitively", async () => {
-    const person = await create(body(fresh("case"), { roles: ["viewer", "hr"], license: "PROTECT" }));
+    const person = await create(employeeBody(fresh("case"), { roles: ["viewer", "hr"], license: "PROTECT" }));
     expect(person.emails[0]!.primary).toBe(true);
     expect(person.addresses[0]!.primary).toBe(true);
     expect(person.phone_numbers).toEqual([]);
@@ -183,7 +169,7 @@ describe("POST /companies/{company_id}/employees", () => {
   });
 
   it("creates an employee without a license when `license` is null", async () => {
-    const person = await create(body(fresh("nolicense"), { license: null }));
+    const person = await create(employeeBody(fresh("nolicense"), { license: null }));
     expect(person.license).toBeNull();
   });
 
@@ -203,9 +189,9 @@ describe("POST /companies/{company_id}/employees", () => {
     ["a repeated email", { emails: [{ email: "r@x.example" }, { email: " R@x.example" }] }, "emails[1]"],
     ["a dob in the future", { dob: "2999-01-01" }, "dob"],
     ["a dob that does not exist", { dob: "1990-02-30" }, "dob"],
-    ["an unknown country", { addresses: [{ ...address, country: "XX" }] }, "addresses[0].country"],
-    ["a region that is no US state", { addresses: [{ ...address, region: "Atlantis" }] }, "addresses[0].region"],
-    ["a bad US ZIP code", { addresses: [{ ...address, postal_code: "9410" }] }, "addresses[0].postal_code"],
+    ["an unknown country", { addresses: [{ ...employeeAddress, country: "XX" }] }, "addresses[0].country"],
+    ["a region that is no US state", { addresses: [{ ...employeeAddress, region: "Atlantis" }] }, "addresses[0].region"],
+    ["a bad US ZIP code", { addresses: [{ ...employeeAddress, postal_code: "9410" }] }, "addresses[0].postal_code"],
     [
       "a bad calling code",
       { phone_numbers: [{ country_code: "+9999", phone_number: "4155550123" }] },
@@ -229,23 +215,23 @@ describe("POST /companies/{company_id}/employees", () => {
     ["no last_name", { last_name: " " }, "last_name"],
   ])("400 for %s, naming the field, and writes nothing", async (_, extra, field) => {
     const local = fresh("bad");
-    const payload = { ...body(local), ...extra };
+    const payload = { ...employeeBody(local), ...extra };
     const message = await expectError(await as("alice").send("POST", ACME, payload), 400, "Bad Request");
     expect(message).toContain(`\`${field}`);
-    expect(await count("SELECT count(*) AS n FROM person_emails WHERE email = ?", `${local}@acme.example`)).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM person_emails WHERE email = ?", `${local}@acme.example`)).toBe(0);
   });
 
   it("400 when the primary email already belongs to someone, and nothing is written", async () => {
-    const people = await count("SELECT count(*) AS n FROM people");
+    const people = await countRows("SELECT count(*) AS n FROM people");
     const extra = `${fresh("extra")}@acme.example`;
     const message = await expectError(
-      await as("alice").send("POST", ACME, body("x", { emails: [{ email: "Bob@Acme.example" }, { email: extra }] })),
+      await as("alice").send("POST", ACME, employeeBody("x", { emails: [{ email: "Bob@Acme.example" }, { email: extra }] })),
       400,
       "Bad Request",
     );
     expect(message).toContain("bob@acme.example");
-    expect(await count("SELECT count(*) AS n FROM people")).toBe(people);
-    expect(await count("SELECT count(*) AS n FROM person_emails WHERE email = ?", extra)).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM people")).toBe(people);
+    expect(await countRows("SELECT count(*) AS n FROM person_emails WHERE email = ?", extra)).toBe(0);
   });
 
   it("400 when a secondary email is taken, even by another tenant's employee", async () => {
@@ -253,26 +239,26 @@ describe("POST /companies/{company_id}/employees", () => {
     const response = await as("alice").send(
       "POST",
       ACME,
-      body("x", { emails: [{ email: primary }, { email: "carol@globex.example" }] }),
+      employeeBody("x", { emails: [{ email: primary }, { email: "carol@globex.example" }] }),
     );
     expect(await expectError(response, 400, "Bad Request")).toContain("carol@globex.example");
-    expect(await count("SELECT count(*) AS n FROM person_emails WHERE email = ?", primary)).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM person_emails WHERE email = ?", primary)).toBe(0);
   });
 
   it("400 for a role the company does not have or an unknown license", async () => {
     const local = fresh("role");
     expect(
-      await expectError(await as("alice").send("POST", ACME, body(local, { roles: ["Janitor"] })), 400, "Bad Request"),
+      await expectError(await as("alice").send("POST", ACME, employeeBody(local, { roles: ["Janitor"] })), 400, "Bad Request"),
     ).toContain("Janitor");
     expect(
-      await expectError(await as("alice").send("POST", ACME, body(local, { license: "gold" })), 400, "Bad Request"),
+      await expectError(await as("alice").send("POST", ACME, employeeBody(local, { license: "gold" })), 400, "Bad Request"),
     ).toContain("gold");
-    expect(await count("SELECT count(*) AS n FROM person_emails WHERE email = ?", `${local}@acme.example`)).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM person_emails WHERE email = ?", `${local}@acme.example`)).toBe(0);
   });
 
   it("400 when no seat of the license is free, writing nothing; a concurrent race gives the last seat once", async () => {
     const seats = () =>
-      count(
+      countRows(
         "SELECT (SELECT quantity FROM company_seats WHERE company_id = 1 AND license_id = 'protect') - (SELECT count(*) FROM memberships WHERE company_id = 1 AND license_id = 'protect') AS n",
       );
     // Leave exactly one protect seat free.
@@ -283,7 +269,7 @@ describe("POST /companies/{company_id}/employees", () => {
 
     const [a, b] = await Promise.all(
       [fresh("race"), fresh("race")].map((local) =>
-        as("alice").send("POST", ACME, body(local, { license: "protect" })),
+        as("alice").send("POST", ACME, employeeBody(local, { license: "protect" })),
       ),
     );
     expect([a!.status, b!.status].sort()).toEqual([200, 400]);
@@ -292,15 +278,15 @@ describe("POST /companies/{company_id}/employees", () => {
     expect(await seats()).toBe(0);
 
     const local = fresh("noseat");
-    const people = await count("SELECT count(*) AS n FROM people");
-    const response = await as("alice").send("POST", ACME, body(local, { license: "protect" }));
+    const people = await countRows("SELECT count(*) AS n FROM people");
+    const response = await as("alice").send("POST", ACME, employeeBody(local, { license: "protect" }));
     expect(await expectError(response, 400, "Bad Request")).toContain("protect");
-    expect(await count("SELECT count(*) AS n FROM people")).toBe(people);
+    expect(await countRows("SELECT count(*) AS n FROM people")).toBe(people);
   });
 
   it("an ephemeral employee's membership ends 24 hours after creation", async () => {
     const before = Date.now();
-    const person = await create(body(fresh("eph"), { ephemeral: true }));
+    const person = await create(employeeBody(fresh("eph"), { ephemeral: true }));
     const row = await env.DB.prepare("SELECT ephemeral_until AS until FROM memberships WHERE person_id = ?")
       .bind(person.id)
       .first<{ until: number }>();
@@ -310,7 +296,7 @@ describe("POST /companies/{company_id}/employees", () => {
 
   it("`invite` records an invitation for the primary email, storing only a token hash", async () => {
     const local = fresh("invite");
-    const person = await create(body(local, { invite: true }));
+    const person = await create(employeeBody(local, { invite: true }));
     const row = await env.DB.prepare(
       "SELECT company_id, email, token_hash, expires_at FROM invitations WHERE person_id = ?",
     )
@@ -319,15 +305,15 @@ describe("POST /companies/{company_id}/employees", () => {
     expect(row).toMatchObject({ company_id: 1, email: `${local}@acme.example` });
     expect(row!.token_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(row!.expires_at).toBeGreaterThan(Date.now());
-    const uninvited = await create(body(fresh("noinvite")));
-    expect(await count("SELECT count(*) AS n FROM invitations WHERE person_id = ?", uninvited.id)).toBe(0);
+    const uninvited = await create(employeeBody(fresh("noinvite")));
+    expect(await countRows("SELECT count(*) AS n FROM invitations WHERE person_id = ?", uninvited.id)).toBe(0);
   });
 
   it("sends person:created to the company's active webhook for it, and only there", async () => {
     await addWebhook(1, "person:created");
     await addWebhook(1, "person:created", false);
     await addWebhook(2, "person:created");
-    const person = await create(body(fresh("hooked")));
+    const person = await create(employeeBody(fresh("hooked")));
     const sent = (await deliveries("person:created")).filter((row) => row.payload.id === person.id);
     expect(sent).toHaveLength(1);
     expect(sent[0]).toMatchObject({ company_id: 1, event: "person:created" });
@@ -335,24 +321,24 @@ describe("POST /companies/{company_id}/employees", () => {
   });
 
   it("an HR member cannot hand out a role with permissions they lack (403)", async () => {
-    const hr = await create(body(fresh("hr"), { roles: ["HR"] }));
+    const hr = await create(employeeBody(fresh("hr"), { roles: ["HR"] }));
     const token = `pk_test_hr_${hr.id}_${Date.now()}`;
     await insertToken(token, { personId: hr.id });
     const local = fresh("escalate");
-    const denied = await call(ACME, { method: "POST", token, body: body(local, { roles: ["Admin"] }) });
+    const denied = await call(ACME, { method: "POST", token, body: employeeBody(local, { roles: ["Admin"] }) });
     expect(await expectError(denied, 403, "Forbidden")).toContain("Admin");
-    expect(await count("SELECT count(*) AS n FROM person_emails WHERE email = ?", `${local}@acme.example`)).toBe(0);
-    const allowed = await call(ACME, { method: "POST", token, body: body(local, { roles: ["Viewer"] }) });
+    expect(await countRows("SELECT count(*) AS n FROM person_emails WHERE email = ?", `${local}@acme.example`)).toBe(0);
+    const allowed = await call(ACME, { method: "POST", token, body: employeeBody(local, { roles: ["Viewer"] }) });
     expect(allowed.status).toBe(200);
   });
 
   it("401 without a token, 403 for a Viewer, 404 for another tenant; none writes anything", async () => {
     const local = fresh("denied");
-    await expectError(await call(ACME, { method: "POST", body: body(local) }), 401, "Unauthorized");
-    await expectError(await as("bob").send("POST", ACME, body(local)), 403, "Forbidden");
-    await expectError(await as("carol").send("POST", ACME, body(local)), 404, "Not Found");
-    await expectError(await as("alice").send("POST", "/companies/2/employees", body(local)), 404, "Not Found");
-    expect(await count("SELECT count(*) AS n FROM person_emails WHERE email = ?", `${local}@acme.example`)).toBe(0);
+    await expectError(await call(ACME, { method: "POST", body: employeeBody(local) }), 401, "Unauthorized");
+    await expectError(await as("bob").send("POST", ACME, employeeBody(local)), 403, "Forbidden");
+    await expectError(await as("carol").send("POST", ACME, employeeBody(local)), 404, "Not Found");
+    await expectError(await as("alice").send("POST", "/companies/2/employees", employeeBody(local)), 404, "Not Found");
+    expect(await countRows("SELECT count(*) AS n FROM person_emails WHERE email = ?", `${local}@acme.example`)).toBe(0);
   });
 });
 
@@ -388,9 +374,9 @@ describe("GET /companies/{company_id}/employees", () => {
 
   it("`search` matches emails from their start, case-insensitively", async () => {
     const tag = fresh("srch");
-    const a = await create(body(`${tag}-alpha`));
-    const b = await create(body(`${tag}-beta`));
-    const c = await create(body(`z-${tag}-gamma`));
+    const a = await create(employeeBody(`${tag}-alpha`));
+    const b = await create(employeeBody(`${tag}-beta`));
+    const c = await create(employeeBody(`z-${tag}-gamma`));
     const found = async (search: string) =>
       (await (await as("alice").get(`${ACME}?search=${encodeURIComponent(search)}`)).json<Person[]>()).map((p) => p.id);
     expect(await found(tag)).toEqual([a.id, b.id]);
@@ -404,7 +390,7 @@ describe("GET /companies/{company_id}/employees", () => {
 
   it("`search` ending in the highest code point (U+10FFFF) answers 200, matching only its prefix", async () => {
     const tag = fresh("edge");
-    const person = await create(body(`${tag}-a`));
+    const person = await create(employeeBody(`${tag}-a`));
     const found = async (search: string) => {
       const response = await as("alice").get(`${ACME}?search=${encodeURIComponent(search)}`);
       expect(response.status).toBe(200);
@@ -419,7 +405,7 @@ describe("GET /companies/{company_id}/employees", () => {
   });
 
   it("pages with X-Total-Count and Link headers", async () => {
-    const total = await count("SELECT count(*) AS n FROM memberships WHERE company_id = 1");
+    const total = await countRows("SELECT count(*) AS n FROM memberships WHERE company_id = 1");
     const response = await as("alice").get(`${ACME}?page=2&per_page=1`);
     expect(response.status).toBe(200);
     expect(response.headers.get("X-Total-Count")).toBe(String(total));
@@ -488,14 +474,14 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
   it("changes only the fields given and replaces whole collections", async () => {
     const local = fresh("put");
     const person = await create(
-      body(local, {
+      employeeBody(local, {
         middle_name: "K",
         akas: [{ first_name: "Old", last_name: "Alias" }],
         phone_numbers: [
           { country_code: "1", phone_number: "4155550101" },
           { country_code: "1", phone_number: "4155550102" },
         ],
-        addresses: [address, { ...address, line_1: "2 Main St" }],
+        addresses: [employeeAddress, { ...employeeAddress, line_1: "2 Main St" }],
       }),
     );
 
@@ -522,8 +508,8 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
       license: person.license,
     });
     expect(await (await as("alice").get(`${ACME}/${person.id}`)).json()).toEqual(updated);
-    expect(await count("SELECT count(*) AS n FROM person_phones WHERE person_id = ?", person.id)).toBe(1);
-    expect(await count("SELECT count(*) AS n FROM person_akas WHERE person_id = ?", person.id)).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM person_phones WHERE person_id = ?", person.id)).toBe(1);
+    expect(await countRows("SELECT count(*) AS n FROM person_akas WHERE person_id = ?", person.id)).toBe(0);
 
     const cleared = await (
       await as("alice").send("PUT", `${ACME}/${person.id}`, { addresses: [], phone_numbers: [] })
@@ -534,7 +520,7 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
 
   it("`email` and `emails` both replace the company's emails; the person's own email stays", async () => {
     const local = fresh("mail");
-    const person = await create(body(local));
+    const person = await create(employeeBody(local));
     await env.DB.prepare('INSERT INTO person_emails (person_id, email, "primary") VALUES (?, ?, 0)')
       .bind(person.id, `${local}@own.example`)
       .run();
@@ -555,7 +541,7 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
       [`${local}@own.example`, true],
       [`${local}.other@acme.example`, false],
     ]);
-    expect(await count("SELECT count(*) AS n FROM person_emails WHERE email = ?", `${local}.new@acme.example`)).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM person_emails WHERE email = ?", `${local}.new@acme.example`)).toBe(0);
 
     await expectError(
       await as("alice").send("PUT", `${ACME}/${person.id}`, { email: [{ email: "a@x.example" }], emails: [] }),
@@ -565,7 +551,7 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
   });
 
   it("400 for an email of another person, writing nothing", async () => {
-    const person = await create(body(fresh("dup")));
+    const person = await create(employeeBody(fresh("dup")));
     const response = await as("alice").send("PUT", `${ACME}/${person.id}`, {
       first_name: "Changed",
       emails: [{ email: "bob@acme.example" }],
@@ -575,9 +561,9 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
   });
 
   it("assigns and replaces the license with seat checks; null frees the seat", async () => {
-    const person = await create(body(fresh("lic"), { license: null }));
+    const person = await create(employeeBody(fresh("lic"), { license: null }));
     const protectAssigned = () =>
-      count("SELECT count(*) AS n FROM memberships WHERE company_id = 1 AND license_id = 'protect'");
+      countRows("SELECT count(*) AS n FROM memberships WHERE company_id = 1 AND license_id = 'protect'");
     await env.DB.prepare(
       "UPDATE company_seats SET quantity = 100 WHERE company_id = 1 AND license_id = 'protect'",
     ).run();
@@ -607,7 +593,7 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
 
   it("replaces roles and sends person:updated", async () => {
     await addWebhook(1, "person:updated");
-    const person = await create(body(fresh("roles")));
+    const person = await create(employeeBody(fresh("roles")));
     const updated = await (await as("alice").send("PUT", `${ACME}/${person.id}`, { roles: ["Viewer"] })).json<Person>();
     expect(updated.roles).toEqual(["Viewer"]);
     const sent = (await deliveries("person:updated")).filter((row) => row.payload.id === person.id);
@@ -629,15 +615,15 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
     await expectError(await as("carol").send("PUT", `${ACME}/2`, { first_name: "X" }), 404, "Not Found");
     await expectError(await as("bob").send("PUT", `${ACME}/2`, { first_name: "X" }), 403, "Forbidden");
     await expectError(await call(`${ACME}/2`, { method: "PUT", body: { first_name: "X" } }), 401, "Unauthorized");
-    expect(await count("SELECT count(*) AS n FROM people WHERE first_name = 'X'")).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM people WHERE first_name = 'X'")).toBe(0);
   });
 });
 
 describe("DELETE /companies/{company_id}/employees/{id}", () => {
   it("removes an account that holds only employer emails entirely, and sends person:removed", async () => {
     await addWebhook(1, "person:removed");
-    const person = await create(body(fresh("gone"), { license: "scan" }));
-    const seatsBefore = await count(
+    const person = await create(employeeBody(fresh("gone"), { license: "scan" }));
+    const seatsBefore = await countRows(
       "SELECT count(*) AS n FROM memberships WHERE company_id = 1 AND license_id = 'scan'",
     );
 
@@ -645,8 +631,8 @@ describe("DELETE /companies/{company_id}/employees/{id}", () => {
     expect(response.status).toBe(204);
     expect(await response.text()).toBe("");
     await expectError(await as("alice").get(`${ACME}/${person.id}`), 404, "Not Found");
-    expect(await count("SELECT count(*) AS n FROM people WHERE id = ?", person.id)).toBe(0);
-    expect(await count("SELECT count(*) AS n FROM memberships WHERE company_id = 1 AND license_id = 'scan'")).toBe(
+    expect(await countRows("SELECT count(*) AS n FROM people WHERE id = ?", person.id)).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM memberships WHERE company_id = 1 AND license_id = 'scan'")).toBe(
       seatsBefore - 1,
     );
     const sent = (await deliveries("person:removed")).filter((row) => row.payload.id === person.id);
@@ -657,15 +643,15 @@ describe("DELETE /companies/{company_id}/employees/{id}", () => {
 
   it("keeps an account with the person's own email, removing only the employer emails and the membership", async () => {
     const local = fresh("stays");
-    const person = await create(body(local));
+    const person = await create(employeeBody(local));
     await env.DB.prepare('INSERT INTO person_emails (person_id, email, "primary") VALUES (?, ?, 0)')
       .bind(person.id, `${local}@own.example`)
       .run();
 
     expect((await as("alice").send("DELETE", `${ACME}/${person.id}`)).status).toBe(204);
     await expectError(await as("alice").get(`${ACME}/${person.id}`), 404, "Not Found");
-    expect(await count("SELECT count(*) AS n FROM people WHERE id = ?", person.id)).toBe(1);
-    expect(await count("SELECT count(*) AS n FROM memberships WHERE person_id = ?", person.id)).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM people WHERE id = ?", person.id)).toBe(1);
+    expect(await countRows("SELECT count(*) AS n FROM memberships WHERE person_id = ?", person.id)).toBe(0);
     const { results } = await env.DB.prepare("SELECT email FROM person_emails WHERE person_id = ?")
       .bind(person.id)
       .all<{ email: string }>();
@@ -677,14 +663,14 @@ describe("DELETE /companies/{company_id}/employees/{id}", () => {
     await expectError(await as("carol").send("DELETE", `${ACME}/2`), 404, "Not Found");
     await expectError(await as("bob").send("DELETE", `${ACME}/1`), 403, "Forbidden");
     await expectError(await call(`${ACME}/2`, { method: "DELETE" }), 401, "Unauthorized");
-    expect(await count("SELECT count(*) AS n FROM memberships WHERE person_id IN (1, 2, 3)")).toBe(3);
+    expect(await countRows("SELECT count(*) AS n FROM memberships WHERE person_id IN (1, 2, 3)")).toBe(3);
   });
 });
 
 describe("hourly purge of ephemeral employees", () => {
   it("removes them after 24 hours and sends person:removed", async () => {
     await addWebhook(1, "person:removed");
-    const person = await create(body(fresh("purged"), { ephemeral: true }));
+    const person = await create(employeeBody(fresh("purged"), { ephemeral: true }));
     const ctx = createExecutionContext();
     await worker.scheduled!(
       createScheduledController({ cron: "0 * * * *", scheduledTime: Date.now() + 25 * 3600_000 }),

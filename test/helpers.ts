@@ -1,7 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { vi } from "vitest";
 import { expect } from "vitest";
-import { DEMO } from "../src/db/demo-world";
+import { DEMO } from "../src/fixtures/demo-world";
 import { fileTokens, type Who } from "./principals";
 
 export { DEMO };
@@ -145,6 +145,31 @@ export function failingD1(pattern: RegExp, error: () => Error, overrides: Record
     },
   });
   return proxy;
+}
+
+let freshSeq = 0;
+/** A fresh email local part per call (`tag.<time>.<n>`), so tests never collide on the global email index. */
+export const fresh = (tag: string) => `${tag}.${Date.now().toString(36)}.${++freshSeq}`;
+
+/** The one address of `employeeBody`. */
+export const employeeAddress = {
+  line_1: "1 Main St",
+  city: "San Francisco",
+  region: "CA",
+  postal_code: "94105",
+  country: "US",
+};
+
+/** A `POST /companies/1/employees` body for `<local>@acme.example`: Dana Scully; `extra` adds or replaces fields. */
+export function employeeBody(local: string, extra: Record<string, unknown> = {}) {
+  return {
+    first_name: "Dana",
+    last_name: "Scully",
+    dob: "1988-04-12",
+    emails: [{ email: `${local}@acme.example` }],
+    addresses: [employeeAddress],
+    ...extra,
+  };
 }
 
 /** The `n` of a `SELECT count(*) AS n …` on the test database. */

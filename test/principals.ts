@@ -1,4 +1,4 @@
-import { DEMO } from "../src/db/demo-world";
+import { DEMO } from "../src/fixtures/demo-world";
 
 export type Who = keyof typeof DEMO.tokens;
 

@@ -8,7 +8,7 @@ import {
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
-import { EVENT_NAMES } from "../src/services/events";
+import { EVENT_NAMES } from "../src/domain/events";
 import { submitRemovalRequests } from "../src/services/exposures";
 import { createDeps } from "../src/services/outbox";
 import { as, call, DEMO, expectError } from "./helpers";

@@ -1,7 +1,7 @@
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { createDb } from "../src/db/client";
-import { DEMO, loadDemoWorld } from "../src/db/demo-world";
+import { DEMO, loadDemoWorld } from "../src/fixtures/demo-world";
 import { sha256Hex } from "../src/lib/crypto";
 import { fileTokens, type Who } from "./principals";
 

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { DELIVERED_EVENTS, deliveryBodySchema } from "../src/routes/webhooks/webhook-events.schemas";
-import { EVENT_NAMES } from "../src/services/events";
+import { EVENT_NAMES } from "../src/domain/events";
 import { as, call } from "./helpers";
 import { fileTokens } from "./principals";
 import { receiver, until, type Captured } from "./webhook-receiver";

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { EVENT_NAMES } from "../src/services/events";
+import { EVENT_NAMES } from "../src/domain/events";
 import { endpointProblem } from "../src/lib/outbound-url";
 import { as, call, expectError, insertToken } from "./helpers";
 

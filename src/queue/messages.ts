@@ -43,3 +43,10 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
 ]);
 
 export type BackgroundMessage = z.infer<typeof backgroundMessage>;
+
+/**
+ * A message of the `scan-events` queue: a slice of a batch posted to
+ * `POST /internal/scan-events`, as it was posted; the consumer validates it
+ * again (`ScanEventBatch`, src/domain/scan-events.ts) before applying it.
+ */
+export type ScanEventsMessage = unknown[];

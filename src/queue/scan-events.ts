@@ -1,5 +1,5 @@
 import { createDeps } from "../services/outbox";
-import { ScanEventBatchSchema } from "../routes/scans/scans.schemas";
+import { ScanEventBatch } from "../domain/scan-events";
 import { logError } from "../lib/log";
 import { describeZodError } from "../lib/errors";
 import { applyScanEvents } from "../services/scans";
@@ -13,7 +13,7 @@ import { applyScanEvents } from "../services/scans";
 export async function handleScanEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const deps = createDeps(env);
   for (const message of batch.messages) {
-    const parsed = ScanEventBatchSchema.safeParse(message.body);
+    const parsed = ScanEventBatch.safeParse(message.body);
     if (!parsed.success) {
       console.error(
         JSON.stringify({

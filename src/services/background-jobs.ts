@@ -1,6 +1,6 @@
 import { describeZodError, loggableError } from "../lib/errors";
 import { backgroundMessage, type BackgroundMessage } from "../queue/messages";
-import { ScanEventBatchSchema } from "../routes/scans/scans.schemas";
+import { ScanEventBatch } from "../domain/scan-events";
 import { pruneContactTombstones } from "./contacts";
 import { claimDeadLetter, deadLetterDue, finishDeadLetter } from "./dead-letters";
 import { submitRemovalRequests } from "./exposures";
@@ -128,7 +128,7 @@ export async function redriveDeadLetter(deps: Deps, now: Date): Promise<Chunk> {
 
 async function runDeadLetter(deps: Deps, queue: string, body: unknown, now: Date) {
   if (queue === "scan-events") {
-    const parsed = ScanEventBatchSchema.safeParse(body);
+    const parsed = ScanEventBatch.safeParse(body);
     if (!parsed.success) throw new Error(describeZodError(parsed.error, "message"));
     await applyScanEvents(deps, parsed.data);
     return;

@@ -5,33 +5,14 @@ import { batchableAll } from "../db/sql";
 import { logError } from "../lib/log";
 import { loadPerson, type Person } from "./people";
 
-/** Event names accepted at webhook creation and delivered (docs/webhooks.md). */
-export const EVENT_NAMES = [
-  "scan:started",
-  "scan:completed",
-  "scan:not_found",
-  "scan:found",
-  "scan:failed",
-  "exposure:created",
-  "exposure:requested",
-  "exposure:closed",
-  "request:created",
-  "request:closed",
-  "person:created",
-  "person:updated",
-  "person:removed",
-] as const;
-
-export type EventName = (typeof EVENT_NAMES)[number];
-
 /** The message on the webhook-deliveries queue: one history row to deliver. */
 export type DeliveryMessage = { kind: "deliver"; deliveryId: string };
 
 /**
  * Events are recorded by the write that causes them, in its own batch
  * (`WriteBatch.emit` in services/outbox.ts). This module holds what both
- * ends of the pipeline share: the names, the queue message, and the
- * rendering of Person payloads.
+ * ends of the pipeline share: the queue message and the rendering of Person
+ * payloads; the names are src/domain/events.ts.
  */
 
 /** People whose Persons one render statement carries (a Person is ~1 KB of JSON, bound as one value). */

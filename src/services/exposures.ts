@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { inList } from "../db/sql";
 import { companies, exposureHistory, exposures } from "../db/schema";
 import { iso } from "../lib/time";
-import type { EventName } from "./events";
+import type { EventName } from "../domain/events";
 import { WriteBatch, type Deps } from "./outbox";
 
 /**

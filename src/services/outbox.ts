@@ -4,23 +4,29 @@ import { createDb, type Db } from "../db/client";
 import { personErasures, webhookDeliveries } from "../db/schema";
 import { batchableAll } from "../db/sql";
 import { logError } from "../lib/log";
-import type { BackgroundMessage } from "../queue/messages";
-import { enqueueDeliveries, type DeliveryMessage, type EventName } from "./events";
+import type { BackgroundMessage, ScanEventsMessage } from "../queue/messages";
+import type { EventName } from "../domain/events";
+import { enqueueDeliveries, type DeliveryMessage } from "./events";
 import { eraseGonePersons, personsOf, type Persons } from "./persons";
 import * as trustIndex from "./trust-index";
 
 /**
  * What every write needs besides its statements: the database, the trust
- * index, and the queues that carry work after the commit. HTTP requests,
- * queue consumers and cron runs build it the same way (`createDeps`).
+ * index, the queues that carry work after the commit, the person objects and
+ * the environment. HTTP requests, queue consumers and cron runs build it the
+ * same way (`createDeps`); route handlers reach bindings only through it.
  */
 export type Deps = {
   db: Db;
   kv: KVNamespace;
   webhookQueue: Queue<DeliveryMessage>;
   backgroundQueue: Queue<BackgroundMessage>;
+  /** The scanner's events on their way to the `scan-events` consumer (services/scans.ts). */
+  scanQueue: Queue<ScanEventsMessage>;
   /** Each person's own Durable Object (services/persons.ts). */
   persons: Persons;
+  /** `ENVIRONMENT` (wrangler.toml): development allows local webhook endpoints and plain-http publisher pages. */
+  environment: Env["ENVIRONMENT"];
 };
 
 /** `database`: the binding itself, or a D1 session of it (HTTP requests; see middleware/db.ts). */
@@ -29,7 +35,9 @@ export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = 
   kv: env.TRUST_INDEX,
   webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
   backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
+  scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
   persons: personsOf(env.PERSON),
+  environment: env.ENVIRONMENT,
 });
 
 /** An event to record: for one company, or for every company a person belongs to (scan and exposure events). */

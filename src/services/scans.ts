@@ -1,8 +1,9 @@
 import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { companies, exposureHistory, exposures, people, scanResults, scans } from "../db/schema";
+import { ApiError, badRequest } from "../lib/errors";
 import { iso } from "../lib/time";
-import type { ScanEvent } from "../routes/scans/scans.schemas";
+import type { ScanEvent } from "../domain/scan-events";
 import { inList } from "../db/sql";
 import { WriteBatch, type Deps } from "./outbox";
 import { confirmRemoval, historyPrefix, siteColumns, toExposure, toSite } from "./exposures";
@@ -103,6 +104,27 @@ export function packMessages(events: unknown[]): { messages: unknown[][] } | { t
   });
   messages.push(current);
   return { messages };
+}
+
+/**
+ * `POST /internal/scan-events`: a 400 naming every reference that does not
+ * exist, a 413 for an event no queue message can hold; otherwise the batch,
+ * as it was posted (`posted`; the consumer validates it again), goes on the
+ * `scan-events` queue in slices (`packMessages`). Returns the events accepted.
+ */
+export async function enqueueScanEvents(
+  deps: Pick<Deps, "db" | "scanQueue">,
+  events: ScanEvent[],
+  posted: unknown[],
+): Promise<number> {
+  const problems = await missingReferences(deps.db, events);
+  if (problems.length > 0) throw badRequest(`invalid body: ${problems.join("; ")}`);
+  const packed = packMessages(posted);
+  if ("tooLarge" in packed) {
+    throw new ApiError(413, `event [${packed.tooLarge}] is larger than a queue message can hold (120 kB)`);
+  }
+  for (const message of packed.messages) await deps.scanQueue.send(message);
+  return events.length;
 }
 
 /**

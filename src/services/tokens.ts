@@ -2,9 +2,10 @@ import { and, eq, isNotNull, isNull, sql } from "drizzle-orm";
 import { createDb, type Db } from "../db/client";
 import { accessTokens, people } from "../db/schema";
 import { writeGuardOf, type WriteCondition } from "../db/write-guard";
-import { sha256Hex } from "../lib/crypto";
+import { base64url, sha256Hex } from "../lib/crypto";
 import { unauthorized } from "../lib/errors";
 import type { Principal } from "../types";
+import type { Deps } from "./outbox";
 
 export type TokenCheck = { ok: true; principal: Principal } | { ok: false; reason: string };
 
@@ -247,10 +248,7 @@ export function principalAllowedOn(principal: Principal, path: string): boolean 
 /** Mints a container-scoped token for `personId`; the token is returned once, only its hash is stored. */
 export async function mintContainerToken(db: Db, personId: number, now: Date): Promise<string> {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
-  const token = `vcc_${btoa(String.fromCharCode(...bytes))
-    .replace(/\+/g, "-")
-    .replace(/\//g, "_")
-    .replace(/=+$/, "")}`;
+  const token = `vcc_${base64url(bytes)}`;
   await db.insert(accessTokens).values({
     tokenHash: await sha256Hex(token),
     prefix: token.slice(0, 8),
@@ -268,7 +266,11 @@ export async function mintContainerToken(db: Db, personId: number, now: Date): P
  * person's other sessions). Forgets it in this isolate's cache and in the
  * shared KV cache at once; other isolates forget it within 30 s.
  */
-export async function revokeContainerToken(db: Db, token: string, now: Date, kv?: KVNamespace): Promise<void> {
+export async function revokeContainerToken(
+  { db, kv }: Pick<Deps, "db" | "kv">,
+  token: string,
+  now: Date,
+): Promise<void> {
   const hash = await sha256Hex(token);
   await db
     .update(accessTokens)
@@ -283,5 +285,5 @@ export async function revokeContainerToken(db: Db, token: string, now: Date, kv?
     );
   // After the write, so no verification in between can cache it as valid again.
   cache.delete(hash);
-  await kv?.delete(kvKey(hash)).catch(() => undefined);
+  await kv.delete(kvKey(hash)).catch(() => undefined);
 }

@@ -2,7 +2,7 @@ import { and, asc, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { companies, webhooks } from "../db/schema";
 import { iso } from "../lib/time";
-import type { EventName } from "./events";
+import type { EventName } from "../domain/events";
 
 type WebhookRow = typeof webhooks.$inferSelect;
 

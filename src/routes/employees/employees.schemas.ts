@@ -12,14 +12,15 @@ import {
   type EmployeeChanges,
   type NewEmployee,
   type PhoneInput,
-} from "../../services/employees";
+} from "../../domain/employees";
 import { CompanyParams, CompanyRefSchema } from "../companies/companies.schemas";
 
 /*
  * Input is standardized here, at the edge [seed 4.3 rule 4, docs/decisions.md],
  * so a 400 names the offending field (`addresses[0].region`) and the service
- * receives clean values: emails trimmed and lowercased, countries as
- * uppercase ISO alpha-2, US states as USPS codes, phones as E.164.
+ * receives clean values in the domain's shapes (src/domain/employees.ts):
+ * emails trimmed and lowercased, countries as uppercase ISO alpha-2, US
+ * states as USPS codes, phones as E.164.
  */
 
 const MAX_ENTRIES = 20;

@@ -69,7 +69,7 @@ export const createSession: AppRouteHandler<typeof routes.createSession> = async
 
 export const deleteSession: AppRouteHandler<typeof routes.deleteSession> = async (c) => {
   const session = getCookie(c, COOKIE);
-  if (session && tokenHasValidShape(session)) await revokeContainerToken(c.var.db, session, new Date(), c.env.TRUST_INDEX);
+  if (session && tokenHasValidShape(session)) await revokeContainerToken(c.var.deps, session, new Date());
   c.header("Set-Cookie", `${COOKIE}=; ${COOKIE_ATTRIBUTES}; Max-Age=0`);
   c.header("Cache-Control", "no-store");
   return c.body(null, 204);

@@ -6,7 +6,7 @@ import { findEnabledContainer, originAllowed } from "../../services/consent";
 import { tokenHasValidShape, verifyToken } from "../../services/tokens";
 import type { AppEnv } from "../../types";
 
-export const isDevelopment = (c: Context<AppEnv>) => c.env.ENVIRONMENT === "development";
+export const isDevelopment = (c: Context<AppEnv>) => c.var.deps.environment === "development";
 
 /**
  * Credentialed CORS for a publisher page (docs/consent.md, "Security model"): the request

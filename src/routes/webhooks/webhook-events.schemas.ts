@@ -1,6 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { EVENT_NAMES, type EventName } from "../../services/events";
-import { TEST_EVENT } from "../../services/webhook-delivery";
+import { EVENT_NAMES, TEST_EVENT, type EventName } from "../../domain/events";
 import { CompanyRefSchema } from "../companies/companies.schemas";
 import { ExposureSchema, PersonSchema } from "../employees/employees.schemas";
 

@@ -32,7 +32,7 @@ export const getWebhook: AppRouteHandler<typeof routes.getWebhook> = async (c) =
 
 export const createWebhook: AppRouteHandler<typeof routes.createWebhook> = async (c) => {
   const input = c.req.valid("json");
-  const problem = endpointProblem(input.endpoint, c.env.ENVIRONMENT);
+  const problem = endpointProblem(input.endpoint, c.var.deps.environment);
   if (problem) throw badRequest(`invalid body: \`endpoint\` ${problem}`);
   const webhook = await webhooks.createWebhook(c.var.db, c.var.company.companyId, input);
   if (!webhook) {
@@ -49,7 +49,7 @@ export const updateWebhook: AppRouteHandler<typeof routes.updateWebhook> = async
     // Switching on re-checks the endpoint: one registered before a rule was tightened stays off.
     const current = await webhooks.getWebhook(c.var.db, companyId, id);
     if (!current) throw notFound(`webhook ${id} does not exist`);
-    const problem = endpointProblem(current.endpoint, c.env.ENVIRONMENT);
+    const problem = endpointProblem(current.endpoint, c.var.deps.environment);
     if (problem) throw badRequest(`webhook ${id} cannot be activated: its endpoint ${problem}`);
   }
   const webhook = await webhooks.setWebhookActive(c.var.db, companyId, id, active);
@@ -74,7 +74,7 @@ export const getHistoryEntry: AppRouteHandler<typeof routes.getHistoryEntry> = a
 
 export const resendDelivery: AppRouteHandler<typeof routes.resendDelivery> = async (c) => {
   const { history_id } = c.req.valid("param");
-  const outcome = await delivery.resendDelivery(c.var.db, c.env.WEBHOOK_QUEUE, c.var.company.companyId, history_id);
+  const outcome = await delivery.resendDelivery(c.var.deps, c.var.company.companyId, history_id);
   if (!outcome.ok) {
     if (outcome.why === "not found") throw notFound(`history entry ${history_id} does not exist`);
     throw conflict(
@@ -88,9 +88,7 @@ export const resendDelivery: AppRouteHandler<typeof routes.resendDelivery> = asy
 
 export const testWebhook: AppRouteHandler<typeof routes.testWebhook> = async (c) => {
   const { id } = c.req.valid("param");
-  const result = await delivery.sendTestEvent(c.var.db, c.var.company.companyId, id, {
-    environment: c.env.ENVIRONMENT,
-  });
+  const result = await delivery.sendTestEvent(c.var.deps, c.var.company.companyId, id);
   if (!result) throw notFound(`webhook ${id} does not exist`);
   return c.json(result, 200);
 };

@@ -2,8 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { pathId } from "../../lib/ids";
 import { pageQuery } from "../../lib/pagination";
 import { QueryTimestamp } from "../../lib/time";
-import { EVENT_NAMES } from "../../services/events";
-import { TEST_EVENT } from "../../services/webhook-delivery";
+import { EVENT_NAMES, TEST_EVENT } from "../../domain/events";
 import { MAX_ENDPOINT_LENGTH } from "../../services/webhooks";
 import { CompanyParams } from "../companies/companies.schemas";
 

@@ -1,0 +1,124 @@
+import { and, eq, ne, sql } from "drizzle-orm";
+import type { Db } from "../../db/client";
+import { guardStatement } from "../../db/guard";
+import { membershipRoles, memberships, roles } from "../../db/schema";
+import { forbidden, notFound } from "../../lib/errors";
+import { grants, type Permission } from "../../lib/permissions";
+import type { CompanyAccess } from "../../types";
+import { companyRoles, roleNamed } from "../companies";
+import { lastSettingsWriter } from "./errors";
+
+/**
+ * Who may change whom: a member's standing, the rule that a caller covers
+ * every permission of the member they change or remove and of the roles they
+ * give, and the company's last holder of `write settings`.
+ */
+
+/** A member's standing in the company: their membership and the permissions their roles grant. */
+export type Standing = { membershipId: number; licenseId: string | null; permissions: string[] };
+
+export const WRITE_SETTINGS: Permission = "write settings";
+
+export async function standingOf(db: Db, companyId: number, personId: number): Promise<Standing> {
+  const rows = await db
+    .select({ membershipId: memberships.id, licenseId: memberships.licenseId, permissions: roles.permissions })
+    .from(memberships)
+    .leftJoin(membershipRoles, eq(membershipRoles.membershipId, memberships.id))
+    .leftJoin(roles, and(eq(roles.id, membershipRoles.roleId), eq(roles.companyId, memberships.companyId)))
+    .where(and(eq(memberships.companyId, companyId), eq(memberships.personId, personId)))
+    .all();
+  if (rows.length === 0) throw notFound(`employee ${personId} does not exist`);
+  const { membershipId, licenseId } = rows[0]!;
+  return { membershipId, licenseId, permissions: [...new Set(rows.flatMap((row) => row.permissions ?? []))] };
+}
+
+/**
+ * A caller may change or remove a member only when their own roles grant
+ * every permission the member holds (403 otherwise), so an HR member cannot
+ * demote, rewrite or remove an Admin.
+ */
+export function assertCovers(access: CompanyAccess, personId: number, target: Standing, action: "change" | "remove") {
+  const missing = target.permissions.filter((permission) => !grants(access.permissions, permission as Permission));
+  if (missing.length === 0) return;
+  throw forbidden(
+    `you cannot ${action} employee ${personId}: they hold ${missing.map((p) => `\`${p}\``).join(", ")}, which your roles do not grant`,
+  );
+}
+
+/** `roles.permissions` (a JSON array) contains `permission`. */
+const roleGrants = (permission: Permission) =>
+  sql`exists (select 1 from json_each(${roles.permissions}) where value = ${permission})`;
+
+/**
+ * 409 when the member is the company's last holder of `write settings`
+ * (only they can manage its settings, roles and billing), for DELETE and for a
+ * PUT whose roles drop it: the company would be locked out.
+ */
+export async function assertNotLastSettingsWriter(
+  db: Db,
+  access: CompanyAccess,
+  personId: number,
+  target: Standing,
+  action: "remove" | "demote",
+) {
+  const other = await db
+    .select({ id: memberships.id })
+    .from(memberships)
+    .innerJoin(membershipRoles, eq(membershipRoles.membershipId, memberships.id))
+    .innerJoin(roles, and(eq(roles.id, membershipRoles.roleId), eq(roles.companyId, memberships.companyId)))
+    .where(
+      and(eq(memberships.companyId, access.companyId), ne(memberships.personId, personId), roleGrants(WRITE_SETTINGS)),
+    )
+    .limit(1)
+    .get();
+  if (!other) throw lastSettingsWriter(access, personId, target.membershipId === access.membershipId, action);
+}
+
+/**
+ * The batch that takes `write settings` from someone ends with this guard
+ * (src/db/guard.ts): it rolls the batch back when no member of the company
+ * holds it afterwards (two Admins demoting each other at once).
+ */
+export function settingsWriterGuardStatement(db: Db, companyId: number) {
+  return guardStatement(
+    db,
+    "settingsWriter",
+    sql`not exists (
+      select 1 from ${memberships}
+      join ${membershipRoles} on ${membershipRoles.membershipId} = ${memberships.id}
+      join ${roles} on ${roles.id} = ${membershipRoles.roleId} and ${roles.companyId} = ${memberships.companyId}
+      where ${memberships.companyId} = ${companyId} and ${roleGrants(WRITE_SETTINGS)})`,
+  );
+}
+
+/**
+ * Role names of the company, case-insensitively → role ids. A role the
+ * company lacks is a 400 (docs/decisions.md); a role with a permission the caller
+ * does not hold is a 403, so nobody hands out more than they have.
+ */
+export async function resolveRoles(
+  db: Db,
+  access: CompanyAccess,
+  names: string[],
+): Promise<{ id: number; permissions: string[] }[]> {
+  return pickRoles(access, await companyRoles(db, access.companyId), names);
+}
+
+export function pickRoles(
+  access: CompanyAccess,
+  available: { id: number; name: string; permissions: string[] }[],
+  names: string[],
+): { id: number; permissions: string[] }[] {
+  const chosen = new Map<number, { id: number; permissions: string[] }>();
+  for (const name of names) {
+    const role = roleNamed(available, access.companyId, name);
+    const missing = role.permissions.filter((permission) => !grants(access.permissions, permission as Permission));
+    if (missing.length > 0) {
+      throw forbidden(
+        `you cannot give the role \`${role.name}\`: it grants ${missing.map((p) => `\`${p}\``).join(", ")}, which your roles do not`,
+      );
+    }
+    chosen.set(role.id, { id: role.id, permissions: role.permissions });
+  }
+  return [...chosen.values()];
+}

@@ -1,0 +1,268 @@
+import { count, eq, sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import type { Db } from "../../db/client";
+import { failedGuard, guardStatement } from "../../db/guard";
+import { touchRosters } from "../../db/rosters";
+import { inList } from "../../db/sql";
+import { licenses, membershipRoles, memberships, people, personAddresses, personAkas, personEmails, personPhones } from "../../db/schema";
+import { MAX_EMPLOYEES_PER_COMPANY, type EmployeeChanges, type NewEmployee } from "../../domain/employees";
+import { ApiError, notFound } from "../../lib/errors";
+import { grants } from "../../lib/permissions";
+import type { CompanyAccess } from "../../types";
+import { companyRoles } from "../companies";
+import { renderPersonDeliveries } from "../events";
+import { findLicense, matchLicense } from "../licenses";
+import { addRemoval, removedBy } from "../memberships";
+import { WriteBatch, type Deps } from "../outbox";
+import { loadPeople, loadPerson, type Person } from "../people";
+import { assertSeatAvailable, assertSeatsAvailable, assignSeatStatement, freeSeatStatement, seatGuardStatement } from "../seats";
+import {
+  assertCovers,
+  assertNotLastSettingsWriter,
+  pickRoles,
+  resolveRoles,
+  settingsWriterGuardStatement,
+  standingOf,
+  WRITE_SETTINGS,
+} from "./authorization";
+import { assertEmailsFree, emailReplacement, emailsTaken } from "./emails";
+import { lastSettingsWriter, noLicense, runBatch, tooManyEmployees } from "./errors";
+import { belongsElsewhere, withoutPersonWideChanges } from "./person-wide";
+import { addNewEmployees, collectionInserts } from "./statements";
+
+/**
+ * The employee commands (docs/architecture.md, "Writes are commands"):
+ * create (one or in bulk), update and remove, each checking first and then
+ * writing the change, its `person:*` events and its trust-index work in one batch.
+ */
+
+/**
+ * DELETE /employees/{id}: 404 when the person is not an employee, 403 when
+ * the caller lacks one of their permissions, 409 when they are the last
+ * member with `write settings` (removing yourself included).
+ */
+export async function removeEmployee(deps: Deps, access: CompanyAccess, personId: number): Promise<void> {
+  const { db } = deps;
+  const target = await standingOf(db, access.companyId, personId);
+  assertCovers(access, personId, target, "remove");
+  const holdsSettings = grants(target.permissions, WRITE_SETTINGS);
+  if (holdsSettings) await assertNotLastSettingsWriter(db, access, personId, target, "remove");
+  const batch = new WriteBatch(deps);
+  const removed = addRemoval(batch, access.companyId, personId);
+  // Two Admins removing each other at once: the later batch finds no holder left and rolls back.
+  if (holdsSettings) batch.add(settingsWriterGuardStatement(db, access.companyId));
+  let results: unknown[];
+  try {
+    ({ results } = await batch.commit());
+  } catch (err) {
+    if (failedGuard(err) === "settingsWriter") {
+      throw lastSettingsWriter(access, personId, target.membershipId === access.membershipId, "remove");
+    }
+    throw err;
+  }
+  // A concurrent removal got there first: it answered 204 and sent the event.
+  if (!removedBy(results, removed)) throw notFound(`employee ${personId} does not exist`);
+}
+
+/** POST /employees: `createEmployees` with one employee. */
+export async function createEmployee(deps: Deps, access: CompanyAccess, input: NewEmployee): Promise<Person> {
+  const [person] = await createEmployees(deps, access, [input], { bulk: false });
+  return person!;
+}
+
+/**
+ * POST /employees and POST /employees/bulk [seed 4.3 rules 2–4]: checks
+ * everything first (a 400 writes nothing: emails free anywhere, roles and
+ * licenses known, seats for the whole batch, the company's quota), then
+ * writes every person, collection, membership, role, seat and invitation and
+ * one `person:created` each in ONE atomic batch. `bulk` names the element of
+ * a failed check (`[3].emails`). Returns the Persons in input order.
+ */
+export async function createEmployees(
+  deps: Deps,
+  access: CompanyAccess,
+  inputs: NewEmployee[],
+  { bulk }: { bulk: boolean },
+): Promise<Person[]> {
+  const { db } = deps;
+  const { companyId } = access;
+  const batch = new WriteBatch(deps);
+  const n = inputs.length;
+  if (n === 0) return [];
+
+  const [taken, available, catalog, [members]] = await db.batch([
+    db
+      .select({ email: personEmails.email })
+      .from(personEmails)
+      .where(
+        inList(
+          personEmails.email,
+          inputs.flatMap((input) => input.emails.map((entry) => entry.email)),
+        ),
+      ),
+    companyRoles(db, companyId),
+    db.select().from(licenses),
+    db.select({ n: count() }).from(memberships).where(eq(memberships.companyId, companyId)),
+  ]);
+  const locate = (index: number, field: string, err: ApiError) =>
+    !bulk
+      ? err
+      : new ApiError(
+          err.statusCode,
+          err.statusCode === 400
+            ? `invalid body: \`[${index}].${field}\` ${err.detail}`
+            : `\`[${index}].${field}\`: ${err.detail}`,
+        );
+  const takenEmails = new Set(taken.map((row) => row.email));
+  const seatsNeeded = new Map<string, number>();
+  const checked = inputs.map((input, index) => {
+    const clash = input.emails.map((entry) => entry.email).filter((email) => takenEmails.has(email));
+    if (clash.length > 0) throw locate(index, "emails", emailsTaken(input.emails, clash));
+    let roleIds: number[];
+    try {
+      roleIds = pickRoles(access, available, input.roles).map((role) => role.id);
+    } catch (err) {
+      throw err instanceof ApiError ? locate(index, "roles", err) : err;
+    }
+    let licenseId: string | null = null;
+    if (input.license !== null) {
+      const license = matchLicense(catalog, input.license);
+      if (!license) throw locate(index, "license", noLicense(input.license, !bulk));
+      licenseId = license.id;
+      seatsNeeded.set(licenseId, (seatsNeeded.get(licenseId) ?? 0) + 1);
+    }
+    return { ...input, roleIds, licenseId };
+  });
+  const have = members?.n ?? 0;
+  if (have + n > MAX_EMPLOYEES_PER_COMPANY) throw tooManyEmployees(companyId, have, n);
+  await assertSeatsAvailable(db, companyId, seatsNeeded);
+
+  const inserted = await addNewEmployees(batch, companyId, checked);
+  // Two requests may both have seen room for their employees: the guard rolls the later one back.
+  batch.add(
+    guardStatement(
+      db,
+      "employeeQuota",
+      sql`(select count(*) from ${memberships} where ${memberships.companyId} = ${companyId}) > ${MAX_EMPLOYEES_PER_COMPANY}`,
+    ),
+  );
+  const { results, deliveries } = await runBatch(batch, companyId, [...seatsNeeded.keys()], { adding: n });
+  // Inserted in input order, so ascending ids are input order.
+  const ids = inserted
+    .flatMap((position) => (results[position] as { id: number }[]).map((row) => row.id))
+    .sort((a, b) => a - b);
+  const persons = await loadPeople(db, companyId, ids);
+  await renderPersonDeliveries(db, deliveries, persons);
+  return persons;
+}
+
+/**
+ * PUT /employees/{id} [seed 4.3 rule 5]: only the fields given change; akas,
+ * phone_numbers and addresses are replaced as a whole (an empty array removes
+ * them). `emails` replaces the emails this company manages for the person;
+ * the person's own emails stay (the employer cannot remove them). The caller
+ * must hold every permission of the member (403), and may not take `write
+ * settings` from its last holder (409). When the person also belongs to
+ * another company, their person-wide details (names, dob, akas, phones,
+ * addresses) are theirs: changing them is a 409; sending them unchanged is fine.
+ */
+export async function updateEmployee(
+  deps: Deps,
+  access: CompanyAccess,
+  personId: number,
+  requested: EmployeeChanges,
+): Promise<Person> {
+  const { db } = deps;
+  const batch = new WriteBatch(deps);
+  const { now } = batch;
+  const { companyId } = access;
+  const membership = await standingOf(db, companyId, personId);
+  assertCovers(access, personId, membership, "change");
+  const shared = await belongsElsewhere(db, companyId, personId);
+  const changes = shared ? await withoutPersonWideChanges(db, personId, requested) : requested;
+
+  const statements: BatchItem<"sqlite">[] = [
+    db
+      .update(people)
+      .set({
+        ...(changes.firstName !== undefined && { firstName: changes.firstName }),
+        ...(changes.middleName !== undefined && { middleName: changes.middleName }),
+        ...(changes.lastName !== undefined && { lastName: changes.lastName }),
+        ...(changes.dob !== undefined && { dob: changes.dob }),
+        updatedAt: now,
+      })
+      .where(eq(people.id, personId)),
+  ];
+
+  let guardSettings = false;
+  if (changes.roles) {
+    const granted = await resolveRoles(db, access, changes.roles);
+    if (
+      grants(membership.permissions, WRITE_SETTINGS) &&
+      !grants(
+        granted.flatMap((role) => role.permissions),
+        WRITE_SETTINGS,
+      )
+    ) {
+      await assertNotLastSettingsWriter(db, access, personId, membership, "demote");
+      guardSettings = true;
+    }
+    statements.push(db.delete(membershipRoles).where(eq(membershipRoles.membershipId, membership.membershipId)));
+    statements.push(
+      ...granted.map((role) =>
+        db.insert(membershipRoles).values({ membershipId: membership.membershipId, roleId: role.id }),
+      ),
+    );
+  }
+  if (changes.emails) {
+    await assertEmailsFree(db, changes.emails, { companyId, personId });
+    statements.push(...(await emailReplacement(db, companyId, personId, changes.emails, shared)));
+  }
+  if (changes.akas) {
+    statements.push(db.delete(personAkas).where(eq(personAkas.personId, personId)));
+    statements.push(...collectionInserts(db, personId, { akas: changes.akas }));
+  }
+  if (changes.phones) {
+    // Both the numbers they leave and the ones they take change hands (caller records).
+    batch.reindexNumbersOf(personId);
+    statements.push(db.delete(personPhones).where(eq(personPhones.personId, personId)));
+    statements.push(...collectionInserts(db, personId, { phones: changes.phones }));
+  }
+  if (changes.addresses) {
+    statements.push(db.delete(personAddresses).where(eq(personAddresses.personId, personId)));
+    statements.push(...collectionInserts(db, personId, { addresses: changes.addresses }));
+  }
+
+  let guardedLicense: string | null = null;
+  if (changes.license === null) {
+    if (membership.licenseId !== null) statements.push(freeSeatStatement(db, companyId, personId, now));
+  } else if (changes.license !== undefined) {
+    const licenseId = await resolveLicenseId(db, changes.license);
+    if (licenseId !== membership.licenseId) {
+      await assertSeatAvailable(db, companyId, licenseId);
+      statements.push(assignSeatStatement(db, companyId, personId, licenseId, now));
+      statements.push(seatGuardStatement(db, companyId, licenseId));
+      guardedLicense = licenseId;
+    }
+  }
+  statements.push(db.update(memberships).set({ updatedAt: now }).where(eq(memberships.id, membership.membershipId)));
+  // Their coworkers, in every company they belong to, see the change in their heartbeat.
+  statements.push(touchRosters(db, { personIds: personId, at: now }));
+  if (guardSettings) statements.push(settingsWriterGuardStatement(db, companyId));
+
+  for (const statement of statements) batch.add(statement);
+  if (changes.phones) batch.reindexNumbersOf(personId);
+  batch.emitPerson("person:updated", companyId, personId);
+  const { deliveries } = await runBatch(batch, companyId, guardedLicense ? [guardedLicense] : [], {
+    settings: { access, personId, target: membership },
+  });
+  const person = (await loadPerson(db, companyId, personId))!;
+  await renderPersonDeliveries(db, deliveries, [person]);
+  return person;
+}
+
+async function resolveLicenseId(db: Db, ref: string): Promise<string> {
+  const license = await findLicense(db, ref);
+  if (!license) throw noLicense(ref, true);
+  return license.id;
+}

@@ -1,0 +1,102 @@
+import { and, asc, eq, ne } from "drizzle-orm";
+import type { Db } from "../../db/client";
+import { memberships, people, personAddresses, personAkas, personPhones } from "../../db/schema";
+import type { EmployeeChanges } from "../../domain/employees";
+import { conflict } from "../../lib/errors";
+
+/**
+ * A person who also belongs to another company: their person-wide details
+ * (names, dob, akas, phones, addresses) are theirs, and no employer changes them.
+ */
+
+/** Whether the person is also a member of a company other than `companyId`. */
+export async function belongsElsewhere(db: Db, companyId: number, personId: number): Promise<boolean> {
+  const row = await db
+    .select({ id: memberships.id })
+    .from(memberships)
+    .where(and(eq(memberships.personId, personId), ne(memberships.companyId, companyId)))
+    .limit(1)
+    .get();
+  return row !== undefined;
+}
+
+/** The PUT fields that belong to the person rather than to one company, with their names on the wire. */
+const PERSON_WIDE = {
+  firstName: "first_name",
+  middleName: "middle_name",
+  lastName: "last_name",
+  dob: "dob",
+  akas: "akas",
+  phones: "phone_numbers",
+  addresses: "addresses",
+} as const;
+
+/**
+ * For a person another company also relies on: 409 when `changes` would
+ * change a person-wide field; else the changes without those fields, so that
+ * values sent unchanged are not rewritten (their rows keep their ids).
+ */
+export async function withoutPersonWideChanges(db: Db, personId: number, changes: EmployeeChanges) {
+  const fields = (Object.keys(PERSON_WIDE) as (keyof typeof PERSON_WIDE)[]).filter((key) => changes[key] !== undefined);
+  if (fields.length === 0) return changes;
+  const [[base], akas, phones, addresses] = await db.batch([
+    db
+      .select({
+        firstName: people.firstName,
+        middleName: people.middleName,
+        lastName: people.lastName,
+        dob: people.dob,
+      })
+      .from(people)
+      .where(eq(people.id, personId)),
+    db
+      .select({ firstName: personAkas.firstName, middleName: personAkas.middleName, lastName: personAkas.lastName })
+      .from(personAkas)
+      .where(eq(personAkas.personId, personId))
+      .orderBy(asc(personAkas.id)),
+    db
+      .select({
+        primary: personPhones.primary,
+        countryCode: personPhones.countryCode,
+        nationalNumber: personPhones.phoneNumber,
+        e164: personPhones.e164,
+      })
+      .from(personPhones)
+      .where(eq(personPhones.personId, personId))
+      .orderBy(asc(personPhones.id)),
+    db
+      .select({
+        primary: personAddresses.primary,
+        line1: personAddresses.line1,
+        line2: personAddresses.line2,
+        city: personAddresses.city,
+        region: personAddresses.region,
+        postalCode: personAddresses.postalCode,
+        country: personAddresses.country,
+      })
+      .from(personAddresses)
+      .where(eq(personAddresses.personId, personId))
+      .orderBy(asc(personAddresses.id)),
+  ]);
+  const current: Record<keyof typeof PERSON_WIDE, unknown> = { ...base!, akas, phones, addresses };
+  const changed = fields.filter((key) => canonical(changes[key]) !== canonical(current[key]));
+  if (changed.length > 0) {
+    throw conflict(
+      `this person also belongs to another company; their personal details can only be changed by them (${changed
+        .map((key) => `\`${PERSON_WIDE[key]}\``)
+        .join(", ")} would change); leave those fields out or send their current values`,
+    );
+  }
+  const rest = { ...changes };
+  for (const key of fields) delete rest[key];
+  return rest;
+}
+
+/** JSON with object keys sorted, to compare values regardless of key order. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : v,
+  );
+}

@@ -1,0 +1,215 @@
+import { sql, type SQL } from "drizzle-orm";
+import type { Db } from "../../db/client";
+import { touchRosters } from "../../db/rosters";
+import {
+  invitations,
+  membershipRoles,
+  memberships,
+  people,
+  personAddresses,
+  personAkas,
+  personEmails,
+  personPhones,
+} from "../../db/schema";
+import { batchableAll } from "../../db/sql";
+import { primaryOf, type AddressInput, type AkaInput, type NewEmployee, type PhoneInput } from "../../domain/employees";
+import { base64url, sha256Hex } from "../../lib/crypto";
+import type { WriteBatch } from "../outbox";
+import { seatGuardStatement } from "../seats";
+
+/**
+ * The SQL of the employee commands: the statements that insert new
+ * employees in bulk (a fixed handful per 100 employees) and those that
+ * replace a person's collections, chunked under D1's bound-parameter limit.
+ */
+
+const EPHEMERAL_MS = 24 * 3600 * 1000;
+const INVITATION_MS = 7 * 24 * 3600 * 1000;
+/** Rows per multi-row insert: the widest collection row binds 8 values, under D1's 100. */
+const ROWS_PER_INSERT = 10;
+/**
+ * Employees whose rows one INSERT carries: the rows travel as one JSON value
+ * (one bound parameter) unpacked with `json_each`, so 1,000 employees take
+ * about ten statements per table instead of several per employee, inside
+ * D1's 100 parameters per statement and 1,000 statements per invocation
+ * (https://developers.cloudflare.com/d1/platform/limits/).
+ */
+const EMPLOYEES_PER_INSERT = 100;
+
+export type CheckedEmployee = NewEmployee & { roleIds: number[]; licenseId: string | null };
+
+/**
+ * Adds the statements that create `employees` to the batch, a fixed handful
+ * per 100 employees whatever their collections: the people first (one
+ * INSERT … SELECT per chunk, in input order), so inside the transaction
+ * they take consecutive AUTOINCREMENT ids ending at max(id) and the k-th
+ * employee is max(id) − n + 1 + k; every other row finds its person that way.
+ * Returns the positions of the people inserts (their results are the ids).
+ */
+export async function addNewEmployees(batch: WriteBatch, companyId: number, employees: CheckedEmployee[]): Promise<number[]> {
+  const { db } = batch.deps;
+  const { now } = batch;
+  const t = now.getTime();
+  const n = employees.length;
+  const firstId = sql`((select max(${people.id}) from ${people}) - ${n - 1})`;
+  const personOf = sql`${firstId} + json_extract(j.value, '$.k')`;
+
+  const rows = await Promise.all(
+    employees.map(async (employee, k) => {
+      let invitation: { email: string; hash: string } | null = null;
+      if (employee.invite) {
+        // The token would be mailed to the person; sending mail is outside this service (docs/decisions.md).
+        const token = base64url(crypto.getRandomValues(new Uint8Array(32)));
+        invitation = { email: primaryOf(employee.emails).email, hash: await sha256Hex(token) };
+      }
+      return {
+        k,
+        first_name: employee.firstName,
+        middle_name: employee.middleName,
+        last_name: employee.lastName,
+        dob: employee.dob,
+        emails: employee.emails,
+        akas: employee.akas,
+        phones: employee.phones,
+        addresses: employee.addresses,
+        roles: employee.roleIds,
+        license: employee.licenseId,
+        ephemeral_until: employee.ephemeral ? t + EPHEMERAL_MS : null,
+        invitation,
+      };
+    }),
+  );
+  const parts = chunks(rows, EMPLOYEES_PER_INSERT);
+
+  const peopleInserts = parts.map((part) =>
+    batch.add(
+      batchableAll<{ id: number }>(
+        db,
+        sql`insert into ${people} (first_name, middle_name, last_name, dob, created_at, updated_at)
+            select json_extract(value, '$.first_name'), json_extract(value, '$.middle_name'),
+                   json_extract(value, '$.last_name'), json_extract(value, '$.dob'), ${t}, ${t}
+            from json_each(${JSON.stringify(part)}) order by key
+            returning id`,
+      ),
+    ),
+  );
+  /** One INSERT … SELECT per chunk over a collection of each employee (skipped where a chunk has none). */
+  const children = (key: keyof (typeof rows)[number], insert: (json: string) => SQL) => {
+    for (const part of parts) {
+      if (part.every((row) => !Array.isArray(row[key]) || (row[key] as unknown[]).length === 0)) continue;
+      batch.add(batchableAll(db, insert(JSON.stringify(part))));
+    }
+  };
+  children(
+    "emails",
+    (json) => sql`insert into ${personEmails} (person_id, email, "primary", employer_company_id)
+      select ${personOf}, json_extract(c.value, '$.email'), json_extract(c.value, '$.primary'), ${companyId}
+      from json_each(${json}) j, json_each(j.value, '$.emails') c order by j.key, c.key`,
+  );
+  children(
+    "akas",
+    (json) => sql`insert into ${personAkas} (person_id, first_name, middle_name, last_name)
+      select ${personOf}, json_extract(c.value, '$.firstName'), json_extract(c.value, '$.middleName'),
+             json_extract(c.value, '$.lastName')
+      from json_each(${json}) j, json_each(j.value, '$.akas') c order by j.key, c.key`,
+  );
+  children(
+    "phones",
+    (json) => sql`insert into ${personPhones} (person_id, country_code, phone_number, e164, "primary")
+      select ${personOf}, json_extract(c.value, '$.countryCode'), json_extract(c.value, '$.nationalNumber'),
+             json_extract(c.value, '$.e164'), json_extract(c.value, '$.primary')
+      from json_each(${json}) j, json_each(j.value, '$.phones') c order by j.key, c.key`,
+  );
+  children(
+    "addresses",
+    (
+      json,
+    ) => sql`insert into ${personAddresses} (person_id, "primary", line_1, line_2, city, region, postal_code, country)
+      select ${personOf}, json_extract(c.value, '$.primary'), json_extract(c.value, '$.line1'),
+             json_extract(c.value, '$.line2'), json_extract(c.value, '$.city'), json_extract(c.value, '$.region'),
+             json_extract(c.value, '$.postalCode'), json_extract(c.value, '$.country')
+      from json_each(${json}) j, json_each(j.value, '$.addresses') c order by j.key, c.key`,
+  );
+  for (const part of parts) {
+    batch.add(
+      batchableAll(
+        db,
+        sql`insert into ${memberships} (company_id, person_id, license_id, license_start_at, ephemeral_until, created_at, updated_at)
+          select ${companyId}, ${personOf}, json_extract(j.value, '$.license'),
+                 case when json_extract(j.value, '$.license') is null then null else ${t} end,
+                 json_extract(j.value, '$.ephemeral_until'), ${t}, ${t}
+          from json_each(${JSON.stringify(part)}) j order by j.key`,
+      ),
+    );
+  }
+  // New coworkers joined: the company's members see it in their heartbeat.
+  batch.add(
+    touchRosters(db, {
+      personIds: sql`select ${people.id} from ${people} where ${people.id} >= ${firstId}`,
+      companyId,
+      at: batch.now,
+    }),
+  );
+  children(
+    "roles",
+    (json) => sql`insert into ${membershipRoles} (membership_id, role_id)
+      select m.id, c.value from json_each(${json}) j, json_each(j.value, '$.roles') c
+      join ${memberships} m on m.company_id = ${companyId} and m.person_id = ${personOf}
+      order by j.key, c.key`,
+  );
+  for (const part of parts) {
+    if (part.every((row) => row.invitation === null)) continue;
+    batch.add(
+      batchableAll(
+        db,
+        sql`insert into ${invitations} (company_id, person_id, email, token_hash, expires_at, created_at)
+          select ${companyId}, ${personOf}, json_extract(j.value, '$.invitation.email'),
+                 json_extract(j.value, '$.invitation.hash'), ${t + INVITATION_MS}, ${t}
+          from json_each(${JSON.stringify(part)}) j
+          where json_extract(j.value, '$.invitation') is not null order by j.key`,
+      ),
+    );
+  }
+  // Two requests may both have seen the last seats free: the guard rolls the batch back.
+  for (const licenseId of new Set(employees.flatMap((employee) => employee.licenseId ?? []))) {
+    batch.add(seatGuardStatement(db, companyId, licenseId));
+  }
+  // Their phones now reach a platform person (caller records), and the company's webhooks hear of them.
+  batch.reindexNumbers([...new Set(employees.flatMap((employee) => employee.phones.map((phone) => phone.e164)))]);
+  batch.emitPeople(
+    "person:created",
+    companyId,
+    sql`select ${people.id} as id from ${people} where ${people.id} >= ${firstId}`,
+  );
+  return peopleInserts;
+}
+
+export function collectionInserts(
+  db: Db,
+  personId: number | SQL,
+  input: { akas?: AkaInput[]; phones?: PhoneInput[]; addresses?: AddressInput[] },
+) {
+  return [
+    ...chunks(input.akas ?? []).map((part) => db.insert(personAkas).values(part.map((aka) => ({ personId, ...aka })))),
+    ...chunks(input.phones ?? []).map((part) =>
+      db.insert(personPhones).values(
+        part.map((phone) => ({
+          personId,
+          countryCode: phone.countryCode,
+          phoneNumber: phone.nationalNumber,
+          e164: phone.e164,
+          primary: phone.primary,
+        })),
+      ),
+    ),
+    ...chunks(input.addresses ?? []).map((part) =>
+      db.insert(personAddresses).values(part.map((address) => ({ personId, ...address }))),
+    ),
+  ];
+}
+
+export function chunks<T>(rows: T[], size = ROWS_PER_INSERT): T[][] {
+  const parts: T[][] = [];
+  for (let i = 0; i < rows.length; i += size) parts.push(rows.slice(i, i + size));
+  return parts;
+}

@@ -1,0 +1,74 @@
+import type { Db } from "../../db/client";
+import { finishStatement, FINISHED, loadDelivery, recordAttempt, type Delivery } from "./records";
+import { MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, webhookHealth } from "./retry-policy";
+import { DELIVERY_TIMEOUT_MS, isSuccess, send } from "./sending";
+
+/** What the consumer does with the message after an attempt. */
+export type DeliveryOutcome =
+  | { action: "ack"; status: "success" | "failed" | "skipped" | "missing" | "done" }
+  | { action: "retry"; delaySeconds: number };
+
+export type AttemptOptions = {
+  environment: string;
+  now?: Date;
+  /** How long the POST waits for an answer (`Lanes` decides it in a consumer run). */
+  timeoutMs?: number;
+  /** The row, when it was read already (`deliveriesById`); null: there is none. */
+  row?: Delivery | null;
+};
+
+/**
+ * One attempt at delivering history row `deliveryId`, with the response
+ * handling of docs/webhooks.md: 2xx succeeds; 410 fails it and deactivates
+ * the webhook; a refused endpoint fails it at once; anything else is retried
+ * on the schedule (a `Retry-After` on 429/503 lengthens the wait, up to
+ * 12 h) until the 8th attempt, or until the webhook has failed for 5 days,
+ * which deactivates it.
+ *
+ * `messageAttempts` is the queue's attempt count; the row's own count is
+ * used when it is ahead (a re-enqueued row keeps its count), so a delivery
+ * never gets more than eight POSTs from the schedule.
+ */
+export async function attemptDelivery(
+  db: Db,
+  deliveryId: string,
+  messageAttempts: number,
+  { environment, now = new Date(), timeoutMs = DELIVERY_TIMEOUT_MS, row: loaded }: AttemptOptions,
+): Promise<DeliveryOutcome> {
+  const row = loaded === undefined ? await loadDelivery(db, deliveryId) : loaded;
+  if (!row) return { action: "ack", status: "missing" };
+  // A duplicate message (the outbox sweep, at-least-once queues) for a finished row.
+  if ((FINISHED as readonly string[]).includes(row.status)) return { action: "ack", status: "done" };
+
+  const webhook = row.webhook?.id != null ? row.webhook : null;
+  if (!webhook || !webhook.active) {
+    const why = webhook ? "the webhook is inactive" : "the webhook was deleted";
+    await finishStatement(db, deliveryId, { status: "failed", result: `not delivered: ${why}` });
+    return { action: "ack", status: "skipped" };
+  }
+
+  const attempt = Math.max(messageAttempts, row.attempts + 1);
+  const answer = await send(db, row, webhook, environment, now, timeoutMs);
+  const ok = isSuccess(answer);
+  const gone = answer.status === 410;
+  const final = ok || gone || answer.result === "invalid endpoint" || attempt >= MAX_ATTEMPTS;
+
+  const [, , health] = await db.batch([
+    recordAttempt(db, deliveryId, now, answer),
+    finishStatement(db, deliveryId, {
+      status: ok ? "success" : final ? "failed" : "dispatched",
+      result: answer.result,
+      attempts: attempt,
+      ...(ok ? { deliveredAt: now } : {}),
+    }),
+    webhookHealth(db, webhook.id, ok, gone, now),
+  ]);
+  if (ok) return { action: "ack", status: "success" };
+  // Deactivated by this answer (410, or failing for 5 days): nothing more is sent.
+  if (final || health[0]?.active === false) {
+    if (!final) await finishStatement(db, deliveryId, { status: "failed" });
+    return { action: "ack", status: "failed" };
+  }
+  const scheduled = RETRY_DELAYS_SECONDS[attempt - 1]!;
+  return { action: "retry", delaySeconds: Math.max(scheduled, answer.retryAfterSeconds ?? 0) };
+}

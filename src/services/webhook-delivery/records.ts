@@ -1,0 +1,73 @@
+import { and, asc, eq, notInArray } from "drizzle-orm";
+import type { Db } from "../../db/client";
+import { webhookAttempts, webhookDeliveries, webhooks } from "../../db/schema";
+import { inList } from "../../db/sql";
+import type { Answer } from "./sending";
+
+/** What a delivery reads and writes in D1: its history row with its webhook, and its attempts. */
+
+export const FINISHED = ["success", "failed"] as const;
+
+/** The rows and their webhooks as attempts need them. */
+function loadDeliveries(db: Db, deliveryIds: string[]) {
+  return db
+    .select({
+      id: webhookDeliveries.id,
+      companyId: webhookDeliveries.companyId,
+      event: webhookDeliveries.event,
+      payload: webhookDeliveries.payload,
+      rendered: webhookDeliveries.rendered,
+      status: webhookDeliveries.status,
+      attempts: webhookDeliveries.attempts,
+      createdAt: webhookDeliveries.createdAt,
+      webhook: {
+        id: webhooks.id,
+        endpoint: webhooks.endpoint,
+        secret: webhooks.secret,
+        previousSecret: webhooks.previousSecret,
+        previousSecretExpiresAt: webhooks.previousSecretExpiresAt,
+        active: webhooks.active,
+        failingSince: webhooks.failingSince,
+      },
+    })
+    .from(webhookDeliveries)
+    .leftJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))
+    .where(inList(webhookDeliveries.id, deliveryIds))
+    .all();
+}
+
+export const loadDelivery = async (db: Db, deliveryId: string) => (await loadDeliveries(db, [deliveryId]))[0];
+
+export type Delivery = NonNullable<Awaited<ReturnType<typeof loadDelivery>>>;
+
+/** The rows of a consumer run's messages, by id, in one query. */
+export async function deliveriesById(db: Db, deliveryIds: string[]): Promise<Map<string, Delivery>> {
+  const rows = deliveryIds.length > 0 ? await loadDeliveries(db, [...new Set(deliveryIds)]) : [];
+  return new Map(rows.map((row) => [row.id, row]));
+}
+
+export function recordAttempt(db: Db, deliveryId: string, now: Date, answer: Answer) {
+  return db
+    .insert(webhookAttempts)
+    .values({ deliveryId, at: now, result: answer.result, durationMs: answer.durationMs });
+}
+
+type Finish = Partial<Pick<typeof webhookDeliveries.$inferInsert, "status" | "result" | "attempts" | "deliveredAt">>;
+
+/** Writes an attempt's outcome unless the row finished meanwhile (a concurrent duplicate). */
+export function finishStatement(db: Db, deliveryId: string, fields: Finish) {
+  return db
+    .update(webhookDeliveries)
+    .set({ ...fields, updatedAt: new Date() })
+    .where(and(eq(webhookDeliveries.id, deliveryId), notInArray(webhookDeliveries.status, [...FINISHED])));
+}
+
+/** The attempts of one history entry, oldest first. */
+export function listAttempts(db: Db, deliveryId: string) {
+  return db
+    .select({ at: webhookAttempts.at, result: webhookAttempts.result, durationMs: webhookAttempts.durationMs })
+    .from(webhookAttempts)
+    .where(eq(webhookAttempts.deliveryId, deliveryId))
+    .orderBy(asc(webhookAttempts.id))
+    .all();
+}

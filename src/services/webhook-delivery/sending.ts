@@ -1,0 +1,101 @@
+import type { Db } from "../../db/client";
+import { endpointProblem } from "../../lib/outbound-url";
+import { renderedPayload } from "../events";
+import type { Delivery } from "./records";
+import { retryAfterSeconds } from "./retry-policy";
+import { signatureHeader } from "./signing";
+
+/** One signed POST of a history row to its webhook, and what the endpoint answered. */
+
+/** How long an attempt waits for the endpoint's answer. */
+export const DELIVERY_TIMEOUT_MS = 10_000;
+
+/** The body POSTed: `{"type", "timestamp", "data"}`; identical on every attempt and resend. */
+export const deliveryBody = (row: { event: string; createdAt: Date }, payload: unknown) =>
+  JSON.stringify({ type: row.event, timestamp: row.createdAt.toISOString(), data: payload });
+
+/**
+ * The `result` of one attempt: the HTTP status as digits, or one of these.
+ * A network error's own text is never recorded: it would tell a company
+ * what lies behind an address it does not own.
+ */
+export type AttemptResult = `${number}` | "timeout" | "connection failed" | "invalid response" | "invalid endpoint";
+
+export type Answer = { result: AttemptResult; status: number | null; retryAfterSeconds: number | null; durationMs: number };
+
+/** One POST, or none when the endpoint is refused (docs/webhooks.md, "Endpoints the service refuses"). */
+async function post(
+  endpoint: string,
+  environment: string,
+  headers: Record<string, string>,
+  body: string,
+  now: Date,
+  timeoutMs: number,
+): Promise<Answer> {
+  if (endpointProblem(endpoint, environment)) {
+    return { result: "invalid endpoint", status: null, retryAfterSeconds: null, durationMs: 0 };
+  }
+  const started = Date.now();
+  try {
+    const response = await fetch(endpoint, {
+      method: "POST",
+      headers: {
+        "Content-Type": "application/json",
+        "User-Agent": "privacy-platform-webhooks/1",
+        ...headers,
+      },
+      body,
+      // A redirect is an answer other than 2xx, not a new destination.
+      redirect: "manual",
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    await response.body?.cancel();
+    const durationMs = Date.now() - started;
+    if (response.status < 200 || response.status > 599) {
+      return { result: "invalid response", status: null, retryAfterSeconds: null, durationMs };
+    }
+    const retryAfter =
+      response.status === 429 || response.status === 503
+        ? retryAfterSeconds(response.headers.get("Retry-After"), now)
+        : null;
+    return { result: `${response.status}`, status: response.status, retryAfterSeconds: retryAfter, durationMs };
+  } catch (err) {
+    return { result: networkFailure(err), status: null, retryAfterSeconds: null, durationMs: Date.now() - started };
+  }
+}
+
+function networkFailure(err: unknown): AttemptResult {
+  const name = err instanceof Error || err instanceof DOMException ? err.name : "";
+  if (name === "TimeoutError" || name === "AbortError") return "timeout";
+  const message = err instanceof Error ? err.message : String(err);
+  if (/pars|malformed|invalid (http|header|response|status)|protocol/i.test(message)) return "invalid response";
+  return "connection failed";
+}
+
+export const isSuccess = (answer: Answer) => answer.status !== null && answer.status >= 200 && answer.status < 300;
+
+/**
+ * THE place the payload of a delivery is read before it is signed. A row
+ * written with `rendered = false` holds only `{"id": n}` of a person; the
+ * Person is rendered (and stored, so every attempt sends the same body).
+ */
+const payloadToSend = (db: Db, row: Delivery): Promise<unknown> => renderedPayload(db, row);
+
+/** Signs and POSTs `row` to its webhook once. */
+export async function send(
+  db: Db,
+  row: Delivery,
+  webhook: NonNullable<Delivery["webhook"]>,
+  environment: string,
+  now: Date,
+  timeoutMs = DELIVERY_TIMEOUT_MS,
+) {
+  const body = deliveryBody(row, await payloadToSend(db, row));
+  const timestamp = Math.floor(now.getTime() / 1000);
+  const headers = {
+    "webhook-id": row.id,
+    "webhook-timestamp": String(timestamp),
+    "webhook-signature": await signatureHeader(webhook, row.id, timestamp, body, now),
+  };
+  return post(webhook.endpoint, environment, headers, body, now, timeoutMs);
+}

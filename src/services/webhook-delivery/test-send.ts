@@ -1,0 +1,49 @@
+import { and, eq } from "drizzle-orm";
+import { webhookDeliveries, webhooks } from "../../db/schema";
+import { TEST_EVENT } from "../../domain/events";
+import type { Deps } from "../outbox";
+import { finishStatement, loadDelivery, recordAttempt } from "./records";
+import { isSuccess, send } from "./sending";
+
+/**
+ * `POST /webhooks/{id}/test`: records a `webhook:test` entry in the history
+ * and sends it now, once, whether or not the webhook is active. A test does
+ * not change the webhook (no deactivation, no failing clock).
+ */
+export async function sendTestEvent(
+  { db, environment }: Pick<Deps, "db" | "environment">,
+  companyId: number,
+  webhookId: number,
+  now = new Date(),
+) {
+  const webhook = await db
+    .select({ id: webhooks.id })
+    .from(webhooks)
+    .where(and(eq(webhooks.companyId, companyId), eq(webhooks.id, webhookId)))
+    .get();
+  if (!webhook) return null;
+  const id = crypto.randomUUID();
+  await db.insert(webhookDeliveries).values({
+    id,
+    companyId,
+    webhookId,
+    event: TEST_EVENT,
+    payload: { webhook_id: webhookId },
+    status: "pending",
+    createdAt: now,
+    updatedAt: now,
+  });
+  const row = (await loadDelivery(db, id))!;
+  const answer = await send(db, row, row.webhook!, environment, now);
+  const status = isSuccess(answer) ? "success" : "failed";
+  await db.batch([
+    recordAttempt(db, id, now, answer),
+    finishStatement(db, id, {
+      status,
+      result: answer.result,
+      attempts: 1,
+      ...(status === "success" ? { deliveredAt: now } : {}),
+    }),
+  ]);
+  return { status, result: answer.result, history_id: id } as const;
+}
