@@ -3,3 +3,11 @@ declare module "*?raw" {
   const text: string;
   export default text;
 }
+
+/** Vite's glob import, as test/architecture.test.ts uses it: each matching file's text, by its path. */
+interface ImportMeta {
+  glob(
+    patterns: string | string[],
+    options: { query: "?raw"; import: "default"; eager: true },
+  ): Record<string, string>;
+}
