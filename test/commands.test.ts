@@ -99,7 +99,7 @@ describe("events are written by the write that causes them", () => {
     const created = await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("later")));
     const { id } = (await created.json()) as { id: number };
     failStatements(/update "webhook_deliveries" set "?payload"?/i);
-    const updated = await as("alice").send("PUT", `/companies/1/employees/${id}`, { first_name: "Dana" });
+    const updated = await as("alice").send("PUT", `/companies/1/employees/${id}`, { first_name: "Fox" });
     expect(updated.status).toBe(200);
     vi.restoreAllMocks();
     const row = await env.DB.prepare("SELECT id, rendered FROM webhook_deliveries WHERE webhook_id = ?")

@@ -2,7 +2,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/app";
-import { as, call, countInPersonObject, DEMO, expectError } from "./helpers";
+import { as, call, countInPersonObject, countRows, DEMO, expectError } from "./helpers";
 
 type Contact = {
   id: number;
@@ -27,13 +27,6 @@ async function sync(who: "alice" | "bob" | "carol", elements: unknown[]): Promis
   const response = await as(who).send("POST", "/contacts/sync", elements);
   expect(response.status).toBe(200);
   return response.json();
-}
-
-async function count(sql: string, ...params: unknown[]) {
-  const row = await env.DB.prepare(sql)
-    .bind(...params)
-    .first<{ n: number }>();
-  return row?.n ?? 0;
 }
 
 /** The app as production builds it: `ENVIRONMENT = "production"`. */
@@ -123,7 +116,7 @@ describe("POST /contacts/sync and POST /contacts", () => {
   });
 
   it("is all or nothing: one bad element is a 400 naming its index and nothing is written", async () => {
-    const before = await count("SELECT count(*) AS n FROM contacts WHERE owner_id = 3");
+    const before = await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = 3");
     const [kept] = await sync("carol", [{ display_name: "Kept" }]);
     const message = await expectError(
       await as("carol").send("POST", "/contacts/sync", [
@@ -135,7 +128,7 @@ describe("POST /contacts/sync and POST /contacts", () => {
       "Bad Request",
     );
     expect(message).toContain("`[2].phone_numbers[0]`");
-    expect(await count("SELECT count(*) AS n FROM contacts WHERE owner_id = 3")).toBe(before + 1);
+    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = 3")).toBe(before + 1);
     const read = (await (await as("carol").get(`/contacts/${kept!.id}`)).json()) as Contact;
     expect(read.display_name).toBe("Kept");
   });
@@ -320,7 +313,7 @@ describe("GET, PUT, DELETE /contacts/{id}", () => {
     expect(await response.json()).toEqual({ success: true });
     await expectError(await as("alice").get(`/contacts/${c!.id}`), 404, "Not Found");
     await expectError(await as("alice").send("DELETE", `/contacts/${c!.id}`), 404, "Not Found");
-    expect(await count("SELECT count(*) AS n FROM contact_phones WHERE contact_id = ?", c!.id)).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM contact_phones WHERE contact_id = ?", c!.id)).toBe(0);
   });
 
   it("404 for a non-numeric or unknown id, 400 for a bad body", async () => {
@@ -403,7 +396,7 @@ describe("trust requests", () => {
       3,
     );
     expect(
-      await count(
+      await countRows(
         "SELECT count(*) AS n FROM person_trust WHERE person_id = 1 AND trusted_person_id = 3 AND trusted = 1",
       ),
     ).toBe(1);
@@ -421,7 +414,7 @@ describe("trust requests", () => {
       }
       expect(decided.status).toBe(201);
       expect(
-        await count(
+        await countRows(
           "SELECT count(*) AS n FROM person_trust WHERE person_id = 1 AND trusted_person_id = 3 AND trusted = ?",
           stored,
         ),
@@ -433,7 +426,7 @@ describe("trust requests", () => {
     await expectError(await as("carol").send("POST", "/contacts/trust/2", { trusted: 1 }), 404, "Not Found");
     await expectError(await as("carol").send("POST", "/contacts/trust/999999", { trusted: 1 }), 404, "Not Found");
     await expectError(await as("carol").send("POST", "/contacts/trust/2", {}), 400, "Bad Request");
-    expect(await count("SELECT count(*) AS n FROM person_trust WHERE person_id = 3 AND trusted_person_id = 2")).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM person_trust WHERE person_id = 3 AND trusted_person_id = 2")).toBe(0);
   });
 });
 
@@ -477,20 +470,20 @@ describe("GET /contacts/employees", () => {
 describe("DELETE /contacts/clear (development only)", () => {
   it("removes all the caller's contacts and nobody else's", async () => {
     await sync("carol", [{ display_name: "C1" }, { display_name: "C2" }]);
-    const alicesBefore = await count("SELECT count(*) AS n FROM contacts WHERE owner_id = 1");
+    const alicesBefore = await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = 1");
     const response = await as("carol").send("DELETE", "/contacts/clear");
     expect(response.status).toBe(204);
     expect(await response.text()).toBe("");
-    expect(await count("SELECT count(*) AS n FROM contacts WHERE owner_id = 3")).toBe(0);
-    expect(await count("SELECT count(*) AS n FROM contacts WHERE owner_id = 1")).toBe(alicesBefore);
+    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = 3")).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = 1")).toBe(alicesBefore);
   });
 
   it("/contacts/clear/{id} takes the caller's own id; another id is 404", async () => {
     await sync("carol", [{ display_name: "C3" }]);
     await expectError(await as("carol").send("DELETE", "/contacts/clear/1"), 404, "Not Found");
-    expect(await count("SELECT count(*) AS n FROM contacts WHERE owner_id = 3")).toBe(1);
+    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = 3")).toBe(1);
     expect((await as("carol").send("DELETE", "/contacts/clear/3")).status).toBe(204);
-    expect(await count("SELECT count(*) AS n FROM contacts WHERE owner_id = 3")).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = 3")).toBe(0);
   });
 
   it("does not exist outside development: 404 like an unknown route, even before auth", async () => {
@@ -500,6 +493,6 @@ describe("DELETE /contacts/clear (development only)", () => {
       expect(await expectError(response, 404, "Not Found")).toContain("there is no route");
     }
     await expectError(await production("/contacts/clear", "DELETE", "pk_unknown_token_value"), 404, "Not Found");
-    expect(await count("SELECT count(*) AS n FROM contacts WHERE owner_id = 3")).toBe(1);
+    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = 3")).toBe(1);
   });
 });

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { License } from "../src/services/licenses";
-import { as, call, countRows, expectError, insertToken } from "./helpers";
+import { as, call, countRows, employeeBody, expectError, insertToken } from "./helpers";
 
 /**
  * The operator's license catalog (docs/decisions.md, "Licenses"):
@@ -56,15 +56,6 @@ async function catalogOf(who: "alice" | "carol"): Promise<License[]> {
   expect(response.status).toBe(200);
   return response.json<License[]>();
 }
-
-const employee = (local: string, license: string | null) => ({
-  first_name: "Lee",
-  last_name: "Seat",
-  dob: "1980-02-03",
-  emails: [{ email: `${local}@acme.example` }],
-  addresses: [{ line_1: "1 Main St", city: "San Francisco", region: "CA", postal_code: "94105", country: "US" }],
-  license,
-});
 
 /**
  * Retires license `id` (a plain DELETE on D1) just before the D1 batch that
@@ -152,7 +143,7 @@ describe("PUT /internal/licenses/{id}", () => {
     const id = fresh("gold");
     await put(id, entry({ name: "Gold", currency: "EUR" }));
     expect((await as("alice").send("POST", "/companies/1/licenses", [{ id, quantity: 2 }])).status).toBe(201);
-    const created = await as("alice").send("POST", "/companies/1/employees", employee(fresh("gold"), id));
+    const created = await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("gold"), { license: id }));
     expect(created.status, await created.clone().text()).toBe(200);
     const { id: personId } = await created.json<{ id: number }>();
 
@@ -231,7 +222,7 @@ describe("a company buys seats of a new license and assigns them", () => {
     expect(bought.status).toBe(201);
     expect((await bought.json<License[]>()).find((l) => l.id === id)).toMatchObject({ num_active: 5, num_assigned: 0, num_available: 5 });
 
-    const created = await as("alice").send("POST", "/companies/1/employees", employee(fresh("shield"), id));
+    const created = await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("shield"), { license: id }));
     expect(created.status, await created.clone().text()).toBe(200);
     const person = await created.json<{ id: number; license: { type: string; price: number } }>();
     expect(person.license).toMatchObject({ type: id, price: 2500 });
@@ -262,7 +253,7 @@ describe("DELETE /internal/licenses/{id}", () => {
     expect(await countRows("SELECT count(*) AS n FROM license_sites WHERE license_id = ?", id)).toBe(0);
     await expectError(await as("alice").get(`/licenses/${id}`), 404, "Not Found");
     await expectError(await as("alice").send("POST", "/companies/1/licenses", [{ id, quantity: 1 }]), 400, "Bad Request");
-    await expectError(await as("alice").send("POST", "/companies/1/employees", employee(fresh("retired"), id)), 400, "Bad Request");
+    await expectError(await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("retired"), { license: id })), 400, "Bad Request");
     const again = await expectError(await admin("DELETE", `/internal/licenses/${id}`), 404, "Not Found");
     expect(again).toContain(id);
   });

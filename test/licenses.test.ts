@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { License } from "../src/services/licenses";
-import { as, call, expectError, insertToken } from "./helpers";
+import { as, call, countRows, expectError, insertToken } from "./helpers";
 
 const site = (id: number, name: string, slug: string, scanner: boolean) => ({
   id,
@@ -39,13 +39,6 @@ const protect = (active: number, assigned: number) => ({
   full_delete: true,
   sites: [peopleFinder, spyDirectory, whitePages],
 });
-
-async function count(sql: string, ...params: unknown[]) {
-  const row = await env.DB.prepare(sql)
-    .bind(...params)
-    .first<{ n: number }>();
-  return row?.n ?? 0;
-}
 
 /** A person who is an Admin of both Acme and Globex, with a token. */
 async function twoCompanyAdmin() {
@@ -189,15 +182,15 @@ describe("POST /licenses", () => {
     ["an empty list", [], "too small"],
     ["an object instead of a list", { id: "protect", quantity: 1 }, "expected array"],
   ])("400 for %s, buying nothing", async (_, body, text) => {
-    const seats = await count("SELECT sum(quantity) AS n FROM company_seats WHERE company_id = 1");
-    const purchases = await count("SELECT count(*) AS n FROM license_purchases");
+    const seats = await countRows("SELECT sum(quantity) AS n FROM company_seats WHERE company_id = 1");
+    const purchases = await countRows("SELECT count(*) AS n FROM license_purchases");
     expect(await expectError(await as("alice").send("POST", "/licenses", body), 400, "Bad Request")).toContain(text);
-    expect(await count("SELECT sum(quantity) AS n FROM company_seats WHERE company_id = 1")).toBe(seats);
-    expect(await count("SELECT count(*) AS n FROM license_purchases")).toBe(purchases);
+    expect(await countRows("SELECT sum(quantity) AS n FROM company_seats WHERE company_id = 1")).toBe(seats);
+    expect(await countRows("SELECT count(*) AS n FROM license_purchases")).toBe(purchases);
   });
 
   it("403 without `write licenses` (HR and Viewer), 404 for another tenant, 401 without a token", async () => {
-    const seats = await count("SELECT sum(quantity) AS n FROM company_seats");
+    const seats = await countRows("SELECT sum(quantity) AS n FROM company_seats");
     const body = [{ id: "scan", quantity: 1 }];
     await expectError(await as("bob").send("POST", "/licenses", body), 403, "Forbidden");
     await env.DB.prepare("UPDATE membership_roles SET role_id = 2 WHERE membership_id = 2").run(); // Bob → HR
@@ -209,6 +202,6 @@ describe("POST /licenses", () => {
     }
     await expectError(await as("carol").send("POST", "/companies/1/licenses", body), 404, "Not Found");
     await expectError(await call("/licenses", { method: "POST", body }), 401, "Unauthorized");
-    expect(await count("SELECT sum(quantity) AS n FROM company_seats")).toBe(seats);
+    expect(await countRows("SELECT sum(quantity) AS n FROM company_seats")).toBe(seats);
   });
 });

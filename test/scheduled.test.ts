@@ -8,6 +8,7 @@ import {
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
+import { countRows } from "./helpers";
 
 /** Fires a cron trigger through the Worker's scheduled handler, as the runtime would. */
 async function fireCron(cron: string, scheduledTime: number, bindings: Env = env) {
@@ -36,13 +37,6 @@ function failingFor(sql: RegExp): Env {
 const hour = 3600_000;
 const day = 24 * hour;
 
-async function count(sql: string, ...params: unknown[]) {
-  const row = await env.DB.prepare(sql)
-    .bind(...params)
-    .first<{ n: number }>();
-  return row?.n ?? 0;
-}
-
 describe("hourly cron: ephemeral employees", () => {
   it("removes ephemeral employees 24 h after creation, keeping accounts that hold their own email", async () => {
     const now = Date.now();
@@ -60,19 +54,19 @@ describe("hourly cron: ephemeral employees", () => {
 
     await fireCron("0 * * * *", now);
 
-    expect(await count("SELECT count(*) AS n FROM people WHERE id = 50")).toBe(0);
-    expect(await count("SELECT count(*) AS n FROM person_emails WHERE person_id = 50")).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM people WHERE id = 50")).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM person_emails WHERE person_id = 50")).toBe(0);
     // Person 51 added an email of their own: the account stays, disconnected from Acme.
-    expect(await count("SELECT count(*) AS n FROM people WHERE id = 51")).toBe(1);
-    expect(await count("SELECT count(*) AS n FROM memberships WHERE person_id = 51")).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM people WHERE id = 51")).toBe(1);
+    expect(await countRows("SELECT count(*) AS n FROM memberships WHERE person_id = 51")).toBe(0);
     expect(
-      await count("SELECT count(*) AS n FROM person_emails WHERE person_id = 51 AND employer_company_id IS NULL"),
+      await countRows("SELECT count(*) AS n FROM person_emails WHERE person_id = 51 AND employer_company_id IS NULL"),
     ).toBe(1);
     expect(
-      await count("SELECT count(*) AS n FROM person_emails WHERE person_id = 51 AND employer_company_id = 1"),
+      await countRows("SELECT count(*) AS n FROM person_emails WHERE person_id = 51 AND employer_company_id = 1"),
     ).toBe(0);
     // Not yet 24 h old: untouched. The demo employees are permanent and untouched.
-    expect(await count("SELECT count(*) AS n FROM memberships WHERE person_id IN (1, 2, 52)")).toBe(3);
+    expect(await countRows("SELECT count(*) AS n FROM memberships WHERE person_id IN (1, 2, 52)")).toBe(3);
   });
 });
 
@@ -105,11 +99,11 @@ describe("hourly cron: each job runs whatever another does", () => {
     ]);
     const exposureId = (exposure[3]!.results[0] as { id: number }).id;
     return {
-      purged: async () => (await count("SELECT count(*) AS n FROM people WHERE id = ?", ephemeral)) === 0,
+      purged: async () => (await countRows("SELECT count(*) AS n FROM people WHERE id = ?", ephemeral)) === 0,
       requested: async () =>
-        (await count("SELECT count(*) AS n FROM exposures WHERE id = ? AND status = 'in_progress'", exposureId)) === 1,
+        (await countRows("SELECT count(*) AS n FROM exposures WHERE id = ? AND status = 'in_progress'", exposureId)) === 1,
       swept: async () =>
-        (await count(
+        (await countRows(
           "SELECT count(*) AS n FROM webhook_deliveries WHERE id = ? AND updated_at >= ?",
           delivery,
           now,
