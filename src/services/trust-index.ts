@@ -1,3 +1,5 @@
+// One file although past 400 lines: the KV keys, their record shapes, the SQL that computes them and the
+// applier that writes them are one contract (a record changes in all four places at once).
 import { sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";

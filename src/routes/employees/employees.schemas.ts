@@ -1,3 +1,5 @@
+// One file although past 400 lines: the employees area's schemas, whose input schemas share their field
+// helpers (Name, OptionalText, primaryList) and whose Person and Exposure the webhook payloads reuse.
 import { z } from "@hono/zod-openapi";
 import { EmailAddress } from "../../lib/email";
 import { pathId } from "../../lib/ids";
