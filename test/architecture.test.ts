@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import architectureDoc from "../docs/architecture.md?raw";
 
 /**
  * The layering of docs/architecture.md ("Layout"), checked on the source text:
@@ -86,3 +87,54 @@ describe("architecture", () => {
     ]);
   });
 });
+
+/**
+ * The folders docs/architecture.md's "Layout" picture names under `src/`: a
+ * line's first word ending in `/`, nested by two spaces per level;
+ * `<area>/` stands for every folder at its place.
+ */
+function pictureFolders(markdown: string): string[] {
+  const section = markdown.slice(markdown.indexOf("\n## Layout\n"));
+  const block = /```\n([\s\S]*?)```/.exec(section)![1]!;
+  const stack: string[] = [];
+  const folders: string[] = [];
+  for (const line of block.split("\n")) {
+    const match = /^( *)(\S+\/)(?:\s|$)/.exec(line);
+    if (!match) continue;
+    const depth = match[1]!.length / 2;
+    stack.length = depth;
+    stack.push(match[2]!.replace(/\/$/, ""));
+    if (stack[0] === "src") folders.push(stack.join("/"));
+  }
+  return folders;
+}
+
+describe("docs/architecture.md's layout picture", () => {
+  const named = pictureFolders(architectureDoc);
+  const matches = (folder: string, pattern: string) =>
+    new RegExp(`^${pattern.replace(/<[^>]+>/g, "[^/]+")}$`).test(folder);
+  const existing = [...new Set(files.flatMap((file) => ancestors(file.path)))];
+
+  it("is read as expected", () => {
+    expect(named).toContain("src");
+    expect(named).toContain("src/services/employees");
+  });
+
+  it("names every folder of src/ and of src/services/", () => {
+    const listed = existing.filter((folder) => /^src\/[^/]+$/.test(folder) || /^src\/services\/[^/]+$/.test(folder));
+    const unnamed = listed.filter(
+      (folder) => !named.some((pattern) => matches(folder, pattern) || pattern.startsWith(`${folder}/`)),
+    );
+    expect(unnamed).toEqual([]);
+  });
+
+  it("names no folder that does not exist", () => {
+    expect(named.filter((pattern) => !existing.some((folder) => matches(folder, pattern)))).toEqual([]);
+  });
+});
+
+/** The folders a file is in: `src/a/b.ts` → `src`, `src/a`. */
+function ancestors(path: string): string[] {
+  const parts = path.split("/").slice(0, -1);
+  return parts.map((_, i) => parts.slice(0, i + 1).join("/"));
+}
