@@ -132,7 +132,7 @@ export async function enqueueScanEvents(
  * to each, for the consumer's log line. A message is at most 100 events (25
  * from the intake), and the Worker may run few D1 queries per invocation,
  * so runs of scan events are applied together (`applyRun`): one batch of
- * reads, one batch of writes, one batch of delivery rows. A
+ * reads, then one atomic batch of the changes and their events. A
  * `removal_confirmed` is applied on its own, in its place.
  */
 export async function applyScanEvents(deps: Deps, events: ScanEvent[]): Promise<string[]> {
