@@ -53,7 +53,9 @@ Options:
   --token <token>  a service token with scope platform:admin (default: $ADMIN_TOKEN);
                    mint one with: npm run token -- mint --service operator --scope platform:admin [--remote]`;
 
-const { flags, positionals } = parseArgs(process.argv.slice(2), { switches: ["help", "scanner", "disabled", "full-scan", "full-delete", "wait"] });
+const { flags, positionals } = parseArgs(process.argv.slice(2), {
+  switches: ["help", "scanner", "disabled", "full-scan", "full-delete", "wait"],
+});
 const [command, ...args] = positionals;
 
 if (flags.help || !command) {
@@ -116,7 +118,9 @@ async function request(method, path, body) {
       body: JSON.stringify(body),
     });
   } catch (err) {
-    fail(`could not reach ${api} (${err.cause?.code ?? err.cause?.errors?.[0]?.code ?? err.cause?.message ?? err.message}). Is the server running (npm run dev), or is --api right?`);
+    fail(
+      `could not reach ${api} (${err.cause?.code ?? err.cause?.errors?.[0]?.code ?? err.cause?.message ?? err.message}). Is the server running (npm run dev), or is --api right?`,
+    );
   }
   const text = await response.text();
   let answer;
@@ -136,11 +140,16 @@ async function request(method, path, body) {
 async function showStatus() {
   const status = await request("GET", "/internal/status");
   const age = (seconds) =>
-    seconds < 120 ? `${seconds} s` : seconds < 7200 ? `${Math.round(seconds / 60)} min` : `${(seconds / 3600).toFixed(1)} h`;
+    seconds < 120
+      ? `${seconds} s`
+      : seconds < 7200
+        ? `${Math.round(seconds / 60)} min`
+        : `${(seconds / 3600).toFixed(1)} h`;
   for (const [kind, backlog] of Object.entries(status)) {
     if (kind === "at") continue;
     const count = `${backlog.count}${backlog.capped ? "+" : ""}`;
-    const oldest = backlog.oldest_age_seconds === null ? "" : `, oldest ${age(backlog.oldest_age_seconds)} (${backlog.oldest_at})`;
+    const oldest =
+      backlog.oldest_age_seconds === null ? "" : `, oldest ${age(backlog.oldest_age_seconds)} (${backlog.oldest_at})`;
     console.error(`${kind.padEnd(13)} ${count.padStart(7)} due${oldest}`);
   }
   console.log(JSON.stringify(status, null, 2));
@@ -170,7 +179,9 @@ async function createCompany() {
   }
   if (flags.scanner) body.scanner = true;
   const company = await request("POST", "/internal/companies", body);
-  console.error(`Created ${describeCompany(company)}${kind === "employer" ? " with the roles Admin, HR and Viewer" : ""}.`);
+  console.error(
+    `Created ${describeCompany(company)}${kind === "employer" ? " with the roles Admin, HR and Viewer" : ""}.`,
+  );
   console.log(company.id);
 }
 
@@ -182,7 +193,8 @@ async function updateCompany() {
     if (!["true", "false"].includes(one("scanner"))) fail("--scanner takes true or false with update-company.");
     body.scanner = one("scanner") === "true";
   }
-  if (Object.keys(body).length === 0) fail(`update-company needs at least one of --name, --url, --logo, --domain, --scanner.`);
+  if (Object.keys(body).length === 0)
+    fail(`update-company needs at least one of --name, --url, --logo, --domain, --scanner.`);
   const company = await request("PATCH", `/internal/companies/${id}`, body);
   console.error(`Updated ${describeCompany(company)}.`);
 }
@@ -212,7 +224,8 @@ async function addMember() {
 
 async function configureContainer() {
   const slug = args[0];
-  if (!slug) fail("container needs the publisher's slug, e.g. `npm run admin -- container gazette --vendor statly:analytics`.");
+  if (!slug)
+    fail("container needs the publisher's slug, e.g. `npm run admin -- container gazette --vendor statly:analytics`.");
   const vendors = [flags.vendor ?? []].flat().map((entry) => {
     const match = /^([^:]+):(.+)$/.exec(entry);
     if (!match) fail(`--vendor takes <vendor slug>:<category>, e.g. --vendor statly:analytics (got "${entry}").`);
@@ -232,7 +245,10 @@ async function configureContainer() {
 
 function licenseIdArg() {
   const id = args[0];
-  if (!id) fail(`${command} needs a license id, e.g. \`npm run admin -- ${command} protect${command === "license" ? " --name Protect --price 9900 --site peoplefinder" : ""}\`.`);
+  if (!id)
+    fail(
+      `${command} needs a license id, e.g. \`npm run admin -- ${command} protect${command === "license" ? " --name Protect --price 9900 --site peoplefinder" : ""}\`.`,
+    );
   return id;
 }
 
@@ -243,7 +259,8 @@ function money(price, currency) {
 async function putLicense() {
   const id = licenseIdArg();
   const price = required("price");
-  if (!/^[0-9]+$/.test(price)) fail(`--price takes the price per seat in minor units (cents), e.g. --price 4900 for 49.00 (got "${price}").`);
+  if (!/^[0-9]+$/.test(price))
+    fail(`--price takes the price per seat in minor units (cents), e.g. --price 4900 for 49.00 (got "${price}").`);
   const body = {
     name: required("name"),
     price: Number(price),
@@ -272,7 +289,10 @@ async function listPhones() {
   const status = one("status") ?? "pending";
   const rows = [];
   for (let page = 1; ; page++) {
-    const batch = await request("GET", `/internal/company-phones?status=${encodeURIComponent(status)}&page=${page}&per_page=1000`);
+    const batch = await request(
+      "GET",
+      `/internal/company-phones?status=${encodeURIComponent(status)}&page=${page}&per_page=1000`,
+    );
     rows.push(...batch);
     if (batch.length < 1000) break;
   }
@@ -284,7 +304,10 @@ async function listPhones() {
 
 async function verifyPhone() {
   const id = args[0];
-  if (!/^[0-9]+$/.test(id ?? "")) fail("verify-phone needs a company phone id, e.g. `npm run admin -- verify-phone 4` (see `npm run admin -- phones`).");
+  if (!/^[0-9]+$/.test(id ?? ""))
+    fail(
+      "verify-phone needs a company phone id, e.g. `npm run admin -- verify-phone 4` (see `npm run admin -- phones`).",
+    );
   const phone = await request("POST", `/internal/company-phones/${id}/verify`);
   console.error(`verified ${phone.phone_full} of company ${phone.company_id}${phone.label ? ` (${phone.label})` : ""}`);
   console.log(phone.id);
@@ -309,7 +332,8 @@ async function movePersonData() {
     }
   }
   console.log(JSON.stringify(status));
-  if (status.mismatch > 0) fail(`${status.mismatch} people have fewer rows in their object than in D1: start the move again`);
+  if (status.mismatch > 0)
+    fail(`${status.mismatch} people have fewer rows in their object than in D1: start the move again`);
 }
 
 async function moveStatus() {

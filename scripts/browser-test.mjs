@@ -34,7 +34,8 @@ const children = []; // { name, pid }
 const closers = [];
 let failed = false;
 
-const log = (message) => process.stderr.write(`${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s  ${message}\n`);
+const log = (message) =>
+  process.stderr.write(`${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s  ${message}\n`);
 function check(condition, what) {
   if (!condition) throw new Error(`FAILED: ${what}`);
   log(`ok  ${what}`);
@@ -47,12 +48,13 @@ const watchdog = setTimeout(() => {
 }, DEADLINE_MS);
 
 try {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
   await main();
   log(`✔ all browser scenarios passed; screenshots in ${shots}`);
 } catch (err) {
   failed = true;
-  log(`✖ ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+  log(`✖ ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   log(`screenshots in ${shots}; logs in ${tmp}`);
 } finally {
   clearTimeout(watchdog);
@@ -111,11 +113,9 @@ async function main() {
 
   const messages = (page) => page.evaluate(() => window.__messages);
   const waitForMessage = (page, predicate, what, timeout = 15_000) =>
-    page
-      .waitForFunction(`(${predicate})(window.__messages)`, null, { timeout, polling: 100 })
-      .catch(async () => {
-        throw new Error(`${what}: no such message; got ${JSON.stringify(await messages(page))}`);
-      });
+    page.waitForFunction(`(${predicate})(window.__messages)`, null, { timeout, polling: 100 }).catch(async () => {
+      throw new Error(`${what}: no such message; got ${JSON.stringify(await messages(page))}`);
+    });
   const trusts = (message) => Object.fromEntries(message.container.vendors.map((v) => [v.slug, v.trust]));
 
   // 1. Default cookie settings: signed-in visitor through the frame.
@@ -138,14 +138,20 @@ async function main() {
       (await messages(page))[0].container.is_authenticated === false,
       "default settings: before storage access the frame is anonymous too (cookie withheld)",
     );
-    await frame.locator("#access").waitFor({ state: "visible", timeout: 5_000 }).catch(() => undefined);
+    await frame
+      .locator("#access")
+      .waitFor({ state: "visible", timeout: 5_000 })
+      .catch(() => undefined);
     check(await frame.locator("#access").isVisible(), "the frame offers the storage-access button");
     await page.screenshot({ path: path.join(shots, "1-before-storage-access.png") });
 
     // The storage-access step: the visitor's consent, granted here through CDP for (publisher, API)
     // (the recipe that works under automation: a persistent profile), then the click on the frame's button.
     const cdp = await context.newCDPSession(page);
-    for (const [origin, embeddedOrigin] of [[PUBLISHER, API], [API, PUBLISHER]]) {
+    for (const [origin, embeddedOrigin] of [
+      [PUBLISHER, API],
+      [API, PUBLISHER],
+    ]) {
       await cdp.send("Browser.setPermission", {
         permission: { name: "storage-access" },
         setting: "granted",
@@ -156,9 +162,13 @@ async function main() {
     await frame.locator("#access").click();
     await waitForMessage(page, "(m) => m.some((x) => x.container.is_authenticated)", "signed in after storage access");
     let last = (await messages(page)).at(-1);
-    check(last.type === "vcc:container" && last.container.is_authenticated, "the frame recognises the signed-in visitor");
     check(
-      JSON.stringify(trusts(last)) === JSON.stringify({ admetrics: "trusted", trackbuddy: "negative", pixelpartners: null }),
+      last.type === "vcc:container" && last.container.is_authenticated,
+      "the frame recognises the signed-in visitor",
+    );
+    check(
+      JSON.stringify(trusts(last)) ===
+        JSON.stringify({ admetrics: "trusted", trackbuddy: "negative", pixelpartners: null }),
       `the visitor sees their vendor trust ${JSON.stringify(trusts(last))}`,
     );
     await page.screenshot({ path: path.join(shots, "2-signed-in.png") });
@@ -238,7 +248,10 @@ async function main() {
       const again = await fetch(`${api}/apps/vcc/load_container/dailynews`, { credentials: "include" });
       return { first: await load.json(), put: put.status, again: await again.json() };
     }, API);
-    check(result.first.is_authenticated === true, "third-party cookies allowed: the plain credentialed fetch is signed in");
+    check(
+      result.first.is_authenticated === true,
+      "third-party cookies allowed: the plain credentialed fetch is signed in",
+    );
     check(
       result.put === 200 && result.again.vendors.find((v) => v.slug === "trackbuddy").trust === "trusted",
       "third-party cookies allowed: vendor trust set by a credentialed CORS PUT (preflight granted)",
@@ -255,8 +268,23 @@ function makeCertificate(hosts) {
   const cert = path.join(tmp, "cert.pem");
   const result = spawnSync(
     "openssl",
-    ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=vcc browser test",
-      "-addext", `subjectAltName=${hosts.map((h) => `DNS:${h}`).join(",")}`],
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      key,
+      "-out",
+      cert,
+      "-days",
+      "1",
+      "-subj",
+      "/CN=vcc browser test",
+      "-addext",
+      `subjectAltName=${hosts.map((h) => `DNS:${h}`).join(",")}`,
+    ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
   if (result.status !== 0) throw new Error(`openssl failed: ${result.stderr}`);
@@ -265,10 +293,14 @@ function makeCertificate(hosts) {
 
 async function freePorts(n) {
   const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise((resolve) => {
-      const server = net.createServer();
-      server.listen(0, "127.0.0.1", () => resolve(server));
-    })),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise((resolve) => {
+          const server = net.createServer();
+          server.listen(0, "127.0.0.1", () => resolve(server));
+        }),
+    ),
   );
   const ports = servers.map((server) => server.address().port);
   await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
@@ -277,7 +309,12 @@ async function freePorts(n) {
 
 function startChild(name, command, args) {
   const out = path.join(tmp, `${name}.log`);
-  const child = spawn(command, args, { cwd: ROOT, env: childEnv({ CI: "1" }), detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: childEnv({ CI: "1" }),
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const chunks = [];
   child.stdout.on("data", (d) => chunks.push(d));
   child.stderr.on("data", (d) => chunks.push(d));
@@ -298,9 +335,22 @@ async function startWorker({ key, cert, apiPort, inspectorPort }) {
   runStep("demo world", bin("tsx"), ["scripts/seed.ts", "--persist-to", state]);
   log(`starting wrangler dev on https://127.0.0.1:${apiPort}`);
   const child = startChild("wrangler", bin("wrangler"), [
-    "dev", "--ip", "127.0.0.1", "--port", String(apiPort), "--inspector-port", String(inspectorPort),
-    "--local-protocol", "https", "--https-key-path", key, "--https-cert-path", cert,
-    "--persist-to", state, "--show-interactive-dev-session=false",
+    "dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(apiPort),
+    "--inspector-port",
+    String(inspectorPort),
+    "--local-protocol",
+    "https",
+    "--https-key-path",
+    key,
+    "--https-cert-path",
+    cert,
+    "--persist-to",
+    state,
+    "--show-interactive-dev-session=false",
   ]);
   const until = Date.now() + 60_000;
   for (;;) {

@@ -18,7 +18,7 @@ if (applied === null) process.stderr.write("  none to apply: the local database 
 else if (applied.length > 0) for (const name of applied) process.stderr.write(`  applied ${name}\n`);
 else process.stderr.write(migrations); // an output this script cannot read: all of it
 
-step("Loading the demo world (README, \"The demo world\")");
+step('Loading the demo world (README, "The demo world")');
 run("tsx", ["scripts/seed.ts"], { what: "the demo-world loader" });
 
 step(`Starting wrangler dev on http://${ip}:${port} (crons: /cdn-cgi/handler/scheduled?cron=...)`);
@@ -65,6 +65,10 @@ function serverArgs(argv, envPort) {
  */
 function appliedMigrations(output) {
   if (/No migrations to apply/i.test(output)) return null;
-  const last = output.split(/Executing on /).slice(1).at(-1) ?? "";
+  const last =
+    output
+      .split(/Executing on /)
+      .slice(1)
+      .at(-1) ?? "";
   return [...last.matchAll(/^│\s*(\S+\.sql)\s*│\s*✅/gmu)].map((match) => match[1]);
 }

@@ -78,12 +78,27 @@ try {
   ]) {
     const again = spawnSync(
       "npm",
-      ["run", "-s", "admin", "--", "create-company", "employer", "--name", "Initech", "--slug", "initech", "--api", api],
+      [
+        "run",
+        "-s",
+        "admin",
+        "--",
+        "create-company",
+        "employer",
+        "--name",
+        "Initech",
+        "--slug",
+        "initech",
+        "--api",
+        api,
+      ],
       { cwd: ROOT, env: childEnv({ ADMIN_TOKEN: bearer }), encoding: "utf8" },
     );
     const last = again.stderr.trim().split("\n").at(-1);
     if (again.status === 0 || !last.includes(`answered ${status}: ${phrase}: `)) {
-      throw new Error(`expected npm run admin to fail with the server's ${status}, got exit ${again.status}: ${again.stderr}`);
+      throw new Error(
+        `expected npm run admin to fail with the server's ${status}, got exit ${again.status}: ${again.stderr}`,
+      );
     }
     process.stderr.write(`  ✓ npm run admin exits ${again.status}: ${last}\n`);
   }
@@ -94,9 +109,13 @@ try {
   });
   const refused = retire.stderr.trim().split("\n").at(-1);
   if (retire.status === 0 || !refused.includes("answered 409: Conflict: ")) {
-    throw new Error(`expected retire-license ${licenseIds[0]} to be refused with 409 while Initech holds seats, got exit ${retire.status}: ${retire.stderr}`);
+    throw new Error(
+      `expected retire-license ${licenseIds[0]} to be refused with 409 while Initech holds seats, got exit ${retire.status}: ${retire.stderr}`,
+    );
   }
-  process.stderr.write(`  ✓ npm run admin -- retire-license ${licenseIds[0]} exits ${retire.status} while Initech holds seats: ${refused}\n`);
+  process.stderr.write(
+    `  ✓ npm run admin -- retire-license ${licenseIds[0]} exits ${retire.status} while Initech holds seats: ${refused}\n`,
+  );
   if (server) {
     step("Checking that a person's own data (their Durable Object) survives a restart of the server");
     const recorded = await fetch(`${api}/apps/buzz/activity`, {
@@ -115,7 +134,9 @@ try {
     await stopServer(server);
     ({ server, api } = await startServer());
     await waitForHealth(api);
-    const feed = await (await fetch(`${api}/apps/buzz/activity/0?limit=500`, { headers: { Authorization: `Bearer ${token}` } })).json();
+    const feed = await (
+      await fetch(`${api}/apps/buzz/activity/0?limit=500`, { headers: { Authorization: `Bearer ${token}` } })
+    ).json();
     if (!Array.isArray(feed) || !feed.some((entry) => entry.id === id)) {
       throw new Error(`activity ${id} was gone after the restart: ${JSON.stringify(feed).slice(0, 300)}`);
     }
@@ -150,7 +171,10 @@ async function checkTenant({ api, company, admin, token, license }) {
     process.stderr.write(`  ✓ ${what}\n`);
   };
   const tenant = await get(`/companies/${company}`);
-  expect(tenant.name === "Initech" && tenant.status === "enabled", `the Admin's token reads company ${company} (Initech)`);
+  expect(
+    tenant.name === "Initech" && tenant.status === "enabled",
+    `the Admin's token reads company ${company} (Initech)`,
+  );
   const roles = await get(`/companies/${company}/roles`);
   expect(
     ["Admin", "HR", "Viewer"].every((name) => roles.some((role) => role.name === name)),
@@ -162,7 +186,10 @@ async function checkTenant({ api, company, admin, token, license }) {
     "Initech's phone +14155550123 is listed and verified",
   );
   const sites = await get(`/companies/${company}/sites`);
-  expect(sites.some((site) => site.name === "LookupHub" && site.scanner), "the site LookupHub is listed to Initech");
+  expect(
+    sites.some((site) => site.name === "LookupHub" && site.scanner),
+    "the site LookupHub is listed to Initech",
+  );
   const container = await get("/apps/vcc/load_container/gazette", null);
   expect(
     container.company.domain === "gazette.example" && container.vendors.map((v) => v.slug).join(",") === "statly,adnet",
@@ -224,11 +251,19 @@ async function startServer() {
   let port = 8787;
   if (!(await portTaken(port))) {
     step("Starting npm run dev on http://127.0.0.1:8787");
-    child = spawn("npm", ["run", "-s", "dev"], { cwd: ROOT, env: childEnv(), stdio: ["ignore", "ignore", "pipe"], detached: true });
+    child = spawn("npm", ["run", "-s", "dev"], {
+      cwd: ROOT,
+      env: childEnv(),
+      stdio: ["ignore", "ignore", "pipe"],
+      detached: true,
+    });
   } else {
     port = await freePort();
     step(`Port 8787 is taken: migrating, seeding and starting wrangler dev on a free port, ${port}`);
-    run("wrangler", ["d1", "migrations", "apply", "DB", "--local"], { env: { CI: "1" }, what: "wrangler d1 migrations apply" });
+    run("wrangler", ["d1", "migrations", "apply", "DB", "--local"], {
+      env: { CI: "1" },
+      what: "wrangler d1 migrations apply",
+    });
     run("tsx", ["scripts/seed.ts"], { what: "the demo-world loader" });
     child = spawn(
       bin("wrangler"),

@@ -19,7 +19,8 @@ const dir = mkdtempSync(path.join(tmpdir(), "openapi-lint-"));
 const file = path.join(dir, "openapi.json");
 try {
   writeFileSync(file, JSON.stringify(createApp().getOpenAPI31Document(DOCUMENT), null, 2));
-  for (const name of ["redocly.yaml", ".redocly.lint-ignore.yaml"]) copyFileSync(path.join(root, name), path.join(dir, name));
+  for (const name of ["redocly.yaml", ".redocly.lint-ignore.yaml"])
+    copyFileSync(path.join(root, name), path.join(dir, name));
   const result = spawnSync(
     path.join(root, "node_modules/.bin/redocly"),
     ["lint", "openapi.json", "--max-problems", "200", "--format", "codeframe"],

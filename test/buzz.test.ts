@@ -482,8 +482,14 @@ describe("DELETE /apps/buzz/clear (development only)", () => {
         receivable_id: 1,
       },
     });
-    await inPersonObject(id, "INSERT INTO blocked_calls (id, country_code, phone_number, created_at) VALUES (1, '1', '4155550100', 0)");
-    await inPersonObject(DEMO.people.bob, "INSERT OR IGNORE INTO blocked_calls (id, country_code, phone_number, created_at) VALUES (1, '1', '4155550100', 0)");
+    await inPersonObject(
+      id,
+      "INSERT INTO blocked_calls (id, country_code, phone_number, created_at) VALUES (1, '1', '4155550100', 0)",
+    );
+    await inPersonObject(
+      DEMO.people.bob,
+      "INSERT OR IGNORE INTO blocked_calls (id, country_code, phone_number, created_at) VALUES (1, '1', '4155550100', 0)",
+    );
     const othersBefore = await countInPersonObject(DEMO.people.bob, "SELECT count(*) AS n FROM blocked_calls");
 
     const response = await call("/apps/buzz/clear", { method: "DELETE", token });

@@ -67,8 +67,12 @@ describe("the conformance check", () => {
     expect(await conformanceProblems(doc, health, json({ ok: "yes" }))).toHaveLength(1);
     expect((await conformanceProblems(doc, health, json({ ok: true }, 201)))[0]).toContain("not documented");
     const company = gets.find((op) => op.path === "/companies/{company_id}")!;
-    expect(await conformanceProblems(doc, company, json({ error: { code: "404", message: "Not Found: x" } }, 404))).toEqual([]);
-    expect(await conformanceProblems(doc, company, json({ error: { code: "400", message: "x" } }, 404))).toHaveLength(1);
+    expect(
+      await conformanceProblems(doc, company, json({ error: { code: "404", message: "Not Found: x" } }, 404)),
+    ).toEqual([]);
+    expect(await conformanceProblems(doc, company, json({ error: { code: "400", message: "x" } }, 404))).toHaveLength(
+      1,
+    );
   });
 });
 

@@ -22,7 +22,9 @@ const shown = { profile_icon: "https://cdn.example/bob.png", risk_score: 42 };
 
 beforeAll(async () => {
   await as("bob").send("PUT", "/apps/buzz/encryption", { hash: "h-bob", e2e_id: "e2e-bob" });
-  await env.DB.prepare("UPDATE people SET risk_score = 42, avatar_url = 'https://cdn.example/bob.png' WHERE id = 2").run();
+  await env.DB.prepare(
+    "UPDATE people SET risk_score = 42, avatar_url = 'https://cdn.example/bob.png' WHERE id = 2",
+  ).run();
 });
 
 describe("contact linking across tenants", () => {

@@ -135,14 +135,14 @@ describe("GET /contacts/deleted", () => {
       pruned: 4,
       more: true,
     });
-    expect(await countRows("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id BETWEEN 800000 AND 800099")).toBe(
-      1,
-    );
+    expect(
+      await countRows("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id BETWEEN 800000 AND 800099"),
+    ).toBe(1);
 
     await fireDaily(now);
-    expect(await countRows("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id BETWEEN 800000 AND 800099")).toBe(
-      0,
-    );
+    expect(
+      await countRows("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id BETWEEN 800000 AND 800099"),
+    ).toBe(0);
     expect(await countRows("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id = 800100")).toBe(1);
   });
 });
@@ -180,7 +180,9 @@ describe("at most 10,000 contacts per person", () => {
     for (const response of racing.filter((r) => r.status === 400)) {
       expect(await expectError(response, 400, "Bad Request")).toMatch(/at most 10,000 contacts/);
     }
-    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = ?", owner)).toBe(MAX_CONTACTS_PER_PERSON);
+    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = ?", owner)).toBe(
+      MAX_CONTACTS_PER_PERSON,
+    );
     // Updating an existing contact creates none: still allowed at the limit.
     const last = await countRows("SELECT max(id) AS n FROM contacts WHERE owner_id = ?", owner);
     await sync("carol", [{ id: last, display_name: "renamed" }]);

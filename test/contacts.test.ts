@@ -426,7 +426,9 @@ describe("trust requests", () => {
     await expectError(await as("carol").send("POST", "/contacts/trust/2", { trusted: 1 }), 404, "Not Found");
     await expectError(await as("carol").send("POST", "/contacts/trust/999999", { trusted: 1 }), 404, "Not Found");
     await expectError(await as("carol").send("POST", "/contacts/trust/2", {}), 400, "Bad Request");
-    expect(await countRows("SELECT count(*) AS n FROM person_trust WHERE person_id = 3 AND trusted_person_id = 2")).toBe(0);
+    expect(
+      await countRows("SELECT count(*) AS n FROM person_trust WHERE person_id = 3 AND trusted_person_id = 2"),
+    ).toBe(0);
   });
 });
 

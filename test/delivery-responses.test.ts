@@ -34,7 +34,10 @@ describe("410 Gone", () => {
     // The next delivery for it is not attempted.
     await deliver(waiting);
     expect(calls).toHaveLength(1);
-    expect(await deliveryRow(waiting)).toMatchObject({ status: "failed", result: "not delivered: the webhook is inactive" });
+    expect(await deliveryRow(waiting)).toMatchObject({
+      status: "failed",
+      result: "not delivered: the webhook is inactive",
+    });
   });
 
   it("PATCH active: true switches it on again and clears disabled_reason", async () => {

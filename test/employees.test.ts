@@ -3,17 +3,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import worker from "../src/index";
 import type { Person } from "../src/services/people";
-import {
-  as,
-  call,
-  countRows,
-  DEMO,
-  employeeAddress,
-  employeeBody,
-  expectError,
-  fresh,
-  insertToken,
-} from "./helpers";
+import { as, call, countRows, DEMO, employeeAddress, employeeBody, expectError, fresh, insertToken } from "./helpers";
 
 const ACME = "/companies/1/employees";
 
@@ -155,7 +145,10 @@ describe("POST /companies/{company_id}/employees", () => {
     expect(read.status).toBe(200);
     expect(await read.json()).toEqual(person);
     expect(
-      await countRows("SELECT count(*) AS n FROM person_emails WHERE person_id = ? AND employer_company_id = 1", person.id),
+      await countRows(
+        "SELECT count(*) AS n FROM person_emails WHERE person_id = ? AND employer_company_id = 1",
+        person.id,
+      ),
     ).toBe(2);
   });
 
@@ -190,7 +183,11 @@ describe("POST /companies/{company_id}/employees", () => {
     ["a dob in the future", { dob: "2999-01-01" }, "dob"],
     ["a dob that does not exist", { dob: "1990-02-30" }, "dob"],
     ["an unknown country", { addresses: [{ ...employeeAddress, country: "XX" }] }, "addresses[0].country"],
-    ["a region that is no US state", { addresses: [{ ...employeeAddress, region: "Atlantis" }] }, "addresses[0].region"],
+    [
+      "a region that is no US state",
+      { addresses: [{ ...employeeAddress, region: "Atlantis" }] },
+      "addresses[0].region",
+    ],
     ["a bad US ZIP code", { addresses: [{ ...employeeAddress, postal_code: "9410" }] }, "addresses[0].postal_code"],
     [
       "a bad calling code",
@@ -225,7 +222,11 @@ describe("POST /companies/{company_id}/employees", () => {
     const people = await countRows("SELECT count(*) AS n FROM people");
     const extra = `${fresh("extra")}@acme.example`;
     const message = await expectError(
-      await as("alice").send("POST", ACME, employeeBody("x", { emails: [{ email: "Bob@Acme.example" }, { email: extra }] })),
+      await as("alice").send(
+        "POST",
+        ACME,
+        employeeBody("x", { emails: [{ email: "Bob@Acme.example" }, { email: extra }] }),
+      ),
       400,
       "Bad Request",
     );
@@ -248,10 +249,18 @@ describe("POST /companies/{company_id}/employees", () => {
   it("400 for a role the company does not have or an unknown license", async () => {
     const local = fresh("role");
     expect(
-      await expectError(await as("alice").send("POST", ACME, employeeBody(local, { roles: ["Janitor"] })), 400, "Bad Request"),
+      await expectError(
+        await as("alice").send("POST", ACME, employeeBody(local, { roles: ["Janitor"] })),
+        400,
+        "Bad Request",
+      ),
     ).toContain("Janitor");
     expect(
-      await expectError(await as("alice").send("POST", ACME, employeeBody(local, { license: "gold" })), 400, "Bad Request"),
+      await expectError(
+        await as("alice").send("POST", ACME, employeeBody(local, { license: "gold" })),
+        400,
+        "Bad Request",
+      ),
     ).toContain("gold");
     expect(await countRows("SELECT count(*) AS n FROM person_emails WHERE email = ?", `${local}@acme.example`)).toBe(0);
   });
@@ -541,7 +550,9 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
       [`${local}@own.example`, true],
       [`${local}.other@acme.example`, false],
     ]);
-    expect(await countRows("SELECT count(*) AS n FROM person_emails WHERE email = ?", `${local}.new@acme.example`)).toBe(0);
+    expect(
+      await countRows("SELECT count(*) AS n FROM person_emails WHERE email = ?", `${local}.new@acme.example`),
+    ).toBe(0);
 
     await expectError(
       await as("alice").send("PUT", `${ACME}/${person.id}`, { email: [{ email: "a@x.example" }], emails: [] }),

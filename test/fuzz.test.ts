@@ -87,23 +87,46 @@ function validInput(op: Op): fc.Arbitrary<Input> {
         ]),
     ),
   ) as fc.Arbitrary<Record<string, string>>;
-  const query = fc.tuple(
-    ...params
-      .filter((p) => p.in === "query")
-      .map((p) =>
-        fc.option(
-          fromSchema(resolve(doc, p.schema), p.name).map((v): [string, string] => [p.name, String(v)]),
-          { nil: undefined, freq: p.required ? 100 : 2 },
+  const query = fc
+    .tuple(
+      ...params
+        .filter((p) => p.in === "query")
+        .map((p) =>
+          fc.option(
+            fromSchema(resolve(doc, p.schema), p.name).map((v): [string, string] => [p.name, String(v)]),
+            { nil: undefined, freq: p.required ? 100 : 2 },
+          ),
         ),
-      ),
-  ).map((pairs) => pairs.filter((pair): pair is [string, string] => pair !== undefined));
+    )
+    .map((pairs) => pairs.filter((pair): pair is [string, string] => pair !== undefined));
   const schema = op.operation.requestBody?.content["application/json"]?.schema;
   const body = schema ? fromSchema(resolve(doc, schema)) : fc.constant(undefined);
   return fc.record({ path, query, body });
 }
 
-const PATH_NASTY = ["abc", "-1", "0", "1.5", "1e3", "99999999999999999999", "%00", "%ED%A0%80", "x".repeat(3000), "%F0%9F%99%82"];
-const QUERY_NASTY = ["%00", "%ED%A0%80", "%FF", encodeURIComponent("🙂".repeat(20)), "x".repeat(20_000), "-1", "1e309", "true", "[]"];
+const PATH_NASTY = [
+  "abc",
+  "-1",
+  "0",
+  "1.5",
+  "1e3",
+  "99999999999999999999",
+  "%00",
+  "%ED%A0%80",
+  "x".repeat(3000),
+  "%F0%9F%99%82",
+];
+const QUERY_NASTY = [
+  "%00",
+  "%ED%A0%80",
+  "%FF",
+  encodeURIComponent("🙂".repeat(20)),
+  "x".repeat(20_000),
+  "-1",
+  "1e309",
+  "true",
+  "[]",
+];
 const MALFORMED = ['{"a":', "[1,2", "\u0000", "{'single': 1}", "nul", '{"a":1}garbage', "\uFEFF{}"];
 
 type Mutation = (input: Input, op: Op) => Sent | null;
@@ -127,19 +150,34 @@ function mutations(n: number): Mutation[] {
     (input, op) => {
       const names = Object.keys(input.path);
       if (names.length === 0) return null;
-      return send(op, { ...input, path: { ...input.path, [pick(names, n)]: pick(PATH_NASTY, n) } }, undefined, undefined, true);
+      return send(
+        op,
+        { ...input, path: { ...input.path, [pick(names, n)]: pick(PATH_NASTY, n) } },
+        undefined,
+        undefined,
+        true,
+      );
     },
     (input, op) => {
       const names = (op.operation.parameters ?? []).filter((p) => p.in === "query").map((p) => p.name);
       if (names.length === 0) return null;
-      return send(op, { ...input, query: [...input.query, [pick(names, n), pick(QUERY_NASTY, n)]] }, undefined, undefined, true);
+      return send(
+        op,
+        { ...input, query: [...input.query, [pick(names, n), pick(QUERY_NASTY, n)]] },
+        undefined,
+        undefined,
+        true,
+      );
     },
     (input, op) => {
       const names = (op.operation.parameters ?? []).filter((p) => p.in === "query").map((p) => p.name);
       if (names.length === 0) return null;
       const name = pick(names, n);
       const times = n % 2 === 0 ? 2 : 120;
-      return send(op, { ...input, query: [...input.query, ...Array.from({ length: times }, (): [string, string] => [name, "1"])] });
+      return send(op, {
+        ...input,
+        query: [...input.query, ...Array.from({ length: times }, (): [string, string] => [name, "1"])],
+      });
     },
     (input, op) => {
       const body = Array.isArray(input.body) ? input.body[0] : input.body;
@@ -153,13 +191,33 @@ function mutations(n: number): Mutation[] {
     (input, op) => json(input, op, withField(input, pick(nastyNumbers, n)) ?? pick(nastyNumbers, n)),
     (input, op) => {
       const element = Array.isArray(input.body) ? (input.body[0] ?? {}) : input.body;
-      if (Array.isArray(input.body)) return json(input, op, Array.from({ length: 501 }, () => element));
-      const arrayKey = element && typeof element === "object" ? Object.keys(element).find((k) => Array.isArray((element as Record<string, unknown>)[k])) : undefined;
-      if (arrayKey === undefined) return json(input, op, Array.from({ length: 501 }, () => element ?? 1));
+      if (Array.isArray(input.body))
+        return json(
+          input,
+          op,
+          Array.from({ length: 501 }, () => element),
+        );
+      const arrayKey =
+        element && typeof element === "object"
+          ? Object.keys(element).find((k) => Array.isArray((element as Record<string, unknown>)[k]))
+          : undefined;
+      if (arrayKey === undefined)
+        return json(
+          input,
+          op,
+          Array.from({ length: 501 }, () => element ?? 1),
+        );
       const list = (element as Record<string, unknown[]>)[arrayKey]!;
       return json(input, op, { ...(element as object), [arrayKey]: Array.from({ length: 501 }, () => list[0] ?? "x") });
     },
-    (input, op) => json(input, op, input.body, undefined, pick(["text/plain", "application/x-www-form-urlencoded", "application/xml", ""], n)),
+    (input, op) =>
+      json(
+        input,
+        op,
+        input.body,
+        undefined,
+        pick(["text/plain", "application/x-www-form-urlencoded", "application/xml", ""], n),
+      ),
     (input, op) => json(input, op, undefined, pick(MALFORMED, n)),
     (input, op) => json(input, op, undefined, JSON.stringify(pick(nastyStrings, n))),
   ];
@@ -208,7 +266,10 @@ async function check(op: Op, token: string | undefined, sent: Sent) {
     headers,
     body: sent.init.body,
   });
-  statuses.set(`${op.operation.operationId} ${response.status}`, (statuses.get(`${op.operation.operationId} ${response.status}`) ?? 0) + 1);
+  statuses.set(
+    `${op.operation.operationId} ${response.status}`,
+    (statuses.get(`${op.operation.operationId} ${response.status}`) ?? 0) + 1,
+  );
   const label = `${sent.init.method} ${sent.path.slice(0, 200)} (${(sent.init.body ?? "").slice(0, 200)})`;
   expect(response.status, label).toBeLessThan(500);
   expect(await conformanceProblems(doc, op, response), label).toEqual([]);

@@ -143,12 +143,22 @@ describe("PUT /internal/licenses/{id}", () => {
     const id = fresh("gold");
     await put(id, entry({ name: "Gold", currency: "EUR" }));
     expect((await as("alice").send("POST", "/companies/1/licenses", [{ id, quantity: 2 }])).status).toBe(201);
-    const created = await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("gold"), { license: id }));
+    const created = await as("alice").send(
+      "POST",
+      "/companies/1/employees",
+      employeeBody(fresh("gold"), { license: id }),
+    );
     expect(created.status, await created.clone().text()).toBe(200);
     const { id: personId } = await created.json<{ id: number }>();
 
     // Fewer sites (one the seat holder had is gone), a new name and price, currency back to USD.
-    const replaced = await put(id, { name: "Gold Plus", price: 12900, full_scan: false, full_delete: true, sites: ["whitepages-archive"] });
+    const replaced = await put(id, {
+      name: "Gold Plus",
+      price: 12900,
+      full_scan: false,
+      full_delete: true,
+      sites: ["whitepages-archive"],
+    });
     expect(replaced).toEqual({
       id,
       name: "Gold Plus",
@@ -163,10 +173,14 @@ describe("PUT /internal/licenses/{id}", () => {
     });
     const acme = (await catalogOf("alice")).find((l) => l.id === id);
     expect(acme).toEqual({ ...replaced, num_active: 2, num_assigned: 1, num_available: 1 });
-    const person = await (await as("alice").get(`/companies/1/employees/${personId}`)).json<{ license: { type: string; price: number } }>();
+    const person = await (
+      await as("alice").get(`/companies/1/employees/${personId}`)
+    ).json<{ license: { type: string; price: number } }>();
     expect(person.license).toMatchObject({ type: id, price: 12900 });
     // The new name names it in purchases and employee writes.
-    expect((await as("alice").send("POST", "/companies/1/licenses", [{ id: "gold plus", quantity: 1 }])).status).toBe(201);
+    expect((await as("alice").send("POST", "/companies/1/licenses", [{ id: "gold plus", quantity: 1 }])).status).toBe(
+      201,
+    );
     expect((await catalogOf("alice")).find((l) => l.id === id)).toMatchObject({ num_active: 3, num_assigned: 1 });
   });
 
@@ -194,18 +208,32 @@ describe("PUT /internal/licenses/{id}", () => {
       [{ name: "X", price: 1, sites: [] }, "`full_scan` is required"],
     ];
     for (const [body, field] of cases) {
-      const message = await expectError(await admin("PUT", `/internal/licenses/${fresh("bad")}`, body), 400, "Bad Request");
+      const message = await expectError(
+        await admin("PUT", `/internal/licenses/${fresh("bad")}`, body),
+        400,
+        "Bad Request",
+      );
       expect(message).toContain(field);
     }
   });
 
   it("409 for a name another license is known by (its name or its id); the entry keeps its own name", async () => {
     for (const name of ["protect", "SCAN"]) {
-      const message = await expectError(await admin("PUT", `/internal/licenses/${fresh("clash")}`, entry({ name })), 409, "Conflict");
+      const message = await expectError(
+        await admin("PUT", `/internal/licenses/${fresh("clash")}`, entry({ name })),
+        409,
+        "Conflict",
+      );
       expect(message).toMatch(/`(protect|scan)`/);
     }
     // Replacing the demo's Protect under its own name is fine.
-    await put("protect", { name: "Protect", price: 9900, full_scan: true, full_delete: true, sites: ["peoplefinder", "spydirectory", "whitepages-archive"] });
+    await put("protect", {
+      name: "Protect",
+      price: 9900,
+      full_scan: true,
+      full_delete: true,
+      sites: ["peoplefinder", "spydirectory", "whitepages-archive"],
+    });
   });
 
   it("404 for a path that is no license id", async () => {
@@ -220,13 +248,25 @@ describe("a company buys seats of a new license and assigns them", () => {
     await put(id, entry({ name: "Shield", price: 2500 }));
     const bought = await as("alice").send("POST", "/companies/1/licenses", [{ id, quantity: 5 }]);
     expect(bought.status).toBe(201);
-    expect((await bought.json<License[]>()).find((l) => l.id === id)).toMatchObject({ num_active: 5, num_assigned: 0, num_available: 5 });
+    expect((await bought.json<License[]>()).find((l) => l.id === id)).toMatchObject({
+      num_active: 5,
+      num_assigned: 0,
+      num_available: 5,
+    });
 
-    const created = await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("shield"), { license: id }));
+    const created = await as("alice").send(
+      "POST",
+      "/companies/1/employees",
+      employeeBody(fresh("shield"), { license: id }),
+    );
     expect(created.status, await created.clone().text()).toBe(200);
     const person = await created.json<{ id: number; license: { type: string; price: number } }>();
     expect(person.license).toMatchObject({ type: id, price: 2500 });
-    expect((await catalogOf("alice")).find((l) => l.id === id)).toMatchObject({ num_active: 5, num_assigned: 1, num_available: 4 });
+    expect((await catalogOf("alice")).find((l) => l.id === id)).toMatchObject({
+      num_active: 5,
+      num_assigned: 1,
+      num_available: 4,
+    });
     // Globex bought none: it sees the entry with zero seats.
     expect((await catalogOf("carol")).find((l) => l.id === id)).toMatchObject({ num_active: 0, num_assigned: 0 });
 
@@ -236,7 +276,9 @@ describe("a company buys seats of a new license and assigns them", () => {
     expect(await countRows("SELECT count(*) AS n FROM licenses WHERE id = ?", id)).toBe(1);
 
     // Freeing the seat does not unbuy it: still held.
-    expect((await as("alice").send("PUT", `/companies/1/employees/${person.id}`, { license: "scan" })).status).toBe(200);
+    expect((await as("alice").send("PUT", `/companies/1/employees/${person.id}`, { license: "scan" })).status).toBe(
+      200,
+    );
     await expectError(await admin("DELETE", `/internal/licenses/${id}`), 409, "Conflict");
     await expectError(await admin("DELETE", "/internal/licenses/scan"), 409, "Conflict");
   });
@@ -252,8 +294,16 @@ describe("DELETE /internal/licenses/{id}", () => {
     expect((await catalogOf("carol")).map((l) => l.id)).not.toContain(id);
     expect(await countRows("SELECT count(*) AS n FROM license_sites WHERE license_id = ?", id)).toBe(0);
     await expectError(await as("alice").get(`/licenses/${id}`), 404, "Not Found");
-    await expectError(await as("alice").send("POST", "/companies/1/licenses", [{ id, quantity: 1 }]), 400, "Bad Request");
-    await expectError(await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("retired"), { license: id })), 400, "Bad Request");
+    await expectError(
+      await as("alice").send("POST", "/companies/1/licenses", [{ id, quantity: 1 }]),
+      400,
+      "Bad Request",
+    );
+    await expectError(
+      await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("retired"), { license: id })),
+      400,
+      "Bad Request",
+    );
     const again = await expectError(await admin("DELETE", `/internal/licenses/${id}`), 404, "Not Found");
     expect(again).toContain(id);
   });
@@ -281,7 +331,11 @@ describe("DELETE /internal/licenses/{id}", () => {
     const id = fresh("gone");
     await put(id, entry({ name: "Gone" }));
     retireBeforeSeatWrite(id);
-    const message = await expectError(await as("alice").send("POST", "/companies/1/licenses", [{ id, quantity: 2 }]), 400, "Bad Request");
+    const message = await expectError(
+      await as("alice").send("POST", "/companies/1/licenses", [{ id, quantity: 2 }]),
+      400,
+      "Bad Request",
+    );
     expect(message).toContain("retired");
     vi.restoreAllMocks();
     expect(await countRows("SELECT count(*) AS n FROM company_seats WHERE license_id = ?", id)).toBe(0);
@@ -294,6 +348,10 @@ describe("the demo catalog is as it was", () => {
     const ids = (await catalogOf("carol")).map((l) => l.id);
     expect(ids).toEqual(expect.arrayContaining(["scan", "protect"]));
     expect(await countRows("SELECT count(*) AS n FROM license_sites WHERE license_id = 'protect'")).toBe(3);
-    expect(await env.DB.prepare("SELECT quantity FROM company_seats WHERE company_id = 1 AND license_id = 'protect'").first("quantity")).toBe(5);
+    expect(
+      await env.DB.prepare("SELECT quantity FROM company_seats WHERE company_id = 1 AND license_id = 'protect'").first(
+        "quantity",
+      ),
+    ).toBe(5);
   });
 });

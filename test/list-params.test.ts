@@ -9,8 +9,7 @@ import { as } from "./helpers";
  */
 const repeated = (name: string, value: string, times = 120) =>
   Array.from({ length: times }, () => `${name}=${encodeURIComponent(value)}`).join("&");
-const distinct = (name: string, times = 120) =>
-  `${name}=${Array.from({ length: times }, (_, i) => i + 1).join(",")}`;
+const distinct = (name: string, times = 120) => `${name}=${Array.from({ length: times }, (_, i) => i + 1).join(",")}`;
 
 const requests: [string, string][] = [
   ["alice", `/companies/1/employees/exposures?${repeated("status", "pending")}`],
@@ -24,8 +23,14 @@ const requests: [string, string][] = [
   ["alice", `/contacts?include=${Array(120).fill("emails").join(",")}`],
   ["alice", `/contacts?${repeated("updated_at", "2026-01-01")}`],
   ["alice", `/apps/buzz/activity/0?${repeated("limit", "5")}`],
-  ["telephony", `/apps/buzz/trust-lookup?${repeated("number", "2025550101")}&number_code=1&inbound_code=1&inbound=4155550100`],
-  ["telephony", `/apps/buzz/call-lookup?${repeated("number", "2025550101")}&number_code=1&inbound_code=1&inbound=4155550100`],
+  [
+    "telephony",
+    `/apps/buzz/trust-lookup?${repeated("number", "2025550101")}&number_code=1&inbound_code=1&inbound=4155550100`,
+  ],
+  [
+    "telephony",
+    `/apps/buzz/call-lookup?${repeated("number", "2025550101")}&number_code=1&inbound_code=1&inbound=4155550100`,
+  ],
 ];
 
 describe("list parameters never reach D1 one bound parameter per value", () => {

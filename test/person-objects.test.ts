@@ -100,7 +100,10 @@ describe("an account that goes takes its object with it", () => {
       body: chat(id, alice),
     });
     expect(recorded.status).toBe(200);
-    await inPersonObject(id, "INSERT INTO blocked_calls (id, country_code, phone_number, created_at) VALUES (1, '1', '3035550100', 0)");
+    await inPersonObject(
+      id,
+      "INSERT INTO blocked_calls (id, country_code, phone_number, created_at) VALUES (1, '1', '3035550100', 0)",
+    );
     expect(await countInPersonObject(id, "SELECT count(*) AS n FROM feed")).toBe(1);
 
     expect((await as("alice").send("DELETE", `/companies/1/employees/${id}`)).status).toBe(204);
@@ -222,7 +225,10 @@ describe("moving person data from D1 into the objects", () => {
     expect(page[0]!.message_id).toBe(`moved-${p}-1`);
     const blocked = (await (await call("/apps/buzz/blocked", { token })).json()) as { caller_id: string }[];
     expect(blocked[0]!.caller_id).toBe("moved-600");
-    const requests = (await (await call("/contacts/requests", { token })).json()) as { id: number; contact_reason: string }[];
+    const requests = (await (await call("/contacts/requests", { token })).json()) as {
+      id: number;
+      contact_reason: string;
+    }[];
     expect(requests.map((r) => [r.id, r.contact_reason])).toEqual([[alice, "pending one"]]);
     // The decided one still lets the person change their decision about Bob.
     expect((await call(`/contacts/trust/${bob}`, { method: "POST", token, body: { trusted: 0 } })).status).toBe(201);
@@ -234,14 +240,19 @@ describe("moving person data from D1 into the objects", () => {
 
   it("the walk over people records everyone pending and sends one message per person", async () => {
     const sent: BackgroundMessage[] = [];
-    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation((async (body: BackgroundMessage) => void sent.push(body)) as never);
-    vi.spyOn(env.BACKGROUND_QUEUE, "sendBatch").mockImplementation((async (bodies: { body: BackgroundMessage }[]) =>
-      void sent.push(...bodies.map((b) => b.body))) as never);
+    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation(
+      (async (body: BackgroundMessage) => void sent.push(body)) as never,
+    );
+    vi.spyOn(env.BACKGROUND_QUEUE, "sendBatch").mockImplementation(
+      (async (bodies: { body: BackgroundMessage }[]) => void sent.push(...bodies.map((b) => b.body))) as never,
+    );
     const batch = createMessageBatch("background", [
       { id: "walk", timestamp: new Date(), attempts: 1, body: { kind: "move-people", after: 0 } },
     ]);
     await worker.queue!(batch, env, createExecutionContext());
-    const people = await countRows("SELECT count(*) AS n FROM people WHERE id <= (SELECT max(person_id) FROM person_moves)");
+    const people = await countRows(
+      "SELECT count(*) AS n FROM people WHERE id <= (SELECT max(person_id) FROM person_moves)",
+    );
     expect(sent.filter((m) => m.kind === "move-person")).toHaveLength(Math.min(people, 100));
     expect(await countRows("SELECT count(*) AS n FROM person_moves WHERE person_id = ?", bob)).toBe(1);
   });

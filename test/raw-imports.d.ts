@@ -6,8 +6,5 @@ declare module "*?raw" {
 
 /** Vite's glob import, as test/architecture.test.ts uses it: each matching file's text, by its path. */
 interface ImportMeta {
-  glob(
-    patterns: string | string[],
-    options: { query: "?raw"; import: "default"; eager: true },
-  ): Record<string, string>;
+  glob(patterns: string | string[], options: { query: "?raw"; import: "default"; eager: true }): Record<string, string>;
 }

@@ -211,9 +211,7 @@ describe("retention finds due rows through an index", () => {
   };
   for (const [table, query] of Object.entries(plans)) {
     it(`${table}: no table scan`, async () => {
-      const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${query}`)
-        .bind(0)
-        .all<{ detail: string }>();
+      const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${query}`).bind(0).all<{ detail: string }>();
       const detail = results.map((row) => row.detail).join("; ");
       expect(detail).toMatch(/USING (COVERING )?INDEX/);
       expect(detail).not.toMatch(new RegExp(`^SCAN ${table}$`));

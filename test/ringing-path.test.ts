@@ -142,7 +142,12 @@ describe("provider-sized rate limits", () => {
       await insertToken(token, { serviceName: "telephony", scopes: ["calls:lookup"] });
     }
     const callerId = `refused-${crypto.randomUUID()}`;
-    const fields = new URLSearchParams({ ...(await aliceNumber()), inbound_code: "1", inbound: "3035550142", caller_id: callerId });
+    const fields = new URLSearchParams({
+      ...(await aliceNumber()),
+      inbound_code: "1",
+      inbound: "3035550142",
+      caller_id: callerId,
+    });
     const budget = (success: boolean) => ({ ...env, SERVICE_RATE_LIMIT: { limit: async () => ({ success }) } });
     const ask = async (success: boolean) => {
       const ctx = createExecutionContext();

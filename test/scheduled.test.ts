@@ -101,7 +101,8 @@ describe("hourly cron: each job runs whatever another does", () => {
     return {
       purged: async () => (await countRows("SELECT count(*) AS n FROM people WHERE id = ?", ephemeral)) === 0,
       requested: async () =>
-        (await countRows("SELECT count(*) AS n FROM exposures WHERE id = ? AND status = 'in_progress'", exposureId)) === 1,
+        (await countRows("SELECT count(*) AS n FROM exposures WHERE id = ? AND status = 'in_progress'", exposureId)) ===
+        1,
       swept: async () =>
         (await countRows(
           "SELECT count(*) AS n FROM webhook_deliveries WHERE id = ? AND updated_at >= ?",

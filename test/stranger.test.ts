@@ -49,7 +49,11 @@ describe("activity names only parties who know the reader", () => {
     expect(bobEntry.sendable).toEqual(expect.objectContaining({ id: carol, first_name: "Carol" })); // herself
     expect((await feedEntry("carol", toAcme)).receivable).toEqual({ id: acme, name: null });
     // An id that is no account reads the same way as a stranger's: null names, never "no such person".
-    const toNobody = await record("carol", { type: "outgoing_call_missed", sendable_id: carol, receivable_id: 987_650 });
+    const toNobody = await record("carol", {
+      type: "outgoing_call_missed",
+      sendable_id: carol,
+      receivable_id: 987_650,
+    });
     expect((await feedEntry("carol", toNobody)).receivable).toBeNull();
   });
 
@@ -89,8 +93,12 @@ describe("company phones are verified before they count", () => {
       secure_number: { country_code: string; number: string };
     };
     const fields = { number_code: secure_number.country_code, number: secure_number.number, inbound_code: "1" };
-    const lookup = await as("telephony").get(`/apps/buzz/trust-lookup?${new URLSearchParams({ ...fields, inbound: national })}`);
-    const details = await as("telephony").get(`/apps/buzz/call-lookup?${new URLSearchParams({ ...fields, inbound: national })}`);
+    const lookup = await as("telephony").get(
+      `/apps/buzz/trust-lookup?${new URLSearchParams({ ...fields, inbound: national })}`,
+    );
+    const details = await as("telephony").get(
+      `/apps/buzz/call-lookup?${new URLSearchParams({ ...fields, inbound: national })}`,
+    );
     return {
       trusted: ((await lookup.json()) as { trusted: boolean }).trusted,
       companies: ((await details.json()) as { companies: { name: string }[] }).companies.map((c) => c.name),
@@ -106,7 +114,9 @@ describe("company phones are verified before they count", () => {
 
     const queue = await admin("GET", "/internal/company-phones?status=pending&per_page=1000");
     expect(queue.status).toBe(200);
-    expect(await queue.json()).toContainEqual(expect.objectContaining({ id: phone.id, company_id: acme, status: "pending" }));
+    expect(await queue.json()).toContainEqual(
+      expect.objectContaining({ id: phone.id, company_id: acme, status: "pending" }),
+    );
 
     const verified = await admin("POST", `/internal/company-phones/${phone.id}/verify`);
     expect(verified.status).toBe(200);
@@ -130,7 +140,11 @@ describe("company phones are verified before they count", () => {
     // Pending numbers are held too: first come, first served, until its company removes it.
     const pending = await as("alice").send("POST", `/companies/${acme}/phones`, { phone_full: "+14155550162" });
     expect(pending.status).toBe(201);
-    await expectError(await as("carol").send("POST", `/companies/${globex}/phones`, { phone_full: "+14155550162" }), 409, "Conflict");
+    await expectError(
+      await as("carol").send("POST", `/companies/${globex}/phones`, { phone_full: "+14155550162" }),
+      409,
+      "Conflict",
+    );
   });
 
   it("verify needs the operator: 401, 403 for others, 404 for an unknown phone", async () => {
@@ -163,7 +177,9 @@ describe("company trust is writable only for companies the person can see", () =
     // A vendor set through the consent container can be changed here afterwards.
     const vendor = DEMO.vendors.pixelPartners;
     await expectError(await setTrust("carol", vendor, "trusted"), 404, "Not Found");
-    const viaContainer = await as("carol").send("PUT", "/apps/vcc/trust/dailynews/pixelpartners", { trust: "negative" });
+    const viaContainer = await as("carol").send("PUT", "/apps/vcc/trust/dailynews/pixelpartners", {
+      trust: "negative",
+    });
     expect(viaContainer.status).toBe(200);
     expect((await setTrust("carol", vendor, null)).status).toBe(200);
   });
@@ -236,7 +252,8 @@ describe("writes are priced by what they cost", () => {
     const phones = (n: number) => Array.from({ length: n }, (_, i) => `+1415555${String(1000 + i).padStart(4, "0")}`);
     const emails = (n: number) => Array.from({ length: n }, (_, i) => `c${i}@example.com`);
     const addresses = (n: number) => Array.from({ length: n }, (_, i) => `${i} Main St`);
-    const sync = (contact: object) => as("bob").send("POST", "/contacts/sync", [{ display_name: "Capped", ...contact }]);
+    const sync = (contact: object) =>
+      as("bob").send("POST", "/contacts/sync", [{ display_name: "Capped", ...contact }]);
     const before = await countRows("select count(*) as n from contacts where owner_id = ?", bob);
     expect(await expectError(await sync({ phone_numbers: phones(21) }), 400, "Bad Request")).toContain("phone_numbers");
     expect(await expectError(await sync({ emails: emails(21) }), 400, "Bad Request")).toContain("emails");
@@ -252,10 +269,9 @@ describe("the operator API's lists never 500", () => {
     const slugs = Array.from({ length: 100 }, (_, i) => `stranger-vendor-${i}`);
     await env.DB.batch(
       slugs.map((slug) =>
-        env.DB.prepare("insert into companies (kind, name, slug, url, created_at, updated_at) values ('vendor', ?, ?, '', 0, 0)").bind(
-          slug,
-          slug,
-        ),
+        env.DB.prepare(
+          "insert into companies (kind, name, slug, url, created_at, updated_at) values ('vendor', ?, ?, '', 0, 0)",
+        ).bind(slug, slug),
       ),
     );
     const response = await admin("PUT", "/internal/containers/dailynews", {

@@ -367,7 +367,9 @@ describe("trust-lookup: blocked calls", () => {
       expect(blocked.some((call) => call.caller_id === "ACME")).toBe(false);
     });
     // The call to a number nobody holds is recorded nowhere (there is no one to keep it).
-    expect(await countInPersonObject(alice, "SELECT count(*) AS n FROM blocked_calls WHERE phone_number = '4155550167'")).toBe(0);
+    expect(
+      await countInPersonObject(alice, "SELECT count(*) AS n FROM blocked_calls WHERE phone_number = '4155550167'"),
+    ).toBe(0);
   });
 
   it("a burst of untrusted calls is recorded in full in the receiver's object, with no D1 write", async () => {
@@ -411,7 +413,9 @@ describe("trust-lookup: blocked calls", () => {
       });
     }
     expect(await countInPersonObject(personId, "SELECT count(*) AS n FROM blocked_calls")).toBe(1000);
-    expect(await countInPersonObject(personId, "SELECT count(*) AS n FROM blocked_calls WHERE caller_id LIKE 'new-%'")).toBe(5);
+    expect(
+      await countInPersonObject(personId, "SELECT count(*) AS n FROM blocked_calls WHERE caller_id LIKE 'new-%'"),
+    ).toBe(5);
     expect(await countInPersonObject(personId, "SELECT count(*) AS n FROM blocked_calls WHERE id <= 5")).toBe(0);
   });
 
@@ -425,7 +429,12 @@ describe("trust-lookup: blocked calls", () => {
         }) as unknown as ReturnType<Persons["of"]>,
     };
     try {
-      await recordBlockedCall(failing, { personId: alice, callerId: "LEAK CHECK", countryCode: "1", phoneNumber: "3035550179" });
+      await recordBlockedCall(failing, {
+        personId: alice,
+        callerId: "LEAK CHECK",
+        countryCode: "1",
+        phoneNumber: "3035550179",
+      });
     } finally {
       vi.restoreAllMocks();
     }

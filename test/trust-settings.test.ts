@@ -7,7 +7,8 @@ beforeAll(async () => {
   await insertToken(ADMIN, { serviceName: "operator", scopes: ["platform:admin"] });
 });
 /** The platform operator verifies a company phone: only then does it count (docs/decisions.md). */
-const verify = (phoneId: number) => call(`/internal/company-phones/${phoneId}/verify`, { method: "POST", token: ADMIN });
+const verify = (phoneId: number) =>
+  call(`/internal/company-phones/${phoneId}/verify`, { method: "POST", token: ADMIN });
 
 type Lookup = { trusted: boolean; user_id: number };
 type Who = "alice" | "bob" | "carol";
@@ -82,10 +83,14 @@ describe("company phones", () => {
     expect(await expectError(await addPhone({ country_code: "1", phone_number: "123" }), 400, "Bad Request")).toContain(
       "`phone_number`",
     );
-    expect(await expectError(await addPhone({ country_code: "999", phone_number: "4155550144" }), 400, "Bad Request")).toContain(
-      "`country_code`",
+    expect(
+      await expectError(await addPhone({ country_code: "999", phone_number: "4155550144" }), 400, "Bad Request"),
+    ).toContain("`country_code`");
+    await expectError(
+      await addPhone({ country_code: "1", phone_number: "4155550144", label: "x".repeat(101) }),
+      400,
+      "Bad Request",
     );
-    await expectError(await addPhone({ country_code: "1", phone_number: "4155550144", label: "x".repeat(101) }), 400, "Bad Request");
   });
 
   it("needs `read settings` to list and `write settings` to change; other tenants see nothing", async () => {
@@ -113,7 +118,9 @@ describe("company phones", () => {
       [JSON.stringify(fields), "application/json"],
       [new URLSearchParams(fields).toString(), "application/x-www-form-urlencoded"],
     ]) {
-      const response = await as("telephony").send("POST", "/apps/buzz/trust-lookup", body, { headers: { "Content-Type": type! } });
+      const response = await as("telephony").send("POST", "/apps/buzz/trust-lookup", body, {
+        headers: { "Content-Type": type! },
+      });
       expect(await response.json()).toEqual({ trusted: true, user_id: DEMO.people.bob });
     }
     expect(await trusts("carol", "4155550146")).toBe(false); // not a member of Acme
@@ -132,15 +139,29 @@ describe("a person's trust in a company", () => {
       [...body.map((entry) => entry.company.id)].sort((a, b) => a - b),
     );
     expect(body).toContainEqual({
-      company: { id: 1, name: "Acme Corp", slug: "acme", logo: "https://acme.example/logo.png", url: "https://acme.example" },
+      company: {
+        id: 1,
+        name: "Acme Corp",
+        slug: "acme",
+        logo: "https://acme.example/logo.png",
+        url: "https://acme.example",
+      },
       trust: null,
       member: true,
     });
     expect(body).toContainEqual(
-      expect.objectContaining({ company: expect.objectContaining({ slug: "admetrics" }), trust: "trusted", member: false }),
+      expect.objectContaining({
+        company: expect.objectContaining({ slug: "admetrics" }),
+        trust: "trusted",
+        member: false,
+      }),
     );
     expect(body).toContainEqual(
-      expect.objectContaining({ company: expect.objectContaining({ slug: "trackbuddy" }), trust: "negative", member: false }),
+      expect.objectContaining({
+        company: expect.objectContaining({ slug: "trackbuddy" }),
+        trust: "negative",
+        member: false,
+      }),
     );
   });
 
@@ -169,7 +190,10 @@ describe("a person's trust in a company", () => {
     expect((await setTrust("carol", DEMO.companies.acme, "trusted")).status).toBe(200);
     expect(await trusts("carol", acmeNumber)).toBe(true);
     // Setting it again changes nothing and still answers the setting.
-    expect(await (await setTrust("carol", DEMO.companies.acme, "trusted")).json()).toEqual({ company_id: 1, trust: "trusted" });
+    expect(await (await setTrust("carol", DEMO.companies.acme, "trusted")).json()).toEqual({
+      company_id: 1,
+      trust: "trusted",
+    });
     expect((await setTrust("carol", DEMO.companies.acme, null)).status).toBe(200);
     expect(await trusts("carol", acmeNumber)).toBe(false);
   });

@@ -19,14 +19,20 @@ async function session(who: "alice" | "bob" | "carol" = "alice"): Promise<string
 }
 
 const load = async (cookie?: string) => {
-  const response = await call("/apps/vcc/load_container/dailynews", { headers: cookie ? { Cookie: `session=${cookie}` } : {} });
+  const response = await call("/apps/vcc/load_container/dailynews", {
+    headers: cookie ? { Cookie: `session=${cookie}` } : {},
+  });
   expect(response.status).toBe(200);
   return (await response.json()) as Container;
 };
 
-const trustOf = async (cookie: string, slug: string) => (await load(cookie)).vendors.find((v) => v.slug === slug)!.trust;
+const trustOf = async (cookie: string, slug: string) =>
+  (await load(cookie)).vendors.find((v) => v.slug === slug)!.trust;
 
-const putVendorTrust = (trust: string | null, options: { cookie?: string; token?: string; origin?: string; vendor?: string; container?: string } = {}) =>
+const putVendorTrust = (
+  trust: string | null,
+  options: { cookie?: string; token?: string; origin?: string; vendor?: string; container?: string } = {},
+) =>
   call(`/apps/vcc/trust/${options.container ?? "dailynews"}/${options.vendor ?? "pixelpartners"}`, {
     method: "PUT",
     token: options.token,
@@ -56,7 +62,9 @@ describe("container sessions", () => {
     const token = await session("bob");
     const response = await call("/apps/vcc/session", { method: "DELETE", headers: { Cookie: `session=${token}` } });
     expect(response.status).toBe(204);
-    expect(response.headers.get("Set-Cookie")).toBe("session=; Path=/apps/vcc; HttpOnly; Secure; SameSite=None; Max-Age=0");
+    expect(response.headers.get("Set-Cookie")).toBe(
+      "session=; Path=/apps/vcc; HttpOnly; Secure; SameSite=None; Max-Age=0",
+    );
     expect((await load(token)).is_authenticated).toBe(false);
     await expectError(await putVendorTrust("trusted", { cookie: token }), 401, "Unauthorized");
     // Without a session there is nothing to revoke; the answer is the same.
@@ -64,7 +72,10 @@ describe("container sessions", () => {
   });
 
   it("DELETE leaves a full person token in the cookie valid (only the cookie is cleared)", async () => {
-    const response = await call("/apps/vcc/session", { method: "DELETE", headers: { Cookie: `session=${DEMO.tokens.carol}` } });
+    const response = await call("/apps/vcc/session", {
+      method: "DELETE",
+      headers: { Cookie: `session=${DEMO.tokens.carol}` },
+    });
     expect(response.status).toBe(204);
     expect((await load(DEMO.tokens.carol)).is_authenticated).toBe(true);
   });
@@ -87,7 +98,11 @@ describe("a container-scoped token authenticates nothing outside /apps/vcc", asy
 
   it.each(secured)("$method $path → 401", async ({ method, path }) => {
     const token = await session("alice");
-    const message = await expectError(await call(path, { method, token, body: method === "GET" ? undefined : {} }), 401, "Unauthorized");
+    const message = await expectError(
+      await call(path, { method, token, body: method === "GET" ? undefined : {} }),
+      401,
+      "Unauthorized",
+    );
     expect(message).toContain("consent container");
   });
 
@@ -114,7 +129,10 @@ describe("PUT /apps/vcc/trust/{container_id}/{vendor_slug}", () => {
     expect(await trustOf(token, "pixelpartners")).toBe("negative");
     // The same setting is the person's trust in that company.
     expect(await (await as("bob").get("/contacts/companies")).json()).toContainEqual(
-      expect.objectContaining({ company: expect.objectContaining({ id: DEMO.vendors.pixelPartners }), trust: "negative" }),
+      expect.objectContaining({
+        company: expect.objectContaining({ id: DEMO.vendors.pixelPartners }),
+        trust: "negative",
+      }),
     );
     expect((await putVendorTrust(null, { cookie: token, origin: PUBLISHER })).status).toBe(200);
     expect(await trustOf(token, "pixelpartners")).toBeNull();
@@ -141,7 +159,11 @@ describe("PUT /apps/vcc/trust/{container_id}/{vendor_slug}", () => {
     const preflight = (origin: string) =>
       call("/apps/vcc/trust/dailynews/pixelpartners", {
         method: "OPTIONS",
-        headers: { Origin: origin, "Access-Control-Request-Method": "PUT", "Access-Control-Request-Headers": "content-type" },
+        headers: {
+          Origin: origin,
+          "Access-Control-Request-Method": "PUT",
+          "Access-Control-Request-Headers": "content-type",
+        },
       });
     for (const origin of [PUBLISHER, "https://news.dailynews.example"]) {
       const response = await preflight(origin);
@@ -163,10 +185,18 @@ describe("PUT /apps/vcc/trust/{container_id}/{vendor_slug}", () => {
   it("401 without identity, 403 for a service, 404 for an unknown container or a vendor not in it, 400 for a bad value", async () => {
     await expectError(await putVendorTrust("trusted", { origin: PUBLISHER }), 401, "Unauthorized");
     await expectError(await putVendorTrust("trusted", { cookie: "vcc_not_a_real_session_token" }), 401, "Unauthorized");
-    await expectError(await putVendorTrust("trusted", { token: "pk_unknown_token_value", cookie: await session() }), 401, "Unauthorized");
+    await expectError(
+      await putVendorTrust("trusted", { token: "pk_unknown_token_value", cookie: await session() }),
+      401,
+      "Unauthorized",
+    );
     await expectError(await putVendorTrust("trusted", { token: DEMO.tokens.telephony }), 403, "Forbidden");
     const token = await session();
-    await expectError(await putVendorTrust("trusted", { cookie: token, container: "oldblog", vendor: "admetrics" }), 404, "Not Found");
+    await expectError(
+      await putVendorTrust("trusted", { cookie: token, container: "oldblog", vendor: "admetrics" }),
+      404,
+      "Not Found",
+    );
     await expectError(await putVendorTrust("trusted", { cookie: token, container: "nosuch" }), 404, "Not Found");
     await expectError(await putVendorTrust("trusted", { cookie: token, vendor: "acme" }), 404, "Not Found");
     await expectError(await putVendorTrust("maybe", { cookie: token }), 400, "Bad Request");
@@ -209,11 +239,15 @@ describe("publisher origins (https only outside development)", () => {
     expect(originAllowed("http://dailynews.example", "dailynews.example", true)).toBe(true);
     expect(originAllowed("https://dailynews.example/path", "dailynews.example")).toBe(false);
     expect(originAllowed("https://xdailynews.example", "dailynews.example")).toBe(false);
-    expect(publisherFrameAncestors("dailynews.example")).toBe("https://dailynews.example:* https://*.dailynews.example:*");
+    expect(publisherFrameAncestors("dailynews.example")).toBe(
+      "https://dailynews.example:* https://*.dailynews.example:*",
+    );
   });
 
   it("the running service (development) grants http only there", async () => {
-    const response = await call("/apps/vcc/load_container/dailynews", { headers: { Origin: "http://dailynews.example" } });
+    const response = await call("/apps/vcc/load_container/dailynews", {
+      headers: { Origin: "http://dailynews.example" },
+    });
     expect(response.headers.get("Access-Control-Allow-Origin")).toBe("http://dailynews.example");
   });
 });

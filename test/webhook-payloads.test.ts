@@ -54,7 +54,15 @@ describe("delivered bodies", () => {
       token: fileTokens.scanner,
       body: [
         { type: "started", scan_id: scan, person_id: person, at: at(0) },
-        { type: "found", scan_id: scan, person_id: person, site_id: 3, url: "https://peoplefinder.example/p/pl", data: { city: "SF" }, at: at(1) },
+        {
+          type: "found",
+          scan_id: scan,
+          person_id: person,
+          site_id: 3,
+          url: "https://peoplefinder.example/p/pl",
+          data: { city: "SF" },
+          at: at(1),
+        },
         { type: "not_found", scan_id: scan, person_id: person, site_id: 4, at: at(2) },
         { type: "failed", scan_id: scan, person_id: person, site_id: 5, at: at(3) },
         { type: "completed", scan_id: scan, person_id: person, at: at(4) },
@@ -67,7 +75,9 @@ describe("delivered bodies", () => {
     const ctx = createExecutionContext();
     await worker.scheduled!(createScheduledController({ cron: "0 * * * *", scheduledTime: Date.now() }), env, ctx);
     await waitOnExecutionContext(ctx);
-    const exposure = await env.DB.prepare("SELECT id FROM exposures WHERE person_id = ?").bind(person).first<{ id: number }>();
+    const exposure = await env.DB.prepare("SELECT id FROM exposures WHERE person_id = ?")
+      .bind(person)
+      .first<{ id: number }>();
     await until(() => seen().has("request:created"));
     const confirmed = await call("/internal/scan-events", {
       method: "POST",

@@ -68,7 +68,9 @@ describe("POST /companies/{company_id}/webhooks/{id}/test", () => {
   it("answers how a failing endpoint answered, without retrying or changing the webhook", async () => {
     const webhook = await newWebhook({ active: false });
     const calls = receiver(() => new Response(null, { status: 410 }));
-    const result = (await (await as("alice").send("POST", `/companies/1/webhooks/${webhook.id}/test`)).json()) as TestResult;
+    const result = (await (
+      await as("alice").send("POST", `/companies/1/webhooks/${webhook.id}/test`)
+    ).json()) as TestResult;
     expect(result).toMatchObject({ status: "failed", result: "410" });
     expect(calls).toHaveLength(1);
     expect(await deliveryRow(result.history_id)).toMatchObject({ status: "failed", attempts: 1 });
@@ -78,7 +80,10 @@ describe("POST /companies/{company_id}/webhooks/{id}/test", () => {
 
   it("404 for another tenant's webhook, 403 without `write webhooks`, 401 without a token", async () => {
     const theirs = (await (
-      await as("carol").send("POST", "/companies/2/webhooks", { endpoint: "https://127.0.0.1:9/x", event: "scan:found" })
+      await as("carol").send("POST", "/companies/2/webhooks", {
+        endpoint: "https://127.0.0.1:9/x",
+        event: "scan:found",
+      })
     ).json()) as Webhook;
     const calls = receiver(() => new Response(null, { status: 200 }));
     await expectError(await as("alice").send("POST", `/companies/1/webhooks/${theirs.id}/test`), 404, "Not Found");
@@ -232,7 +237,10 @@ describe("POST /companies/{company_id}/webhooks/{id}/rotate-secret", () => {
 
   it("404 for another tenant's webhook, 403 without `write webhooks`", async () => {
     const theirs = (await (
-      await as("carol").send("POST", "/companies/2/webhooks", { endpoint: "https://127.0.0.1:9/r", event: "scan:found" })
+      await as("carol").send("POST", "/companies/2/webhooks", {
+        endpoint: "https://127.0.0.1:9/r",
+        event: "scan:found",
+      })
     ).json()) as Webhook;
     await expectError(
       await as("alice").send("POST", `/companies/1/webhooks/${theirs.id}/rotate-secret`),
@@ -264,7 +272,9 @@ describe("limits", () => {
 
   it("a company has at most 50 webhooks, even when created concurrently", async () => {
     // Globex (company 2) is used by this file only for a few webhooks.
-    const { n } = (await env.DB.prepare("SELECT count(*) AS n FROM webhooks WHERE company_id = 2").first<{ n: number }>())!;
+    const { n } = (await env.DB.prepare("SELECT count(*) AS n FROM webhooks WHERE company_id = 2").first<{
+      n: number;
+    }>())!;
     const fill = Array.from({ length: 47 - n }, (_, i) =>
       env.DB.prepare(
         "INSERT INTO webhooks (company_id, endpoint, event, active, secret, created_at, updated_at) VALUES (2, ?, 'scan:found', 1, 'whsec_AAAA', 0, 0)",

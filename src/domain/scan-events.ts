@@ -47,7 +47,11 @@ export const RemovalConfirmedEvent = z.object({
   at: At,
 });
 
-export const ScanEventSchema = z.discriminatedUnion("type", [ScanProgressEvent, ScanResultEvent, RemovalConfirmedEvent]);
+export const ScanEventSchema = z.discriminatedUnion("type", [
+  ScanProgressEvent,
+  ScanResultEvent,
+  RemovalConfirmedEvent,
+]);
 
 export type ScanEvent = z.output<typeof ScanEventSchema>;
 

@@ -54,7 +54,10 @@ export const TAGS = [
   { name: "Webhooks", description: "A company's webhooks and their delivery history" },
   { name: "Consent container", description: "The consent container publisher pages load (`/apps/vcc`)" },
   { name: "Scans", description: "Scan results from the scanning service (`/internal`)" },
-  { name: "Platform admin", description: "The operator's companies, members and containers (`/internal`, scope `platform:admin`)" },
+  {
+    name: "Platform admin",
+    description: "The operator's companies, members and containers (`/internal`, scope `platform:admin`)",
+  },
   { name: "Operations", description: "Health check" },
 ];
 

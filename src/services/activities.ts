@@ -82,7 +82,11 @@ type CompanyParty = { id: number; name: string | null };
  */
 async function partiesOf(deps: Deps, readerId: number, rows: FeedRow[]) {
   const ids = (type: PartyType) => [
-    ...new Set(rows.flatMap((r) => [r.sendableType === type ? r.sendableId : [], r.receivableType === type ? r.receivableId : []].flat())),
+    ...new Set(
+      rows.flatMap((r) =>
+        [r.sendableType === type ? r.sendableId : [], r.receivableType === type ? r.receivableId : []].flat(),
+      ),
+    ),
   ];
   const personIds = ids("person");
   const companyIds = ids("company");

@@ -89,7 +89,11 @@ export async function addCompanyPhone(
  */
 export async function verifyCompanyPhone(deps: Deps, phoneId: number): Promise<CompanyPhone & { company_id: number }> {
   const where = eq(companyPhones.id, phoneId);
-  const existing = await deps.db.select({ ...columns, companyId: companyPhones.companyId }).from(companyPhones).where(where).get();
+  const existing = await deps.db
+    .select({ ...columns, companyId: companyPhones.companyId })
+    .from(companyPhones)
+    .where(where)
+    .get();
   if (!existing) throw notFound(`company phone ${phoneId} does not exist`);
   if (existing.status !== "verified") {
     const batch = new WriteBatch(deps);

@@ -90,7 +90,8 @@ export async function setVendorTrust(
   const container = await findEnabledContainer(deps.db, containerSlug);
   if (!container) throw notFound(`container ${JSON.stringify(containerSlug)} does not exist or is disabled`);
   const vendor = await findContainerVendor(deps.db, container.containerId, vendorSlug);
-  if (!vendor) throw notFound(`vendor ${JSON.stringify(vendorSlug)} is not in container ${JSON.stringify(containerSlug)}`);
+  if (!vendor)
+    throw notFound(`vendor ${JSON.stringify(vendorSlug)} is not in container ${JSON.stringify(containerSlug)}`);
   await writeCompanyTrust(deps, personId, vendor.id, trust);
   return { slug: vendor.slug, trust };
 }

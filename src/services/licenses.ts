@@ -120,7 +120,9 @@ export async function purchaseLicenses(
   } catch (err) {
     // The operator retired a license between the catalog read and the batch.
     if (errorText(err).includes("FOREIGN KEY constraint failed")) {
-      throw badRequest(`a license of this purchase was just retired from the catalog; nothing was bought, see GET /licenses`);
+      throw badRequest(
+        `a license of this purchase was just retired from the catalog; nothing was bought, see GET /licenses`,
+      );
     }
     throw err;
   }
@@ -169,7 +171,9 @@ export async function putCatalogEntry(deps: Deps, id: string, entry: CatalogEntr
   // Licenses are also named by their name (matchLicense): a name must not be another entry's id or name.
   const name = entry.name.toLowerCase();
   const clash = catalog.find(
-    (other) => other.id !== id && (other.name.toLowerCase() === name || other.id.toLowerCase() === name || other.name.toLowerCase() === id),
+    (other) =>
+      other.id !== id &&
+      (other.name.toLowerCase() === name || other.id.toLowerCase() === name || other.name.toLowerCase() === id),
   );
   if (clash) {
     throw conflict(
@@ -187,7 +191,12 @@ export async function putCatalogEntry(deps: Deps, id: string, entry: CatalogEntr
     fullDelete: entry.full_delete,
   };
   const batch = new WriteBatch(deps);
-  batch.add(db.insert(licenses).values({ id, ...values }).onConflictDoUpdate({ target: licenses.id, set: values }));
+  batch.add(
+    db
+      .insert(licenses)
+      .values({ id, ...values })
+      .onConflictDoUpdate({ target: licenses.id, set: values }),
+  );
   batch.add(db.delete(licenseSites).where(eq(licenseSites.licenseId, id)));
   const links = siteRows.map((site) => ({ licenseId: id, siteId: site.id }));
   for (const statement of insertChunks(db, licenseSites, links)) batch.add(statement);
@@ -235,7 +244,10 @@ export async function retireLicense(deps: Deps, id: string): Promise<void> {
       .from(companySeats)
       .where(eq(companySeats.licenseId, id))
       .orderBy(asc(companySeats.companyId)),
-    db.select({ n: sql<number>`count(*)` }).from(memberships).where(eq(memberships.licenseId, id)),
+    db
+      .select({ n: sql<number>`count(*)` })
+      .from(memberships)
+      .where(eq(memberships.licenseId, id)),
   ]);
   const ids = holders.map((row) => row.companyId);
   const bought = holders.reduce((sum, row) => sum + row.quantity, 0);

@@ -214,8 +214,14 @@ export class WriteBatch {
     const keys = [...new Set(rows("index").map((row) => row.key!))];
     await settleIndexWork(this.deps, keys);
     await enqueueDeliveries(this.deps.webhookQueue, deliveries);
-    const erased = this.#items.flatMap((item, i) => (item.role === "erase" ? (results[i] as { personId: number }[]) : []));
-    if (erased.length > 0) await eraseGonePersons(this.deps, erased.map((row) => row.personId));
+    const erased = this.#items.flatMap((item, i) =>
+      item.role === "erase" ? (results[i] as { personId: number }[]) : [],
+    );
+    if (erased.length > 0)
+      await eraseGonePersons(
+        this.deps,
+        erased.map((row) => row.personId),
+      );
     return { results, deliveries };
   }
 }

@@ -27,7 +27,6 @@ import type { Deps } from "./outbox";
 export const MOVE_PEOPLE_CHUNK = 100;
 export const MOVE_ROWS_CHUNK = 500;
 
-
 type BlockedSource = {
   id: number;
   callerId: string | null;

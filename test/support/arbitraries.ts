@@ -14,7 +14,8 @@ export function fromSchema(schema: JsonSchema | undefined, name = "", depth = 0)
   if (Array.isArray(schema.enum)) return fc.constantFrom(...(schema.enum as unknown[]));
   const alternatives = (schema.anyOf ?? schema.oneOf) as JsonSchema[] | undefined;
   if (alternatives?.length) return fc.oneof(...alternatives.map((s) => fromSchema(s, name, depth + 1)));
-  if (Array.isArray(schema.allOf)) return fromSchema(Object.assign({}, ...(schema.allOf as JsonSchema[])), name, depth + 1);
+  if (Array.isArray(schema.allOf))
+    return fromSchema(Object.assign({}, ...(schema.allOf as JsonSchema[])), name, depth + 1);
   const type = schema.type;
   if (Array.isArray(type)) return fc.oneof(...type.map((t) => fromSchema({ ...schema, type: t }, name, depth + 1)));
   switch (type) {
@@ -57,7 +58,9 @@ function stringFor(schema: JsonSchema, name: string): fc.Arbitrary<string> {
         .integer({ min: Date.parse("2020-01-01"), max: Date.parse("2030-01-01") })
         .map((t) => new Date(t).toISOString());
     case "date":
-      return fc.integer({ min: Date.parse("1950-01-01"), max: Date.parse("2020-01-01") }).map((t) => new Date(t).toISOString().slice(0, 10));
+      return fc
+        .integer({ min: Date.parse("1950-01-01"), max: Date.parse("2020-01-01") })
+        .map((t) => new Date(t).toISOString().slice(0, 10));
     case "email":
       return fc.stringMatching(/^[a-z]{1,8}$/).map((local) => `${local}@fuzz.example`);
     case "uri":
@@ -70,7 +73,9 @@ function stringFor(schema: JsonSchema, name: string): fc.Arbitrary<string> {
   const maxLength = Math.max(minLength, Math.min(typeof schema.maxLength === "number" ? schema.maxLength : 20, 20));
   const free = fc.string({ minLength, maxLength });
   const patterned =
-    typeof schema.pattern === "string" ? fc.stringMatching(new RegExp(schema.pattern)).filter((s) => s.length <= 200) : free;
+    typeof schema.pattern === "string"
+      ? fc.stringMatching(new RegExp(schema.pattern)).filter((s) => s.length <= 200)
+      : free;
   return example.length ? fc.oneof(fc.constantFrom(...example), patterned) : patterned;
 }
 

@@ -9,7 +9,12 @@ import { call } from "../helpers";
  * status the operation does not document fails.
  */
 export type JsonSchema = { [key: string]: unknown };
-export type Parameter = { name: string; in: "path" | "query" | "header" | "cookie"; required?: boolean; schema?: JsonSchema };
+export type Parameter = {
+  name: string;
+  in: "path" | "query" | "header" | "cookie";
+  required?: boolean;
+  schema?: JsonSchema;
+};
 export type Operation = {
   operationId: string;
   security?: Record<string, string[]>[];

@@ -227,7 +227,12 @@ export class Person extends DurableObject<Env> {
         .run();
       return;
     }
-    const newest = this.db.select({ id: trustRequests.id }).from(trustRequests).orderBy(desc(trustRequests.id)).limit(1).get();
+    const newest = this.db
+      .select({ id: trustRequests.id })
+      .from(trustRequests)
+      .orderBy(desc(trustRequests.id))
+      .limit(1)
+      .get();
     this.db
       .insert(trustRequests)
       .values({
@@ -254,8 +259,11 @@ export class Person extends DurableObject<Env> {
   /** Whether `requesterId` ever asked this person (pending or decided). */
   askedBy(requesterId: number): boolean {
     return (
-      this.db.select({ id: trustRequests.id }).from(trustRequests).where(eq(trustRequests.requesterId, requesterId)).get() !==
-      undefined
+      this.db
+        .select({ id: trustRequests.id })
+        .from(trustRequests)
+        .where(eq(trustRequests.requesterId, requesterId))
+        .get() !== undefined
     );
   }
 
@@ -285,7 +293,12 @@ export class Person extends DurableObject<Env> {
 
   /** Appends a call the provider was told not to put through; keeps the newest `KEEP.blockedCalls`. */
   recordBlockedCall(me: number, call: BlockedCallRow): void {
-    const newest = this.db.select({ id: blockedCalls.id }).from(blockedCalls).orderBy(desc(blockedCalls.id)).limit(1).get();
+    const newest = this.db
+      .select({ id: blockedCalls.id })
+      .from(blockedCalls)
+      .orderBy(desc(blockedCalls.id))
+      .limit(1)
+      .get();
     this.db
       .insert(blockedCalls)
       .values({ ...call, id: nextId(me, newest?.id ?? 0), createdAt: new Date(call.createdAt) })

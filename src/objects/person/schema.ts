@@ -83,7 +83,9 @@ export const trustRequests = sqliteTable(
     updatedAt: timestamp("updated_at").notNull(),
   },
   (t) => [
-    uniqueIndex("trust_requests_pending_uq").on(t.requesterId).where(sql`status = 'pending'`),
+    uniqueIndex("trust_requests_pending_uq")
+      .on(t.requesterId)
+      .where(sql`status = 'pending'`),
     index("trust_requests_requester_idx").on(t.requesterId),
     index("trust_requests_updated_idx").on(t.updatedAt),
   ],

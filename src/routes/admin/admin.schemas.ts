@@ -16,7 +16,9 @@ const Slug = z
   .string()
   .trim()
   .toLowerCase()
-  .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: "must be 1–63 lowercase letters, digits or dashes, not starting with a dash" })
+  .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, {
+    message: "must be 1–63 lowercase letters, digits or dashes, not starting with a dash",
+  })
   .openapi({ description: "Unique across all companies; a publisher's slug is its container id", example: "initech" });
 
 const HttpUrl = z
@@ -42,7 +44,11 @@ const KIND_OF_FIELD = { domain: "publisher", scanner: "site", profile_url: "vend
 function onlyForItsKind(kind: string, body: Record<string, unknown>, ctx: z.RefinementCtx) {
   for (const [field, owner] of Object.entries(KIND_OF_FIELD)) {
     if (body[field] !== undefined && kind !== owner) {
-      ctx.addIssue({ code: "custom", path: [field], message: `is only for companies of kind \`${owner}\`, not \`${kind}\`` });
+      ctx.addIssue({
+        code: "custom",
+        path: [field],
+        message: `is only for companies of kind \`${owner}\`, not \`${kind}\``,
+      });
     }
   }
 }
@@ -126,7 +132,8 @@ export const ContainerConfigSchema = z
   .superRefine((body, ctx) => {
     const seen = new Set<string>();
     body.vendors.forEach((vendor, i) => {
-      if (seen.has(vendor.slug)) ctx.addIssue({ code: "custom", path: ["vendors", i, "slug"], message: "is listed twice" });
+      if (seen.has(vendor.slug))
+        ctx.addIssue({ code: "custom", path: ["vendors", i, "slug"], message: "is listed twice" });
       seen.add(vendor.slug);
     });
   })
@@ -142,5 +149,9 @@ export const PublisherParams = z.object({
   publisher_slug: z
     .string()
     .max(100)
-    .openapi({ param: { name: "publisher_slug", in: "path" }, description: "The publisher's slug", example: "dailynews" }),
+    .openapi({
+      param: { name: "publisher_slug", in: "path" },
+      description: "The publisher's slug",
+      example: "dailynews",
+    }),
 });

@@ -4,7 +4,10 @@ import type * as routes from "./licenses.routes";
 
 export const putLicense: AppRouteHandler<typeof routes.putLicense> = async (c) => {
   const { currency, ...entry } = c.req.valid("json");
-  const license = await licenses.putCatalogEntry(c.var.deps, c.req.valid("param").id, { ...entry, currency: currency ?? "USD" });
+  const license = await licenses.putCatalogEntry(c.var.deps, c.req.valid("param").id, {
+    ...entry,
+    currency: currency ?? "USD",
+  });
   return c.json(license, 200);
 };
 

@@ -17,7 +17,9 @@ const LicenseIdParams = z.object({
   id: z
     .string()
     .toLowerCase()
-    .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, { message: "must be 1–63 lowercase letters, digits, `-` or `_`, not starting with either" })
+    .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
+      message: "must be 1–63 lowercase letters, digits, `-` or `_`, not starting with either",
+    })
     .openapi({
       param: { name: "id", in: "path", required: true },
       description: "The license id, as `GET /licenses` shows it and purchases name it",
@@ -35,7 +37,12 @@ const SiteSlug = z
 
 export const CatalogEntrySchema = z
   .object({
-    name: z.string().trim().min(1).max(100).openapi({ description: "Unique: employees and purchases may name a license by it", example: "Protect" }),
+    name: z
+      .string()
+      .trim()
+      .min(1)
+      .max(100)
+      .openapi({ description: "Unique: employees and purchases may name a license by it", example: "Protect" }),
     price: z
       .number()
       .int()
@@ -54,7 +61,10 @@ export const CatalogEntrySchema = z
     sites: z
       .array(SiteSlug)
       .max(100)
-      .openapi({ description: "The people-search sites the license covers (companies of kind `site`)", example: ["peoplefinder"] }),
+      .openapi({
+        description: "The people-search sites the license covers (companies of kind `site`)",
+        example: ["peoplefinder"],
+      }),
   })
   .superRefine((body, ctx) => {
     const seen = new Set<string>();

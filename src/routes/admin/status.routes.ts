@@ -19,14 +19,11 @@ const BacklogSchema = z
       .int()
       .openapi({ description: `Items due, counted up to ${COUNT_CAP.toLocaleString("en-US")}`, example: 0 }),
     capped: z.boolean().openapi({ description: "There are more than `count`" }),
-    oldest_at: z
-      .string()
-      .nullable()
-      .openapi({
-        format: "date-time",
-        description: "When the oldest item became due; null when none is",
-        example: null,
-      }),
+    oldest_at: z.string().nullable().openapi({
+      format: "date-time",
+      description: "When the oldest item became due; null when none is",
+      example: null,
+    }),
     oldest_age_seconds: z
       .number()
       .int()

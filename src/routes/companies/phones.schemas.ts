@@ -10,7 +10,10 @@ export const CompanyPhoneSchema = z
     country_code: z.string().openapi({ description: "Calling code, digits", example: "1" }),
     phone_number: z.string().openapi({ description: "National number, digits", example: "4155550100" }),
     phone_full: z.string().openapi({ description: "E.164", example: "+14155550100" }),
-    label: z.string().nullable().openapi({ description: "What the number is for; null when none", example: "Front desk" }),
+    label: z
+      .string()
+      .nullable()
+      .openapi({ description: "What the number is for; null when none", example: "Front desk" }),
     status: z.enum(companyPhoneStatuses).openapi({
       description:
         "`pending` until the platform operator verifies the number; only a `verified` phone makes calls from it " +

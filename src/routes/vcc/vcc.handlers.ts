@@ -1,7 +1,12 @@
 import { getCookie } from "hono/cookie";
 import { forbidden, notFound } from "../../lib/errors";
 import { personId } from "../../middleware/auth";
-import { containerVendorsFor, findEnabledContainer, publisherFrameAncestors, setVendorTrust } from "../../services/consent";
+import {
+  containerVendorsFor,
+  findEnabledContainer,
+  publisherFrameAncestors,
+  setVendorTrust,
+} from "../../services/consent";
 import { mintContainerToken, revokeContainerToken, tokenHasValidShape, verifyToken } from "../../services/tokens";
 import type { AppRouteHandler } from "../../types";
 import { frameNotFoundPage, framePage } from "./frame.page";
@@ -95,5 +100,9 @@ export const frame: AppRouteHandler<typeof routes.frame> = async (c) => {
     ].join("; "),
   };
   if (!container?.domain) return c.html(frameNotFoundPage(container_id), 404, headers);
-  return c.html(framePage({ nonce, id: container.slug, name: container.name, domain: container.domain, development }), 200, headers);
+  return c.html(
+    framePage({ nonce, id: container.slug, name: container.name, domain: container.domain, development }),
+    200,
+    headers,
+  );
 };

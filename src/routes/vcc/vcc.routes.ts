@@ -79,7 +79,11 @@ const VendorTrustParams = ContainerParams.extend({
   vendor_slug: z
     .string()
     .max(100)
-    .openapi({ param: { name: "vendor_slug", in: "path" }, description: "A vendor of the container", example: "admetrics" }),
+    .openapi({
+      param: { name: "vendor_slug", in: "path" },
+      description: "A vendor of the container",
+      example: "admetrics",
+    }),
 });
 
 /** The `session` cookie as an OpenAPI security scheme (registered in app.ts). */
@@ -104,7 +108,9 @@ export const setVendorTrust = createRoute({
   },
   responses: {
     200: jsonContent(
-      z.object({ slug: z.string().openapi({ example: "admetrics" }), trust: TrustSettingSchema }).openapi("VendorTrust"),
+      z
+        .object({ slug: z.string().openapi({ example: "admetrics" }), trust: TrustSettingSchema })
+        .openapi("VendorTrust"),
       "The setting saved",
     ),
     ...errorResponses(400, 401, 403, 404, 413, 429),
@@ -176,7 +182,7 @@ export const frame = createRoute({
     "A small HTML page (no framework) served with `Content-Security-Policy: frame-ancestors` limited to " +
     "the publisher's domain and subdomains. It loads the container for the visitor; when the browser " +
     "withholds the `session` cookie it offers a button that asks for storage access " +
-    "(`document.requestStorageAccess()`). It posts `{type: \"vcc:container\", container}` to the parent " +
+    '(`document.requestStorageAccess()`). It posts `{type: "vcc:container", container}` to the parent ' +
     "window with the parent's exact origin, only when that is the publisher's. Visitors can set vendor trust in it.",
   security: [],
   request: { params: ContainerParams },

@@ -22,12 +22,15 @@ export const WebhookSchema = z
       description: "Standard Webhooks signing secret: `whsec_` + base64 key",
       example: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
     }),
-    disabled_reason: z.string().nullable().openapi({
-      description:
-        "Why the service deactivated the webhook: `endpoint answered 410` or `failing for 5 days`; null otherwise. " +
-        "A PATCH with `active: true` clears it.",
-      example: null,
-    }),
+    disabled_reason: z
+      .string()
+      .nullable()
+      .openapi({
+        description:
+          "Why the service deactivated the webhook: `endpoint answered 410` or `failing for 5 days`; null otherwise. " +
+          "A PATCH with `active: true` clears it.",
+        example: null,
+      }),
     created_at: z.string().openapi({ format: "date-time" }),
     updated_at: z.string().openapi({ format: "date-time" }),
   })

@@ -4,7 +4,16 @@ import type { Db } from "../../db/client";
 import { failedGuard, guardStatement } from "../../db/guard";
 import { touchRosters } from "../../db/rosters";
 import { inList } from "../../db/sql";
-import { licenses, membershipRoles, memberships, people, personAddresses, personAkas, personEmails, personPhones } from "../../db/schema";
+import {
+  licenses,
+  membershipRoles,
+  memberships,
+  people,
+  personAddresses,
+  personAkas,
+  personEmails,
+  personPhones,
+} from "../../db/schema";
 import { MAX_EMPLOYEES_PER_COMPANY, type EmployeeChanges, type NewEmployee } from "../../domain/employees";
 import { ApiError, notFound } from "../../lib/errors";
 import { grants } from "../../lib/permissions";
@@ -15,7 +24,13 @@ import { findLicense, matchLicense } from "../licenses";
 import { addRemoval, removedBy } from "../memberships";
 import { WriteBatch, type Deps } from "../outbox";
 import { loadPeople, loadPerson, type Person } from "../people";
-import { assertSeatAvailable, assertSeatsAvailable, assignSeatStatement, freeSeatStatement, seatGuardStatement } from "../seats";
+import {
+  assertSeatAvailable,
+  assertSeatsAvailable,
+  assignSeatStatement,
+  freeSeatStatement,
+  seatGuardStatement,
+} from "../seats";
 import {
   assertCovers,
   assertNotLastSettingsWriter,

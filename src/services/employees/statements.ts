@@ -46,7 +46,11 @@ export type CheckedEmployee = NewEmployee & { roleIds: number[]; licenseId: stri
  * employee is max(id) − n + 1 + k; every other row finds its person that way.
  * Returns the positions of the people inserts (their results are the ids).
  */
-export async function addNewEmployees(batch: WriteBatch, companyId: number, employees: CheckedEmployee[]): Promise<number[]> {
+export async function addNewEmployees(
+  batch: WriteBatch,
+  companyId: number,
+  employees: CheckedEmployee[],
+): Promise<number[]> {
   const { db } = batch.deps;
   const { now } = batch;
   const t = now.getTime();

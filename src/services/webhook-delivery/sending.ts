@@ -21,7 +21,12 @@ export const deliveryBody = (row: { event: string; createdAt: Date }, payload: u
  */
 export type AttemptResult = `${number}` | "timeout" | "connection failed" | "invalid response" | "invalid endpoint";
 
-export type Answer = { result: AttemptResult; status: number | null; retryAfterSeconds: number | null; durationMs: number };
+export type Answer = {
+  result: AttemptResult;
+  status: number | null;
+  retryAfterSeconds: number | null;
+  durationMs: number;
+};
 
 /** One POST, or none when the endpoint is refused (docs/webhooks.md, "Endpoints the service refuses"). */
 async function post(
