@@ -11,6 +11,9 @@ import { personObjectName } from "./name";
 import { activityDays, blockedCalls, feed, moves, trustRequestDays, trustRequests } from "./schema";
 
 /*
+ * One file past 400 lines on purpose: a Durable Object class is one service
+ * of its own, and its RPC methods share the object's state and helpers.
+ *
  * One person's own data, in their own Durable Object with SQLite storage
  * (docs/architecture.md, "Where data lives"): their activity feed, the calls
  * blocked for them and their daily activity budget. The Worker reaches it by
