@@ -1,5 +1,6 @@
 import type { RouteConfig, RouteHandler } from "@hono/zod-openapi";
 import type { Db } from "./db/client";
+import type { CompanyRow } from "./services/companies";
 import type { Deps } from "./services/outbox";
 
 /** Who is calling, resolved from the bearer token (docs/decisions.md). */
@@ -8,8 +9,16 @@ export type Principal =
   | { kind: "person"; tokenId: number; personId: number; scope?: "vcc" }
   | { kind: "service"; tokenId: number; service: string; scopes: string[] };
 
-/** The caller's standing in the company of a `/companies/{company_id}/…` path. */
-export type CompanyAccess = { companyId: number; membershipId: number; permissions: string[] };
+/**
+ * The caller's standing in the company of a `/companies/{company_id}/…` path,
+ * and the company itself (read by the same query: a company read needs no other).
+ */
+export type CompanyAccess = {
+  companyId: number;
+  membershipId: number;
+  permissions: string[];
+  company: CompanyRow;
+};
 
 export type AppEnv = {
   Bindings: Env;

@@ -5,6 +5,7 @@ import { companies, membershipRoles, memberships, roles } from "../db/schema";
 import { badRequest, forbidden, notFound } from "../lib/errors";
 import { parseId } from "../lib/ids";
 import { grants, type Permission } from "../lib/permissions";
+import { companyColumns } from "../services/companies";
 import type { AppEnv, CompanyAccess } from "../types";
 import { assertAllowed } from "./auth";
 
@@ -13,8 +14,9 @@ import { assertAllowed } from "./auth";
  * member of that company (else 404, so other tenants stay invisible), the
  * company must be enabled (a company the platform operator disabled is a 403
  * for its members, docs/decisions.md), and the caller's roles must grant
- * `permission` (else 403). Resolves membership and permissions in
- * one query and leaves them on `c.var.company` for the handler's SQL filters.
+ * `permission` (else 403). Resolves membership, permissions and the company's
+ * own row in one query and leaves them on `c.var.company` for the handler's
+ * SQL filters (and for the company read, which needs nothing else).
  */
 export function companyAccess(permission: Permission) {
   return createMiddleware<AppEnv>(async (c, next) => {
@@ -65,7 +67,7 @@ export async function resolveCompanyAccess(
   permission: Permission,
 ): Promise<CompanyAccess> {
   const rows = await db
-    .select({ membershipId: memberships.id, permissions: roles.permissions, status: companies.status })
+    .select({ membershipId: memberships.id, permissions: roles.permissions, ...companyColumns })
     .from(memberships)
     .innerJoin(companies, eq(companies.id, memberships.companyId))
     .leftJoin(membershipRoles, eq(membershipRoles.membershipId, memberships.id))
@@ -85,5 +87,6 @@ export async function resolveCompanyAccess(
       `this needs the \`${permission}\` permission, which your roles in company ${companyId} do not grant`,
     );
   }
-  return { companyId, membershipId: rows[0]!.membershipId, permissions };
+  const { membershipId, id, name, status, url, logo, scanner } = rows[0]!;
+  return { companyId, membershipId, permissions, company: { id, name, status, url, logo, scanner } };
 }

@@ -4,7 +4,7 @@ import { companies, roles } from "../db/schema";
 import { badRequest } from "../lib/errors";
 import { DEFAULT_ROLES } from "../lib/permissions";
 
-type CompanyRow = Pick<typeof companies.$inferSelect, "id" | "name" | "status" | "url" | "logo" | "scanner">;
+export type CompanyRow = Pick<typeof companies.$inferSelect, "id" | "name" | "status" | "url" | "logo" | "scanner">;
 
 /** Columns `toCompany` reads. */
 export const companyColumns = {
@@ -54,11 +54,6 @@ export const toCompany = (row: CompanyRow) => ({
   logo: row.logo ?? "",
   scanner: row.scanner,
 });
-
-export async function getCompany(db: Db, companyId: number) {
-  const row = await db.select(companyColumns).from(companies).where(eq(companies.id, companyId)).get();
-  return row ? toCompany(row) : null;
-}
 
 /** The company's roles, oldest first: one query for listing them and for resolving names. */
 export const companyRoles = (db: Db, companyId: number) =>

@@ -1,23 +1,9 @@
-import { and, asc, count, eq, gt, isNotNull, notExists, sql } from "drizzle-orm";
-import { alias, union } from "drizzle-orm/sqlite-core";
+import { and, eq, isNotNull, sql, type SQLWrapper } from "drizzle-orm";
+import { union } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
-import { inList } from "../db/sql";
-import {
-  exposures,
-  licenses,
-  membershipRoles,
-  memberships,
-  people,
-  personAddresses,
-  personAkas,
-  personEmails,
-  personPhones,
-  roles,
-  scanResults,
-  secureNumbers,
-} from "../db/schema";
+import { batchableAll } from "../db/sql";
 import { groupBy } from "../lib/group";
-import { iso } from "../lib/time";
+import { people, personEmails, personPhones, secureNumbers } from "../db/schema";
 
 /** The Person of [seed 2.10]: every field always present, null where there is no value (docs/decisions.md). */
 /** A person's full name: first, middle and last, those present, joined by spaces. */
@@ -82,7 +68,231 @@ export type Person = {
 export const visibleEmail = (companyId: number) =>
   sql`coalesce(${personEmails.employerCompanyId}, ${companyId}) = ${companyId}`;
 
-const laterFound = alias(scanResults, "later_found");
+/**
+ * Which people to read: a list of ids (answered in that order), or a select
+ * of one column `person_id`, ordered and limited (a query builder, embedded
+ * as a subquery; answered by id).
+ */
+export type PersonIds = readonly number[] | SQLWrapper;
+
+type BaseRow = {
+  id: number;
+  first_name: string;
+  middle_name: string | null;
+  last_name: string;
+  dob: string | null;
+  risk_score: number;
+  last_scan_at: number | null;
+  last_login_at: number | null;
+  created_at: number;
+  license_id: string | null;
+  price: number | null;
+  license_start_at: number | null;
+  license_end_at: number | null;
+  license_renews: number;
+  license_prorate_on_renewal: number;
+};
+type EmailRow = { person_id: number; id: number; email: string; primary: number; managed: number };
+type PhoneRow = {
+  person_id: number;
+  id: number;
+  country_code: string;
+  phone_number: string;
+  e164: string;
+  primary: number;
+};
+type AddressRow = {
+  person_id: number;
+  id: number;
+  primary: number;
+  line_1: string;
+  line_2: string | null;
+  city: string;
+  region: string;
+  postal_code: string;
+  country: string;
+};
+type AkaRow = {
+  person_id: number;
+  id: number;
+  first_name: string;
+  middle_name: string | null;
+  last_name: string | null;
+};
+
+/**
+ * The reads behind a list of Persons (docs/performance.md, "Lists"), as
+ * statements for one `db.batch`, and `render`, which writes their results
+ * straight into the JSON text of the list: no row objects of drizzle's, no
+ * Person objects, one serialisation. Each statement reads only the columns a
+ * Person shows; the collections are read for the people of `ids` by the
+ * person index, whatever their number.
+ */
+export function peopleReads(db: Db, companyId: number, ids: PersonIds) {
+  const list = Array.isArray(ids);
+  const idList = list ? JSON.stringify(ids) : "";
+  const wanted = list ? sql`json_each(${idList}) wanted` : sql`${ids} wanted`;
+  const wantedId = list ? sql`wanted.value` : sql`wanted.person_id`;
+  const order = list ? sql`wanted.key` : sql`wanted.person_id`;
+  const among = list ? sql`select value from json_each(${idList})` : sql`select person_id from ${ids}`;
+  const statements = [
+    batchableAll<BaseRow>(
+      db,
+      sql`select p.id, p.first_name, p.middle_name, p.last_name, p.dob, p.risk_score, p.last_scan_at, p.last_login_at,
+            p.created_at, m.license_id, l.price, m.license_start_at, m.license_end_at, m.license_renews,
+            m.license_prorate_on_renewal
+          from ${wanted}
+          join memberships m on m.company_id = ${companyId} and m.person_id = ${wantedId}
+          join people p on p.id = m.person_id
+          left join licenses l on l.id = m.license_id
+          order by ${order}`,
+    ),
+    // The emails a company sees: the person's own and the ones this company added (`managed`).
+    batchableAll<EmailRow>(
+      db,
+      sql`select person_id, id, email, "primary", employer_company_id is not null as managed from person_emails
+          where person_id in (${among}) and coalesce(employer_company_id, ${companyId}) = ${companyId} order by id`,
+    ),
+    batchableAll<PhoneRow>(
+      db,
+      sql`select person_id, id, country_code, phone_number, e164, "primary" from person_phones
+          where person_id in (${among}) order by id`,
+    ),
+    batchableAll<AddressRow>(
+      db,
+      sql`select person_id, id, "primary", line_1, line_2, city, region, postal_code, country from person_addresses
+          where person_id in (${among}) order by id`,
+    ),
+    batchableAll<AkaRow>(
+      db,
+      sql`select person_id, id, first_name, middle_name, last_name from person_akas
+          where person_id in (${among}) order by id`,
+    ),
+    batchableAll<{ person_id: number; name: string }>(
+      db,
+      sql`select m.person_id, r.name from memberships m
+          join membership_roles mr on mr.membership_id = m.id
+          join roles r on r.id = mr.role_id
+          where m.company_id = ${companyId} and m.person_id in (${among}) order by r.id`,
+    ),
+    batchableAll<{ person_id: number; status: "pending" | "in_progress" | "closed"; n: number }>(
+      db,
+      sql`select person_id, status, count(*) as n from exposures where person_id in (${among})
+          group by person_id, status`,
+    ),
+    // Sites whose latest conclusive result for the person is "not found".
+    batchableAll<{ person_id: number; n: number }>(
+      db,
+      sql`select s.person_id, count(distinct s.site_id) as n from scan_results s
+          where s.person_id in (${among}) and s.outcome = 'not_found' and not exists (
+            select 1 from scan_results later where later.person_id = s.person_id and later.site_id = s.site_id
+              and later.outcome = 'found' and later.at > s.at)
+          group by s.person_id`,
+    ),
+  ] as const;
+  type Results = [
+    BaseRow[],
+    EmailRow[],
+    PhoneRow[],
+    AddressRow[],
+    AkaRow[],
+    { person_id: number; name: string }[],
+    { person_id: number; status: "pending" | "in_progress" | "closed"; n: number }[],
+    { person_id: number; n: number }[],
+  ];
+  /** The JSON array of the Persons read, in the order asked (ids that are no member here are left out). */
+  const render = (results: unknown[]): string => {
+    const [bases, emails, phones, addresses, akas, roles, exposureRows, notFoundRows] = results as Results;
+    const emailsOf = groupBy(emails, (row) => row.person_id);
+    const phonesOf = groupBy(phones, (row) => row.person_id);
+    const addressesOf = groupBy(addresses, (row) => row.person_id);
+    const akasOf = groupBy(akas, (row) => row.person_id);
+    const rolesOf = groupBy(roles, (row) => row.person_id);
+    const exposuresOf = groupBy(exposureRows, (row) => row.person_id);
+    const notFound = new Map(notFoundRows.map((row) => [row.person_id, row.n]));
+    return `[${bases
+      .map((base) =>
+        renderPerson(base, {
+          emails: emailsOf.get(base.id) ?? [],
+          phones: phonesOf.get(base.id) ?? [],
+          addresses: addressesOf.get(base.id) ?? [],
+          akas: akasOf.get(base.id) ?? [],
+          roles: rolesOf.get(base.id) ?? [],
+          exposures: exposuresOf.get(base.id) ?? [],
+          notFound: notFound.get(base.id) ?? 0,
+        }),
+      )
+      .join(",")}]`;
+  };
+  return { statements, render };
+}
+
+/** JSON of a string or null (JSON.stringify escapes exactly as the answer needs). */
+const str = (value: string | null) => JSON.stringify(value);
+const bool = (value: number | boolean) => (value ? "true" : "false");
+/** `Date.prototype.toISOString` of integer milliseconds, as JSON; null stays null. */
+const isoJson = (ms: number | null) => (ms === null ? "null" : `"${new Date(ms).toISOString()}"`);
+
+/** One Person of [seed 2.10] as JSON text, its keys in the order of the `Person` type. */
+function renderPerson(
+  base: BaseRow,
+  of: {
+    emails: EmailRow[];
+    phones: PhoneRow[];
+    addresses: AddressRow[];
+    akas: AkaRow[];
+    roles: { name: string }[];
+    exposures: { status: "pending" | "in_progress" | "closed"; n: number }[];
+    notFound: number;
+  },
+): string {
+  const counts = { pending: 0, in_progress: 0, closed: 0 };
+  for (const row of of.exposures) counts[row.status] = row.n;
+  // One primary where the person has one: the company's own choice (an address it manages)
+  // comes before the person's own primary, which another company may not have chosen.
+  const managedPrimary = of.emails.some((row) => row.primary && row.managed);
+  const name = displayName({ firstName: base.first_name, middleName: base.middle_name, lastName: base.last_name });
+  const license =
+    base.license_id === null
+      ? "null"
+      : `{"type":${str(base.license_id)},"price":${base.price ?? 0},"start_date":${isoJson(base.license_start_at)},` +
+        `"end_date":${isoJson(base.license_end_at)},"renews":${base.license_renews ? 1 : 0},` +
+        `"prorate_on_renewal":${base.license_prorate_on_renewal ? 1 : 0}}`;
+  return (
+    `{"id":${base.id},"first_name":${str(base.first_name)},"middle_name":${str(base.middle_name)},` +
+    `"last_name":${str(base.last_name)},"display_name":${str(name)},"dob":${str(base.dob)},` +
+    `"akas":[${of.akas
+      .map(
+        (aka) =>
+          `{"id":${aka.id},"first_name":${str(aka.first_name)},"middle_name":${str(aka.middle_name)},"last_name":${str(aka.last_name)}}`,
+      )
+      .join(",")}],` +
+    `"addresses":[${of.addresses
+      .map(
+        (a) =>
+          `{"id":${a.id},"primary":${bool(a.primary)},"line_1":${str(a.line_1)},"line_2":${str(a.line_2)},` +
+          `"city":${str(a.city)},"region":${str(a.region)},"postal_code":${str(a.postal_code)},"country":${str(a.country)}}`,
+      )
+      .join(",")}],` +
+    `"emails":[${of.emails
+      .map(
+        (e) => `{"id":${e.id},"primary":${bool(e.primary && (!managedPrimary || e.managed))},"email":${str(e.email)}}`,
+      )
+      .join(",")}],` +
+    `"phone_numbers":[${of.phones
+      .map(
+        (ph) =>
+          `{"id":${ph.id},"primary":${bool(ph.primary)},"country_code":${str(ph.country_code)},` +
+          `"phone_number":${str(ph.phone_number)},"phone_full":${str(ph.e164)}}`,
+      )
+      .join(",")}],` +
+    `"last_scan_at":${isoJson(base.last_scan_at)},"license":${license},` +
+    `"roles":[${of.roles.map((role) => str(role.name)).join(",")}],"risk_score":${base.risk_score},` +
+    `"exposures":{"total":${counts.pending + counts.in_progress + counts.closed},"pending":${counts.pending},` +
+    `"in_progress":${counts.in_progress},"closed":${counts.closed},"not_found":${of.notFound}},` +
+    `"last_login":${isoJson(base.last_login_at)},"created_at":${isoJson(base.created_at)}}`
+  );
+}
 
 /**
  * Loads the people of `personIds` who are members of `companyId`, as
@@ -91,169 +301,9 @@ const laterFound = alias(scanResults, "later_found");
  */
 export async function loadPeople(db: Db, companyId: number, personIds: number[]): Promise<Person[]> {
   if (personIds.length === 0) return [];
-  const [bases, emails, phones, addresses, akas, roleRows, exposureRows, notFoundRows] = await db.batch([
-    db
-      .select({
-        id: people.id,
-        firstName: people.firstName,
-        middleName: people.middleName,
-        lastName: people.lastName,
-        dob: people.dob,
-        riskScore: people.riskScore,
-        lastScanAt: people.lastScanAt,
-        lastLoginAt: people.lastLoginAt,
-        createdAt: people.createdAt,
-        licenseId: memberships.licenseId,
-        licensePrice: licenses.price,
-        licenseStartAt: memberships.licenseStartAt,
-        licenseEndAt: memberships.licenseEndAt,
-        licenseRenews: memberships.licenseRenews,
-        licenseProrate: memberships.licenseProrateOnRenewal,
-      })
-      .from(memberships)
-      .innerJoin(people, eq(people.id, memberships.personId))
-      .leftJoin(licenses, eq(licenses.id, memberships.licenseId))
-      .where(and(eq(memberships.companyId, companyId), inList(memberships.personId, personIds))),
-    db
-      .select()
-      .from(personEmails)
-      .where(and(inList(personEmails.personId, personIds), visibleEmail(companyId)))
-      .orderBy(asc(personEmails.id)),
-    db.select().from(personPhones).where(inList(personPhones.personId, personIds)).orderBy(asc(personPhones.id)),
-    db
-      .select()
-      .from(personAddresses)
-      .where(inList(personAddresses.personId, personIds))
-      .orderBy(asc(personAddresses.id)),
-    db.select().from(personAkas).where(inList(personAkas.personId, personIds)).orderBy(asc(personAkas.id)),
-    db
-      .select({ personId: memberships.personId, name: roles.name })
-      .from(membershipRoles)
-      .innerJoin(memberships, eq(memberships.id, membershipRoles.membershipId))
-      .innerJoin(roles, eq(roles.id, membershipRoles.roleId))
-      .where(and(eq(memberships.companyId, companyId), inList(memberships.personId, personIds)))
-      .orderBy(asc(roles.id)),
-    db
-      .select({ personId: exposures.personId, status: exposures.status, n: count() })
-      .from(exposures)
-      .where(inList(exposures.personId, personIds))
-      .groupBy(exposures.personId, exposures.status),
-    // Sites whose latest conclusive result for the person is "not found".
-    db
-      .select({ personId: scanResults.personId, n: sql<number>`count(distinct ${scanResults.siteId})` })
-      .from(scanResults)
-      .where(
-        and(
-          inList(scanResults.personId, personIds),
-          eq(scanResults.outcome, "not_found"),
-          notExists(
-            db
-              .select({ one: sql`1` })
-              .from(laterFound)
-              .where(
-                and(
-                  eq(laterFound.personId, scanResults.personId),
-                  eq(laterFound.siteId, scanResults.siteId),
-                  eq(laterFound.outcome, "found"),
-                  gt(laterFound.at, scanResults.at),
-                ),
-              ),
-          ),
-        ),
-      )
-      .groupBy(scanResults.personId),
-  ]);
-
-  const byPerson = <T extends { personId: number }>(rows: T[]) => {
-    const map = groupBy(rows, (row) => row.personId);
-    return (id: number) => map.get(id) ?? [];
-  };
-  const emailsOf = byPerson(emails);
-  const phonesOf = byPerson(phones);
-  const addressesOf = byPerson(addresses);
-  const akasOf = byPerson(akas);
-  const rolesOf = byPerson(roleRows);
-  const exposuresOf = byPerson(exposureRows);
-  const notFound = new Map(notFoundRows.map((row) => [row.personId, Number(row.n)]));
-  const baseById = new Map(bases.map((row) => [row.id, row]));
-
-  return personIds.flatMap((id) => {
-    const base = baseById.get(id);
-    if (!base) return [];
-    const counts = { pending: 0, in_progress: 0, closed: 0 };
-    for (const row of exposuresOf(id)) counts[row.status] = row.n;
-    const person: Person = {
-      id: base.id,
-      first_name: base.firstName,
-      middle_name: base.middleName,
-      last_name: base.lastName,
-      display_name: displayName(base),
-      dob: base.dob,
-      akas: akasOf(id).map((aka) => ({
-        id: aka.id,
-        first_name: aka.firstName,
-        middle_name: aka.middleName,
-        last_name: aka.lastName,
-      })),
-      addresses: addressesOf(id).map((address) => ({
-        id: address.id,
-        primary: address.primary,
-        line_1: address.line1,
-        line_2: address.line2,
-        city: address.city,
-        region: address.region,
-        postal_code: address.postalCode,
-        country: address.country,
-      })),
-      emails: shownEmails(emailsOf(id), companyId),
-      phone_numbers: phonesOf(id).map((phone) => ({
-        id: phone.id,
-        primary: phone.primary,
-        country_code: phone.countryCode,
-        phone_number: phone.phoneNumber,
-        phone_full: phone.e164,
-      })),
-      last_scan_at: iso(base.lastScanAt),
-      license:
-        base.licenseId === null
-          ? null
-          : {
-              type: base.licenseId,
-              price: base.licensePrice ?? 0,
-              start_date: iso(base.licenseStartAt),
-              end_date: iso(base.licenseEndAt),
-              renews: base.licenseRenews ? 1 : 0,
-              prorate_on_renewal: base.licenseProrate ? 1 : 0,
-            },
-      roles: rolesOf(id).map((role) => role.name),
-      risk_score: base.riskScore,
-      exposures: {
-        total: counts.pending + counts.in_progress + counts.closed,
-        ...counts,
-        not_found: notFound.get(id) ?? 0,
-      },
-      last_login: iso(base.lastLoginAt),
-      created_at: iso(base.createdAt)!,
-    };
-    return [person];
-  });
-}
-
-/**
- * The emails a company sees, with exactly one primary where the person has
- * one: the company's own choice (an address it manages) comes before the
- * person's own primary, which another company may not have chosen.
- */
-function shownEmails(
-  rows: { id: number; primary: boolean; email: string; employerCompanyId: number | null }[],
-  companyId: number,
-): Person["emails"] {
-  const managedPrimary = rows.some((row) => row.primary && row.employerCompanyId === companyId);
-  return rows.map((row) => ({
-    id: row.id,
-    primary: row.primary && (!managedPrimary || row.employerCompanyId === companyId),
-    email: row.email,
-  }));
+  const reads = peopleReads(db, companyId, personIds);
+  const [first, ...rest] = reads.statements;
+  return JSON.parse(reads.render(await db.batch([first, ...rest]))) as Person[];
 }
 
 /** One employee of the company as a Person, or null when the id is not an employee there. */

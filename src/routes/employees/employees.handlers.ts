@@ -2,16 +2,18 @@ import { notFound } from "../../lib/errors";
 import { setPageHeaders } from "../../lib/pagination";
 import * as employees from "../../services/employees";
 import { getExposureHistory, listExposures as listExposurePage } from "../../services/employee-exposures";
-import { loadPeople, loadPerson } from "../../services/people";
+import { loadPerson, type Person } from "../../services/people";
 import type { AppRouteHandler } from "../../types";
 import type * as routes from "./employees.routes";
 
 export const listEmployees: AppRouteHandler<typeof routes.listEmployees> = async (c) => {
   const { search, ...page } = c.req.valid("query");
-  const { companyId } = c.var.company;
-  const { ids, total } = await employees.listEmployeeIds(c.var.db, companyId, search || null, page);
+  const { json, total } = await employees.listEmployees(c.var.db, c.var.company.companyId, search || null, page);
   setPageHeaders(c, page, total);
-  return c.json(await loadPeople(c.var.db, companyId, ids), 200);
+  // Already JSON (SQLite rendered each Person): sent as it is, never parsed and serialised again.
+  return c.body(json, 200, { "Content-Type": "application/json" }) as unknown as ReturnType<
+    typeof c.json<Person[], 200>
+  >;
 };
 
 export const getEmployee: AppRouteHandler<typeof routes.getEmployee> = async (c) => {

@@ -2,7 +2,7 @@
  * Employees of a company (`/companies/{company_id}/employees…`). One file per concern:
  *
  * - `commands.ts`: create (one or in bulk), update, remove;
- * - `list.ts`: a page of employee ids, with the email-prefix search;
+ * - `list.ts`: a page of employees, with the email-prefix search;
  * - `authorization.ts`: a member's standing, who may change whom and give which roles, the last `write settings` holder;
  * - `person-wide.ts`: what an employer may not change of a person another company shares;
  * - `emails.ts`: email uniqueness, replacement and the primary flag;
@@ -12,5 +12,5 @@
  * The input shapes and limits are the domain's (src/domain/employees.ts).
  */
 export { createEmployee, createEmployees, removeEmployee, updateEmployee } from "./commands";
-export { listEmployeeIds } from "./list";
+export { listEmployees } from "./list";
 export { MAX_BULK_EMPLOYEES, MAX_EMPLOYEES_PER_COMPANY } from "../../domain/employees";
