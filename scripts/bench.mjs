@@ -4,7 +4,7 @@
 // proxy; scripts/lib/local-worker.mjs) with a fresh temporary state folder
 // and every rate limit raised to 10,000,000 per minute, applies the D1
 // migrations, loads the demo world with the project's loader
-// (src/db/demo-world.ts, as scripts/seed.ts does), then through the API:
+// (src/fixtures/demo-world.ts, as scripts/seed.ts does), then through the API:
 // 1,000 employees of Acme (POST /companies/1/employees, after raising Acme's
 // seats) and 1,000 contacts of Alice (POST /contacts/sync, 500 at a time).
 //
@@ -25,6 +25,7 @@
 // setup failed; a ratio under its target is reported, not an error. Always
 // stops the workerd it started (Miniflare's dispose) and removes its state.
 import fs from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
@@ -32,6 +33,14 @@ import * as prettier from "prettier";
 import { tsImport } from "tsx/esm/api";
 import { ROOT, fail, step } from "./lib/cli.mjs";
 import { startLocalWorker } from "./lib/local-worker.mjs";
+import {
+  bundleModuleMap,
+  connectInspector,
+  cpuProfilesDuring,
+  heapDuring,
+  inspectorTargets,
+  summarizeProfile,
+} from "./bench/inspector.mjs";
 
 const CONNECTIONS = positiveInt("BENCH_CONNECTIONS", 32);
 const DURATION_S = positiveInt("BENCH_DURATION", 2);
@@ -52,8 +61,23 @@ const SLOW_REQUESTS_PER_CONNECTION = 2;
 /** The 1-minute load average before the bench added its own: other work on the machine skews the figures. */
 const LOAD_AT_START = os.loadavg();
 const STARTED = Date.now();
-const RECORD = !process.argv.includes("--no-record");
+const JSON_OUTPUT = process.argv.includes("--json");
+/** `--memory`: the isolate's peak heap during the setup's bulk call, contact sync and 1,000-employee page; no table. */
+const MEMORY = process.argv.includes("--memory");
+/** `--profile` or `--profile=key,key`: a CPU profile of each scenario (or those named); no table. */
+const PROFILE = (() => {
+  const arg = process.argv.find((a) => a === "--profile" || a.startsWith("--profile="));
+  return arg === undefined ? false : arg === "--profile" ? true : arg.slice("--profile=".length);
+})();
+/** `--only=key,key`: just these scenarios (with /healthz and their floors), for a quick look; never recorded. */
+const ONLY =
+  process.argv
+    .find((a) => a.startsWith("--only="))
+    ?.slice("--only=".length)
+    .split(",") ?? null;
+const RECORD = !process.argv.includes("--no-record") && !MEMORY && !PROFILE && !ONLY;
 const DOC = path.join(ROOT, "docs", "performance.md");
+const BENCH_ENTRY = "scripts/bench/worker.ts";
 const MARK_START = "<!-- bench:start -->";
 const MARK_END = "<!-- bench:end -->";
 
@@ -71,13 +95,46 @@ function positiveInt(/** @type {string} */ name, /** @type {number} */ fallback)
 }
 
 /**
+ * A target is a ratio to `/healthz` or to the scenario's floor (`of`).
+ * @typedef {{ ratio: number, of: "healthz" | "floor" }} Target
  * @typedef {{ key: string, name: string, method?: "GET" | "POST", path: string,
- *   headers?: Record<string, string>, body?: string, expected: number, target?: number, slow?: boolean }} Scenario
+ *   headers?: Record<string, string>, body?: string, expected: number, target?: Target, slow?: boolean,
+ *   floor?: string }} Scenario
  * @typedef {{ rps: number, p50: number, p99: number, requests: number, unexpected: Map<string, number> }} Measurement
  */
 
 const bearer = (/** @type {string} */ token) => ({ authorization: `Bearer ${token}` });
 const FORM = { "content-type": "application/x-www-form-urlencoded" };
+
+/** The floors: routes of the bench's entry (scripts/bench/worker.ts) that make only storage rounds. */
+function floors(/** @type {{ code: string, number: string }} */ secure) {
+  const keys = new URLSearchParams({
+    number: `+${secure.code}${secure.number}`,
+    inbound: `+${TRUSTED_CALLER.code}${TRUSTED_CALLER.number}`,
+  }).toString();
+  const provider = bearer(TOKENS.telephony);
+  const alice = bearer(TOKENS.alice);
+  /** @type {Scenario[]} */
+  const list = [
+    { key: "kv", name: "floor: one KV bulk get (3 keys)", path: `/__bench/floor/kv?${keys}`, headers: provider },
+    { key: "d1", name: "floor: one D1 query", path: "/__bench/floor/d1", headers: alice },
+    { key: "object", name: "floor: one Person object call", path: "/__bench/floor/object", headers: alice },
+    { key: "kv-d1", name: "floor: KV get, then D1 query", path: `/__bench/floor/kv-d1?${keys}`, headers: provider },
+    {
+      key: "d1-object",
+      name: "floor: D1 query and object call together",
+      path: "/__bench/floor/d1-object",
+      headers: alice,
+    },
+    {
+      key: "kv-blocked",
+      name: "floor: KV get, blocked call appended after",
+      path: `/__bench/floor/kv-blocked?${keys}`,
+      headers: provider,
+    },
+  ].map((floor) => ({ ...floor, key: `floor-${floor.key}`, expected: 200 }));
+  return list;
+}
 
 /** The scenarios, once Alice's secure number is known. */
 function scenarios(/** @type {{ code: string, number: string }} */ secure) {
@@ -98,7 +155,8 @@ function scenarios(/** @type {{ code: string, number: string }} */ secure) {
       path: `/apps/buzz/trust-lookup?${lookup(TRUSTED_CALLER)}`,
       headers: provider,
       expected: 200,
-      target: 0.35,
+      floor: "floor-kv",
+      target: { ratio: 0.85, of: "floor" },
     },
     {
       key: "trusted-post",
@@ -108,7 +166,8 @@ function scenarios(/** @type {{ code: string, number: string }} */ secure) {
       headers: { ...provider, ...FORM },
       body: lookup(TRUSTED_CALLER),
       expected: 200,
-      target: 0.35,
+      floor: "floor-kv",
+      target: { ratio: 0.85, of: "floor" },
     },
     {
       key: "untrusted-get",
@@ -116,7 +175,8 @@ function scenarios(/** @type {{ code: string, number: string }} */ secure) {
       path: `/apps/buzz/trust-lookup?${lookup(UNTRUSTED_CALLER)}`,
       headers: provider,
       expected: 200,
-      target: 0.3,
+      floor: "floor-kv",
+      target: { ratio: 0.85, of: "floor" },
     },
     {
       key: "untrusted-post",
@@ -126,7 +186,8 @@ function scenarios(/** @type {{ code: string, number: string }} */ secure) {
       headers: { ...provider, ...FORM },
       body: lookup(UNTRUSTED_CALLER),
       expected: 200,
-      target: 0.3,
+      floor: "floor-kv",
+      target: { ratio: 0.85, of: "floor" },
     },
     {
       key: "call-lookup",
@@ -134,16 +195,35 @@ function scenarios(/** @type {{ code: string, number: string }} */ secure) {
       path: `/apps/buzz/call-lookup?${lookup(TRUSTED_CALLER)}`,
       headers: provider,
       expected: 200,
-      target: 0.2,
+      floor: "floor-kv-d1",
+      target: { ratio: 0.8, of: "floor" },
     },
-    { key: "heartbeat", name: "heartbeat", path: "/apps/buzz/heartbeat", headers: alice, expected: 200, target: 0.25 },
-    { key: "company", name: "company read", path: "/companies/1", headers: alice, expected: 200 },
+    {
+      key: "heartbeat",
+      name: "heartbeat",
+      path: "/apps/buzz/heartbeat",
+      headers: alice,
+      expected: 200,
+      floor: "floor-d1-object",
+      target: { ratio: 0.8, of: "floor" },
+    },
+    {
+      key: "company",
+      name: "company read",
+      path: "/companies/1",
+      headers: alice,
+      expected: 200,
+      floor: "floor-d1",
+      target: { ratio: 0.8, of: "floor" },
+    },
     {
       key: "contacts",
       name: "contacts page, 100 with emails+phones",
       path: "/contacts?per_page=100&include=emails,phone_numbers",
       headers: alice,
       expected: 200,
+      floor: "floor-d1",
+      target: { ratio: 0.15, of: "healthz" },
     },
     {
       key: "employees",
@@ -152,6 +232,8 @@ function scenarios(/** @type {{ code: string, number: string }} */ secure) {
       headers: alice,
       expected: 200,
       slow: true,
+      floor: "floor-d1",
+      target: { ratio: 0.05, of: "healthz" },
     },
     {
       key: "search",
@@ -159,7 +241,8 @@ function scenarios(/** @type {{ code: string, number: string }} */ secure) {
       path: `/companies/1/employees?search=${SEARCH_PREFIX}`,
       headers: alice,
       expected: 200,
-      slow: true,
+      floor: "floor-d1",
+      target: { ratio: 0.1, of: "healthz" },
     },
     {
       key: "container",
@@ -167,6 +250,7 @@ function scenarios(/** @type {{ code: string, number: string }} */ secure) {
       path: "/apps/vcc/load_container/dailynews",
       headers: { cookie: `session=${TOKENS.alice}` },
       expected: 200,
+      floor: "floor-d1",
     },
   ];
   return list;
@@ -181,6 +265,40 @@ const HEALTHZ = /** @type {Scenario} */ ({ key: "healthz", name: "GET /healthz",
 let worker = null;
 /** @type {string[]} */
 const workerLog = [];
+/** @typedef {import("./bench/inspector.mjs").Inspector} Inspector */
+/** The isolate's inspector session, only with --memory or --profile. @type {Inspector | null} */
+let inspector = null;
+/** @type {{ label: string, baseline: number, peakUsed: number, peakTotal: number, ms: number }[]} */
+const heapPeaks = [];
+const WORKER_ISOLATE = "core:user:privacy-platform-api";
+/** With --profile: every other isolate of the workerd (D1's, KV's, …). @type {{ id: string, inspector: Inspector }[]} */
+const otherIsolates = [];
+
+/**
+ * Runs one setup request; with --memory, under `heapDuring` (its peak heap
+ * goes into `heapPeaks`). Returns the request's result.
+ */
+async function heapOf(/** @type {string} */ label, /** @type {() => Promise<any>} */ work) {
+  if (!MEMORY || !inspector) return work();
+  let result;
+  let ms = 0;
+  const heap = await heapDuring(inspector, async () => {
+    const started = performance.now();
+    result = await work();
+    ms = performance.now() - started;
+  });
+  heapPeaks.push({ label, ...heap, ms });
+  return result;
+}
+
+/** A free TCP port on 127.0.0.1 (for workerd's inspector). */
+async function freePort() {
+  const server = net.createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(undefined)));
+  const { port } = /** @type {net.AddressInfo} */ (server.address());
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 let exiting = false;
 
 async function stopAndExit(/** @type {number} */ code, /** @type {string} [message] */ message) {
@@ -278,10 +396,14 @@ function contact(/** @type {number} */ i) {
 
 async function setup() {
   const started = Date.now();
+  const inspectorPort = MEMORY || PROFILE ? await freePort() : null;
   step("Starting the Worker on Miniflare (one workerd, temporary state, rate limits raised)");
   worker = await startLocalWorker({
+    // The Worker with the floor routes (never deployed: wrangler.toml's main is src/index.ts).
+    script: BENCH_ENTRY,
     log: (message) => process.stderr.write(`  ${message}\n`),
     override(options) {
+      if (inspectorPort !== null) options.inspectorPort = inspectorPort;
       for (const limit of Object.values(options.ratelimits ?? {})) limit.simple.limit = RATE_LIMIT_FOR_RUN;
       options.handleStructuredLogs = (/** @type {{ message: string }} */ entry) => {
         workerLog.push(entry.message);
@@ -290,24 +412,40 @@ async function setup() {
     },
   });
   process.stderr.write(`  serving on ${worker.url}\n`);
+  if (inspectorPort !== null) {
+    inspector = await connectInspector(inspectorPort, WORKER_ISOLATE);
+    if (PROFILE) {
+      // The other isolates of the same workerd (D1, KV, queues, …): one thread runs them all.
+      const others = (await inspectorTargets(inspectorPort)).filter((id) => id !== WORKER_ISOLATE);
+      for (const id of others) otherIsolates.push({ id, inspector: await connectInspector(inspectorPort, id) });
+    }
+    process.stderr.write(
+      `  inspector attached on 127.0.0.1:${inspectorPort} (figures of this run are not comparable)\n`,
+    );
+  }
 
-  step("Loading the demo world (src/db/demo-world.ts, the loader scripts/seed.ts uses)");
+  step("Loading the demo world (src/fixtures/demo-world.ts, the loader scripts/seed.ts uses)");
   const { createDb } = await tsImport("../src/db/client.ts", import.meta.url);
-  const { loadDemoWorld } = await tsImport("../src/db/demo-world.ts", import.meta.url);
+  const { loadDemoWorld } = await tsImport("../src/fixtures/demo-world.ts", import.meta.url);
   await loadDemoWorld(createDb(worker.db));
 
-  step(`Loading ${EMPLOYEES} employees of Acme: one POST /companies/1/employees/bulk (timed), then ${BULK_SINGLES} by single POSTs`);
+  step(
+    `Loading ${EMPLOYEES} employees of Acme: one POST /companies/1/employees/bulk (timed), then ${BULK_SINGLES} by single POSTs`,
+  );
   await worker.db
     .prepare("UPDATE company_seats SET quantity = quantity + ? WHERE company_id = 1 AND license_id = 'scan'")
     .bind(EMPLOYEES + BULK_SINGLES)
     .run();
   const bulkStarted = performance.now();
-  const onboarded = await call("POST", "/companies/1/employees/bulk", {
-    headers: bearer(TOKENS.alice),
-    json: Array.from({ length: EMPLOYEES }, (_, i) => employee(i)),
-  });
+  const onboarded = await heapOf(`POST /companies/1/employees/bulk, ${EMPLOYEES} employees`, () =>
+    call("POST", "/companies/1/employees/bulk", {
+      headers: bearer(TOKENS.alice),
+      json: Array.from({ length: EMPLOYEES }, (_, i) => employee(i)),
+    }),
+  );
   bulkOnboarding.ms = performance.now() - bulkStarted;
-  if (!Array.isArray(onboarded) || onboarded.length !== EMPLOYEES) throw new Error("the bulk call did not answer every employee");
+  if (!Array.isArray(onboarded) || onboarded.length !== EMPLOYEES)
+    throw new Error("the bulk call did not answer every employee");
   // The same kind of employees one request each, for comparison (per employee).
   const singlesStarted = performance.now();
   await pool(BULK_SINGLES, LOAD_CONCURRENCY, async (i) => {
@@ -318,7 +456,9 @@ async function setup() {
   step(`Loading ${CONTACTS} contacts of Alice through POST /contacts/sync (${CONTACTS_PER_SYNC} a request)`);
   for (let first = 0; first < CONTACTS; first += CONTACTS_PER_SYNC) {
     const chunk = Array.from({ length: Math.min(CONTACTS_PER_SYNC, CONTACTS - first) }, (_, k) => contact(first + k));
-    await call("POST", "/contacts/sync", { headers: bearer(TOKENS.alice), json: chunk });
+    await heapOf(`POST /contacts/sync, ${chunk.length} new contacts (${first} already)`, () =>
+      call("POST", "/contacts/sync", { headers: bearer(TOKENS.alice), json: chunk }),
+    );
   }
 
   step("Alice's secure number (first heartbeat assigns it) and a check of each lookup's answer");
@@ -346,11 +486,14 @@ async function setup() {
     throw new Error(`call-lookup does not show Acme for its own phone: ${JSON.stringify(callers)}`);
   }
   await indexWorkDone();
-  const page = await answer("employees");
+  const page = await heapOf(`GET /companies/1/employees?per_page=${EMPLOYEES} (first time)`, () => answer("employees"));
+  if (MEMORY) await heapOf(`GET /companies/1/employees?per_page=${EMPLOYEES} (again)`, () => answer("employees"));
   const employees = Array.isArray(page) ? page : (page?.data ?? []);
   if (employees.length < EMPLOYEES) throw new Error(`employees per_page=1000 answered ${employees.length} employees`);
+  const floorList = floors(secure);
+  for (const floor of floorList) await call("GET", floor.path, { headers: floor.headers });
   process.stderr.write(`  setup took ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
-  return list;
+  return [...floorList, ...list];
 }
 
 /**
@@ -360,7 +503,7 @@ async function setup() {
  */
 async function indexWorkDone() {
   const deadline = Date.now() + 60_000;
-  let left = 0;
+  let left;
   do {
     const row = await worker?.db.prepare("SELECT count(*) AS n FROM index_work").first();
     left = Number(row?.n ?? 0);
@@ -395,22 +538,36 @@ async function settle() {
  * requests can take longer than the whole window at 32 connections (so a
  * timed run would count next to nothing and drop the requests in flight), is
  * run for a fixed number of requests instead, `requestsPerConnection` per
- * connection, timed until the last answer.
+ * connection, timed here from the start to the last answer: autocannon
+ * reports the duration of such a run only at its next whole-second tick
+ * (64 requests answered in 2.1 s read as 3 s), which made every earlier
+ * figure of a slow scenario 64 ÷ a whole number of seconds.
  */
 async function measure(
   /** @type {Scenario} */ scenario,
   /** @type {number} */ seconds,
   /** @type {number} */ requestsPerConnection = SLOW_REQUESTS_PER_CONNECTION,
 ) {
-  const result = await autocannon({
-    url: `${worker?.url}${scenario.path}`,
-    method: scenario.method ?? "GET",
-    headers: scenario.headers ?? {},
-    body: scenario.body,
-    connections: CONNECTIONS,
-    ...(scenario.slow ? { amount: CONNECTIONS * requestsPerConnection } : { duration: seconds }),
-    timeout: 10,
+  let lastAnswer = 0;
+  const started = performance.now();
+  const result = await new Promise((resolve, reject) => {
+    const run = autocannon(
+      {
+        url: `${worker?.url}${scenario.path}`,
+        method: scenario.method ?? "GET",
+        headers: scenario.headers ?? {},
+        body: scenario.body,
+        connections: CONNECTIONS,
+        ...(scenario.slow ? { amount: CONNECTIONS * requestsPerConnection } : { duration: seconds }),
+        timeout: 10,
+      },
+      (/** @type {Error | null} */ err, /** @type {any} */ res) => (err ? reject(err) : resolve(res)),
+    );
+    run.on("response", () => {
+      lastAnswer = performance.now();
+    });
   });
+  const elapsed = scenario.slow && lastAnswer > started ? (lastAnswer - started) / 1000 : result.duration || seconds;
   await settle();
   /** @type {Map<string, number>} */
   const unexpected = new Map();
@@ -422,7 +579,7 @@ async function measure(
   for (const [key, n] of unexpected) if (!n) unexpected.delete(key);
   const answered = Object.values(result.statusCodeStats ?? {}).reduce((sum, s) => sum + s.count, 0);
   return /** @type {Measurement} */ ({
-    rps: answered / (result.duration || seconds),
+    rps: answered / elapsed,
     p50: result.latency.p50,
     p99: result.latency.p99,
     requests: answered,
@@ -477,18 +634,30 @@ function workerdRssMiB() {
 // Report.
 
 /**
- * @typedef {{ name: string, rps: number, p50: number, p99: number, ratio: number, target?: number }} Row
+ * @typedef {{ key: string, name: string, rps: number, p50: number, p99: number, ratio: number,
+ *   floor: string | null, xFloor: number | null, target?: Target }} Row
  */
+
+/** A floor's short name (`kv`, `d1`, `object`, `kv+d1`, `d1+object`) from its scenario key. */
+const floorLabel = (/** @type {string | undefined} */ key) =>
+  key ? key.replace(/^floor-/, "").replace("-", "+") : null;
+
+/** Whether a row meets its target; null without one. */
+function met(/** @type {Row} */ row) {
+  if (!row.target) return null;
+  const value = row.target.of === "floor" ? row.xFloor : row.ratio;
+  return value !== null && value >= row.target.ratio;
+}
 
 const fmt = {
   rps: (/** @type {number} */ n) => n.toFixed(0),
   ms: (/** @type {number} */ n) => (n < 10 ? n.toFixed(1) : n.toFixed(0)),
-  ratio: (/** @type {number} */ n) => `${n.toFixed(2)}×`,
-  target: (/** @type {Row} */ row) => (row.target === undefined ? "" : `≥ ${row.target.toFixed(2)}×`),
-  met: (/** @type {Row} */ row) => (row.target === undefined ? "" : row.ratio >= row.target ? "met" : "not met"),
+  ratio: (/** @type {number | null} */ n) => (n === null ? "" : `${n.toFixed(2)}×`),
+  target: (/** @type {Row} */ row) => (row.target ? `≥ ${row.target.ratio.toFixed(2)}× ${row.target.of}` : ""),
+  met: (/** @type {Row} */ row) => ({ true: "met", false: "not met", null: "" })[String(met(row))] ?? "",
 };
 
-const HEADERS = ["scenario", "req/s", "p50 ms", "p99 ms", "× healthz", "target", ""];
+const HEADERS = ["scenario", "req/s", "p50 ms", "p99 ms", "× healthz", "floor", "× floor", "target", "met"];
 
 const cells = (/** @type {Row} */ row) => [
   row.name,
@@ -496,28 +665,50 @@ const cells = (/** @type {Row} */ row) => [
   fmt.ms(row.p50),
   fmt.ms(row.p99),
   fmt.ratio(row.ratio),
+  row.floor ?? "",
+  fmt.ratio(row.xFloor),
   fmt.target(row),
   fmt.met(row),
 ];
+
+/** Left-aligned columns: the scenario, its floor's name and whether the target is met. */
+const LEFT = new Set([0, 5, 8]);
 
 function textTable(/** @type {Row[]} */ rows) {
   const body = rows.map(cells);
   const widths = HEADERS.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
   const line = (/** @type {string[]} */ r) =>
     r
-      .map((c, i) => (i === 0 || i === 6 ? c.padEnd(widths[i]) : c.padStart(widths[i])))
+      .map((c, i) => (LEFT.has(i) ? c.padEnd(widths[i]) : c.padStart(widths[i])))
       .join("  ")
       .trimEnd();
   return [line(HEADERS), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");
 }
 
 function markdownTable(/** @type {Row[]} */ rows) {
-  const head = ["scenario", "req/s", "p50 ms", "p99 ms", "× healthz", "target", "met"];
   return [
-    `| ${head.join(" | ")} |`,
-    `|${head.map((_, i) => (i === 0 ? "---" : i === 6 ? ":---:" : "---:")).join("|")}|`,
+    `| ${HEADERS.join(" | ")} |`,
+    `|${HEADERS.map((_, i) => (i === 8 ? ":---:" : LEFT.has(i) ? "---" : "---:")).join("|")}|`,
     ...rows.map((row) => `| ${cells(row).join(" | ")} |`),
   ].join("\n");
+}
+
+/** The `--json` document: `{"scenarios": [{"name", "rps", "p50_ms", "p99_ms", "x_healthz", "floor", "x_floor"}]}` and the run's context. */
+function jsonReport(/** @type {Row[]} */ rows, /** @type {Record<string, unknown>} */ run) {
+  const round = (/** @type {number} */ n, /** @type {number} */ digits) => Number(n.toFixed(digits));
+  return {
+    scenarios: rows.map((row) => ({
+      name: row.name,
+      rps: round(row.rps, 1),
+      p50_ms: row.p50,
+      p99_ms: row.p99,
+      x_healthz: round(row.ratio, 3),
+      floor: row.floor,
+      x_floor: row.xFloor === null ? null : round(row.xFloor, 3),
+      ...(row.target ? { target: { ratio: row.target.ratio, of: row.target.of }, met: met(row) } : {}),
+    })),
+    run,
+  };
 }
 
 function machine() {
@@ -552,14 +743,85 @@ async function record(/** @type {string} */ section) {
 }
 
 // ---------------------------------------------------------------------------
+// Inspector modes: --memory and --profile (nothing is measured for the table).
+
+const mib = (/** @type {number} */ bytes) => `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
+
+function printHeapPeaks() {
+  console.log("");
+  console.log("Heap of the Worker's isolate (V8, through workerd's inspector), per request:");
+  for (const peak of heapPeaks) {
+    console.log(
+      `  ${peak.label}: used ${mib(peak.baseline)} before (after a full GC), peak used ${mib(peak.peakUsed)}` +
+        ` (+${mib(peak.peakUsed - peak.baseline)}), heap allocated at most ${mib(peak.peakTotal)}; ${peak.ms.toFixed(0)} ms`,
+    );
+  }
+}
+
+/** Each scenario (or those named by --profile=a,b) loaded for BENCH_DURATION s under V8's CPU profiler. */
+async function profileScenarios(/** @type {Scenario[]} */ list) {
+  const wanted = PROFILE === true ? null : new Set(String(PROFILE).split(","));
+  const chosen = list.filter((s) => !wanted || wanted.has(s.key));
+  if (chosen.length === 0) fail(`--profile= names none of: ${list.map((s) => s.key).join(", ")}`);
+  const moduleOf = bundleModuleMap(/** @type {string} */ (worker?.entry));
+  const bundleName = path.basename(/** @type {string} */ (worker?.entry));
+  for (const s of chosen) await measure(s, WARMUP_S, 1);
+  for (const s of chosen) {
+    /** @type {Measurement | undefined} */
+    let m;
+    const [profile, ...others] = await cpuProfilesDuring(
+      [/** @type {Inspector} */ (inspector), ...otherIsolates.map((o) => o.inspector)],
+      async () => {
+        m = await measure(s, DURATION_S);
+      },
+    );
+    const summary = summarizeProfile(
+      /** @type {import("./bench/inspector.mjs").CpuProfile} */ (profile),
+      moduleOf,
+      bundleName,
+    );
+    const requests = m?.requests || 1;
+    console.log("");
+    console.log(
+      `${s.name}: ${m?.requests ?? 0} requests (${fmt.rps(m?.rps ?? 0)} req/s); the Worker's isolate ran JavaScript ${summary.jsMs.toFixed(0)} ms ` +
+        `(${(summary.jsMs / requests).toFixed(2)} ms a request), native or elsewhere ${(summary.busyMs - summary.jsMs).toFixed(0)} ms, idle ${summary.idleMs.toFixed(0)} ms`,
+    );
+    const busyElsewhere = others
+      .map((p, i) => ({ id: otherIsolates[i]?.id ?? "?", ms: summarizeProfile(p, () => "", "-").jsMs }))
+      .filter((o) => o.ms >= 1)
+      .sort((a, b) => b.ms - a.ms);
+    if (busyElsewhere.length > 0) {
+      console.log(
+        `  JavaScript in the workerd's other isolates, ms a request: ${busyElsewhere.map((o) => `${o.id} ${(o.ms / requests).toFixed(2)}`).join(", ")}`,
+      );
+    }
+    console.log("  self time by module:");
+    for (const row of summary.modules) console.log(`    ${(row.share * 100).toFixed(1).padStart(5)} %  ${row.name}`);
+    console.log("  self time by function:");
+    for (const row of summary.functions) console.log(`    ${(row.share * 100).toFixed(1).padStart(5)} %  ${row.name}`);
+  }
+}
+
+// ---------------------------------------------------------------------------
 
 async function main() {
-  const list = await setup();
+  const everything = await setup();
+  const floorsOf = new Set(everything.filter((s) => ONLY?.includes(s.key)).map((s) => s.floor));
+  const list = ONLY ? everything.filter((s) => ONLY.includes(s.key) || floorsOf.has(s.key)) : everything;
+  if (list.length === 0) fail(`--only= names none of: ${everything.map((s) => s.key).join(", ")}`);
+  if (MEMORY || PROFILE) {
+    if (MEMORY) printHeapPeaks();
+    if (PROFILE) await profileScenarios(list);
+    inspector?.close();
+    return stopAndExit(0);
+  }
   const all = [HEALTHZ, ...list];
   /** @type {Map<string, Measurement[]>} */
   const runs = new Map(all.map((s) => [s.key, []]));
   /** @type {Map<string, number[]>} */
   const ratios = new Map(all.map((s) => [s.key, []]));
+  /** @type {Map<string, number[]>} */
+  const floorRatios = new Map(all.map((s) => [s.key, []]));
   /** @type {Map<string, Map<string, number>>} */
   const unexpected = new Map();
   const note = (/** @type {Scenario} */ s, /** @type {Measurement} */ m, /** @type {string} */ when) => {
@@ -582,12 +844,12 @@ async function main() {
     );
     const before = await measure(HEALTHZ, DURATION_S);
     note(HEALTHZ, before, `round ${round}`);
-    /** @type {[Scenario, Measurement][]} */
-    const measured = [];
+    /** @type {Map<string, Measurement>} */
+    const measured = new Map();
     for (const s of list) {
       const m = await measure(s, DURATION_S);
       note(s, m, `round ${round}`);
-      measured.push([s, m]);
+      measured.set(s.key, m);
       process.stderr.write(`  ${s.name}: ${fmt.rps(m.rps)} req/s\n`);
     }
     const after = await measure(HEALTHZ, DURATION_S);
@@ -596,9 +858,13 @@ async function main() {
     process.stderr.write(`  healthz: ${fmt.rps(before.rps)} req/s at the start, ${fmt.rps(after.rps)} at the end\n`);
     runs.get(HEALTHZ.key)?.push(before, after);
     ratios.get(HEALTHZ.key)?.push(1);
-    for (const [s, m] of measured) {
+    for (const s of list) {
+      const m = /** @type {Measurement} */ (measured.get(s.key));
       runs.get(s.key)?.push(m);
       ratios.get(s.key)?.push(m.rps / healthz);
+      // × floor: against the floor measured in the same round.
+      const floor = s.floor ? measured.get(s.floor) : undefined;
+      if (floor && floor.rps > 0) floorRatios.get(s.key)?.push(m.rps / floor.rps);
     }
   }
   const rss = workerdRssMiB();
@@ -606,57 +872,78 @@ async function main() {
   /** @type {Row[]} */
   const rows = all.map((s) => {
     const ms = runs.get(s.key) ?? [];
+    const xFloor = floorRatios.get(s.key) ?? [];
     return {
+      key: s.key,
       name: s.name,
       rps: median(ms.map((m) => m.rps)),
       p50: median(ms.map((m) => m.p50)),
       p99: median(ms.map((m) => m.p99)),
       ratio: median(ratios.get(s.key) ?? []),
+      floor: floorLabel(s.floor),
+      xFloor: xFloor.length > 0 ? median(xFloor) : null,
       target: s.target,
     };
   });
 
   const date = new Date().toISOString().slice(0, 10);
   const m = machine();
+  const seconds = Math.round((Date.now() - STARTED) / 1000);
   const memory = rss
     ? `workerd resident memory (VmRSS) at the end: ${rss.mib.toFixed(0)} MiB (${rss.processes} process${rss.processes > 1 ? "es" : ""})`
     : "workerd resident memory: not measured (needs Linux /proc)";
   const withTarget = rows.filter((r) => r.target !== undefined);
-  const met = withTarget.filter((r) => r.ratio >= /** @type {number} */ (r.target)).length;
+  const metCount = withTarget.filter((r) => met(r)).length;
 
-  console.log("");
-  console.log(`${date} · ${m.os} · ${m.cpus} · ${m.memory} · Node ${m.node} · load average at start ${m.load}`);
-  console.log(
-    `${ROUNDS} rounds × ${DURATION_S} s per scenario, ${CONNECTIONS} connections; medians over the rounds; × healthz = req/s ÷ the same round's GET /healthz`,
+  // With --json the human report goes to stderr and stdout carries only the JSON document.
+  const say = JSON_OUTPUT ? (/** @type {string} */ line) => process.stderr.write(`${line}\n`) : console.log;
+  say("");
+  say(`${date} · ${m.os} · ${m.cpus} · ${m.memory} · Node ${m.node} · load average at start ${m.load}`);
+  say(
+    `${ROUNDS} rounds × ${DURATION_S} s per scenario, ${CONNECTIONS} connections; medians over the rounds; ` +
+      "× healthz = req/s ÷ the same round's GET /healthz; × floor = req/s ÷ the same round's floor",
   );
-  console.log("");
-  console.log(textTable(rows));
-  console.log("");
-  console.log(`Targets met: ${met} of ${withTarget.length}`);
-  console.log(bulkLine());
-  console.log(memory);
-  console.log(`Whole run: ${((Date.now() - STARTED) / 1000).toFixed(0)} s`);
+  say("");
+  say(textTable(rows));
+  say("");
+  say(`Targets met: ${metCount} of ${withTarget.length}`);
+  say(bulkLine());
+  say(memory);
+  say(`Whole run: ${seconds} s`);
 
   let failed = 0;
   if (unexpected.size > 0) {
-    console.log("");
-    console.log("Unexpected answers:");
+    say("");
+    say("Unexpected answers:");
     for (const [where, statuses] of unexpected) {
-      console.log(`  ${where}: ${[...statuses].map(([status, n]) => `${status}×${n}`).join(", ")}`);
+      say(`  ${where}: ${[...statuses].map(([status, n]) => `${status}×${n}`).join(", ")}`);
       for (const n of statuses.values()) failed += n;
     }
+  }
+  if (JSON_OUTPUT) {
+    const run = {
+      date,
+      machine: m,
+      rounds: ROUNDS,
+      seconds_per_measurement: DURATION_S,
+      connections: CONNECTIONS,
+      whole_run_s: seconds,
+      bulk_onboarding_ms: Math.round(bulkOnboarding.ms),
+      unexpected_answers: failed,
+    };
+    console.log(JSON.stringify(jsonReport(rows, run), null, 2));
   }
 
   if (RECORD && failed === 0) {
     await record(
       [
         `Measured ${date} by \`npm run bench\` on ${m.os}, ${m.cpus}, ${m.memory} RAM, Node ${m.node};`,
-        `the machine's 1-minute load average was ${m.load} when the bench started.`,
+        `the machine's 1-minute load average was ${m.load} when the bench started; the whole run took ${seconds} s.`,
         `${ROUNDS} rounds, ${DURATION_S} s per scenario and round, ${CONNECTIONS} connections; medians over the rounds.`,
         "",
         markdownTable(rows),
         "",
-        `Targets met: ${met} of ${withTarget.length}. ${memory[0].toUpperCase()}${memory.slice(1)}.`,
+        `Targets met: ${metCount} of ${withTarget.length}. ${memory[0].toUpperCase()}${memory.slice(1)}.`,
         "",
         `${bulkLine()}.`,
       ].join("\n"),

@@ -20,9 +20,12 @@ import { ROOT, bin, childEnv } from "./cli.mjs";
 
 const MIGRATIONS_DIR = path.join(ROOT, "drizzle");
 
-/** Bundles the Worker with wrangler into `outdir`; returns the path of the entry module. */
-function bundle(/** @type {string} */ outdir) {
-  const result = spawnSync(bin("wrangler"), ["deploy", "--dry-run", "--outdir", outdir], {
+/**
+ * Bundles the Worker with wrangler into `outdir`; returns the path of the entry module.
+ * `script` (relative to the project) replaces wrangler.toml's `main` (the bench's own entry).
+ */
+function bundle(/** @type {string} */ outdir, /** @type {string | undefined} */ script) {
+  const result = spawnSync(bin("wrangler"), ["deploy", "--dry-run", "--outdir", outdir, ...(script ? [script] : [])], {
     cwd: ROOT,
     encoding: "utf8",
     env: childEnv({ CI: "1" }),
@@ -34,9 +37,24 @@ function bundle(/** @type {string} */ outdir) {
       `wrangler deploy --dry-run failed (exit ${result.status}):\n${(result.stderr || result.stdout).trim()}`,
     );
   }
-  const entry = path.join(outdir, "index.js");
+  // wrangler names the bundle after its entry file (src/index.ts → index.js).
+  const entry = path.join(outdir, `${script ? path.parse(script).name : "index"}.js`);
   if (!fs.existsSync(entry)) throw new Error(`wrangler deploy --dry-run wrote no ${entry}`);
   return entry;
+}
+
+/**
+ * The bundle's modules: the entry, then every file wrangler wrote beside it
+ * (the Text modules of wrangler.toml's rules: the Person object's SQL
+ * migrations, the API reference's assets), which the entry imports by name.
+ */
+function bundleModules(/** @type {string} */ entry) {
+  const dir = path.dirname(entry);
+  const texts = fs
+    .readdirSync(dir)
+    .filter((name) => name !== path.basename(entry) && !name.endsWith(".map") && name !== "README.md")
+    .map((name) => ({ type: /** @type {const} */ ("Text"), path: path.join(dir, name) }));
+  return [{ type: /** @type {const} */ ("ESModule"), path: entry }, ...texts];
 }
 
 /** The statements of every migration in drizzle/, in file order. */
@@ -58,9 +76,12 @@ export function migrationStatements() {
  * Starts the Worker. `override(workerOptions)` may change the Miniflare worker
  * options derived from wrangler.toml before they are used.
  *
- * @param {{ override?: (options: Record<string, any>) => void, log?: (message: string) => void }} [options]
+ * `script`: another entry module than wrangler.toml's `main` (relative to the
+ * project; the bench's scripts/bench/worker.ts).
+ *
+ * @param {{ override?: (options: Record<string, any>) => void, log?: (message: string) => void, script?: string }} [options]
  */
-export async function startLocalWorker({ override, log = () => {} } = {}) {
+export async function startLocalWorker({ override, log = () => {}, script } = {}) {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "local-worker-"));
   /** @type {Miniflare | null} */
   let mf = null;
@@ -76,7 +97,7 @@ export async function startLocalWorker({ override, log = () => {} } = {}) {
   };
   try {
     log("bundling the Worker (wrangler deploy --dry-run)");
-    const entry = bundle(path.join(tmp, "bundle"));
+    const entry = bundle(path.join(tmp, "bundle"), script);
     const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"));
     override?.(workerOptions);
     log("starting workerd through Miniflare");
@@ -85,7 +106,7 @@ export async function startLocalWorker({ override, log = () => {} } = {}) {
         ...workerOptions,
         name: "privacy-platform-api",
         modulesRoot: path.dirname(entry),
-        modules: [{ type: "ESModule", path: entry }],
+        modules: bundleModules(entry),
         host: "127.0.0.1",
         port: 0,
         resourcePersistencePath: path.join(tmp, "state"),
@@ -98,7 +119,7 @@ export async function startLocalWorker({ override, log = () => {} } = {}) {
     const statements = migrationStatements();
     log(`applying ${statements.length} migration statements from drizzle/`);
     for (const sql of statements) await db.prepare(sql).run();
-    return { mf, db, url: url.origin, dispose };
+    return { mf, db, url: url.origin, entry, dispose };
   } catch (err) {
     await dispose();
     throw err;

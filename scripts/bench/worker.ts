@@ -1,0 +1,82 @@
+// The bench's own entry point: the Worker of src/index.ts, plus routes that do
+// only the storage rounds an endpoint cannot avoid (the "floors" of
+// docs/performance.md). Only `npm run bench` bundles it (scripts/bench.mjs passes
+// it to scripts/lib/local-worker.mjs); wrangler.toml's `main` stays
+// src/index.ts, so these routes are never deployed.
+//
+// Each floor route sits behind the same middleware as every route (request
+// id, body limit, D1 session, token identification with its caches, the rate
+// limit) and asks for a token the way the real routes do, then makes its
+// storage rounds and answers a fixed small JSON body:
+//   /__bench/floor/kv         one KV bulk get of a trust lookup's three keys
+//   /__bench/floor/d1         one D1 query (the company row by primary key)
+//   /__bench/floor/object     one RPC call to the caller's Person object
+//   /__bench/floor/kv-d1      the KV bulk get, then the D1 query (call-lookup's rounds)
+//   /__bench/floor/d1-object  the D1 query and the object call together (heartbeat's)
+//   /__bench/floor/kv-blocked the KV bulk get, then, after the answer, a blocked call appended
+//                             to the receiver's object (an untrusted lookup's storage)
+import { eq } from "drizzle-orm";
+import type { Context } from "hono";
+import { createApp } from "../../src/app";
+import { handleScheduled } from "../../src/cron/scheduled";
+import { companies } from "../../src/db/schema";
+import { requireAuth } from "../../src/middleware/auth";
+import { handleQueue } from "../../src/queue/consumer";
+import { recordBlockedCall } from "../../src/services/trust-lookup";
+import { bucketOf, contactBucketKey, numberKey, receiverKey } from "../../src/services/trust-index";
+import type { AppEnv } from "../../src/types";
+
+const app = createApp();
+
+/** The same guard as the ringing path's routes: a person token, or a service token with `calls:lookup`. */
+const caller = requireAuth({ person: true, scope: "calls:lookup" });
+
+/** `?number=+1…&inbound=+1…` (E.164): the keys a trust lookup for that call reads. */
+function lookupKeys(c: Context<AppEnv>): string[] {
+  const receiving = c.req.query("number") ?? "";
+  const calling = c.req.query("inbound") ?? "";
+  return [receiverKey(receiving), numberKey(calling), contactBucketKey(receiving, bucketOf(calling))];
+}
+
+const kvRound = (c: Context<AppEnv>) => c.var.deps.kv.get(lookupKeys(c), "text");
+const d1Round = (c: Context<AppEnv>) =>
+  c.var.db.select({ id: companies.id, name: companies.name }).from(companies).where(eq(companies.id, 1)).get();
+const objectRound = (c: Context<AppEnv>) => {
+  const principal = c.var.principal;
+  return c.var.deps.persons.of(principal?.kind === "person" ? principal.personId : 1).lastActivityId();
+};
+
+const ok = (c: Context<AppEnv>) => c.json({ ok: true });
+
+app.get("/__bench/floor/kv", caller, async (c) => {
+  await kvRound(c);
+  return ok(c);
+});
+app.get("/__bench/floor/d1", caller, async (c) => {
+  await d1Round(c);
+  return ok(c);
+});
+app.get("/__bench/floor/object", caller, async (c) => {
+  await objectRound(c);
+  return ok(c);
+});
+app.get("/__bench/floor/kv-d1", caller, async (c) => {
+  await kvRound(c);
+  await d1Round(c);
+  return ok(c);
+});
+app.get("/__bench/floor/d1-object", caller, async (c) => {
+  await Promise.all([d1Round(c), objectRound(c)]);
+  return ok(c);
+});
+app.get("/__bench/floor/kv-blocked", caller, async (c) => {
+  await kvRound(c);
+  const call = { personId: 1, callerId: null, countryCode: "1", phoneNumber: "3035550142" };
+  c.executionCtx.waitUntil(recordBlockedCall(c.var.deps.persons, call));
+  return ok(c);
+});
+
+const worker: ExportedHandler<Env> = { fetch: app.fetch, queue: handleQueue, scheduled: handleScheduled };
+
+export default worker;
+export { Person } from "../../src/objects/person/person";
