@@ -117,7 +117,7 @@ describe("an account that goes takes its object with it", () => {
 });
 
 describe("the object's own retention", () => {
-  it("its alarm prunes blocked calls past 90 days and activity past 365 days", async () => {
+  it("its alarm prunes blocked calls past 90 days, activity past 365 days, trust requests not asked for 365 days", async () => {
     const personId = 700_000 + Math.floor(Math.random() * 100_000);
     const day = 24 * 3600 * 1000;
     const now = Date.now();
@@ -136,12 +136,20 @@ describe("the object's own retention", () => {
       personId,
       now - 364 * day,
     );
+    await inPersonObject(
+      personId,
+      `INSERT INTO trust_requests (id, requester_id, contact_reason, status, created_at, updated_at)
+       VALUES (1, 11, '', 'pending', ?1, ?1), (2, 12, '', 'trusted', ?2, ?2)`,
+      now - 366 * day,
+      now - 364 * day,
+    );
     const stub = env.PERSON.get(env.PERSON.idFromName(`person:${personId}`));
     await stub.lastActivityId(); // wakes it
     await runInObjectSetAlarm(stub);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await inPersonObject(personId, "SELECT id FROM blocked_calls")).toEqual([{ id: 2 }]);
     expect(await inPersonObject(personId, "SELECT id FROM feed")).toEqual([{ id: 2 }]);
+    expect(await inPersonObject(personId, "SELECT id FROM trust_requests")).toEqual([{ id: 2 }]);
   });
 });
 

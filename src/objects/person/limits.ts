@@ -9,5 +9,8 @@ export const ACTIVITY_BUDGET = { records: 1_000, textBytes: 10 * 1024 * 1024 } a
 /** Trust requests a person may send per UTC day, matched or not. */
 export const MAX_TRUST_REQUESTS_PER_DAY = 100;
 
-/** Kept per person: the newest 1,000 blocked calls, 90 days of them, 365 days of activity. */
-export const KEEP = { blockedCalls: 1_000, blockedCallDays: 90, activityDays: 365 } as const;
+/**
+ * Kept per person: the newest 1,000 blocked calls, 90 days of them, 365 days of activity, and
+ * trust requests for 365 days after they were last asked (a decision itself is kept in D1).
+ */
+export const KEEP = { blockedCalls: 1_000, blockedCallDays: 90, activityDays: 365, trustRequestDays: 365 } as const;

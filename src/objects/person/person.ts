@@ -247,6 +247,7 @@ export class Person extends DurableObject<Env> {
         updatedAt: now,
       })
       .run();
+    this.scheduleCare();
   }
 
   /** Pending requests, newest first. */
@@ -418,13 +419,17 @@ export class Person extends DurableObject<Env> {
 
   /**
    * Prunes what is past its time (blocked calls 90 days, activity 365 days,
-   * budget days before yesterday), at most `PRUNE_CHUNK` rows per table per
+   * trust requests not asked again for 365 days, budget days before yesterday), at most `PRUNE_CHUNK` rows per table per
    * alarm; while a table had a full chunk the next alarm follows at once,
    * otherwise in a day.
    */
   override async alarm(): Promise<void> {
     const now = Date.now();
-    const chunk = (table: typeof feed | typeof blockedCalls, column: AnySQLiteColumn, days: number) =>
+    const chunk = (
+      table: typeof feed | typeof blockedCalls | typeof trustRequests,
+      column: AnySQLiteColumn,
+      days: number,
+    ) =>
       this.db
         .delete(table)
         .where(sql`rowid in (select rowid from ${table} where ${column} < ${now - days * DAY_MS} limit ${PRUNE_CHUNK})`)
@@ -433,6 +438,7 @@ export class Person extends DurableObject<Env> {
     const pruned = [
       chunk(blockedCalls, blockedCalls.createdAt, KEEP.blockedCallDays),
       chunk(feed, feed.createdAt, KEEP.activityDays),
+      chunk(trustRequests, trustRequests.updatedAt, KEEP.trustRequestDays),
     ];
     this.db
       .delete(activityDays)
