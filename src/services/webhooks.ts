@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import { companies, webhooks } from "../db/schema";
 import { iso } from "../lib/time";
 import type { EventName } from "../domain/events";
+import { WriteBatch, type Deps } from "./outbox";
 
 type WebhookRow = typeof webhooks.$inferSelect;
 
@@ -53,35 +54,40 @@ export async function getWebhook(db: Db, companyId: number, id: number) {
  * together. Returns null at the limit.
  */
 export async function createWebhook(
-  db: Db,
+  deps: Deps,
   companyId: number,
   input: { endpoint: string; event: EventName; active: boolean },
 ) {
-  const now = new Date().getTime();
+  const { db } = deps;
+  const batch = new WriteBatch(deps);
+  const now = batch.now.getTime();
   const count = sql`(select count(*) from ${webhooks} where ${webhooks.companyId} = ${companyId})`;
-  const [row] = await db
-    .insert(webhooks)
-    .select(
-      db
-        // drizzle wants every column, in the table's order.
-        .select({
-          id: sql<number>`null`.as("id"),
-          companyId: companies.id,
-          endpoint: sql<string>`${input.endpoint}`.as("endpoint"),
-          event: sql<string>`${input.event}`.as("event"),
-          active: sql<boolean>`${input.active ? 1 : 0}`.as("active"),
-          secret: sql<string>`${newWebhookSecret()}`.as("secret"),
-          previousSecret: sql<string | null>`null`.as("previous_secret"),
-          previousSecretExpiresAt: sql<Date | null>`null`.as("previous_secret_expires_at"),
-          disabledReason: sql<string | null>`null`.as("disabled_reason"),
-          failingSince: sql<Date | null>`null`.as("failing_since"),
-          createdAt: sql<Date>`${now}`.as("created_at"),
-          updatedAt: sql<Date>`${now}`.as("updated_at"),
-        })
-        .from(companies)
-        .where(and(eq(companies.id, companyId), sql`${count} < ${MAX_WEBHOOKS_PER_COMPANY}`)),
-    )
-    .returning();
+  const insert = batch.add(
+    db
+      .insert(webhooks)
+      .select(
+        db
+          // drizzle wants every column, in the table's order.
+          .select({
+            id: sql<number>`null`.as("id"),
+            companyId: companies.id,
+            endpoint: sql<string>`${input.endpoint}`.as("endpoint"),
+            event: sql<string>`${input.event}`.as("event"),
+            active: sql<boolean>`${input.active ? 1 : 0}`.as("active"),
+            secret: sql<string>`${newWebhookSecret()}`.as("secret"),
+            previousSecret: sql<string | null>`null`.as("previous_secret"),
+            previousSecretExpiresAt: sql<Date | null>`null`.as("previous_secret_expires_at"),
+            disabledReason: sql<string | null>`null`.as("disabled_reason"),
+            failingSince: sql<Date | null>`null`.as("failing_since"),
+            createdAt: sql<Date>`${now}`.as("created_at"),
+            updatedAt: sql<Date>`${now}`.as("updated_at"),
+          })
+          .from(companies)
+          .where(and(eq(companies.id, companyId), sql`${count} < ${MAX_WEBHOOKS_PER_COMPANY}`)),
+      )
+      .returning(),
+  );
+  const [row] = (await batch.commit()).results[insert] as WebhookRow[];
   return row ? toWebhook(row) : null;
 }
 
@@ -89,12 +95,16 @@ export async function createWebhook(
  * PATCH: only `active` moves (seed §3). Switching on clears why the service
  * had switched it off, and its failing clock. Null when the company has no such webhook.
  */
-export async function setWebhookActive(db: Db, companyId: number, id: number, active: boolean) {
-  const [row] = await db
-    .update(webhooks)
-    .set({ active, disabledReason: null, ...(active ? { failingSince: null } : {}), updatedAt: new Date() })
-    .where(and(eq(webhooks.companyId, companyId), eq(webhooks.id, id)))
-    .returning();
+export async function setWebhookActive(deps: Deps, companyId: number, id: number, active: boolean) {
+  const batch = new WriteBatch(deps);
+  const update = batch.add(
+    deps.db
+      .update(webhooks)
+      .set({ active, disabledReason: null, ...(active ? { failingSince: null } : {}), updatedAt: batch.now })
+      .where(and(eq(webhooks.companyId, companyId), eq(webhooks.id, id)))
+      .returning(),
+  );
+  const [row] = (await batch.commit()).results[update] as WebhookRow[];
   return row ? toWebhook(row) : null;
 }
 
@@ -102,25 +112,32 @@ export async function setWebhookActive(db: Db, companyId: number, id: number, ac
  * A new secret; the one it replaces keeps signing deliveries (as a second
  * signature) for 24 h, so receivers can switch without losing a message.
  */
-export async function rotateSecret(db: Db, companyId: number, id: number, now = new Date()) {
-  const [row] = await db
-    .update(webhooks)
-    .set({
-      previousSecret: sql`${webhooks.secret}`,
-      previousSecretExpiresAt: new Date(now.getTime() + ROTATION_OVERLAP_MS),
-      secret: newWebhookSecret(),
-      updatedAt: now,
-    })
-    .where(and(eq(webhooks.companyId, companyId), eq(webhooks.id, id)))
-    .returning();
+export async function rotateSecret(deps: Deps, companyId: number, id: number, now = new Date()) {
+  const batch = new WriteBatch(deps, now);
+  const update = batch.add(
+    deps.db
+      .update(webhooks)
+      .set({
+        previousSecret: sql`${webhooks.secret}`,
+        previousSecretExpiresAt: new Date(now.getTime() + ROTATION_OVERLAP_MS),
+        secret: newWebhookSecret(),
+        updatedAt: now,
+      })
+      .where(and(eq(webhooks.companyId, companyId), eq(webhooks.id, id)))
+      .returning(),
+  );
+  const [row] = (await batch.commit()).results[update] as WebhookRow[];
   return row ? toWebhook(row) : null;
 }
 
 /** Permanent; the company's history of it stays (its rows lose the link). False when there was none. */
-export async function deleteWebhook(db: Db, companyId: number, id: number) {
-  const deleted = await db
-    .delete(webhooks)
-    .where(and(eq(webhooks.companyId, companyId), eq(webhooks.id, id)))
-    .returning({ id: webhooks.id });
-  return deleted.length > 0;
+export async function deleteWebhook(deps: Deps, companyId: number, id: number) {
+  const batch = new WriteBatch(deps);
+  const deletion = batch.add(
+    deps.db
+      .delete(webhooks)
+      .where(and(eq(webhooks.companyId, companyId), eq(webhooks.id, id)))
+      .returning({ id: webhooks.id }),
+  );
+  return ((await batch.commit()).results[deletion] as unknown[]).length > 0;
 }

@@ -34,7 +34,7 @@ export const createWebhook: AppRouteHandler<typeof routes.createWebhook> = async
   const input = c.req.valid("json");
   const problem = endpointProblem(input.endpoint, c.var.deps.environment);
   if (problem) throw badRequest(`invalid body: \`endpoint\` ${problem}`);
-  const webhook = await webhooks.createWebhook(c.var.db, c.var.company.companyId, input);
+  const webhook = await webhooks.createWebhook(c.var.deps, c.var.company.companyId, input);
   if (!webhook) {
     throw badRequest(`a company can have at most ${webhooks.MAX_WEBHOOKS_PER_COMPANY} webhooks; delete one first`);
   }
@@ -52,14 +52,14 @@ export const updateWebhook: AppRouteHandler<typeof routes.updateWebhook> = async
     const problem = endpointProblem(current.endpoint, c.var.deps.environment);
     if (problem) throw badRequest(`webhook ${id} cannot be activated: its endpoint ${problem}`);
   }
-  const webhook = await webhooks.setWebhookActive(c.var.db, companyId, id, active);
+  const webhook = await webhooks.setWebhookActive(c.var.deps, companyId, id, active);
   if (!webhook) throw notFound(`webhook ${id} does not exist`);
   return c.json(webhook, 200);
 };
 
 export const deleteWebhook: AppRouteHandler<typeof routes.deleteWebhook> = async (c) => {
   const { id } = c.req.valid("param");
-  if (!(await webhooks.deleteWebhook(c.var.db, c.var.company.companyId, id))) {
+  if (!(await webhooks.deleteWebhook(c.var.deps, c.var.company.companyId, id))) {
     throw notFound(`webhook ${id} does not exist`);
   }
   return c.body(null, 204);
@@ -95,7 +95,7 @@ export const testWebhook: AppRouteHandler<typeof routes.testWebhook> = async (c)
 
 export const rotateSecret: AppRouteHandler<typeof routes.rotateSecret> = async (c) => {
   const { id } = c.req.valid("param");
-  const webhook = await webhooks.rotateSecret(c.var.db, c.var.company.companyId, id);
+  const webhook = await webhooks.rotateSecret(c.var.deps, c.var.company.companyId, id);
   if (!webhook) throw notFound(`webhook ${id} does not exist`);
   return c.json(webhook, 200);
 };
