@@ -1,14 +1,17 @@
 import { eq } from "drizzle-orm";
-import type { Db } from "../db/client";
 import { people } from "../db/schema";
+import { WriteBatch, type Deps } from "./outbox";
 
-/** Saves a secure-app user's end-to-end encryption identifiers [seed 2.6]. */
-export async function saveEncryption(db: Db, personId: number, data: { hash: string; e2e_id: string }) {
-  const row = await db
-    .update(people)
-    .set({ encryptionHash: data.hash, e2eId: data.e2e_id })
-    .where(eq(people.id, personId))
-    .returning({ hash: people.encryptionHash, e2e_id: people.e2eId })
-    .get();
+/** Saves a secure-app user's end-to-end encryption identifiers [seed 2.6]; null when the person is gone. */
+export async function saveEncryption(deps: Deps, personId: number, data: { hash: string; e2e_id: string }) {
+  const batch = new WriteBatch(deps);
+  const update = batch.add(
+    deps.db
+      .update(people)
+      .set({ encryptionHash: data.hash, e2eId: data.e2e_id })
+      .where(eq(people.id, personId))
+      .returning({ hash: people.encryptionHash, e2e_id: people.e2eId }),
+  );
+  const [row] = (await batch.commit()).results[update] as { hash: string | null; e2e_id: string | null }[];
   return row ? { hash: row.hash ?? "", e2e_id: row.e2e_id ?? "" } : null;
 }

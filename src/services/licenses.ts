@@ -82,12 +82,13 @@ export async function getCompanyLicense(db: Db, companyId: number, ref: string):
  * one batch. Quantities of a license named twice are added up.
  */
 export async function purchaseLicenses(
-  db: Db,
+  deps: Deps,
   companyId: number,
   purchasedBy: number,
   items: { id: string; quantity: number }[],
   now: Date,
 ) {
+  const { db } = deps;
   const catalog = await licenseCatalog(db);
   const unknown = items.filter((item) => !matchLicense(catalog, item.id)).map((item) => JSON.stringify(item.id));
   if (unknown.length > 0) {
@@ -114,9 +115,10 @@ export async function purchaseLicenses(
     licensePurchases,
     [...totals].map(([licenseId, quantity]) => ({ companyId, licenseId, quantity, purchasedBy, createdAt: now })),
   );
-  const [first, ...rest] = [...upserts, ...records];
+  const batch = new WriteBatch(deps, now);
+  for (const statement of [...upserts, ...records]) batch.add(statement);
   try {
-    await db.batch([first!, ...rest]);
+    await batch.commit();
   } catch (err) {
     // The operator retired a license between the catalog read and the batch.
     if (errorText(err).includes("FOREIGN KEY constraint failed")) {

@@ -5,7 +5,7 @@ import { writeGuardOf, type WriteCondition } from "../db/write-guard";
 import { base64url, sha256Hex } from "../lib/crypto";
 import { unauthorized } from "../lib/errors";
 import type { Principal } from "../types";
-import type { Deps } from "./outbox";
+import { WriteBatch, type Deps } from "./outbox";
 
 export type TokenCheck = { ok: true; principal: Principal } | { ok: false; reason: string };
 
@@ -246,17 +246,21 @@ export function principalAllowedOn(principal: Principal, path: string): boolean 
 }
 
 /** Mints a container-scoped token for `personId`; the token is returned once, only its hash is stored. */
-export async function mintContainerToken(db: Db, personId: number, now: Date): Promise<string> {
+export async function mintContainerToken(deps: Deps, personId: number, now: Date): Promise<string> {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   const token = `vcc_${base64url(bytes)}`;
-  await db.insert(accessTokens).values({
-    tokenHash: await sha256Hex(token),
-    prefix: token.slice(0, 8),
-    personId,
-    scopes: [CONTAINER_SCOPE],
-    expiresAt: new Date(now.getTime() + CONTAINER_TOKEN_DAYS * 86_400_000),
-    createdAt: now,
-  });
+  const batch = new WriteBatch(deps, now);
+  batch.add(
+    deps.db.insert(accessTokens).values({
+      tokenHash: await sha256Hex(token),
+      prefix: token.slice(0, 8),
+      personId,
+      scopes: [CONTAINER_SCOPE],
+      expiresAt: new Date(now.getTime() + CONTAINER_TOKEN_DAYS * 86_400_000),
+      createdAt: now,
+    }),
+  );
+  await batch.commit();
   return token;
 }
 
@@ -266,23 +270,24 @@ export async function mintContainerToken(db: Db, personId: number, now: Date): P
  * person's other sessions). Forgets it in this isolate's cache and in the
  * shared KV cache at once; other isolates forget it within 30 s.
  */
-export async function revokeContainerToken(
-  { db, kv }: Pick<Deps, "db" | "kv">,
-  token: string,
-  now: Date,
-): Promise<void> {
+export async function revokeContainerToken(deps: Deps, token: string, now: Date): Promise<void> {
   const hash = await sha256Hex(token);
-  await db
-    .update(accessTokens)
-    .set({ revokedAt: now })
-    .where(
-      and(
-        eq(accessTokens.tokenHash, hash),
-        isNotNull(accessTokens.personId),
-        sql`exists (select 1 from json_each(${accessTokens.scopes}) where value = ${CONTAINER_SCOPE})`,
-        isNull(accessTokens.revokedAt),
+  const batch = new WriteBatch(deps, now);
+  batch.add(
+    deps.db
+      .update(accessTokens)
+      .set({ revokedAt: now })
+      .where(
+        and(
+          eq(accessTokens.tokenHash, hash),
+          isNotNull(accessTokens.personId),
+          sql`exists (select 1 from json_each(${accessTokens.scopes}) where value = ${CONTAINER_SCOPE})`,
+          isNull(accessTokens.revokedAt),
+        ),
       ),
-    );
+  );
+  await batch.commit();
+  const { kv } = deps;
   // After the write, so no verification in between can cache it as valid again.
   cache.delete(hash);
   await kv.delete(kvKey(hash)).catch(() => undefined);

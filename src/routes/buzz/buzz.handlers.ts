@@ -17,7 +17,7 @@ import type * as routes from "./buzz.routes";
 import { LOOKUP_PROBLEM } from "./buzz.schemas";
 
 export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async (c) => {
-  const saved = await saveEncryption(c.var.db, personId(c.var.principal), c.req.valid("json"));
+  const saved = await saveEncryption(c.var.deps, personId(c.var.principal), c.req.valid("json"));
   // The token outlived its person (deleted within the token cache window).
   if (!saved) throw unauthorized("the bearer token's person no longer exists");
   return c.json(saved, 200);

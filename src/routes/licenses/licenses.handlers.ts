@@ -19,6 +19,12 @@ export const getLicense: AppRouteHandler<typeof routes.getLicense> = async (c) =
 
 export const purchaseLicenses: AppRouteHandler<typeof routes.purchaseLicenses> = async (c) => {
   const { db, company } = c.var;
-  await licenses.purchaseLicenses(db, company.companyId, personId(c.var.principal), c.req.valid("json"), new Date());
+  await licenses.purchaseLicenses(
+    c.var.deps,
+    company.companyId,
+    personId(c.var.principal),
+    c.req.valid("json"),
+    new Date(),
+  );
   return c.json(await licenses.listCompanyLicenses(db, company.companyId), 201);
 };

@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { webhookDeliveries, webhooks } from "../../db/schema";
 import { TEST_EVENT } from "../../domain/events";
-import type { Deps } from "../outbox";
+import { WriteBatch, type Deps } from "../outbox";
 import { finishStatement, loadDelivery, recordAttempt } from "./records";
 import { isSuccess, send } from "./sending";
 
@@ -10,12 +10,8 @@ import { isSuccess, send } from "./sending";
  * and sends it now, once, whether or not the webhook is active. A test does
  * not change the webhook (no deactivation, no failing clock).
  */
-export async function sendTestEvent(
-  { db, environment }: Pick<Deps, "db" | "environment">,
-  companyId: number,
-  webhookId: number,
-  now = new Date(),
-) {
+export async function sendTestEvent(deps: Deps, companyId: number, webhookId: number, now = new Date()) {
+  const { db, environment } = deps;
   const webhook = await db
     .select({ id: webhooks.id })
     .from(webhooks)
@@ -23,16 +19,21 @@ export async function sendTestEvent(
     .get();
   if (!webhook) return null;
   const id = crypto.randomUUID();
-  await db.insert(webhookDeliveries).values({
-    id,
-    companyId,
-    webhookId,
-    event: TEST_EVENT,
-    payload: { webhook_id: webhookId },
-    status: "pending",
-    createdAt: now,
-    updatedAt: now,
-  });
+  // The history entry is a command's write (nothing follows it today: the send below is the test itself).
+  const entry = new WriteBatch(deps, now);
+  entry.add(
+    db.insert(webhookDeliveries).values({
+      id,
+      companyId,
+      webhookId,
+      event: TEST_EVENT,
+      payload: { webhook_id: webhookId },
+      status: "pending",
+      createdAt: now,
+      updatedAt: now,
+    }),
+  );
+  await entry.commit();
   const row = (await loadDelivery(db, id))!;
   const answer = await send(db, row, row.webhook!, environment, now);
   const status = isSuccess(answer) ? "success" : "failed";
