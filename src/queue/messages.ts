@@ -44,6 +44,10 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
 
 export type BackgroundMessage = z.infer<typeof backgroundMessage>;
 
+/** A message of the `webhook-deliveries` queue: one history row to attempt (src/queue/webhook-deliveries.ts). */
+export const deliveryMessage = z.object({ kind: z.literal("deliver"), deliveryId: z.string().min(1) });
+export type DeliveryMessage = z.infer<typeof deliveryMessage>;
+
 /**
  * A message of the `scan-events` queue: a slice of a batch posted to
  * `POST /internal/scan-events`, as it was posted; the consumer validates it

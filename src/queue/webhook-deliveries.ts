@@ -1,9 +1,6 @@
-import { z } from "@hono/zod-openapi";
 import { createDb } from "../db/client";
+import { deliveryMessage } from "./messages";
 import { attemptDelivery, deliveriesById, fairOrder, Lanes, type Delivery } from "../services/webhook-delivery";
-
-/** `DeliveryMessage` of src/services/events.ts. */
-const DeliveryMessageSchema = z.object({ kind: z.literal("deliver"), deliveryId: z.string().min(1) });
 
 const log = (level: "error" | "warn" | "info", fields: Record<string, unknown>) =>
   console[level === "info" ? "log" : level](JSON.stringify({ level, ...fields }));
@@ -22,7 +19,7 @@ export async function handleWebhookDeliveries(batch: MessageBatch<unknown>, env:
   const db = createDb(env.DB);
   const deliveries: { message: Message<unknown>; deliveryId: string }[] = [];
   for (const message of batch.messages) {
-    const parsed = DeliveryMessageSchema.safeParse(message.body);
+    const parsed = deliveryMessage.safeParse(message.body);
     if (parsed.success) deliveries.push({ message, deliveryId: parsed.data.deliveryId });
     else {
       log("error", { queue: batch.queue, messageId: message.id, error: "not a delivery message", body: message.body });

@@ -3,10 +3,10 @@ import type { Db } from "../db/client";
 import { webhookDeliveries } from "../db/schema";
 import { batchableAll } from "../db/sql";
 import { logError } from "../lib/log";
+import type { DeliveryMessage } from "../queue/messages";
 import { loadPerson, type Person } from "./people";
 
 /** The message on the webhook-deliveries queue: one history row to deliver. */
-export type DeliveryMessage = { kind: "deliver"; deliveryId: string };
 
 /**
  * Events are recorded by the write that causes them, in its own batch

@@ -6,7 +6,8 @@ import { batchableAll } from "../db/sql";
 import { logError } from "../lib/log";
 import type { BackgroundMessage, ScanEventsMessage } from "../queue/messages";
 import type { EventName } from "../domain/events";
-import { enqueueDeliveries, type DeliveryMessage } from "./events";
+import type { DeliveryMessage } from "../queue/messages";
+import { enqueueDeliveries } from "./events";
 import { eraseGonePersons, personsOf, type Persons } from "./persons";
 import * as trustIndex from "./trust-index";
 
