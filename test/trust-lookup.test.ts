@@ -425,7 +425,7 @@ describe("trust-lookup: blocked calls", () => {
     const failing: Persons = {
       of: () =>
         ({
-          recordBlockedCall: () => Promise.reject(new Error("SQLITE_IOERR: disk I/O error")),
+          recordBlockedCalls: () => Promise.reject(new Error("SQLITE_IOERR: disk I/O error")),
         }) as unknown as ReturnType<Persons["of"]>,
     };
     try {
@@ -438,7 +438,7 @@ describe("trust-lookup: blocked calls", () => {
     } finally {
       vi.restoreAllMocks();
     }
-    const line = lines.find((entry) => entry.includes("recording a blocked call failed"));
+    const line = lines.find((entry) => entry.includes("recording blocked calls failed"));
     expect(line).toContain("SQLITE_IOERR");
     expect(line).not.toContain("3035550179");
     expect(line).not.toContain("LEAK CHECK");

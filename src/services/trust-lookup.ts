@@ -1,6 +1,7 @@
 import { and, asc, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { companies, memberships, people, personTrust } from "../db/schema";
+import type { BlockedCallRow } from "../objects/person/person";
 import type { Persons } from "./persons";
 import { ReadBatch } from "../db/batch";
 import { inList } from "../db/sql";
@@ -243,18 +244,38 @@ function companyRefs(db: Db, ids: number[]) {
  * their newest 1,000 and 90 days (docs/architecture.md). The provider never
  * waits for it; a failed append is logged, never surfaced.
  */
-export async function recordBlockedCall(persons: Persons, call: BlockedCallInput): Promise<void> {
-  try {
-    await persons.of(call.personId).recordBlockedCall(call.personId, {
-      callerId: call.callerId ?? null,
-      countryCode: call.countryCode,
-      phoneNumber: call.phoneNumber,
-      createdAt: Date.now(),
-    });
-  } catch (err) {
-    logError("recording a blocked call failed", err, { personId: call.personId });
+export function recordBlockedCall(persons: Persons, call: BlockedCallInput): Promise<void> {
+  const row: BlockedCallRow = {
+    callerId: call.callerId ?? null,
+    countryCode: call.countryCode,
+    phoneNumber: call.phoneNumber,
+    createdAt: Date.now(),
+  };
+  // Calls to one receiver arriving within APPEND_WINDOW_MS share one call into their object:
+  // a provider's burst of unknown callers to one person costs a few RPCs, not one each.
+  const open = appending.get(call.personId);
+  if (open && open.rows.length < MAX_APPEND) {
+    open.rows.push(row);
+    return open.done;
   }
+  const group = { rows: [row], done: Promise.resolve() };
+  appending.set(call.personId, group);
+  group.done = new Promise<void>((resolve) => setTimeout(resolve, APPEND_WINDOW_MS)).then(async () => {
+    if (appending.get(call.personId) === group) appending.delete(call.personId);
+    try {
+      await persons.of(call.personId).recordBlockedCalls(call.personId, group.rows);
+    } catch (err) {
+      logError("recording blocked calls failed", err, { personId: call.personId, calls: group.rows.length });
+    }
+  });
+  return group.done;
 }
+
+/** How long a receiver's group of blocked calls takes more, and how many it takes at most. */
+const APPEND_WINDOW_MS = 5;
+const MAX_APPEND = 100;
+/** Groups taking calls, by receiver (per isolate). */
+const appending = new Map<number, { rows: BlockedCallRow[]; done: Promise<void> }>();
 
 /** The newest 100 blocked calls of a member [seed 2.4, 4.1 rule 8], from their object. */
 export async function latestBlockedCalls(persons: Persons, personId: number) {

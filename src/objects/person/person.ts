@@ -295,18 +295,17 @@ export class Person extends DurableObject<Env> {
 
   /* ---------- blocked calls ---------- */
 
-  /** Appends a call the provider was told not to put through; keeps the newest `KEEP.blockedCalls`. */
-  recordBlockedCall(me: number, call: BlockedCallRow): void {
-    const newest = this.db
-      .select({ id: blockedCalls.id })
-      .from(blockedCalls)
-      .orderBy(desc(blockedCalls.id))
-      .limit(1)
-      .get();
-    this.db
-      .insert(blockedCalls)
-      .values({ ...call, id: nextId(me, newest?.id ?? 0), createdAt: new Date(call.createdAt) })
-      .run();
+  /** Appends calls the provider was told not to put through; keeps the newest `KEEP.blockedCalls`. */
+  recordBlockedCalls(me: number, calls: BlockedCallRow[]): void {
+    let last =
+      this.db.select({ id: blockedCalls.id }).from(blockedCalls).orderBy(desc(blockedCalls.id)).limit(1).get()?.id ?? 0;
+    for (const call of calls) {
+      last = nextId(me, last);
+      this.db
+        .insert(blockedCalls)
+        .values({ ...call, id: last, createdAt: new Date(call.createdAt) })
+        .run();
+    }
     this.db
       .delete(blockedCalls)
       .where(
