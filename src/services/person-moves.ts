@@ -99,7 +99,6 @@ export async function movePersonChunk(deps: Deps, body: MoveMessage, now: Date) 
     held.movedTrustRequests === d1Requests &&
     (held.movedBlockedCalls === d1Blocked || held.blockedCalls >= KEEP.blockedCalls);
   const state = complete ? "moved" : "mismatch";
-  await object.finishMove("d1", objectRows);
   await deps.db
     .insert(personMoves)
     .values({ personId, state, d1Rows, objectRows, updatedAt: now })

@@ -8,7 +8,7 @@ import type { ActivityInput } from "../../services/activities";
 import { nextId } from "./ids";
 import { ACTIVITY_BUDGET, KEEP, MAX_TRUST_REQUESTS_PER_DAY } from "./limits";
 import { personObjectName } from "./name";
-import { activityDays, blockedCalls, feed, moves, trustRequestDays, trustRequests } from "./schema";
+import { activityDays, blockedCalls, feed, trustRequestDays, trustRequests } from "./schema";
 
 /*
  * One file past 400 lines on purpose: a Durable Object class is one service
@@ -383,15 +383,6 @@ export class Person extends DurableObject<Env> {
     }
     if (rows.feed.length + rows.blockedCalls.length > 0) this.scheduleCare();
     return this.counts();
-  }
-
-  /** Marks the move of `source` (e.g. `d1`) done, with the rows it moved. */
-  finishMove(source: string, rows: number): void {
-    this.db
-      .insert(moves)
-      .values({ source, rows, movedAt: new Date() })
-      .onConflictDoUpdate({ target: moves.source, set: { rows, movedAt: new Date() } })
-      .run();
   }
 
   /**

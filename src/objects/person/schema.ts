@@ -58,13 +58,6 @@ export const activityDays = sqliteTable("activity_days", {
   textBytes: integer("text_bytes").notNull(),
 });
 
-/** Rows moved in from D1 (the one-time move, docs/architecture.md): which person's rows, and when. */
-export const moves = sqliteTable("moves", {
-  source: text("source").primaryKey(),
-  rows: integer("rows").notNull(),
-  movedAt: timestamp("moved_at").notNull(),
-});
-
 /**
  * Trust requests this person received (docs/decisions.md, "Trust requests"):
  * at most one pending per requester; a decision closes it and keeps it.
