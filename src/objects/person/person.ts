@@ -40,6 +40,10 @@ const PRUNE_CHUNK = 1_000;
 /** Ids below this came from D1 (the move); ids this object makes are time-based and far above (ids.ts). */
 export const MOVED_ID_LIMIT = 2 ** 40;
 const DAY_MS = 24 * 3600 * 1000;
+/** Days since 1970-01-01 in UTC: the key of the daily counters. */
+const utcDay = (ms: number) => Math.floor(ms / DAY_MS);
+/** Seconds from `ms` until the next UTC day starts (the `Retry-After` of a spent daily budget). */
+const secondsToNextDay = (ms: number) => Math.ceil(((utcDay(ms) + 1) * DAY_MS - ms) / 1000);
 
 /** The answer to a write the object may refuse: refusals are values, since errors lose their class over RPC. */
 export type RecordResult =
@@ -90,7 +94,7 @@ export class Person extends DurableObject<Env> {
     const earlier = this.sameMessage(input);
     if (earlier) return earlier;
     const now = Date.now();
-    const day = Math.floor(now / DAY_MS);
+    const day = utcDay(now);
     const bytes = utf8Bytes(input.message);
     const spent = this.db.select().from(activityDays).where(eq(activityDays.day, day)).get();
     if (
@@ -103,7 +107,7 @@ export class Person extends DurableObject<Env> {
         message:
           `a person may record at most ${ACTIVITY_BUDGET.records} activities and 10 MiB of message text per day (UTC), ` +
           `and this one would pass today's budget; retry after midnight UTC (see Retry-After)`,
-        retryAfter: Math.ceil(((day + 1) * DAY_MS - now) / 1000),
+        retryAfter: secondsToNextDay(now),
       };
     }
     // Charged before the chat's await, so concurrent requests cannot pass the budget together.
@@ -197,10 +201,10 @@ export class Person extends DurableObject<Env> {
    */
   chargeTrustRequest(): { ok: true } | { ok: false; retryAfter: number } {
     const now = Date.now();
-    const day = Math.floor(now / DAY_MS);
+    const day = utcDay(now);
     const sent = this.db.select().from(trustRequestDays).where(eq(trustRequestDays.day, day)).get()?.sent ?? 0;
     if (sent >= MAX_TRUST_REQUESTS_PER_DAY) {
-      return { ok: false, retryAfter: Math.ceil(((day + 1) * DAY_MS - now) / 1000) };
+      return { ok: false, retryAfter: secondsToNextDay(now) };
     }
     this.db
       .insert(trustRequestDays)
@@ -430,13 +434,14 @@ export class Person extends DurableObject<Env> {
       chunk(feed, feed.createdAt, KEEP.activityDays),
       chunk(trustRequests, trustRequests.updatedAt, KEEP.trustRequestDays),
     ];
+    // Daily counters: today's and yesterday's are kept.
     this.db
       .delete(activityDays)
-      .where(lt(activityDays.day, Math.floor(now / DAY_MS) - 1))
+      .where(lt(activityDays.day, utcDay(now) - 1))
       .run();
     this.db
       .delete(trustRequestDays)
-      .where(lt(trustRequestDays.day, Math.floor(now / DAY_MS) - 1))
+      .where(lt(trustRequestDays.day, utcDay(now) - 1))
       .run();
     const more = pruned.some((n) => n >= PRUNE_CHUNK);
     await this.ctx.storage.setAlarm(now + (more ? 1_000 : DAY_MS));
