@@ -6,6 +6,21 @@ import { fileTokens, type Who } from "./principals";
 
 export { DEMO };
 
+/** The demo world's people-search sites, as the licenses API shows them. */
+const demoSite = (id: number, name: string, slug: string, scanner: boolean) => ({
+  id,
+  name,
+  status: "enabled",
+  url: `https://${slug}.example`,
+  logo: "",
+  scanner,
+});
+export const DEMO_SITES = {
+  peopleFinder: demoSite(3, "PeopleFinder", "peoplefinder", true),
+  spyDirectory: demoSite(4, "SpyDirectory", "spydirectory", true),
+  whitePages: demoSite(5, "WhitePages Archive", "whitepages-archive", false),
+};
+
 export type CallOptions = {
   method?: string;
   token?: string;

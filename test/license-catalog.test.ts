@@ -1,7 +1,9 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { License } from "../src/services/licenses";
-import { as, call, countRows, employeeBody, expectError, insertToken } from "./helpers";
+import { as, call, countRows, DEMO_SITES, employeeBody, expectError, insertToken } from "./helpers";
+
+const { peopleFinder, spyDirectory, whitePages } = DEMO_SITES;
 
 /**
  * The operator's license catalog (docs/decisions.md, "Licenses"):
@@ -20,18 +22,6 @@ afterEach(() => {
 });
 
 const admin = (method: string, path: string, body?: unknown) => call(path, { method, body, token: ADMIN });
-
-const site = (id: number, name: string, slug: string, scanner: boolean) => ({
-  id,
-  name,
-  status: "enabled",
-  url: `https://${slug}.example`,
-  logo: "",
-  scanner,
-});
-const peopleFinder = site(3, "PeopleFinder", "peoplefinder", true);
-const spyDirectory = site(4, "SpyDirectory", "spydirectory", true);
-const whitePages = site(5, "WhitePages Archive", "whitepages-archive", false);
 
 let seq = 0;
 const fresh = (tag: string) => `${tag}-${Date.now().toString(36)}-${++seq}`;

@@ -1,19 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { License } from "../src/services/licenses";
-import { as, call, countRows, expectError, insertToken } from "./helpers";
+import { as, call, countRows, DEMO_SITES, expectError, insertToken } from "./helpers";
 
-const site = (id: number, name: string, slug: string, scanner: boolean) => ({
-  id,
-  name,
-  status: "enabled",
-  url: `https://${slug}.example`,
-  logo: "",
-  scanner,
-});
-const peopleFinder = site(3, "PeopleFinder", "peoplefinder", true);
-const spyDirectory = site(4, "SpyDirectory", "spydirectory", true);
-const whitePages = site(5, "WhitePages Archive", "whitepages-archive", false);
+const { peopleFinder, spyDirectory, whitePages } = DEMO_SITES;
 
 const scan = (active: number, assigned: number) => ({
   id: "scan",
