@@ -1,3 +1,10 @@
+/*
+ * One file past 400 lines on purpose: a person's contacts are one aggregate
+ * whose reads (linking, pages, call-lookup's details) and writes (sync,
+ * update, delete, tombstones) share the same statement builders (`idIn`,
+ * `contactReads`, `phonesOfContacts`). It is the next to move into the
+ * person's own object (docs/architecture.md, "Where data lives").
+ */
 import { and, asc, count, eq, gte, sql, type SQL } from "drizzle-orm";
 import type { BatchResponse } from "drizzle-orm/batch";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
