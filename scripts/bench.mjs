@@ -231,7 +231,6 @@ function scenarios(/** @type {{ code: string, number: string }} */ secure) {
       path: "/companies/1/employees?per_page=1000",
       headers: alice,
       expected: 200,
-      slow: true,
       floor: "floor-d1",
       target: { ratio: 0.05, of: "healthz" },
     },

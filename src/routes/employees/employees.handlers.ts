@@ -8,10 +8,11 @@ import type * as routes from "./employees.routes";
 
 export const listEmployees: AppRouteHandler<typeof routes.listEmployees> = async (c) => {
   const { search, ...page } = c.req.valid("query");
-  const { json, total } = await employees.listEmployees(c.var.db, c.var.company.companyId, search || null, page);
+  const { body, total } = await employees.listEmployees(c.var.db, c.var.company.companyId, search || null, page);
   setPageHeaders(c, page, total);
-  // Already JSON (SQLite rendered each Person): sent as it is, never parsed and serialised again.
-  return c.body(json, 200, { "Content-Type": "application/json" }) as unknown as ReturnType<
+  // Already JSON, written straight from the rows (services/people.ts) and encoded: sent as it is,
+  // never parsed and serialised again.
+  return c.body(body, 200, { "Content-Type": "application/json" }) as unknown as ReturnType<
     typeof c.json<Person[], 200>
   >;
 };

@@ -1,20 +1,38 @@
-import { and, asc, count, eq, gte, inArray, lt } from "drizzle-orm";
+import { and, asc, count, eq, gte, inArray, lt, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { memberships, personEmails } from "../../db/schema";
+import { batchableAll } from "../../db/sql";
 import { pageWindow, type Page } from "../../lib/pagination";
 import { peopleReads, visibleEmail } from "../people";
 
 /**
  * One page of the company's employees as the response body (JSON text,
- * written straight from the rows: services/people.ts), and how many match,
- * in one D1 round trip.
+ * written straight from the rows: services/people.ts, as UTF-8), and how many match.
  * `search` keeps those with an email starting with it [seed 4.3 rule 1]. The
  * prefix is a range on the lowercased, uniquely indexed email
  * (`email >= p AND email < p⁺`), so SQLite seeks the index instead of
  * scanning every address as `LIKE 'p%'` would.
+ *
+ * A page this isolate rendered before is answered again while the company's
+ * list version is the one it was rendered under (`pageCache`): one D1 read of
+ * one row instead of the page's reads and their rendering. Otherwise the
+ * version, the count and the page's reads are one D1 round trip (one
+ * transaction, so the version is the one of exactly the rows rendered).
  */
 export async function listEmployees(db: Db, companyId: number, search: string | null, page: Page) {
   const { limit, offset } = pageWindow(page);
+  const key = pageKey(companyId, search, limit, offset);
+  const cached = pageCache.get(key);
+  if (cached !== undefined) {
+    const version = await db.$client
+      .prepare("select version from company_list_versions where company_id = ?")
+      .bind(companyId)
+      .first<string>("version");
+    if (version === cached.version) {
+      pageCache.touch(key, cached);
+      return { body: cached.body, total: cached.total };
+    }
+  }
   const upper = search ? prefixUpperBound(search) : null;
   // With a search, the email range drives: SQLite reads the matching addresses
   // from the unique index, then probes (company_id, person_id) for each.
@@ -44,12 +62,84 @@ export async function listEmployees(db: Db, companyId: number, search: string | 
     .limit(limit)
     .offset(offset);
   const reads = peopleReads(db, companyId, ids);
-  const [[total], ...results] = await db.batch([
+  const [versions, [total], ...results] = await db.batch([
+    batchableAll<{ version: string }>(
+      db,
+      sql`select version from company_list_versions where company_id = ${companyId}`,
+    ),
     db.select({ n: count() }).from(memberships).where(where),
     ...reads.statements,
   ]);
-  return { json: reads.render(results), total: total?.n ?? 0 };
+  // Encoded once: a Response copies its bytes, so every answer of the page can be sent from them.
+  const rendered = { body: utf8.encode(reads.render(results)) as Uint8Array<ArrayBuffer>, total: total?.n ?? 0 };
+  const version = (versions as { version: string }[])[0]?.version;
+  if (version !== undefined) pageCache.set(key, { version, ...rendered });
+  return rendered;
 }
+
+const pageKey = (companyId: number, search: string | null, limit: number, offset: number) =>
+  JSON.stringify([companyId, search, limit, offset]);
+
+const utf8 = new TextEncoder();
+
+type CachedPage = { version: string; body: Uint8Array<ArrayBuffer>; total: number };
+
+/**
+ * Rendered pages of this isolate, by company, search and window, each with
+ * the company's list version it was rendered under (`company_list_versions`,
+ * kept by the triggers of drizzle/0015_company_list_versions.sql: every
+ * change to a row a page shows gives the version a new random value in the
+ * change's own transaction). A page is answered from here only after D1 says
+ * the version is still that one, so it is never staler than a fresh read:
+ * what it holds is exactly what the page's reads give while the version
+ * holds. One entry per page (a newer rendering replaces it), the least
+ * recently used go first past `MAX_CACHED_BYTES` in all; a company's
+ * version is its own, and the key starts with the company, so tenants
+ * never share an entry.
+ */
+const MAX_CACHED_BYTES = 8 * 1024 * 1024;
+const pageCache = (() => {
+  const pages = new Map<string, CachedPage>();
+  let bytes = 0;
+  const drop = (key: string) => {
+    const page = pages.get(key);
+    if (page === undefined) return;
+    pages.delete(key);
+    bytes -= page.body.byteLength;
+  };
+  return {
+    get: (key: string) => pages.get(key),
+    /**
+     * Marks the page as just used (a Map iterates in insertion order: the oldest first),
+     * unless another request replaced it meanwhile.
+     */
+    touch(key: string, page: CachedPage) {
+      if (pages.get(key) !== page) return;
+      pages.delete(key);
+      pages.set(key, page);
+    },
+    set(key: string, page: CachedPage) {
+      drop(key);
+      if (page.body.byteLength > MAX_CACHED_BYTES / 4) return;
+      pages.set(key, page);
+      bytes += page.body.byteLength;
+      for (const oldest of pages.keys()) {
+        if (bytes <= MAX_CACHED_BYTES) break;
+        drop(oldest);
+      }
+    },
+    clear() {
+      pages.clear();
+      bytes = 0;
+    },
+    get size() {
+      return pages.size;
+    },
+  };
+})();
+
+/** For tests: how many pages this isolate holds, and forgetting them (the next read of each renders it). */
+export const employeeListCache = { size: () => pageCache.size, clear: () => pageCache.clear() };
 
 /**
  * The smallest string greater than every string that starts with `prefix`
