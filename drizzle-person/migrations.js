@@ -1,10 +1,12 @@
 import journal from './meta/_journal.json';
 import m0000 from './0000_person.sql';
+import m0001 from './0001_contacts_trust_index.sql';
 
   export default {
     journal,
     migrations: {
-      m0000
+      m0000,
+m0001
     }
   }
   

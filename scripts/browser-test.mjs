@@ -22,6 +22,7 @@ import os from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
 import { ROOT, bin, childEnv } from "./lib/cli.mjs";
+import { loadDemoObjects } from "./lib/demo-objects.mjs";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const DEADLINE_MS = 110_000;
@@ -359,7 +360,22 @@ async function startWorker({ key, cert, apiPort, inspectorPort }) {
     if (Date.now() > until) throw new Error("wrangler dev did not answer /healthz within 60 s");
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
+  await loadDemoObjects(`https://127.0.0.1:${apiPort}`, put);
   log("worker ready");
+}
+
+/** A PUT that accepts the test's self-signed certificate: `{ status, text }`. */
+function put(url, headers, body) {
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, { method: "PUT", headers, rejectUnauthorized: false, timeout: 5_000 }, (res) => {
+      const chunks = [];
+      res.on("data", (chunk) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString() }));
+    });
+    req.on("error", reject);
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.end(body);
+  });
 }
 
 function get(url) {

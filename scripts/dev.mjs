@@ -5,6 +5,7 @@
 // goes to `wrangler dev` as it is.
 import { spawn } from "node:child_process";
 import { ROOT, bin, childEnv, fail, run, runQuiet, step } from "./lib/cli.mjs";
+import { loadDemoObjects } from "./lib/demo-objects.mjs";
 
 const { port, ip, rest } = serverArgs(process.argv.slice(2), process.env.PORT);
 
@@ -32,6 +33,33 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   process.on(signal, () => child.kill(signal));
 }
 child.on("exit", (code, signal) => process.exit(code ?? (signal ? 0 : 1)));
+
+// The demo world's data in people's own objects goes in through the API, once the server answers.
+await demoObjectsWhenReady(`http://${ip.includes(":") ? `[${ip}]` : ip}:${port}`);
+
+async function demoObjectsWhenReady(base) {
+  const until = Date.now() + 120_000;
+  for (;;) {
+    const up = await fetch(`${base}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (up) break;
+    if (Date.now() > until || child.exitCode !== null) {
+      process.stderr.write(
+        "  ✖ the server did not answer /healthz within 120 s; the demo world's object data is not loaded\n",
+      );
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  try {
+    await loadDemoObjects(ip === "0.0.0.0" ? `http://127.0.0.1:${port}` : base);
+    process.stderr.write("  the demo world's data in people's own objects is loaded\n");
+  } catch (err) {
+    process.stderr.write(`  ✖ ${err.message}\n`);
+  }
+}
 
 /**
  * Takes `--port N` / `--port=N` and `--ip X` / `--ip=X` out of the arguments (this

@@ -1,16 +1,14 @@
-import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import worker from "../src/index";
-import { DAILY } from "../src/cron/scheduled";
-import { createDb } from "../src/db/client";
-import { MAX_CONTACTS_PER_PERSON, pruneContactTombstones } from "../src/services/contacts";
-import { as, countRows, DEMO, expectError } from "./helpers";
+import { MAX_CONTACTS_PER_PERSON } from "../src/services/contacts";
+import { as, countInPersonObject, DEMO, expectError, inPersonObject } from "./helpers";
 
 /**
- * GET /contacts/deleted (docs/decisions.md): tombstones written by the batch
- * that deletes, `since` inclusive, 90 days of memory (410 beyond), pruned by
- * the daily cron; and the 10,000-contact quota of a sync (§10.9).
+ * GET /contacts/deleted (docs/decisions.md): tombstones written by the
+ * transaction that deletes, in the person's own object, `since` inclusive, 90
+ * days of memory (410 beyond), pruned by the object's alarm; and the
+ * 10,000-contact quota of a sync (§10.9).
  */
 
 const DAY = 24 * 3600 * 1000;
@@ -31,16 +29,11 @@ async function deletedSince(who: "alice" | "bob" | "carol", since: Date | string
   return as(who).get(`/contacts/deleted?since=${encodeURIComponent(at)}${query}`);
 }
 
-async function tombstone(ownerId: number, contactId: number, deletedAt: number) {
-  await env.DB.prepare("INSERT INTO contact_tombstones (owner_id, contact_id, deleted_at) VALUES (?, ?, ?)")
-    .bind(ownerId, contactId, deletedAt)
-    .run();
-}
+const personObject = (personId: number) => env.PERSON.get(env.PERSON.idFromName(`person:${personId}`));
 
-async function fireDaily(scheduledTime: number) {
-  const ctx = createExecutionContext();
-  await worker.scheduled!(createScheduledController({ cron: DAILY, scheduledTime }), env, ctx);
-  await waitOnExecutionContext(ctx);
+/** Tombstones in the owner's object, as a move from D1 brings them (`importRows`). */
+async function tombstones(ownerId: number, rows: { contactId: number; deletedAt: number }[]) {
+  await personObject(ownerId).importRows({ tombstones: rows });
 }
 
 describe("GET /contacts/deleted", () => {
@@ -61,43 +54,65 @@ describe("GET /contacts/deleted", () => {
     expect(await (await deletedSince("bob", before)).json()).toEqual([]);
     // A second DELETE is a 404 and leaves no second tombstone.
     expect((await as("alice").send("DELETE", `/contacts/${a!.id}`)).status).toBe(404);
-    expect(await countRows("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id = ?", a!.id)).toBe(1);
+    expect(
+      await countInPersonObject(
+        DEMO.people.alice,
+        "SELECT count(*) AS n FROM contact_tombstones WHERE contact_id = ?",
+        a!.id,
+      ),
+    ).toBe(1);
   });
 
-  it("/contacts/clear leaves a tombstone per contact, in the same batch as the delete", async () => {
+  it("/contacts/clear leaves a tombstone per contact, in the same transaction as the delete", async () => {
     const before = new Date();
     const created = await sync("carol", [{ display_name: "One" }, { display_name: "Two" }, { display_name: "Three" }]);
     expect((await as("carol").send("DELETE", "/contacts/clear")).status).toBe(204);
     const items = (await (await deletedSince("carol", before)).json()) as Deleted[];
     expect(items.map((item) => item.id)).toEqual(created.map((contact) => contact.id));
-    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = ?", DEMO.people.carol)).toBe(0);
+    expect(await countInPersonObject(DEMO.people.carol, "SELECT count(*) AS n FROM contacts")).toBe(0);
   });
 
   it("no deletion without its tombstone: a failed tombstone insert fails the DELETE", async () => {
+    const alice = DEMO.people.alice;
     const [contact] = await sync("alice", [{ display_name: "Kept" }]);
-    // A write request runs in a D1 session of the binding (src/middleware/db.ts).
-    const withSession = env.DB.withSession.bind(env.DB);
-    vi.spyOn(env.DB, "withSession").mockImplementation((constraint) => {
-      const session = withSession(constraint);
-      const prepare = session.prepare.bind(session);
-      return Object.assign(session, {
-        prepare: (query: string) => {
-          if (/insert into "contact_tombstones"/i.test(query)) throw new Error("D1_ERROR: simulated failure");
-          return prepare(query);
-        },
-      });
-    });
-    expect((await as("alice").send("DELETE", `/contacts/${contact!.id}`)).status).toBe(500);
-    vi.restoreAllMocks();
-    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE id = ?", contact!.id)).toBe(1);
+    // Alice's object refuses every tombstone insert, as a failing storage would.
+    await inPersonObject(
+      alice,
+      `CREATE TRIGGER fail_tombstones BEFORE INSERT ON contact_tombstones
+       BEGIN SELECT RAISE(ABORT, 'simulated failure'); END`,
+    );
+    try {
+      expect((await as("alice").send("DELETE", `/contacts/${contact!.id}`)).status).toBe(500);
+    } finally {
+      await inPersonObject(alice, "DROP TRIGGER fail_tombstones");
+    }
+    expect(await countInPersonObject(alice, "SELECT count(*) AS n FROM contacts WHERE id = ?", contact!.id)).toBe(1);
+    expect(
+      await countInPersonObject(
+        alice,
+        "SELECT count(*) AS n FROM contact_tombstones WHERE contact_id = ?",
+        contact!.id,
+      ),
+    ).toBe(0);
+    // Nothing of the failed delete remains: the contact can still be deleted, with its tombstone.
+    expect((await as("alice").send("DELETE", `/contacts/${contact!.id}`)).status).toBe(200);
+    expect(
+      await countInPersonObject(
+        alice,
+        "SELECT count(*) AS n FROM contact_tombstones WHERE contact_id = ?",
+        contact!.id,
+      ),
+    ).toBe(1);
   });
 
   it("since is inclusive; oldest first; paged like /contacts", async () => {
     const owner = DEMO.people.bob;
     const t = Date.now() - 10 * DAY;
-    await tombstone(owner, 900_003, t + 2);
-    await tombstone(owner, 900_001, t);
-    await tombstone(owner, 900_002, t + 1);
+    await tombstones(owner, [
+      { contactId: 900_003, deletedAt: t + 2 },
+      { contactId: 900_001, deletedAt: t },
+      { contactId: 900_002, deletedAt: t + 1 },
+    ]);
 
     const all = (await (await deletedSince("bob", new Date(t))).json()) as Deleted[];
     expect(all.map((item) => item.id)).toEqual([900_001, 900_002, 900_003]);
@@ -124,26 +139,30 @@ describe("GET /contacts/deleted", () => {
     expect(await expectError(await deletedSince("alice", "yesterday"), 400, "Bad Request")).toMatch(/`since`/);
   });
 
-  it("the daily cron forgets tombstones older than 90 days, in bounded chunks", async () => {
+  it("the object's alarm forgets tombstones older than 90 days, in bounded chunks", async () => {
     const owner = DEMO.people.alice;
     const now = Date.now();
-    for (let i = 0; i < 5; i++) await tombstone(owner, 800_000 + i, now - 91 * DAY + i);
-    await tombstone(owner, 800_100, now - 89 * DAY);
+    // 1,005 past the 90 days (the alarm prunes at most 1,000 a run) and one within them.
+    await tombstones(owner, [
+      ...Array.from({ length: 1_005 }, (_, i) => ({ contactId: 800_000 + i, deletedAt: now - 91 * DAY + i })),
+      { contactId: 810_000, deletedAt: now - 89 * DAY },
+    ]);
+    const old = () =>
+      countInPersonObject(
+        owner,
+        "SELECT count(*) AS n FROM contact_tombstones WHERE contact_id BETWEEN 800000 AND 809999",
+      );
 
-    // Two chunks of two at most: four go, one waits for the next run.
-    expect(await pruneContactTombstones(createDb(env.DB), new Date(now), { chunk: 2, maxChunks: 2 })).toMatchObject({
-      pruned: 4,
-      more: true,
-    });
+    // A full chunk: 1,000 go, and the next alarm follows at once for the rest.
+    expect(await runDurableObjectAlarm(personObject(owner))).toBe(true);
+    expect(await old()).toBe(5);
+    expect(await runDurableObjectAlarm(personObject(owner))).toBe(true);
+    expect(await old()).toBe(0);
     expect(
-      await countRows("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id BETWEEN 800000 AND 800099"),
+      await countInPersonObject(owner, "SELECT count(*) AS n FROM contact_tombstones WHERE contact_id = 810000"),
     ).toBe(1);
-
-    await fireDaily(now);
-    expect(
-      await countRows("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id BETWEEN 800000 AND 800099"),
-    ).toBe(0);
-    expect(await countRows("SELECT count(*) AS n FROM contact_tombstones WHERE contact_id = 800100")).toBe(1);
+    const kept = (await (await deletedSince("alice", new Date(now - 89 * DAY))).json()) as Deleted[];
+    expect(kept.map((item) => item.id)).toContain(810_000);
   });
 });
 
@@ -151,13 +170,14 @@ describe("at most 10,000 contacts per person", () => {
   it("a sync that would pass the limit is a 400 naming it, and writes nothing; reaching it exactly is fine", async () => {
     const owner = DEMO.people.carol;
     await as("carol").send("DELETE", "/contacts/clear");
-    await env.DB.prepare(
-      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?2)
-       INSERT INTO contacts (owner_id, display_name, labels, created_at, updated_at)
-       SELECT ?1, 'Filler ' || i, '[]', 0, 0 FROM n`,
-    )
-      .bind(owner, MAX_CONTACTS_PER_PERSON - 2)
-      .run();
+    await inPersonObject(
+      owner,
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+       INSERT INTO contacts (id, display_name, labels, created_at, updated_at)
+       SELECT i, 'Filler ' || i, '[]', 0, 0 FROM n`,
+      MAX_CONTACTS_PER_PERSON - 2,
+    );
+    const held = () => countInPersonObject(owner, "SELECT count(*) AS n FROM contacts");
 
     const over = await as("carol").send("POST", "/contacts/sync", [
       { display_name: "a" },
@@ -165,12 +185,10 @@ describe("at most 10,000 contacts per person", () => {
       { display_name: "c" },
     ]);
     expect(await expectError(over, 400, "Bad Request")).toMatch(/at most 10,000 contacts/);
-    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = ?", owner)).toBe(
-      MAX_CONTACTS_PER_PERSON - 2,
-    );
+    expect(await held()).toBe(MAX_CONTACTS_PER_PERSON - 2);
 
-    // Four syncs of two at once, with room for two: exactly one gets in (the others see no room
-    // before their batch, or are rolled back by the quota guard inside it).
+    // Four syncs of two at once, with room for two: exactly one gets in (the object runs one
+    // sync at a time, so the others see no room).
     const racing = await Promise.all(
       ["a", "b", "c", "d"].map((name) =>
         as("carol").send("POST", "/contacts/sync", [{ display_name: `${name}1` }, { display_name: `${name}2` }]),
@@ -180,11 +198,9 @@ describe("at most 10,000 contacts per person", () => {
     for (const response of racing.filter((r) => r.status === 400)) {
       expect(await expectError(response, 400, "Bad Request")).toMatch(/at most 10,000 contacts/);
     }
-    expect(await countRows("SELECT count(*) AS n FROM contacts WHERE owner_id = ?", owner)).toBe(
-      MAX_CONTACTS_PER_PERSON,
-    );
+    expect(await held()).toBe(MAX_CONTACTS_PER_PERSON);
     // Updating an existing contact creates none: still allowed at the limit.
-    const last = await countRows("SELECT max(id) AS n FROM contacts WHERE owner_id = ?", owner);
+    const last = await countInPersonObject(owner, "SELECT max(id) AS n FROM contacts");
     await sync("carol", [{ id: last, display_name: "renamed" }]);
     await as("carol").send("DELETE", "/contacts/clear");
   }, 60_000);

@@ -1,15 +1,16 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
 import { pruneExpired } from "../src/services/retention";
-import { applyIndexWork, workForKeys } from "../src/services/trust-index";
-import { as } from "./helpers";
+import { as, countInPersonObject, DEMO, inPersonObject } from "./helpers";
 
 /**
  * Writes cost what they change (docs/architecture.md, "Fan-out bound"): a
  * contact edit rewrites only the buckets of the phones it touched, the
  * receiver record only when its content changed, and no index key is ever
- * put again with the value KV already holds.
+ * put again with the value KV already holds. Bob's object writes these keys
+ * (a put, or a delete for a bucket emptied): both count as writes.
  */
 
 afterEach(() => {
@@ -39,13 +40,23 @@ beforeAll(async () => {
   contactIds.push(...((await synced.json()) as { id: number }[]).map((contact) => contact.id));
 });
 
-/** The index keys put in KV while `work` runs (token-cache writes aside). */
-async function putsDuring(work: () => Promise<unknown>): Promise<string[]> {
+const bob = env.PERSON.get(env.PERSON.idFromName(`person:${DEMO.people.bob}`));
+
+/** The index keys written to KV (put or deleted) while `work` runs (token-cache writes aside). */
+async function writesDuring(work: () => Promise<unknown>): Promise<string[]> {
   const puts = vi.spyOn(env.TRUST_INDEX, "put");
+  const deletes = vi.spyOn(env.TRUST_INDEX, "delete");
   await work();
-  const keys = puts.mock.calls.map(([key]) => key).filter((key) => !key.startsWith("tok:"));
+  const keys = [...puts.mock.calls, ...deletes.mock.calls].map(([key]) => key).filter((key) => !key.startsWith("tok:"));
   puts.mockRestore();
+  deletes.mockRestore();
   return keys;
+}
+
+/** Sets Bob's alarm to now, so runDurableObjectAlarm runs it. */
+async function runInObjectSetAlarm() {
+  const { runInDurableObject } = await import("cloudflare:test");
+  await runInDurableObject(bob, (_, state) => state.storage.setAlarm(Date.now()));
 }
 
 async function trusted(caller: string): Promise<boolean> {
@@ -57,12 +68,12 @@ async function trusted(caller: string): Promise<boolean> {
 }
 
 describe("a contact edit rewrites only what it changed", () => {
-  it("one phone of 100 contacts in 100 buckets moved to another bucket: 3 KV puts (both buckets, the receiver's bucket list)", async () => {
-    const puts = await putsDuring(async () => {
+  it("one phone of 100 contacts in 100 buckets moved to another bucket: 3 KV writes (both buckets, the receiver's bucket list)", async () => {
+    const puts = await writesDuring(async () => {
       const response = await as("bob").send("PUT", `/contacts/${contactIds[5]}`, { phone_numbers: ["+12125552342"] });
       expect(response.status).toBe(200);
     });
-    // Bucket 05 is emptied (so the receiver record no longer lists it), bucket 42 gains a phone.
+    // Bucket 05 is emptied (its key deleted; the receiver record no longer lists it), bucket 42 gains a phone.
     expect(puts.sort()).toEqual([`rcv:${secure}`, bucketKey(5), bucketKey(42)].sort());
     expect(await trusted("+12125552342")).toBe(true);
     expect(await trusted(phone(42))).toBe(true);
@@ -71,34 +82,36 @@ describe("a contact edit rewrites only what it changed", () => {
 
   it("a phone moved within its bucket rewrites that bucket alone; a name edit or an unchanged phone list rewrites nothing", async () => {
     expect(
-      await putsDuring(() => as("bob").send("PUT", `/contacts/${contactIds[7]}`, { phone_numbers: ["+12125553307"] })),
+      await writesDuring(() =>
+        as("bob").send("PUT", `/contacts/${contactIds[7]}`, { phone_numbers: ["+12125553307"] }),
+      ),
     ).toEqual([bucketKey(7)]);
     expect(await trusted("+12125553307")).toBe(true);
     expect(await trusted(phone(7))).toBe(false);
 
     expect(
-      await putsDuring(() => as("bob").send("PUT", `/contacts/${contactIds[8]}`, { display_name: "Renamed" })),
+      await writesDuring(() => as("bob").send("PUT", `/contacts/${contactIds[8]}`, { display_name: "Renamed" })),
     ).toEqual([]);
     // The same phones written again: the bucket is recomputed, found identical, and not put.
     expect(
-      await putsDuring(() => as("bob").send("PUT", `/contacts/${contactIds[9]}`, { phone_numbers: [phone(9)] })),
+      await writesDuring(() => as("bob").send("PUT", `/contacts/${contactIds[9]}`, { phone_numbers: [phone(9)] })),
     ).toEqual([]);
     expect(await trusted(phone(9))).toBe(true);
   });
 
-  it("deleting a contact rewrites its bucket, and the receiver record only when that bucket empties", async () => {
+  it("deleting a contact rewrites its bucket, and the receiver record only when that bucket empties (then deleted)", async () => {
     // Bucket 42 holds two phones (the first test moved one there): still listed after one goes.
-    expect(await putsDuring(() => as("bob").send("DELETE", `/contacts/${contactIds[42]}`))).toEqual([bucketKey(42)]);
+    expect(await writesDuring(() => as("bob").send("DELETE", `/contacts/${contactIds[42]}`))).toEqual([bucketKey(42)]);
     expect(await trusted(phone(42))).toBe(false);
     expect(await trusted("+12125552342")).toBe(true);
-    expect((await putsDuring(() => as("bob").send("DELETE", `/contacts/${contactIds[11]}`))).sort()).toEqual(
+    expect((await writesDuring(() => as("bob").send("DELETE", `/contacts/${contactIds[11]}`))).sort()).toEqual(
       [`rcv:${secure}`, bucketKey(11)].sort(),
     );
     expect(await trusted(phone(11))).toBe(false);
   });
 
   it("a sync of new contacts rewrites the buckets of their phones and the receiver record, not the other 100", async () => {
-    const puts = await putsDuring(() =>
+    const puts = await writesDuring(() =>
       as("bob").send("POST", "/contacts/sync", [
         { display_name: "New A", phone_numbers: ["+12125554411"] },
         { display_name: "New B", phone_numbers: ["+12125554405", "+12125554412"] },
@@ -111,32 +124,42 @@ describe("a contact edit rewrites only what it changed", () => {
 });
 
 describe("index keys are never put again with the value KV holds", () => {
-  it("work recorded for keys whose value did not change puts nothing; a key KV lacks is put (a fill forces it)", async () => {
-    const db = createDb(env.DB);
-    const deps = { db, kv: env.TRUST_INDEX };
+  it("keys due whose value did not change put nothing; a key KV lacks is put again (a lookup's miss forces it)", async () => {
     const keys = [`rcv:${secure}`, bucketKey(12), bucketKey(13)];
-    await db.batch([workForKeys(db, keys, new Date())]);
-    let result: Awaited<ReturnType<typeof applyIndexWork>> | undefined;
+    const due = () =>
+      countInPersonObject(
+        DEMO.people.bob,
+        `SELECT count(*) AS n FROM index_keys WHERE due = 1 AND key IN (select value from json_each(?))`,
+        JSON.stringify(keys),
+      );
+    // The keys made due again without a change of their values (as a change undone before the write would):
+    // the object's alarm recomputes them, finds the values KV holds, and writes nothing.
+    await inPersonObject(
+      DEMO.people.bob,
+      `UPDATE index_keys SET due = 1, version = version + 1 WHERE key IN (select value from json_each(?))`,
+      JSON.stringify(keys),
+    );
+    expect(await due()).toBe(3);
     expect(
-      await putsDuring(async () => {
-        result = await applyIndexWork(deps, { keys });
+      await writesDuring(async () => {
+        await runInObjectSetAlarm();
+        expect(await runDurableObjectAlarm(bob)).toBe(true);
       }),
     ).toEqual([]);
-    expect(result).toMatchObject({ failed: [], busy: [] });
-    expect(result!.unchanged.sort()).toEqual([...keys].sort());
-    expect(
-      (await env.DB.prepare("SELECT count(*) AS n FROM index_work WHERE key IN (?, ?, ?)")
-        .bind(...keys)
-        .first<{ n: number }>())!.n,
-    ).toBe(0);
+    expect(await due()).toBe(0);
 
-    // KV lost the receiver record: a lookup answers from D1 and its fill puts it again.
+    // KV lost the receiver record: a lookup answers from Bob's object, whose alarm then writes
+    // every key of his number again (it cannot know which ones KV lacks), the lost one among them.
     await env.TRUST_INDEX.delete(`rcv:${secure}`);
-    await db.batch([workForKeys(db, [`rcv:${secure}`], new Date())]);
-    expect(await putsDuring(() => applyIndexWork(deps, { keys: [`rcv:${secure}`], force: true }))).toEqual([
-      `rcv:${secure}`,
-    ]);
-    expect(await env.TRUST_INDEX.get(`rcv:${secure}`)).toContain(`"p":`);
+    const written = (
+      await writesDuring(async () => {
+        expect(await trusted(phone(13))).toBe(true);
+        await runDurableObjectAlarm(bob);
+      })
+    ).filter((key) => !key.startsWith("num:")); // the caller's record, filled from D1 by the lookup
+    expect(written).toContain(`rcv:${secure}`);
+    expect(written.sort()).toEqual(Object.keys(await bob.indexValues()).sort());
+    expect(await env.TRUST_INDEX.get(`rcv:${secure}`)).toBe((await bob.indexValues())[`rcv:${secure}`]);
   });
 
   it("digests older than the record's TTL are pruned by the daily retention pass", async () => {

@@ -183,7 +183,7 @@ describe("moving person data from D1 into the objects", () => {
   }
 
   it("moves a database filled the old way, chunk by chunk, and the counts match", async () => {
-    // A person with 1,200 activity rows and 600 blocked calls in D1, as the platform kept them before.
+    // A person with 1,200 activity rows, 600 blocked calls, contacts and trust in D1, as the platform kept them before.
     const person = await env.DB.prepare(
       "INSERT INTO people (first_name, last_name, created_at, updated_at) VALUES ('Moved', 'Person', 0, 0) RETURNING id",
     ).first<{ id: number }>();
@@ -213,17 +213,99 @@ describe("moving person data from D1 into the objects", () => {
       .bind(p, alice, t0, bob)
       .run();
 
-    // One person, as the walk over people sends it: feed in 3 chunks, blocked calls in 2, then the comparison.
+    // Their 600 contacts: every one with an email, the first with two of each kind (not in sorted order) and
+    // labels, and the 600th with an address; and the tombstone of one they deleted.
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 600)
+       INSERT INTO contacts (owner_id, display_name, birthday, labels, created_at, updated_at)
+       SELECT ?1, 'Contact ' || i, CASE WHEN i = 1 THEN '1990-02-03' END,
+              CASE WHEN i = 1 THEN '["work","family"]' ELSE '[]' END, ?2 + i, ?2 + i + 1 FROM n`,
+    )
+      .bind(p, t0)
+      .run();
+    const first = (await env.DB.prepare("SELECT min(id) AS id FROM contacts WHERE owner_id = ?").bind(p).first<{
+      id: number;
+    }>())!.id;
+    await env.DB.batch([
+      env.DB.prepare(
+        `INSERT INTO contact_emails (contact_id, email)
+         SELECT id, 'c' || (id - CAST(?2 AS INTEGER) + 1) || '@moved.example' FROM contacts WHERE owner_id = ?1 ORDER BY id`,
+      ).bind(p, first),
+      env.DB.prepare("INSERT INTO contact_emails (contact_id, email) VALUES (?1, 'b@moved.example')").bind(first),
+      env.DB.prepare(
+        "INSERT INTO contact_phones (contact_id, e164) VALUES (?1, '+13035550202'), (?1, '+13035550201')",
+      ).bind(first),
+      env.DB.prepare(
+        "INSERT INTO contact_addresses (contact_id, line) VALUES (?1, '2 Elm St'), (?1, '1 Oak Ave')",
+      ).bind(first),
+      env.DB.prepare("INSERT INTO contact_addresses (contact_id, line) VALUES (?1, '600 Last Rd')").bind(first + 599),
+      env.DB.prepare("INSERT INTO contact_tombstones (owner_id, contact_id, deleted_at) VALUES (?1, 999999, ?2)").bind(
+        p,
+        t0,
+      ),
+    ]);
+
+    // Trust both ways: they trusted Bob and set Acme trusted; Alice trusted them, Carol did not.
+    const { carol } = DEMO.people;
+    await env.DB.batch([
+      env.DB.prepare(
+        "INSERT INTO person_trust (person_id, trusted_person_id, trusted, updated_at) VALUES (?1, ?2, 1, ?3)",
+      ).bind(p, bob, t0),
+      env.DB.prepare(
+        "INSERT INTO person_trust (person_id, trusted_person_id, trusted, updated_at) VALUES (?2, ?1, 1, ?4), (?3, ?1, 0, ?4)",
+      ).bind(p, alice, carol, t0),
+      env.DB.prepare(
+        "INSERT INTO company_trust (person_id, company_id, trust, updated_at) VALUES (?1, ?2, 'trusted', ?3)",
+      ).bind(p, DEMO.companies.acme, t0),
+    ]);
+
+    // One person, as the walk over people sends it: feed in 3 chunks, blocked calls in 2, contacts in 2, then the comparison.
     const runs = await drain({ kind: "move-person", personId: p, stage: "feed", after: 0 });
-    expect(runs).toBe(3 + 2 + 1 + 1); // feed, blocked calls, trust requests (one short chunk), the comparison
-    const counts = await inPersonObject<{ feed: number; blocked: number }>(
+    // feed, blocked calls, trust requests (one short chunk), contacts, tombstones, decisions (one short chunk), the comparison
+    expect(runs).toBe(3 + 2 + 1 + 2 + 1 + 1 + 1);
+    const counts = await inPersonObject<{ feed: number; blocked: number; contacts: number; values: number }>(
       p,
-      "SELECT (SELECT count(*) FROM feed) AS feed, (SELECT count(*) FROM blocked_calls) AS blocked",
+      `SELECT (SELECT count(*) FROM feed) AS feed, (SELECT count(*) FROM blocked_calls) AS blocked,
+              (SELECT count(*) FROM contacts) AS contacts, (SELECT count(*) FROM contact_values) AS "values"`,
     );
-    expect(counts).toEqual([{ feed: 1200, blocked: 600 }]);
+    expect(counts).toEqual([{ feed: 1200, blocked: 600, contacts: 600, values: 600 + 1 + 2 + 2 + 1 }]);
     expect(
       await env.DB.prepare("SELECT state, d1_rows, object_rows FROM person_moves WHERE person_id = ?").bind(p).first(),
-    ).toEqual({ state: "moved", d1_rows: 1802, object_rows: 1802 });
+    ).toEqual({ state: "moved", d1_rows: 2407, object_rows: 2407 }); // 1,802 + 600 contacts, 1 tombstone, 1 + 1 + 2 decisions
+
+    // The contacts under their D1 ids and times, their values in D1's order.
+    const object = env.PERSON.get(env.PERSON.idFromName(`person:${p}`));
+    const book = await object.contactPage({ since: null, limit: 1000, offset: 0 });
+    expect(book.total).toBe(600);
+    expect(book.items[0]).toEqual({
+      id: first,
+      displayName: "Contact 1",
+      birthday: "1990-02-03",
+      labels: ["work", "family"],
+      emails: ["c1@moved.example", "b@moved.example"],
+      phones: ["+13035550202", "+13035550201"],
+      addresses: ["2 Elm St", "1 Oak Ave"],
+      createdAt: t0 + 1,
+      updatedAt: t0 + 2,
+    });
+    expect(book.items[599]).toMatchObject({
+      id: first + 599,
+      emails: ["c600@moved.example"],
+      phones: [],
+      addresses: ["600 Last Rd"],
+    });
+    expect(await object.deletedContacts({ since: 0, limit: 10, offset: 0 })).toEqual({
+      items: [{ id: 999999, deletedAt: t0 }],
+      total: 1,
+    });
+    expect(await object.decisions()).toEqual([{ personId: bob, trusted: true }]);
+    expect(await object.trustedMe()).toEqual([alice]);
+    expect(await countInPersonObject(p, "SELECT count(*) AS n FROM trusted_by")).toBe(2);
+    expect(await object.companySettings()).toEqual([
+      { companyId: DEMO.companies.acme, trust: "trusted", updatedAt: t0 },
+    ]);
+    // The object was told D1's facts about the person: the index work the comparison enqueued is done.
+    expect(await countRows("SELECT count(*) AS n FROM index_work WHERE key = ?", `prs:${p}`)).toBe(0);
 
     // The API reads them from the object now, oldest first under their D1 ids.
     const token = `pk_test_moved_${crypto.randomUUID().replaceAll("-", "")}`;
@@ -241,9 +323,14 @@ describe("moving person data from D1 into the objects", () => {
     // The decided one still lets the person change their decision about Bob.
     expect((await call(`/contacts/trust/${bob}`, { method: "POST", token, body: { trusted: 0 } })).status).toBe(201);
 
-    // Running it again copies nothing twice.
+    // Running it again copies nothing twice, and the decision made in the object since stays.
     await drain({ kind: "move-person", personId: p, stage: "feed", after: 0 });
     expect(await countInPersonObject(p, "SELECT count(*) AS n FROM feed")).toBe(1200);
+    expect(await countInPersonObject(p, "SELECT count(*) AS n FROM contact_values")).toBe(606);
+    expect(await object.decisions()).toEqual([{ personId: bob, trusted: false }]);
+    expect(await env.DB.prepare("SELECT state FROM person_moves WHERE person_id = ?").bind(p).first("state")).toBe(
+      "moved",
+    );
   });
 
   it("the walk over people records everyone pending and sends one message per person", async () => {

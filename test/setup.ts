@@ -1,7 +1,8 @@
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { createDb } from "../src/db/client";
-import { DEMO, loadDemoWorld } from "../src/fixtures/demo-world";
+import { DEMO, loadDemoObjects, loadDemoWorld } from "../src/fixtures/demo-world";
+import { personsOf } from "../src/services/persons";
 import { sha256Hex } from "../src/lib/crypto";
 import { fileTokens, type Who } from "./principals";
 
@@ -9,6 +10,7 @@ import { fileTokens, type Who } from "./principals";
 // demo world (README) is there for every test file.
 await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
 await loadDemoWorld(createDb(env.DB));
+await loadDemoObjects(personsOf(env.PERSON));
 
 // A copy of each demo token for this file (see test/principals.ts).
 const suffix = crypto.randomUUID().replaceAll("-", "");

@@ -27,16 +27,16 @@ async function secureNumberOf(who: "alice" | "bob" | "carol") {
   return { number_code: secure_number.country_code, number: secure_number.number };
 }
 
-/** Empties the trust index, as after a deploy or an eviction. */
-/** Rewrites index keys from D1 the way a command's index work does (for rows changed by SQL here). */
+/** Rewrites `num:` keys from D1 the way a command's index work does (for rows changed by SQL here). */
 async function reindex(...keys: string[]) {
   const db = createDb(env.DB);
   await db.batch([workForKeys(db, keys, new Date())]);
-  await applyIndexWork({ db, kv: env.TRUST_INDEX }, { keys });
+  await applyIndexWork({ db, kv: env.TRUST_INDEX, persons: createDeps(env).persons }, { keys });
 }
 
 const receiverKeyOf = (fields: { number_code: string; number: string }) => `rcv:+${fields.number_code}${fields.number}`;
 
+/** Empties the trust index, as after a deploy or an eviction. */
 async function clearKv() {
   let cursor: string | undefined;
   do {
@@ -156,30 +156,30 @@ describe("trust-lookup: who may call", () => {
 
   it("a company set to `negative` is never trusted, not even the receiver's own; `trusted` companies are", async () => {
     const receiving = await secureNumberOf("alice");
-    await env.DB.batch([
-      env.DB.prepare(
-        "INSERT INTO company_phones (company_id, country_code, phone_number, e164, status) VALUES (2, '1', '6175550100', '+16175550100', 'verified')",
-      ),
-      env.DB.prepare(
-        "INSERT INTO company_trust (person_id, company_id, trust, updated_at) VALUES (1, 2, 'trusted', 0), (1, 1, 'negative', 0)",
-      ),
-    ]);
-    const keys = [receiverKeyOf(receiving), "num:+16175550100"];
-    await reindex(...keys);
+    // Globex's verified phone is D1's (its `num:` record); Alice's settings are her object's, which
+    // rewrites her receiver record itself after each change.
+    await env.DB.prepare(
+      "INSERT INTO company_phones (company_id, country_code, phone_number, e164, status) VALUES (2, '1', '6175550100', '+16175550100', 'verified')",
+    ).run();
+    await reindex("num:+16175550100");
+    const object = env.PERSON.get(env.PERSON.idFromName(`person:${alice}`));
+    const { acme, globex } = DEMO.companies;
+    expect(await object.setCompanyTrust(globex, "trusted", true)).toEqual({ ok: true });
+    expect(await object.setCompanyTrust(acme, "negative", true)).toEqual({ ok: true });
     const fromGlobex = { ...receiving, inbound_code: "1", inbound: "6175550100" };
     const fromAcme = { ...receiving, inbound_code: "1", inbound: "4155550100" };
     try {
       expect(await lookup(fromGlobex)).toEqual({ trusted: true, user_id: alice });
       expect(await lookup(fromAcme)).toEqual({ trusted: false, user_id: alice });
 
-      await env.DB.prepare("UPDATE company_trust SET trust = 'negative' WHERE person_id = 1 AND company_id = 2").run();
-      await reindex(...keys);
+      expect(await object.setCompanyTrust(globex, "negative", true)).toEqual({ ok: true });
       expect(await lookup(fromGlobex)).toEqual({ trusted: false, user_id: alice });
     } finally {
-      await env.DB.prepare("DELETE FROM company_trust WHERE person_id = 1 AND company_id IN (1, 2)").run();
-      await reindex(...keys);
+      await object.setCompanyTrust(globex, null, true);
+      await object.setCompanyTrust(acme, null, true);
     }
     expect(await lookup(fromAcme)).toEqual({ trusted: true, user_id: alice });
+    expect(await lookup(fromGlobex)).toEqual({ trusted: false, user_id: alice });
   });
 });
 
@@ -422,12 +422,10 @@ describe("trust-lookup: blocked calls", () => {
   it("a failed append of a blocked call is logged without the numbers or the caller id", async () => {
     const lines: string[] = [];
     vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
-    const failing: Persons = {
-      of: () =>
-        ({
-          recordBlockedCalls: () => Promise.reject(new Error("SQLITE_IOERR: disk I/O error")),
-        }) as unknown as ReturnType<Persons["of"]>,
-    };
+    const broken = {
+      recordBlockedCalls: () => Promise.reject(new Error("SQLITE_IOERR: disk I/O error")),
+    } as unknown as ReturnType<Persons["of"]>;
+    const failing: Persons = { of: () => broken, toWrite: async () => broken };
     try {
       await recordBlockedCall(failing, {
         personId: alice,

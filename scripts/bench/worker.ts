@@ -23,7 +23,7 @@ import { companies } from "../../src/db/schema";
 import { requireAuth } from "../../src/middleware/auth";
 import { handleQueue } from "../../src/queue/consumer";
 import { recordBlockedCall } from "../../src/services/trust-lookup";
-import { bucketOf, contactBucketKey, numberKey, receiverKey } from "../../src/services/trust-index";
+import { bucketOf, contactBucketKey, numberKey, receiverKey } from "../../src/domain/trust-records";
 import type { AppEnv } from "../../src/types";
 
 const app = createApp();

@@ -56,7 +56,11 @@ export class WriteGuard {
     this.#state = "armed";
   }
 
-  /** At the end of the request: a guard that never ran runs now; a refusal is thrown. */
+  /**
+   * A guard that has not run runs now (one round trip); a refusal is thrown.
+   * At the end of the request, and before a write that goes elsewhere than
+   * D1 (a person's object: `Persons.toWrite`), which the guard cannot ride.
+   */
   async finish() {
     if (this.#state === "refused") throw this.#refusal!;
     if (this.#state === "armed") await this.#guarded([]);

@@ -35,7 +35,8 @@ export const database = createMiddleware<AppEnv>(async (c, next) => {
     const session = c.env.DB.withSession(bookmark ?? "first-unconstrained");
     useDeps(c, createDeps(c.env, session));
     await next();
-    const after = session.getBookmark();
+    // A read that asked D1 nothing (it was answered by a person's object) hands the client's bookmark back.
+    const after = session.getBookmark() ?? bookmark;
     if (after) c.header(BOOKMARK_HEADER, after);
     return;
   }

@@ -36,7 +36,7 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
   z.object({
     kind: z.literal("move-person"),
     personId: z.number().int().positive(),
-    stage: z.enum(["feed", "blocked", "requests", "compare"]),
+    stage: z.enum(["feed", "blocked", "requests", "contacts", "tombstones", "decisions", "compare"]),
     after: z.number().int().min(0),
   }),
   z.object({ kind: z.literal("erase-persons") }),

@@ -8,14 +8,15 @@ import { sql, type SQL } from "drizzle-orm";
 
 /**
  * Whether person `person` (an SQL expression) knows person `otherId`: it is
- * that person, they share a company, or `person` trusted `otherId` (`trusted = 1`).
+ * that person, they share a company, or `person` trusted `otherId`.
+ * `trustedOther`: the people who trusted `otherId`, as `otherId`'s object
+ * knows them (its mirror of others' decisions; bound as one JSON value).
  */
-export const knowsPerson = (person: SQL, otherId: number) => sql`(
+export const knowsPerson = (person: SQL, otherId: number, trustedOther: number[]) => sql`(
   ${person} = ${otherId}
   or exists (select 1 from memberships theirs join memberships mine on mine.company_id = theirs.company_id
              where theirs.person_id = ${person} and mine.person_id = ${otherId})
-  or exists (select 1 from person_trust pt
-             where pt.person_id = ${person} and pt.trusted_person_id = ${otherId} and pt.trusted = 1)
+  or ${person} in (select value from json_each(${JSON.stringify(trustedOther)}))
 )`;
 
 /** Whether company `company` (an SQL expression) knows person `personId`: they are one of its members. */

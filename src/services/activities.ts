@@ -63,7 +63,7 @@ export async function recordActivity(deps: Deps, me: number, input: ActivityInpu
   const toPerson = input.type.startsWith("chat_") && input.receivable_type === "person" && other !== me;
   const peer =
     toPerson && (await deps.db.get<{ id: number }>(sql`select id from people where id = ${other}`)) ? other : null;
-  const result = await deps.persons.of(me).record(me, input, peer);
+  const result = await (await deps.persons.toWrite(me)).record(me, input, peer);
   if (result.ok) return toCreated(result.row);
   if (result.status === 429) throw tooManyRequests(result.message, result.retryAfter);
   throw conflict(result.message);
@@ -80,7 +80,7 @@ type CompanyParty = { id: number; name: string | null };
  * are the names shown, docs/security.md). Absent ids (no such account) read
  * as null.
  */
-async function partiesOf(deps: Deps, readerId: number, rows: FeedRow[]) {
+async function partiesOf(deps: Deps, readerId: number, rows: FeedRow[], trustedReader: number[]) {
   const ids = (type: PartyType) => [
     ...new Set(
       rows.flatMap((r) =>
@@ -93,7 +93,7 @@ async function partiesOf(deps: Deps, readerId: number, rows: FeedRow[]) {
   const [persons, companies] = await deps.db.batch([
     batchableAll<PersonParty & { known: number }>(
       deps.db,
-      sql`select p.id, p.first_name, p.middle_name, p.last_name, ${knowsPerson(sql`p.id`, readerId)} as known
+      sql`select p.id, p.first_name, p.middle_name, p.last_name, ${knowsPerson(sql`p.id`, readerId, trustedReader)} as known
           from people p where ${inList(sql`p.id`, personIds)}`,
     ),
     batchableAll<CompanyParty & { known: number }>(
@@ -125,9 +125,9 @@ async function partiesOf(deps: Deps, readerId: number, rows: FeedRow[]) {
  * reader. A party deleted since reads as null.
  */
 export async function activitiesAfter(deps: Deps, personId: number, afterId: number, limit: number) {
-  const rows = await deps.persons.of(personId).feedAfter(afterId, limit);
+  const { rows, trustedMe } = await deps.persons.of(personId).feedAfter(afterId, limit);
   if (rows.length === 0) return [];
-  const party = await partiesOf(deps, personId, rows);
+  const party = await partiesOf(deps, personId, rows, trustedMe);
   return rows.map((row) => ({
     ...toCreated(row),
     sendable_type: READ_TYPES[row.sendableType],
@@ -139,5 +139,5 @@ export async function activitiesAfter(deps: Deps, personId: number, afterId: num
 
 /** Development only: wipes the person's feed and blocked calls (docs/decisions.md). */
 export async function clearHistory(deps: Deps, personId: number) {
-  await deps.persons.of(personId).clearHistory();
+  await (await deps.persons.toWrite(personId)).clearHistory();
 }

@@ -219,7 +219,7 @@ export async function addMember(deps: Deps, companyId: number, input: NewMember)
   batch.add(touchRosters(db, { personIds: personId, companyId, at: now }));
   const membershipId = sql`(select ${memberships.id} from ${memberships} where ${memberships.companyId} = ${companyId} and ${memberships.personId} = ${personId})`;
   for (const roleId of roleIds) batch.add(db.insert(membershipRoles).values({ membershipId, roleId }));
-  batch.reindexReceiver(personId);
+  batch.retellPerson(personId);
   batch.emitPerson("person:created", companyId, personId);
 
   let committed;
@@ -311,7 +311,7 @@ export async function configureContainer(deps: Deps, publisherSlug: string, conf
       domain: publisher.domain ?? "",
       logo: publisher.logo ?? "",
     },
-    vendors: await containerVendorsFor(db, id, null),
+    vendors: await containerVendorsFor(deps, id, null),
     enabled: config.enabled,
   };
 }

@@ -1,7 +1,7 @@
 import { and, asc, eq } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
-import { companies, companyTrust, consentContainers, containerVendors } from "../db/schema";
+import { companies, consentContainers, containerVendors } from "../db/schema";
 import { notFound } from "../lib/errors";
 import { type TrustSetting, writeCompanyTrust } from "./company-trust";
 import type { Deps } from "./outbox";
@@ -33,31 +33,39 @@ export async function findEnabledContainer(db: Db, slug: string) {
 
 /**
  * The container's vendors in the publisher's order, with the person's trust
- * setting for each (null without a person or without a setting).
+ * setting for each (null without a person or without a setting): the
+ * vendors from D1 and the settings from the person's object, read together.
  */
-export async function containerVendorsFor(db: Db, containerId: number, personId: number | null) {
-  const rows = await db
-    .select({
-      slug: vendors.slug,
-      name: vendors.name,
-      logo: vendors.logo,
-      category: containerVendors.category,
-      profileUrl: vendors.profileUrl,
-      trust: companyTrust.trust,
-    })
-    .from(containerVendors)
-    .innerJoin(vendors, eq(vendors.id, containerVendors.vendorId))
-    .leftJoin(companyTrust, and(eq(companyTrust.companyId, vendors.id), eq(companyTrust.personId, personId ?? -1)))
-    .where(eq(containerVendors.containerId, containerId))
-    .orderBy(asc(containerVendors.position), asc(vendors.id))
-    .all();
+export async function containerVendorsFor(
+  deps: Pick<Deps, "db" | "persons">,
+  containerId: number,
+  personId: number | null,
+) {
+  const [rows, settings] = await Promise.all([
+    deps.db
+      .select({
+        id: vendors.id,
+        slug: vendors.slug,
+        name: vendors.name,
+        logo: vendors.logo,
+        category: containerVendors.category,
+        profileUrl: vendors.profileUrl,
+      })
+      .from(containerVendors)
+      .innerJoin(vendors, eq(vendors.id, containerVendors.vendorId))
+      .where(eq(containerVendors.containerId, containerId))
+      .orderBy(asc(containerVendors.position), asc(vendors.id))
+      .all(),
+    personId === null ? [] : deps.persons.of(personId).companySettings(),
+  ]);
+  const trustOf = new Map(settings.map((row) => [row.companyId, row.trust]));
   return rows.map((row) => ({
     slug: row.slug,
     name: row.name,
     logo: row.logo ?? "",
     category: row.category,
     profile_url: row.profileUrl ?? "",
-    trust: personId === null ? null : (row.trust ?? null),
+    trust: trustOf.get(row.id) ?? null,
   }));
 }
 

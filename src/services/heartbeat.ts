@@ -61,7 +61,7 @@ async function assignSecureNumber(deps: Deps, personId: number): Promise<SecureN
   );
   // Lookups to the new number find its holder (receiver record), and calls
   // from it reach the people who trusted this person (caller record).
-  batch.reindexContactsOf(personId);
+  batch.retellPerson(personId);
   batch.reindexNumbersOf(personId);
   const { results } = await batch.commit();
   const [assigned] = results[assignment] as SecureNumber[];
@@ -86,7 +86,6 @@ type Times = {
   secure_number: string | null;
   secure_e164: string | null;
   user: number | null;
-  contact: number | null;
   company: number | null;
   coworker: number | null;
 };
@@ -96,37 +95,49 @@ type Times = {
  * time of what each names for this person (null when there is none), and
  * their secure number. One D1 query of scalar subqueries, each served by an
  * index, and one call to the person's object (the newest activity id, the
- * last trust request), made
- * together; only a person without a secure number (their first heartbeat)
+ * last trust request, the newest contact change, their company settings),
+ * made together. Two cases read a little more: a person with companies set
+ * to `trusted` they do not belong to reads those companies' times (one more
+ * D1 query), and a person without a secure number (their first heartbeat)
  * makes a write, the assignment. Null when the person is gone.
  */
 export async function heartbeat(deps: Deps, personId: number) {
   const me = personId;
-  const times = deps.db.get<Times>(sql`
+  const times = deps.db.get<Times & { memberOf: string }>(sql`
     select
       sn.country_code as secure_country_code,
       sn.number as secure_number,
       sn.e164 as secure_e164,
       (select updated_at from people where id = ${me}) as user,
-      (select max(updated_at) from contacts where owner_id = ${me}) as contact,
+      (select json_group_array(company_id) from memberships where person_id = ${me}) as memberOf,
       (select max(t) from (
          select c.updated_at as t from companies c
-           where c.id in (select company_id from memberships where person_id = ${me}
-                          union select company_id from company_trust where person_id = ${me} and trust = 'trusted')
-         union all select updated_at from company_trust where person_id = ${me}
+           where c.id in (select company_id from memberships where person_id = ${me})
          union all select updated_at from memberships where person_id = ${me})) as company,
       (select max(case when r.first_person_id = ${me} then r.second_at else r.first_at end)
          from company_rosters r
          where r.company_id in (select company_id from memberships where person_id = ${me})) as coworker
     from (select 1) left join secure_numbers sn on sn.person_id = ${me}`);
-  // The newest activity id and the last trust request are in the person's object: asked at the same time as D1.
+  // The rest is in the person's object: asked at the same time as D1.
   const [row, own] = await Promise.all([times, deps.persons.of(me).heartbeatTimes()]);
   if (!row || row.user === null) return null;
+  const memberOf = new Set(JSON.parse(row.memberOf) as number[]);
+  const elsewhere = own.trustedCompanies.filter((id) => !memberOf.has(id));
+  const trustedTimes =
+    elsewhere.length === 0
+      ? null
+      : ((
+          await deps.db.get<{ t: number | null }>(
+            sql`select max(updated_at) as t from companies where id in (select value from json_each(${JSON.stringify(elsewhere)}))`,
+          )
+        )?.t ?? null);
+  const newest = (...times: (number | null)[]) =>
+    times.reduce<number | null>((max, t) => (t === null ? max : max === null ? t : Math.max(max, t)), null);
   const at = (ms: number | null) => iso(ms === null ? null : new Date(ms));
   return {
-    last_contact_update: at(row.contact),
+    last_contact_update: at(own.contact),
     last_trust_request: at(own.trustRequest),
-    last_company_update: at(row.company),
+    last_company_update: at(newest(row.company, own.companySetting, trustedTimes)),
     last_coworker_update: at(row.coworker),
     last_user_update: at(row.user),
     last_activity_id: String(own.activity),

@@ -24,7 +24,7 @@ export function addRemoval(batch: WriteBatch, companyId: number, personId: numbe
     sql`not exists (select 1 from ${personEmails} where ${personEmails.personId} = ${personId})`,
     sql`not exists (select 1 from ${memberships} where ${memberships.personId} = ${personId})`,
   ];
-  batch.reindexReceiver(personId);
+  batch.retellPerson(personId);
   batch.reindexNumbersOf(personId);
   batch.add(
     db

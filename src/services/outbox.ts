@@ -9,6 +9,7 @@ import type { EventName } from "../domain/events";
 import type { DeliveryMessage } from "../queue/messages";
 import { enqueueDeliveries } from "./events";
 import { eraseGonePersons, personsOf, type Persons } from "./persons";
+import { writeGuardOf } from "../db/write-guard";
 import * as trustIndex from "./trust-index";
 
 /**
@@ -37,7 +38,7 @@ export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = 
   webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
   backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
   scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
-  persons: personsOf(env.PERSON),
+  persons: personsOf(env.PERSON, () => writeGuardOf(database)?.finish() ?? Promise.resolve()),
   environment: env.ENVIRONMENT,
 });
 
@@ -157,29 +158,13 @@ export class WriteBatch {
     );
   }
 
-  /** The trust-lookup record of the person as a receiver (their trust settings, memberships, contact buckets). */
-  reindexReceiver(personId: number | SQL) {
-    this.#index(trustIndex.workForReceiver(this.deps.db, personId, this.now));
-  }
-
   /**
-   * The person's contacts changed (or their secure number, which keys them):
-   * their receiver record and their contact-phone buckets (at most 100 keys).
+   * D1's facts about the person changed (their secure number, or a company
+   * they belong to): their object is told after the commit, and rewrites
+   * their receiver keys (docs/architecture.md, "The trust index").
    */
-  reindexContactsOf(personId: number | SQL) {
-    this.reindexReceiver(personId);
-    this.#index(trustIndex.workForContactBuckets(this.deps.db, personId, this.now));
-  }
-
-  /**
-   * A contact write touched these phones of the person's contacts (`phones`,
-   * a select of one column `e164`, evaluated at this point of the batch: put
-   * it before a delete for the phones going, anywhere for the phones
-   * written): their buckets only. Add `reindexReceiver` once, for the list of
-   * non-empty buckets.
-   */
-  reindexContactPhones(personId: number, phones: SQL) {
-    this.#index(trustIndex.workForContactPhones(this.deps.db, personId, phones, this.now));
+  retellPerson(personId: number | SQL) {
+    this.#index(trustIndex.workForPerson(this.deps.db, personId, this.now));
   }
 
   /** The trust-lookup records of these caller numbers (who holds them). */

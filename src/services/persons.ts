@@ -12,11 +12,27 @@ import type { Person } from "../objects/person/person";
  * `Person` object. Part of the dependency handle (`Deps.persons`), like D1
  * and KV; nothing else builds stubs.
  */
-export type Persons = { of(personId: number): DurableObjectStub<Person> };
+export type Persons = {
+  of(personId: number): DurableObjectStub<Person>;
+  /**
+   * The stub for a write: first the request's pending token check runs (a
+   * token verified from the cache is checked again before anything is
+   * written, docs/security.md "Tokens"), so a revoked token writes nothing
+   * in an object either.
+   */
+  toWrite(personId: number): Promise<DurableObjectStub<Person>>;
+};
 
-export const personsOf = (namespace: DurableObjectNamespace<Person>): Persons => ({
-  of: (personId) => namespace.get(namespace.idFromName(personObjectName(personId))),
-});
+export const personsOf = (namespace: DurableObjectNamespace<Person>, beforeWrite?: () => Promise<void>): Persons => {
+  const of = (personId: number) => namespace.get(namespace.idFromName(personObjectName(personId)));
+  return {
+    of,
+    toWrite: async (personId) => {
+      await beforeWrite?.();
+      return of(personId);
+    },
+  };
+};
 
 /** Objects erased per `erase-persons` chunk (each one RPC and one row delete). */
 export const ERASE_CHUNK = 50;

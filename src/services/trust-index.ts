@@ -1,124 +1,65 @@
-// One file although past 400 lines: the KV keys, their record shapes, the SQL that computes them and the
-// applier that writes them are one contract (a record changes in all four places at once).
+// One file although past 400 lines: the `num:` keys, the SQL that computes them, the work rows that
+// make them stale and the applier that writes them (and tells objects their facts) are one contract.
 import { sql, type SQL } from "drizzle-orm";
-import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
-import {
-  contactPhones,
-  contacts,
-  companyPhones,
-  companyTrust,
-  indexWork,
-  indexWritten,
-  memberships,
-  personPhones,
-  personTrust,
-  secureNumbers,
-} from "../db/schema";
+import { companyPhones, indexWork, indexWritten, memberships, personPhones, secureNumbers } from "../db/schema";
 import { pruneOlderThan } from "../db/prune";
 import { batchableAll, inList } from "../db/sql";
+import {
+  bucketOf,
+  contactBucketKey,
+  digestOf,
+  NO_HOLDERS,
+  NOBODY,
+  numberKey,
+  RECORD_TTL_SECONDS,
+  receiverKey,
+  WRITTEN_TRUSTED_MS,
+  type NumberRecord,
+  type ReceiverRecord,
+} from "../domain/trust-records";
+import type { Facts } from "../objects/person/index-keys";
 import { groupBy } from "../lib/group";
 import { logError } from "../lib/log";
+import type { Persons } from "./persons";
 
 /**
- * The trust-lookup index (docs/architecture.md, "The trust index"). KV holds
- * records keyed by the two inputs of the question, so a warm lookup is one
- * round: one bulk get of the three keys below.
+ * The trust-lookup index (docs/architecture.md, "The trust index"): KV
+ * records keyed by the two inputs of the question (src/domain/trust-records.ts),
+ * so a warm lookup is one round: one bulk get of three keys.
  *
- * - `rcv:<e164>`: the receiver holding secure number e164: who they are and
- *   their trust inputs (people and companies they trust or distrust, their
- *   memberships, which contact-phone buckets are not empty). Rewritten when
- *   *their* inputs change.
- * - `rcvn:<e164>:<dd>`: that receiver's contact phones ending in the two
- *   digits dd (one of 100 buckets), read in the same round as the other two
- *   for the caller's dd: a lookup reads a bucket, never the whole contact
- *   list, so its cost does not grow with the receiver's 10,000 contacts.
- * - `num:<e164>`: who calls from e164: the people holding it (personal phone
- *   or secure number) and the companies calling from it. Rewritten when that
- *   number changes hands.
- *
- * The decision joins the two (`decide`). No write rewrites anyone else's
- * record: a company phone change touches one `num:` key whatever the size
- * of the company, a person's new phone touches that number's key, not the
- * records of everyone who trusts them.
- *
- * D1 is the truth. Writes record the keys they made stale as `index_work`
- * rows in their own batch (see `workFor*` and services/outbox.ts); the rows
- * are applied after commit and retried until KV accepts them. A missed key
- * is answered from D1 and filled.
+ * Two writers, one per key:
+ * - each person's object writes their `rcv:` and `rcvn:` keys after its own
+ *   commit (src/objects/person/index-keys.ts); D1 tells it what it needs of
+ *   the platform — their secure number and companies — through `prs:<id>`
+ *   work rows, applied here like the keys;
+ * - D1's index work writes the `num:` keys (who calls from a number). Writes
+ *   record the keys they made stale as `index_work` rows in their own batch
+ *   (see `workFor*` and services/outbox.ts); the rows are applied after
+ *   commit and retried until KV (or the object) accepts them.
+ * A missed key is answered from its source — D1 for `num:`, the person's
+ * object for `rcv:`/`rcvn:` — and written again.
  */
-export const RECORD_TTL_SECONDS = 24 * 3600;
 /** KV's minimum TTL: a fill that found nothing (most unknown callers) lives this long. */
 export const EMPTY_FILL_TTL_SECONDS = 60;
+export { RECORD_TTL_SECONDS };
 /** One applier per key at a time; longer than any apply takes. */
 const LEASE_MS = 30_000;
 
-export const receiverKey = (e164: string) => `rcv:${e164}`;
-export const numberKey = (e164: string) => `num:${e164}`;
-/** The bucket of a number: its last two digits, as a number 0–99. */
-export const bucketOf = (e164: string) => Number(e164.slice(-2));
-export const contactBucketKey = (receivingE164: string, bucket: number) =>
-  `rcvn:${receivingE164}:${String(bucket).padStart(2, "0")}`;
-/** The same two, in SQL: a phone column's bucket, and the bucket key of (secure number, phone) columns. */
-const lastTwoDigits = (phone: SQL | SQLiteColumn) => sql`substr(${phone}, -2)`;
-const bucketOfSql = (phone: SQL | SQLiteColumn) => sql<number>`cast(${lastTwoDigits(phone)} as integer)`;
-const contactBucketKeySql = (secure: SQL | SQLiteColumn, phone: SQL | SQLiteColumn) =>
-  sql<string>`'rcvn:' || ${secure} || ':' || ${lastTwoDigits(phone)}`;
-
-/** The receiver record: `p` = person id (0: nobody holds the number). */
-export type ReceiverRecord = {
-  p: number;
-  /**
-   * The buckets (last two digits, 0–99) holding at least one of their
-   * contacts' phones; the phones themselves are in the `rcvn:` keys.
-   */
-  nb: number[];
-  /** People they trusted (`trusted = 1`). */
-  tp: number[];
-  /** Companies they belong to. */
-  c: number[];
-  /** Companies they set to `trusted` / `negative`. */
-  tc: number[];
-  nc: number[];
-};
-
-/** Who calls from a number: people holding it (phone or secure number) and companies with it as a phone. */
-export type NumberRecord = { p: number[]; c: number[] };
-
-const NOBODY: ReceiverRecord = { p: 0, nb: [], tp: [], c: [], tc: [], nc: [] };
-const NO_HOLDERS: NumberRecord = { p: [], c: [] };
-
-/**
- * Who is trusted (docs/decisions.md, "Who is trusted"): the receiver trusts
- * the caller's number when it is a contact's phone, a phone or secure number
- * of a person they trusted, or a phone of a company they belong to or set to
- * `trusted`, unless they set that company to `negative`.
- */
-export function decide(receiver: ReceiverRecord, callerE164: string, caller: NumberRecord, bucket: string): boolean {
-  if (receiver.p === 0) return false;
-  if (hasContactPhone(bucket, callerE164)) return true;
-  if (caller.p.some((id) => receiver.tp.includes(id))) return true;
-  return caller.c.some((id) => !receiver.nc.includes(id) && (receiver.c.includes(id) || receiver.tc.includes(id)));
-}
-
-/**
- * A bucket's value: its phones, sorted, with a comma before and after each
- * (`",+14155550100,+442071838700,"`; `""` for none), searched in one pass.
- */
-const contactPhoneList = (phones: string[]) => (phones.length === 0 ? "" : `,${phones.join(",")},`);
-
-/** Whether `e164` is one of the phones of a bucket (its `rcvn:` value). */
-export const hasContactPhone = (bucket: string, e164: string) => bucket.includes(`,${e164},`);
+/** The work key telling person `id`'s object D1's facts about them (their number and companies). */
+export const factsKey = (personId: number) => `prs:${personId}`;
 
 export type Defer = (work: Promise<unknown>) => void;
-export type IndexDeps = { db: Db; kv: KVNamespace };
+export type IndexDeps = { db: Db; kv: KVNamespace; persons: Persons };
 
 /**
  * The records for a lookup: one round of KV reads (the receiver, the caller's
- * number and the receiver's contact bucket for it, together); missed keys are
- * read from D1 in one batch and filled after the answer (through `defer`). A
- * bucket the receiver record marks empty is not read from D1 when missed.
- * `bucket` is the caller's bucket value (`""`: no contact has that phone).
+ * number and the receiver's contact bucket for it, together). A missed
+ * `num:` key is read from D1 and filled after the answer (through `defer`);
+ * a missed receiver (or a bucket its record lists) is asked of the
+ * receiver's object, with D1's facts about them read in the same D1 batch,
+ * and the object writes its keys again. `bucket` is the caller's bucket
+ * value (`""`: no contact has that phone).
  */
 export async function readRecords(
   deps: IndexDeps,
@@ -131,24 +72,43 @@ export async function readRecords(
   const bucketKey = callerE164 ? contactBucketKey(receivingE164, bucketOf(callerE164)) : null;
   const keys = [rcv, ...(num ? [num] : []), ...(bucketKey ? [bucketKey] : [])];
   const found = await safeGetMany(deps.kv, keys);
-  // A receiver record this version cannot read (written by an older one) counts as missed.
-  const cachedReceiver = readableReceiver(found.get(rcv) ?? null);
-  if (cachedReceiver === null) found.delete(rcv);
   const bucketNeeded = (receiver: ReceiverRecord) => callerE164 !== null && receiver.nb.includes(bucketOf(callerE164));
-  const missed = keys.filter(
-    (key) =>
-      (found.get(key) ?? null) === null &&
-      // A missed bucket the receiver record marks empty needs no D1 read.
-      !(key === bucketKey && cachedReceiver !== null && !bucketNeeded(cachedReceiver)),
-  );
-  const computed = missed.length > 0 ? await computeRecords(deps.db, missed) : new Map<string, string>();
-  if (missed.length > 0) defer(fill(deps, computed).catch((err: unknown) => logError("trust index fill failed", err)));
-  const value = (key: string) => found.get(key) ?? computed.get(key) ?? null;
-  const receiver = cachedReceiver ?? (JSON.parse(computed.get(rcv)!) as ReceiverRecord);
+  // A receiver record this version cannot read (written by an older one) counts as missed.
+  let receiver = readableReceiver(found.get(rcv) ?? null);
+  let bucket = bucketKey && receiver && bucketNeeded(receiver) ? (found.get(bucketKey) ?? null) : "";
+  const askObject = receiver === null || bucket === null;
+  const numMissed = num !== null && (found.get(num) ?? null) === null;
+  if (!askObject && !numMissed) {
+    return {
+      receiver: receiver!,
+      caller: num ? (JSON.parse(found.get(num)!) as NumberRecord) : NO_HOLDERS,
+      bucket: bucket!,
+    };
+  }
+  const [holder, numbers] = await Promise.all([
+    askObject ? factsOfNumber(deps.db, receivingE164) : null,
+    numMissed ? computeRecords(deps.db, [num!]) : null,
+  ]);
+  if (numbers) defer(fill(deps, numbers).catch((err: unknown) => logError("trust index fill failed", err)));
+  if (askObject) {
+    if (holder === null) {
+      receiver = NOBODY;
+      bucket = "";
+      // Nobody holds the number: no object owns the key, so the fill is short-lived.
+      defer(safePut(deps.kv, rcv, JSON.stringify(NOBODY), EMPTY_FILL_TTL_SECONDS));
+    } else {
+      const asked = await deps.persons
+        .of(holder.personId)
+        .receiverRecords(holder, callerE164 === null ? null : bucketOf(callerE164));
+      receiver = asked.receiver;
+      bucket = bucketNeeded(receiver) ? asked.bucket : "";
+    }
+  }
+  const callerValue = num ? (numbers?.get(num) ?? found.get(num)!) : null;
   return {
-    receiver,
-    caller: num ? (JSON.parse(value(num)!) as NumberRecord) : NO_HOLDERS,
-    bucket: bucketKey && bucketNeeded(receiver) ? (value(bucketKey) ?? "") : "",
+    receiver: receiver!,
+    caller: callerValue ? (JSON.parse(callerValue) as NumberRecord) : NO_HOLDERS,
+    bucket: bucket ?? "",
   };
 }
 
@@ -162,17 +122,53 @@ function readableReceiver(value: string | null): ReceiverRecord | null {
   }
 }
 
+/** D1's facts about the holder of secure number `e164` (null: nobody holds it), in one batch. */
+async function factsOfNumber(db: Db, e164: string): Promise<Facts | null> {
+  const [holders, companies] = await db.batch([
+    db
+      .select({ personId: secureNumbers.personId })
+      .from(secureNumbers)
+      .where(sql`${secureNumbers.e164} = ${e164}`),
+    db
+      .select({ id: memberships.companyId })
+      .from(memberships)
+      .where(sql`${memberships.personId} = (select person_id from ${secureNumbers} where e164 = ${e164})`),
+  ]);
+  const personId = holders[0]?.personId ?? null;
+  if (personId === null) return null;
+  return { personId, e164, companies: companies.map((row) => row.id) };
+}
+
+/** D1's facts about these people (a person gone, or without a number, has `e164` null), in one batch. */
+async function factsOf(db: Db, personIds: number[]): Promise<Facts[]> {
+  const [numbers, companies] = await db.batch([
+    db
+      .select({ personId: secureNumbers.personId, e164: secureNumbers.e164 })
+      .from(secureNumbers)
+      .where(inList(secureNumbers.personId, personIds)),
+    db
+      .select({ personId: memberships.personId, id: memberships.companyId })
+      .from(memberships)
+      .where(inList(memberships.personId, personIds)),
+  ]);
+  const companiesOf = groupBy(companies, (row) => row.personId);
+  return personIds.map((personId) => ({
+    personId,
+    e164: numbers.find((row) => row.personId === personId)?.e164 ?? null,
+    companies: (companiesOf.get(personId) ?? []).map((row) => row.id),
+  }));
+}
+
 /**
- * Fills missed keys. An empty record is put directly with a short TTL (a
- * race with a write can leave it stale for at most that long); a record with
- * content goes through the index work, so no older value can overwrite a
- * newer one, and keeps the long TTL.
+ * Fills missed `num:` keys. An empty record is put directly with a short TTL
+ * (a race with a write can leave it stale for at most that long); a record
+ * with content goes through the index work, so no older value can overwrite
+ * a newer one, and keeps the long TTL.
  */
 async function fill(deps: IndexDeps, computed: Map<string, string>) {
   const now = new Date();
-  const isEmpty = ([key, value]: [string, string]) => value === EMPTY_VALUE[key.slice(0, key.indexOf(":"))];
-  const empty = [...computed].filter(isEmpty);
-  const full = [...computed].filter((entry) => !isEmpty(entry)).map(([key]) => key);
+  const empty = [...computed].filter(([, value]) => value === EMPTY_NUMBER);
+  const full = [...computed].filter(([, value]) => value !== EMPTY_NUMBER).map(([key]) => key);
   await Promise.all(empty.map(([key, value]) => safePut(deps.kv, key, value, EMPTY_FILL_TTL_SECONDS)));
   if (full.length > 0) {
     await deps.db.batch([workForKeys(deps.db, full, now)]);
@@ -181,56 +177,15 @@ async function fill(deps: IndexDeps, computed: Map<string, string>) {
   }
 }
 
-const EMPTY_VALUE: Record<string, string | undefined> & { rcv: string } = {
-  rcv: JSON.stringify(NOBODY),
-  num: JSON.stringify(NO_HOLDERS),
-  rcvn: "",
-};
+const EMPTY_NUMBER = JSON.stringify(NO_HOLDERS);
 
 /**
- * The records of `keys` as D1 has them now, in one batch of reads whatever
- * the number of keys (each list bound as one JSON value).
+ * The `num:` records of `keys` as D1 has them now, in one batch of reads
+ * whatever the number of keys (each list bound as one JSON value).
  */
 export async function computeRecords(db: Db, keys: string[]): Promise<Map<string, string>> {
-  const receiving = keys.filter((key) => key.startsWith("rcv:")).map((key) => key.slice(4));
   const calling = keys.filter((key) => key.startsWith("num:")).map((key) => key.slice(4));
-  const buckets = keys.filter((key) => key.startsWith("rcvn:"));
-  /** The secure numbers of the bucket keys (`rcvn:<e164>:<dd>`). */
-  const bucketReceivers = [...new Set(buckets.map((key) => key.slice(5, key.lastIndexOf(":"))))];
-  const receiverIds = sql`(select ${secureNumbers.personId} from ${secureNumbers} where ${inList(secureNumbers.e164, receiving)})`;
-  const bucketKeyOfPhone = contactBucketKeySql(secureNumbers.e164, contactPhones.e164);
-  const [
-    holders,
-    contactBuckets,
-    trusted,
-    member,
-    settings,
-    phoneHolders,
-    secureHolders,
-    companyHolders,
-    bucketPhones,
-  ] = await db.batch([
-    db
-      .select({ e164: secureNumbers.e164, personId: secureNumbers.personId })
-      .from(secureNumbers)
-      .where(inList(secureNumbers.e164, receiving)),
-    db
-      .selectDistinct({ personId: contacts.ownerId, bucket: bucketOfSql(contactPhones.e164) })
-      .from(contactPhones)
-      .innerJoin(contacts, sql`${contacts.id} = ${contactPhones.contactId}`)
-      .where(sql`${contacts.ownerId} in ${receiverIds}`),
-    db
-      .select({ personId: personTrust.personId, id: personTrust.trustedPersonId })
-      .from(personTrust)
-      .where(sql`${personTrust.personId} in ${receiverIds} and ${personTrust.trusted} = 1`),
-    db
-      .select({ personId: memberships.personId, id: memberships.companyId })
-      .from(memberships)
-      .where(sql`${memberships.personId} in ${receiverIds}`),
-    db
-      .select({ personId: companyTrust.personId, id: companyTrust.companyId, trust: companyTrust.trust })
-      .from(companyTrust)
-      .where(sql`${companyTrust.personId} in ${receiverIds}`),
+  const [phoneHolders, secureHolders, companyHolders] = await db.batch([
     db
       .selectDistinct({ e164: personPhones.e164, id: personPhones.personId })
       .from(personPhones)
@@ -244,37 +199,9 @@ export async function computeRecords(db: Db, keys: string[]): Promise<Map<string
       .from(companyPhones)
       // Only a phone the operator verified names its company (docs/decisions.md).
       .where(sql`${inList(companyPhones.e164, calling)} and ${companyPhones.status} = 'verified'`),
-    db
-      .selectDistinct({ key: bucketKeyOfPhone, e164: contactPhones.e164 })
-      .from(contactPhones)
-      .innerJoin(contacts, sql`${contacts.id} = ${contactPhones.contactId}`)
-      .innerJoin(secureNumbers, sql`${secureNumbers.personId} = ${contacts.ownerId}`)
-      .where(sql`${inList(secureNumbers.e164, bucketReceivers)} and ${inList(bucketKeyOfPhone, buckets)}`),
   ]);
-  const byPerson = <T extends { personId: number }>(rows: T[]) => groupBy(rows, (row) => row.personId);
-  const sorted = <T extends string | number>(values: T[]) => [...new Set(values)].sort();
-  const bucketsOf = byPerson(contactBuckets);
-  const trustedOf = byPerson(trusted);
-  const memberOf = byPerson(member);
-  const settingsOf = byPerson(settings);
+  const sorted = (values: number[]) => [...new Set(values)].sort((a, b) => a - b);
   const records = new Map<string, string>();
-  for (const e164 of receiving) {
-    const personId = holders.find((row) => row.e164 === e164)?.personId ?? null;
-    if (personId === null) {
-      records.set(receiverKey(e164), EMPTY_VALUE.rcv);
-      continue;
-    }
-    const own = settingsOf.get(personId) ?? [];
-    const record: ReceiverRecord = {
-      p: personId,
-      nb: (bucketsOf.get(personId) ?? []).map((row) => Number(row.bucket)).sort((a, b) => a - b),
-      tp: sorted((trustedOf.get(personId) ?? []).map((row) => row.id)),
-      c: sorted((memberOf.get(personId) ?? []).map((row) => row.id)),
-      tc: sorted(own.filter((row) => row.trust === "trusted").map((row) => row.id)),
-      nc: sorted(own.filter((row) => row.trust === "negative").map((row) => row.id)),
-    };
-    records.set(receiverKey(e164), JSON.stringify(record));
-  }
   for (const e164 of calling) {
     const people = [...phoneHolders, ...secureHolders].filter((row) => row.e164 === e164).map((row) => row.id!);
     const record: NumberRecord = {
@@ -282,10 +209,6 @@ export async function computeRecords(db: Db, keys: string[]): Promise<Map<string
       c: sorted(companyHolders.filter((row) => row.e164 === e164).map((row) => row.id)),
     };
     records.set(numberKey(e164), JSON.stringify(record));
-  }
-  for (const key of buckets) {
-    const phones = bucketPhones.filter((row) => row.key === key).map((row) => row.e164);
-    records.set(key, contactPhoneList(sorted(phones)));
   }
   return records;
 }
@@ -309,38 +232,13 @@ function upsertWork(db: Db, keys: SQL, now: Date) {
   );
 }
 
-/** The receiver record of the person (through their secure number, if they hold one). */
-export const workForReceiver = (db: Db, personId: number | SQL, now: Date) =>
-  upsertWork(db, sql`select 'rcv:' || e164 as k from ${secureNumbers} where person_id = ${personId}`, now);
-
 /**
- * The receiver's contact-phone buckets that hold a phone now. A bucket
- * emptied by the write is not rewritten: the receiver record (rewritten by
- * the same write) no longer lists it, so lookups do not read it.
+ * The person's object is told D1's facts about them again (their secure
+ * number and companies): after their number or a membership changed. The
+ * object rewrites its `rcv:`/`rcvn:` keys from them.
  */
-export const workForContactBuckets = (db: Db, personId: number | SQL, now: Date) =>
-  upsertWork(
-    db,
-    sql`select distinct ${contactBucketKeySql(sql`sn.e164`, sql`cp.e164`)} as k
-        from ${contactPhones} cp join ${contacts} c on c.id = cp.contact_id
-        join ${secureNumbers} sn on sn.person_id = c.owner_id
-        where c.owner_id = ${personId}`,
-    now,
-  );
-
-/**
- * The receiver's contact-phone buckets that hold one of `phones` (a select
- * of one column `e164`): the buckets a contact write touches, once with the
- * phones it replaces or deletes (before the delete) and once with the phones
- * it writes. A bucket emptied by the write is rewritten too (as empty).
- */
-export const workForContactPhones = (db: Db, personId: number, phones: SQL, now: Date) =>
-  upsertWork(
-    db,
-    sql`select distinct ${contactBucketKeySql(sql`sn.e164`, sql`p.e164`)} as k
-        from (${phones}) p join ${secureNumbers} sn on sn.person_id = ${personId}`,
-    now,
-  );
+export const workForPerson = (db: Db, personId: number | SQL, now: Date) =>
+  upsertWork(db, sql`select 'prs:' || ${personId} as k`, now);
 
 /** The caller records of these numbers. */
 export const workForNumbers = (db: Db, e164s: string[], now: Date) =>
@@ -373,26 +271,15 @@ export const workForKeys = (db: Db, keys: string[], now: Date) =>
 export type ApplyResult = { applied: string[]; unchanged: string[]; failed: string[]; busy: string[] };
 
 /**
- * A digest of the last value put counts while KV still holds that value: up
- * to the record's TTL after the put, less a minute (the time is taken when
- * the keys are claimed, before the put).
- */
-const WRITTEN_TRUSTED_MS = RECORD_TTL_SECONDS * 1000 - 60_000;
-
-/** A value's digest: the first 128 bits of its SHA-256, in hex. */
-async function digestOf(value: string): Promise<string> {
-  const hash = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(value));
-  return [...new Uint8Array(hash, 0, 16)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
-}
-
-/**
  * Applies index work: claims the keys (a lease, so one applier per key),
  * reads their records from D1 *after* claiming, puts in KV those whose value
  * differs from the one last put (`index_written`; `force`: put all, for keys
- * KV lacks), and deletes each row only if no write bumped its version
- * meanwhile (else it stays due and is applied again). A refused KV write
- * leaves the row due after a short backoff: it is retried, never papered
- * over with a delete.
+ * KV lacks), tells each `prs:` person's object D1's facts about them, and
+ * deletes each row only if no write bumped its version meanwhile (else it
+ * stays due and is applied again). A refused KV write or an object that did
+ * not answer leaves the row due after a short backoff: it is retried, never
+ * papered over with a delete. A `rcv:`/`rcvn:` row left by an older version
+ * is done at once: those keys are the objects' now.
  *
  * `keys`: those keys (after a commit); else the oldest due rows, at most
  * `limit` (the sweep). Cost: 1 claim, 1 read batch (9 reads) and the last
@@ -400,7 +287,7 @@ async function digestOf(value: string): Promise<string> {
  * and at most one KV put per key, so `limit` bounds the KV operations.
  */
 export async function applyIndexWork(
-  { db, kv }: IndexDeps,
+  { db, kv, persons }: IndexDeps,
   {
     keys,
     now = new Date(),
@@ -422,7 +309,8 @@ export async function applyIndexWork(
   if (claimed.length === 0) return { applied: [], unchanged: [], failed: [], busy: busyOf([]) };
 
   const claimedKeys = claimed.map((row) => row.key);
-  const [records, written] = await Promise.all([
+  const people = claimedKeys.filter((key) => key.startsWith("prs:")).map((key) => Number(key.slice(4)));
+  const [records, written, told] = await Promise.all([
     computeRecords(db, claimedKeys),
     force
       ? []
@@ -433,11 +321,15 @@ export async function applyIndexWork(
             sql`${inList(indexWritten.key, claimedKeys)} and ${indexWritten.writtenAt} > ${t - WRITTEN_TRUSTED_MS}`,
           )
           .all(),
+    people.length > 0 ? tellObjects(db, persons, people) : new Set<number>(),
   ]);
   const lastPut = new Map(written.map((row) => [row.key, row.digest]));
   const outcomes = await Promise.all(
     claimed.map(async (row) => {
-      const value = records.get(row.key)!;
+      if (row.key.startsWith("prs:")) return { ...row, digest: "", ok: told.has(Number(row.key.slice(4))), put: false };
+      const value = records.get(row.key);
+      // A receiver or bucket key of an older version: its person's object owns it now.
+      if (value === undefined) return { ...row, digest: "", ok: true, put: false };
       const digest = await digestOf(value);
       // KV holds this very value (put by an earlier apply, within its TTL): nothing to write.
       if (lastPut.get(row.key) === digest) return { ...row, digest, ok: true, put: false };
@@ -480,6 +372,22 @@ export async function applyIndexWork(
     failed,
     busy: busyOf(claimedKeys),
   };
+}
+
+/** Tells these people's objects D1's facts about them; answers those that took them (a failure is logged). */
+async function tellObjects(db: Db, persons: Persons, personIds: number[]): Promise<Set<number>> {
+  const told = new Set<number>();
+  await Promise.all(
+    (await factsOf(db, personIds)).map(async (facts) => {
+      try {
+        await persons.of(facts.personId).takeFacts(facts);
+        told.add(facts.personId);
+      } catch (err) {
+        logError("telling a person's object its facts failed; retried later", err, { personId: facts.personId });
+      }
+    }),
+  );
+  return told;
 }
 
 /** Reads `keys` in one KV operation (a bulk get); a failed read counts as a miss for each key (D1 decides). */

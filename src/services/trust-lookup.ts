@@ -1,17 +1,18 @@
-import { and, asc, sql } from "drizzle-orm";
+import { asc, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { companies, memberships, people, personTrust } from "../db/schema";
-import type { BlockedCallRow } from "../objects/person/person";
+import { companies, memberships, people } from "../db/schema";
+import type { BlockedCallRow, ContactRead } from "../objects/person/person";
 import type { Persons } from "./persons";
 import { ReadBatch } from "../db/batch";
 import { inList } from "../db/sql";
 import { phoneFromInternational, phoneFromParts, type Phone } from "../lib/phone";
 import { logError } from "../lib/log";
 import { iso } from "../lib/time";
-import { contactsWithPhone, type Contact } from "./contacts";
+import { contactsRead, type Contact } from "./contacts";
 import { toCompanyRef, type CompanyRef } from "./companies";
 import { displayName, e2eeColumn } from "./people";
-import { decide, hasContactPhone, readRecords, type Defer, type IndexDeps } from "./trust-index";
+import { decide, hasContactPhone, trustedCompaniesOf } from "../domain/trust-records";
+import { readRecords, type Defer, type IndexDeps } from "./trust-index";
 
 /**
  * The lookup parameters of [seed 4.1], as the provider sent them (any may be
@@ -169,31 +170,42 @@ export async function lookupCall(
   if (asPerson !== null && receiverId !== asPerson) return null;
   if (receiverId === null || caller === null || !decide(receiver, caller.e164, holders, bucket)) return nothing;
 
-  // The caller's companies the receiver trusts (the same rule as `decide`).
-  const companyIds = holders.c.filter(
-    (id) => !receiver.nc.includes(id) && (receiver.c.includes(id) || receiver.tc.includes(id)),
-  );
-  // Only what the records say exists is read: a contact only when the number is one of the
-  // receiver's contact phones, people only when someone holds it.
+  // The caller's companies the receiver trusts (the same rule as `decide`). Only what the records
+  // say exists is read: a contact only when the number is one of the receiver's contact phones,
+  // people only when someone holds it. The receiver's object first (their contacts with that
+  // phone, and who of the holders trusted them), then every D1 read in one batch.
+  const companyIds = trustedCompaniesOf(receiver, holders);
+  const isContact = hasContactPhone(bucket, caller.e164);
+  const object = deps.persons.of(receiverId);
+  const own: ContactRead = isContact
+    ? await object.contactsWithPhone(caller.e164)
+    : { items: [], total: 0, trustedMe: holders.p.length > 0 ? await object.trustedMe(holders.p) : [] };
   const reads = new ReadBatch();
-  const contacts = hasContactPhone(bucket, caller.e164) ? contactsWithPhone(deps.db, receiverId, caller.e164) : null;
-  const contactRows = contacts && reads.add(contacts.statements);
-  const callerRows = holders.p.length > 0 ? reads.add([peopleKnowing(deps.db, receiverId, holders.p)] as const) : null;
+  const contacts = contactsRead(deps.db, receiverId, own);
+  const contactRows = contacts.statement ? reads.add([contacts.statement] as const) : null;
+  const peopleRows = holders.p.length > 0 ? reads.add([holdersKnowing(deps.db, receiverId, holders.p)] as const) : null;
   const companyRows = companyIds.length > 0 ? reads.add([companyRefs(deps.db, companyIds)] as const) : null;
   const results = await reads.run(deps.db);
+  const people = peopleRows
+    ? peopleRows(results)[0].filter((row) => row.coworker || own.trustedMe.includes(row.id))
+    : [];
   return {
-    contacts: contacts && contactRows ? contacts.assemble(contactRows(results)) : [],
-    people: callerRows ? callerRows(results)[0].map(toCallerPerson) : [],
+    contacts: contacts.assemble(
+      contactRows ? (contactRows(results)[0] as Parameters<typeof contacts.assemble>[0]) : [],
+    ),
+    people: people.map(toCallerPerson),
     companies: companyRows ? companyRows(results)[0].map(toCompanyRef) : [],
   };
 }
 
 /**
- * The people among `ids` (the holders of the caller's number) who know the
- * receiver: they share a company, or they trusted the receiver. A number
- * the receiver merely saved as a contact names nobody (docs/security.md).
+ * The people among `ids` (the holders of the caller's number), and whether
+ * each shares a company with the receiver. Those who do, or who trusted the
+ * receiver (the receiver's object keeps that mirror), know the receiver and
+ * are shown; a number the receiver merely saved as a contact names nobody
+ * (docs/security.md).
  */
-function peopleKnowing(db: Db, receiverId: number, ids: number[]) {
+function holdersKnowing(db: Db, receiverId: number, ids: number[]) {
   return db
     .select({
       id: people.id,
@@ -203,21 +215,17 @@ function peopleKnowing(db: Db, receiverId: number, ids: number[]) {
       avatarUrl: people.avatarUrl,
       e2ee: e2eeColumn,
       e2eId: people.e2eId,
+      coworker: sql<number>`${people.id} in (select m.person_id from ${memberships} m join ${memberships} mine
+              on mine.company_id = m.company_id and mine.person_id = ${receiverId})`,
     })
     .from(people)
-    .where(
-      and(
-        inList(people.id, ids),
-        sql`(${people.id} in (select m.person_id from ${memberships} m join ${memberships} mine
-                on mine.company_id = m.company_id and mine.person_id = ${receiverId})
-             or ${people.id} in (select ${personTrust.personId} from ${personTrust}
-                where ${personTrust.trustedPersonId} = ${receiverId} and ${personTrust.trusted} = 1))`,
-      ),
-    )
+    .where(inList(people.id, ids))
     .orderBy(asc(people.id));
 }
 
-function toCallerPerson(row: Awaited<ReturnType<typeof peopleKnowing>>[number]): CallerPerson {
+type KnownPerson = Awaited<ReturnType<typeof holdersKnowing>>[number];
+
+function toCallerPerson(row: KnownPerson): CallerPerson {
   return {
     id: row.id,
     first_name: row.firstName,

@@ -1,10 +1,10 @@
-import { and, eq, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { inList } from "../db/sql";
 import { notFound, tooManyRequests } from "../lib/errors";
 import { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
-import { WriteBatch, type Deps } from "./outbox";
-import { people, personEmails, personTrust } from "../db/schema";
+import type { Deps } from "./outbox";
+import { people, personEmails } from "../db/schema";
 import { iso } from "../lib/time";
 import { holdersOfNumber } from "./people";
 
@@ -23,7 +23,7 @@ export { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
  * request per pair); asking oneself does nothing.
  */
 export async function askForTrust(deps: Deps, requesterId: number, target: TrustRequestTarget, reason: string) {
-  const charged = await deps.persons.of(requesterId).chargeTrustRequest();
+  const charged = await (await deps.persons.toWrite(requesterId)).chargeTrustRequest();
   if (!charged.ok) {
     throw tooManyRequests(
       `a person may send at most ${MAX_TRUST_REQUESTS_PER_DAY} trust requests per day (UTC) and you sent ${MAX_TRUST_REQUESTS_PER_DAY} today; retry after midnight UTC (see Retry-After)`,
@@ -75,38 +75,15 @@ export async function pendingRequests(deps: Deps, personId: number) {
 }
 
 /**
- * Records `personId`'s decision about `requesterId` and closes their pending
- * request. A requester is someone who asked `personId` for trust (pending or
- * decided before) or about whom `personId` already decided, so a decision can
- * be changed later. Returns false for anyone else.
+ * Records `personId`'s decision about `requesterId` in their object, which
+ * closes the pending request in the same transaction, rewrites their
+ * receiver record and sends the decision's mirror to the requester's object
+ * (docs/architecture.md, "What crosses people"). A requester is someone who
+ * asked `personId` for trust (pending or decided before) or about whom
+ * `personId` already decided, so a decision can be changed later; anyone
+ * else is a 404.
  */
 export async function decideTrust(deps: Deps, personId: number, requesterId: number, trusted: boolean) {
-  const { db } = deps;
-  const object = deps.persons.of(personId);
-  const [asked, decided] = await Promise.all([
-    object.askedBy(requesterId),
-    db
-      .select({ id: sql<number>`1` })
-      .from(personTrust)
-      .where(and(eq(personTrust.personId, personId), eq(personTrust.trustedPersonId, requesterId)))
-      .get(),
-  ]);
-  if (!asked && !decided) throw notFound(`person ${requesterId} has not asked you for trust`);
-
-  const batch = new WriteBatch(deps);
-  const { now } = batch;
-  batch.add(
-    db
-      .insert(personTrust)
-      .values({ personId, trustedPersonId: requesterId, trusted, updatedAt: now })
-      .onConflictDoUpdate({
-        target: [personTrust.personId, personTrust.trustedPersonId],
-        set: { trusted, updatedAt: now },
-      }),
-  );
-  // Whom they trust is their own trust input.
-  batch.reindexReceiver(personId);
-  await batch.commit();
-  // The request, in their object, is closed after the decision is committed (a failure leaves it pending: deciding again closes it).
-  await object.closeTrustRequest(requesterId, trusted);
+  const decided = await (await deps.persons.toWrite(personId)).decideTrust(personId, requesterId, trusted);
+  if (!decided.ok) throw notFound(decided.message);
 }

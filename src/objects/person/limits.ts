@@ -9,8 +9,18 @@ export const ACTIVITY_BUDGET = { records: 1_000, textBytes: 10 * 1024 * 1024 } a
 /** Trust requests a person may send per UTC day, matched or not. */
 export const MAX_TRUST_REQUESTS_PER_DAY = 100;
 
+/** Contacts a person may keep (docs/decisions.md). */
+export const MAX_CONTACTS = 10_000;
+
 /**
- * Kept per person: the newest 1,000 blocked calls, 90 days of them, 365 days of activity, and
- * trust requests for 365 days after they were last asked (a decision itself is kept in D1).
+ * Kept per person: the newest 1,000 blocked calls, 90 days of them, 365 days of activity,
+ * deleted contacts' tombstones for 90 days, and trust requests for 365 days after they were
+ * last asked (the decision itself is kept as long as the person).
  */
-export const KEEP = { blockedCalls: 1_000, blockedCallDays: 90, activityDays: 365, trustRequestDays: 365 } as const;
+export const KEEP = {
+  blockedCalls: 1_000,
+  blockedCallDays: 90,
+  activityDays: 365,
+  tombstoneDays: 90,
+  trustRequestDays: 365,
+} as const;

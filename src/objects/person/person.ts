@@ -8,15 +8,35 @@ import type { ActivityInput } from "../../services/activities";
 import { nextId } from "./ids";
 import { ACTIVITY_BUDGET, KEEP, MAX_TRUST_REQUESTS_PER_DAY } from "./limits";
 import { personObjectName } from "./name";
-import { activityDays, blockedCalls, feed, trustRequestDays, trustRequests } from "./schema";
+import {
+  activityDays,
+  blockedCalls,
+  companyTrust,
+  contacts,
+  contactTombstones,
+  feed,
+  mirrorOutbox,
+  personTrust,
+  trustedBy,
+  trustRequestDays,
+  trustRequests,
+} from "./schema";
+import * as book from "./contacts";
+import type { ContactInput, MovedContact, Refusal, StoredContact } from "./contacts";
+import * as keys from "./index-keys";
+import type { Facts } from "./index-keys";
+import { contactBucketKey, type ReceiverRecord } from "../../domain/trust-records";
+import { logError } from "../../lib/log";
 
 /*
  * One file past 400 lines on purpose: a Durable Object class is one service
  * of its own, and its RPC methods share the object's state and helpers.
  *
  * One person's own data, in their own Durable Object with SQLite storage
- * (docs/architecture.md, "Where data lives"): their activity feed, the calls
- * blocked for them and their daily activity budget. The Worker reaches it by
+ * (docs/architecture.md, "Where data lives"): their contacts, their trust
+ * decisions and settings (and the mirror of others' decisions about them),
+ * their activity feed, the calls blocked for them, the trust requests they
+ * received, their daily budgets, and the trust-lookup keys of their number. The Worker reaches it by
  * RPC through `deps.persons` (services/persons.ts); requests for one person
  * run one at a time here, so checks and writes need no guard. Every method
  * says what it changes; none awaits between its reads and its writes, except
@@ -35,6 +55,35 @@ export type MovedTrustRequestRow = Omit<TrustRequestRow, "decidedAt" | "createdA
 export type MovedFeedRow = Omit<FeedRow, "createdAt"> & { createdAt: number };
 
 export type TrustRequestRow = typeof trustRequests.$inferSelect;
+
+/** Contacts as a read answers them, with the people who trusted this person (`trustedMe`). */
+export type ContactRead = { items: StoredContact[]; total: number; trustedMe: number[] };
+
+/** One chunk of a person's rows moved in from D1 (services/person-moves.ts): D1 ids, times in ms. */
+export type MovedRows = {
+  feed?: MovedFeedRow[];
+  blockedCalls?: (BlockedCallRow & { id: number })[];
+  trustRequests?: MovedTrustRequestRow[];
+  contacts?: MovedContact[];
+  tombstones?: { contactId: number; deletedAt: number }[];
+  decisions?: { personId: number; trusted: boolean; updatedAt: number }[];
+  companySettings?: { companyId: number; trust: "trusted" | "negative"; updatedAt: number }[];
+  mirror?: { personId: number; trusted: boolean; decidedAt: number }[];
+};
+
+/** How many rows the object holds, per kind; `moved*`: of them, those that came from D1. */
+export type HeldCounts = {
+  feed: number;
+  blockedCalls: number;
+  movedFeed: number;
+  movedBlockedCalls: number;
+  movedTrustRequests: number;
+  movedContacts: number;
+  tombstones: number;
+  decisions: number;
+  companySettings: number;
+  mirror: number;
+};
 /** Rows one alarm deletes per table before it hands over to the next alarm. */
 const PRUNE_CHUNK = 1_000;
 /** Ids below this came from D1 (the move); ids this object makes are time-based and far above (ids.ts). */
@@ -57,6 +106,8 @@ export class Person extends DurableObject<Env> {
   private readonly db: DrizzleSqliteDODatabase;
   /** Messages being sent right now, by their idempotency key (see `record`). */
   private readonly sending = new Map<string, Promise<RecordResult>>();
+  /** The index-key writes, one after another, so a key's writes reach KV in the order of the changes. */
+  private flushing: Promise<unknown> = Promise.resolve();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -148,7 +199,7 @@ export class Person extends DurableObject<Env> {
    * new row below an id a reader already saw.
    */
   private async sendChat(me: number, row: FeedRow, peer: number): Promise<number> {
-    const stub = this.env.PERSON.get(this.env.PERSON.idFromName(personObjectName(peer)));
+    const stub = this.peer(peer);
     let move = false;
     for (let attempt = 0; ; attempt++) {
       const floor = nextId(me, this.lastId());
@@ -183,9 +234,17 @@ export class Person extends DurableObject<Env> {
     return id;
   }
 
-  /** The feed after `afterId`, oldest first, at most `limit` rows. */
-  feedAfter(afterId: number, limit: number): FeedRow[] {
-    return this.db.select().from(feed).where(gt(feed.id, afterId)).orderBy(asc(feed.id)).limit(limit).all();
+  /**
+   * The feed after `afterId`, oldest first, at most `limit` rows, and which
+   * of the people on it trusted this person (they know the reader).
+   */
+  feedAfter(afterId: number, limit: number): { rows: FeedRow[]; trustedMe: number[] } {
+    const rows = this.db.select().from(feed).where(gt(feed.id, afterId)).orderBy(asc(feed.id)).limit(limit).all();
+    const people = rows.flatMap((row) => [
+      ...(row.sendableType === "person" ? [row.sendableId] : []),
+      ...(row.receivableType === "person" ? [row.receivableId] : []),
+    ]);
+    return { rows, trustedMe: people.length === 0 ? [] : this.trustedMe([...new Set(people)]) };
   }
 
   /** The newest id in the feed; 0 when it is empty. */
@@ -284,17 +343,247 @@ export class Person extends DurableObject<Env> {
       .run();
   }
 
+  /* ---------- contacts ---------- */
+
+  /**
+   * A sync (docs/contacts-sync.md): elements with an `id` update that
+   * contact, the others create one; all or nothing, in one transaction. The
+   * quota is exact: one request at a time runs here. The index keys of the
+   * phones it touched are written before it answers.
+   */
+  async saveContacts(me: number, inputs: ContactInput[]): Promise<({ ok: true } & ContactRead) | Refusal> {
+    const written = this.ctx.storage.transactionSync(() => {
+      const refused =
+        book.checkUpdatable(this.db, inputs) ??
+        book.checkRoom(this.db, inputs.filter((input) => input.id === undefined).length);
+      if (refused) return refused;
+      const { ids, touchedPhones } = book.writeContacts(this.db, me, inputs, Date.now());
+      keys.markDue(this.db, keys.keysOfPhones(this.db, touchedPhones));
+      return { ok: true as const, items: book.readContacts(this.db, ids), total: 0, trustedMe: this.trustedMe() };
+    });
+    if (written.ok) await this.flushIndex();
+    return written;
+  }
+
+  /** Deletes contacts (`ids`, or every one), each remembered by a tombstone; answers the ids deleted. */
+  async deleteContacts(ids: number[] | "all"): Promise<number[]> {
+    const { deleted } = this.ctx.storage.transactionSync(() => {
+      const result = book.deleteContacts(this.db, ids, Date.now());
+      keys.markDue(this.db, keys.keysOfPhones(this.db, result.touchedPhones));
+      return result;
+    });
+    if (deleted.length > 0) {
+      this.scheduleCare();
+      await this.flushIndex();
+    }
+    return deleted;
+  }
+
+  /*
+   * Every read of contacts answers with the people who trusted this person
+   * (`trustedMe`): the linking of contacts to people reads it (they know the owner).
+   */
+
+  /** Contacts of `ids` (those that are here), in that order. */
+  contacts(ids: number[]): ContactRead {
+    return { items: book.readContacts(this.db, ids), total: 0, trustedMe: this.trustedMe() };
+  }
+
+  /** One page of contacts, oldest id first, optionally changed since `since` (ms). */
+  contactPage(options: { since: number | null; limit: number; offset: number }): ContactRead {
+    return { ...book.contactPage(this.db, options), trustedMe: this.trustedMe() };
+  }
+
+  /** The contacts having `e164` among their phones. */
+  contactsWithPhone(e164: string): ContactRead {
+    return { items: book.contactsWithPhone(this.db, e164), total: 0, trustedMe: this.trustedMe() };
+  }
+
+  /** One page of deletions at or after `since` (ms), oldest first. */
+  deletedContacts(options: { since: number; limit: number; offset: number }) {
+    return book.deletedPage(this.db, options);
+  }
+
+  /* ---------- trust decisions ---------- */
+
+  /**
+   * `me` decides about `other`, who asked them for trust (pending or decided
+   * before) or about whom they decided already; anyone else is a 404. The
+   * decision, the closed request and the mirror to send are one transaction;
+   * the receiver record and the mirror follow (the alarm retries either).
+   */
+  async decideTrust(me: number, other: number, trusted: boolean): Promise<{ ok: true } | Refusal> {
+    const now = Date.now();
+    const decided = this.ctx.storage.transactionSync(() => {
+      const known =
+        this.askedBy(other) ||
+        this.db.select({ id: personTrust.personId }).from(personTrust).where(eq(personTrust.personId, other)).get();
+      if (!known) return false;
+      this.db
+        .insert(personTrust)
+        .values({ personId: other, trusted, updatedAt: new Date(now) })
+        .onConflictDoUpdate({ target: personTrust.personId, set: { trusted, updatedAt: new Date(now) } })
+        .run();
+      this.closeTrustRequest(other, trusted);
+      this.db
+        .insert(mirrorOutbox)
+        .values({ personId: other, trusted, decidedAt: now })
+        .onConflictDoUpdate({ target: mirrorOutbox.personId, set: { trusted, decidedAt: now } })
+        .run();
+      this.knowMe(me);
+      keys.markDue(this.db, keys.receiverKeys(this.db));
+      return true;
+    });
+    if (!decided) return { ok: false, status: 404, message: `person ${other} has not asked you for trust` };
+    await Promise.all([this.flushIndex(), this.sendMirrors()]);
+    return { ok: true };
+  }
+
+  /** Whom this person decided about, and how (`trusted`), for these ids; all when `ids` is left out. */
+  decisions(ids?: number[]): { personId: number; trusted: boolean }[] {
+    return this.db
+      .select({ personId: personTrust.personId, trusted: personTrust.trusted })
+      .from(personTrust)
+      .where(ids ? sql`${personTrust.personId} in (select value from json_each(${JSON.stringify(ids)}))` : undefined)
+      .all();
+  }
+
+  /**
+   * The mirror (docs/architecture.md, "What crosses people"): `from` decided
+   * about this person at `decidedAt` (ms). An older decision arriving late
+   * changes nothing.
+   */
+  receiveMirror(from: number, trusted: boolean, decidedAt: number): void {
+    this.db
+      .insert(trustedBy)
+      .values({ personId: from, trusted, decidedAt })
+      .onConflictDoUpdate({
+        target: trustedBy.personId,
+        set: { trusted, decidedAt },
+        setWhere: sql`${trustedBy.decidedAt} <= excluded.decided_at`,
+      })
+      .run();
+  }
+
+  /** The people who trusted this person (the mirror), among `ids` or all. */
+  trustedMe(ids?: number[]): number[] {
+    return this.db
+      .select({ id: trustedBy.personId })
+      .from(trustedBy)
+      .where(
+        and(
+          eq(trustedBy.trusted, true),
+          ids ? sql`${trustedBy.personId} in (select value from json_each(${JSON.stringify(ids)}))` : undefined,
+        ),
+      )
+      .all()
+      .map((row) => row.id);
+  }
+
+  /**
+   * Sets (null: removes) this person's trust in a company. `visible`: D1
+   * found the company among those they may name (a member, or a verified
+   * caller); a company they already have a setting for is visible too.
+   * Anything else is the 404 of a company that does not exist.
+   */
+  async setCompanyTrust(
+    companyId: number,
+    trust: "trusted" | "negative" | null,
+    visible: boolean,
+  ): Promise<{ ok: true } | Refusal> {
+    const changed = this.ctx.storage.transactionSync(() => {
+      const existing = this.db.select().from(companyTrust).where(eq(companyTrust.companyId, companyId)).get();
+      if (!visible && !existing) return null;
+      if (existing?.trust === trust) return false;
+      if (trust === null) this.db.delete(companyTrust).where(eq(companyTrust.companyId, companyId)).run();
+      else
+        this.db
+          .insert(companyTrust)
+          .values({ companyId, trust, updatedAt: new Date() })
+          .onConflictDoUpdate({ target: companyTrust.companyId, set: { trust, updatedAt: new Date() } })
+          .run();
+      keys.markDue(this.db, keys.receiverKeys(this.db));
+      return true;
+    });
+    if (changed === null) return { ok: false, status: 404, message: `company ${companyId} does not exist` };
+    if (changed) await this.flushIndex();
+    return { ok: true };
+  }
+
+  /** This person's company settings (all, or those of `companyIds`). */
+  companySettings(companyIds?: number[]): { companyId: number; trust: "trusted" | "negative"; updatedAt: number }[] {
+    return this.db
+      .select()
+      .from(companyTrust)
+      .where(
+        companyIds
+          ? sql`${companyTrust.companyId} in (select value from json_each(${JSON.stringify(companyIds)}))`
+          : undefined,
+      )
+      .all()
+      .map((row) => ({ ...row, updatedAt: row.updatedAt.getTime() }));
+  }
+
+  /* ---------- the trust-lookup keys ---------- */
+
+  /** D1's facts about this person (their number, their companies) changed: the keys follow. */
+  async takeFacts(next: Facts): Promise<void> {
+    this.ctx.storage.transactionSync(() => keys.takeFacts(this.db, next));
+    await this.flushIndex();
+  }
+
+  /**
+   * A lookup missed this person's keys in KV: it read D1's facts and asks
+   * here. Answers the receiver record and the bucket (`""`: empty), and
+   * writes every key again after the answer (the alarm, at once).
+   */
+  async receiverRecords(next: Facts, bucket: number | null): Promise<{ receiver: ReceiverRecord; bucket: string }> {
+    const answer = this.ctx.storage.transactionSync(() => {
+      keys.takeFacts(this.db, next);
+      keys.markDue(this.db, keys.everyKey(this.db), true);
+      const receiver = keys.receiverRecord(this.db, next);
+      const value =
+        bucket === null || next.e164 === null ? null : keys.valueOf(this.db, next, contactBucketKey(next.e164, bucket));
+      return { receiver, bucket: value ?? "" };
+    });
+    await this.ctx.storage.setAlarm(Date.now());
+    return answer;
+  }
+
+  /** The values of this person's keys now, for tests and the operator: key → value. */
+  indexValues(): Record<string, string | null> {
+    const current = keys.readFacts(this.db);
+    return Object.fromEntries(keys.everyKey(this.db).map((key) => [key, keys.valueOf(this.db, current, key)]));
+  }
+
   /* ---------- the heartbeat ---------- */
 
-  /** What the heartbeat reads here: the newest activity id, and when someone last asked for trust (ms, or null). */
-  heartbeatTimes(): { activity: number; trustRequest: number | null } {
+  /**
+   * What the heartbeat reads here (times in ms, or null): the newest activity
+   * id, when someone last asked for trust, the newest contact change, the
+   * newest company setting, and the companies set to `trusted`.
+   */
+  heartbeatTimes(): {
+    activity: number;
+    trustRequest: number | null;
+    contact: number | null;
+    companySetting: number | null;
+    trustedCompanies: number[];
+  } {
     const asked = this.db
       .select({ at: trustRequests.updatedAt })
       .from(trustRequests)
       .orderBy(desc(trustRequests.updatedAt))
       .limit(1)
       .get();
-    return { activity: this.lastId(), trustRequest: asked ? asked.at.getTime() : null };
+    const settings = this.companySettings();
+    return {
+      activity: this.lastId(),
+      trustRequest: asked ? asked.at.getTime() : null,
+      contact: book.lastContactUpdate(this.db),
+      companySetting: settings.length === 0 ? null : Math.max(...settings.map((row) => row.updatedAt)),
+      trustedCompanies: settings.filter((row) => row.trust === "trusted").map((row) => row.companyId),
+    };
   }
 
   /* ---------- blocked calls ---------- */
@@ -338,11 +627,13 @@ export class Person extends DurableObject<Env> {
   }
 
   /**
-   * The person's account is gone: everything here goes (rows and alarm). The
+   * The person's account is gone: their index keys are deleted from KV, and
+   * everything here goes (rows and alarm). The
    * empty tables are made again at once, so a late call (a blocked call
    * still on its way) finds a working object, not a broken one.
    */
   async erase(): Promise<void> {
+    await keys.deleteAllKeys(this.db, this.env.TRUST_INDEX);
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     await migrate(this.db, migrations);
@@ -354,11 +645,51 @@ export class Person extends DurableObject<Env> {
    * larger); a row already here is left as it is, so a repeated chunk changes
    * nothing. Answers how many rows of each kind the object now holds.
    */
-  importRows(rows: {
-    feed: MovedFeedRow[];
-    blockedCalls: (BlockedCallRow & { id: number })[];
-    trustRequests?: MovedTrustRequestRow[];
-  }) {
+  importRows(rows: MovedRows): HeldCounts {
+    this.ctx.storage.transactionSync(() => this.importOwnRows(rows));
+    if ((rows.feed?.length ?? 0) + (rows.blockedCalls?.length ?? 0) + (rows.tombstones?.length ?? 0) > 0) {
+      this.scheduleCare();
+    }
+    return this.counts();
+  }
+
+  private importOwnRows(rows: MovedRows) {
+    if (rows.contacts) {
+      book.importContacts(this.db, rows.contacts);
+      keys.markDue(
+        this.db,
+        keys.keysOfPhones(
+          this.db,
+          rows.contacts.flatMap((contact) => contact.phones),
+        ),
+      );
+    }
+    for (const tombstone of rows.tombstones ?? []) {
+      this.db
+        .insert(contactTombstones)
+        .values({ contactId: tombstone.contactId, deletedAt: new Date(tombstone.deletedAt) })
+        .onConflictDoNothing()
+        .run();
+    }
+    for (const decision of rows.decisions ?? []) {
+      this.db
+        .insert(personTrust)
+        .values({ ...decision, updatedAt: new Date(decision.updatedAt) })
+        .onConflictDoNothing()
+        .run();
+    }
+    for (const setting of rows.companySettings ?? []) {
+      this.db
+        .insert(companyTrust)
+        .values({ ...setting, updatedAt: new Date(setting.updatedAt) })
+        .onConflictDoNothing()
+        .run();
+    }
+    for (const mirrored of rows.mirror ?? [])
+      this.receiveMirror(mirrored.personId, mirrored.trusted, mirrored.decidedAt);
+    if ((rows.decisions?.length ?? 0) + (rows.companySettings?.length ?? 0) > 0) {
+      keys.markDue(this.db, keys.receiverKeys(this.db));
+    }
     for (const request of rows.trustRequests ?? []) {
       this.db
         .insert(trustRequests)
@@ -371,30 +702,28 @@ export class Person extends DurableObject<Env> {
         .onConflictDoNothing()
         .run();
     }
-    for (const row of rows.feed) {
+    for (const row of rows.feed ?? []) {
       this.db
         .insert(feed)
         .values({ ...row, createdAt: new Date(row.createdAt) })
         .onConflictDoNothing()
         .run();
     }
-    for (const call of rows.blockedCalls) {
+    for (const call of rows.blockedCalls ?? []) {
       this.db
         .insert(blockedCalls)
         .values({ ...call, createdAt: new Date(call.createdAt) })
         .onConflictDoNothing()
         .run();
     }
-    if (rows.feed.length + rows.blockedCalls.length > 0) this.scheduleCare();
-    return this.counts();
   }
 
   /**
    * How many rows the object holds, per kind, and how many of them came from
    * D1 (their ids are below `MOVED_ID_LIMIT`; ids made here are far above).
    */
-  counts() {
-    const count = (table: typeof feed | typeof blockedCalls | typeof trustRequests, moved: boolean) =>
+  counts(): HeldCounts {
+    const count = (table: typeof feed | typeof blockedCalls | typeof trustRequests | typeof contacts, moved: boolean) =>
       this.db
         .select({ n: sql<number>`count(*)` })
         .from(table)
@@ -406,6 +735,11 @@ export class Person extends DurableObject<Env> {
       movedFeed: count(feed, true),
       movedBlockedCalls: count(blockedCalls, true),
       movedTrustRequests: count(trustRequests, true),
+      movedContacts: count(contacts, true),
+      tombstones: this.rowsIn(contactTombstones),
+      decisions: this.rowsIn(personTrust),
+      companySettings: this.rowsIn(companyTrust),
+      mirror: this.rowsIn(trustedBy),
     };
   }
 
@@ -418,21 +752,24 @@ export class Person extends DurableObject<Env> {
    * otherwise in a day.
    */
   override async alarm(): Promise<void> {
+    // First what others wait for: index keys and mirrors not yet delivered.
+    await Promise.all([this.flushIndex(), this.sendMirrors()]);
     const now = Date.now();
     const chunk = (
-      table: typeof feed | typeof blockedCalls | typeof trustRequests,
+      table: typeof feed | typeof blockedCalls | typeof trustRequests | typeof contactTombstones,
       column: AnySQLiteColumn,
       days: number,
     ) =>
       this.db
         .delete(table)
         .where(sql`rowid in (select rowid from ${table} where ${column} < ${now - days * DAY_MS} limit ${PRUNE_CHUNK})`)
-        .returning({ id: table.id })
+        .returning({ at: column })
         .all().length;
     const pruned = [
       chunk(blockedCalls, blockedCalls.createdAt, KEEP.blockedCallDays),
       chunk(feed, feed.createdAt, KEEP.activityDays),
       chunk(trustRequests, trustRequests.updatedAt, KEEP.trustRequestDays),
+      chunk(contactTombstones, contactTombstones.deletedAt, KEEP.tombstoneDays),
     ];
     // Daily counters: today's and yesterday's are kept.
     this.db
@@ -445,9 +782,81 @@ export class Person extends DurableObject<Env> {
       .run();
     const more = pruned.some((n) => n >= PRUNE_CHUNK);
     await this.ctx.storage.setAlarm(now + (more ? 1_000 : DAY_MS));
+    await this.retryLater();
   }
 
   /* ---------- helpers ---------- */
+
+  /**
+   * Writes the due index keys, after any write already under way (one at a
+   * time, so a key's writes keep the order of the changes); a refused write
+   * is retried by the alarm.
+   */
+  private flushIndex(): Promise<void> {
+    const run = this.flushing.then(() => keys.flushKeys(this.db, this.env.TRUST_INDEX));
+    this.flushing = run.catch(() => undefined);
+    return run.then(
+      ({ failed }) => (failed > 0 ? this.retryLater() : undefined),
+      (err: unknown) => {
+        logError("writing the trust index failed; the object's alarm retries it", err);
+        return this.retryLater();
+      },
+    );
+  }
+
+  /** Sends the mirrors not yet delivered to the people they are about; a failure waits for the alarm. */
+  private async sendMirrors(): Promise<void> {
+    const me = keys.readFacts(this.db)?.personId;
+    const due = this.db.select().from(mirrorOutbox).all();
+    if (me === undefined || due.length === 0) return;
+    const failed = await Promise.all(
+      due.map(async (row) => {
+        try {
+          await this.peer(row.personId).receiveMirror(me, row.trusted, row.decidedAt);
+          this.db
+            .delete(mirrorOutbox)
+            .where(and(eq(mirrorOutbox.personId, row.personId), eq(mirrorOutbox.decidedAt, row.decidedAt)))
+            .run();
+          return false;
+        } catch (err) {
+          logError("a trust decision's mirror did not reach the other person; the alarm retries it", err, {
+            personId: row.personId,
+          });
+          return true;
+        }
+      }),
+    );
+    if (failed.some(Boolean)) await this.retryLater();
+  }
+
+  /** Brings the alarm forward while index writes or mirrors are due: 1 s, doubling with the attempts, at most 60 s. */
+  private async retryLater(): Promise<void> {
+    const { due, attempts } = keys.dueState(this.db);
+    if (!due && this.rowsIn(mirrorOutbox) === 0) return;
+    const when = Date.now() + Math.min(60_000, 1_000 * 2 ** Math.min(attempts, 6));
+    const at = await this.ctx.storage.getAlarm();
+    if (at === null || at > when) await this.ctx.storage.setAlarm(when);
+  }
+
+  /** Records who this object belongs to, when D1 has not told it yet (its mirrors name the sender). */
+  private knowMe(me: number) {
+    if (keys.readFacts(this.db) === null) keys.takeFacts(this.db, { personId: me, e164: null, companies: [] });
+  }
+
+  private rowsIn(
+    table: typeof contactTombstones | typeof personTrust | typeof companyTrust | typeof trustedBy | typeof mirrorOutbox,
+  ) {
+    return (
+      this.db
+        .select({ n: sql<number>`count(*)` })
+        .from(table)
+        .get()?.n ?? 0
+    );
+  }
+
+  private peer(personId: number) {
+    return this.env.PERSON.get(this.env.PERSON.idFromName(personObjectName(personId)));
+  }
 
   private lastId(): number {
     return this.db.select({ id: feed.id }).from(feed).orderBy(desc(feed.id)).limit(1).get()?.id ?? 0;

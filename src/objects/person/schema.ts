@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { activityTypes, partyTypes } from "../../db/schema/buzz";
 import { timestamp } from "../../db/schema/columns";
 
@@ -89,4 +89,122 @@ export const trustRequestDays = sqliteTable("trust_request_days", {
   /** Days since 1970-01-01, UTC. */
   day: integer("day").primaryKey(),
   sent: integer("sent").notNull(),
+});
+
+/* ---------- contacts (docs/contacts-sync.md) ---------- */
+
+/**
+ * The person's address book. Ids are made like the feed's (ids.ts), so no
+ * two people's contacts share an id; contacts moved in from D1 keep theirs.
+ */
+export const contacts = sqliteTable(
+  "contacts",
+  {
+    id: integer("id").primaryKey(),
+    displayName: text("display_name").notNull().default(""),
+    birthday: text("birthday"),
+    labels: text("labels", { mode: "json" }).$type<string[]>().notNull(),
+    createdAt: timestamp("created_at").notNull(),
+    updatedAt: timestamp("updated_at").notNull(),
+  },
+  (t) => [index("contacts_updated_idx").on(t.updatedAt)],
+);
+
+/** The kinds of a contact's values: the three collections of a Contact. */
+export const contactValueKinds = ["email", "phone", "address"] as const;
+export type ContactValueKind = (typeof contactValueKinds)[number];
+
+/**
+ * A contact's emails, phones (E.164) and addresses, in the order written:
+ * one table, since the three are written, replaced and read alike.
+ */
+export const contactValues = sqliteTable(
+  "contact_values",
+  {
+    contactId: integer("contact_id")
+      .notNull()
+      .references(() => contacts.id, { onDelete: "cascade" }),
+    kind: text("kind", { enum: contactValueKinds }).notNull(),
+    position: integer("position").notNull(),
+    value: text("value").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.contactId, t.kind, t.position] }),
+    // Contacts with a phone (call-lookup) and the phones of a bucket (the index keys).
+    index("contact_values_kind_value_idx").on(t.kind, t.value),
+  ],
+);
+
+/** A contact the person deleted, remembered for 90 days (`GET /contacts/deleted`). */
+export const contactTombstones = sqliteTable(
+  "contact_tombstones",
+  {
+    contactId: integer("contact_id").primaryKey(),
+    deletedAt: timestamp("deleted_at").notNull(),
+  },
+  (t) => [index("contact_tombstones_deleted_idx").on(t.deletedAt)],
+);
+
+/* ---------- trust decisions ---------- */
+
+/** What this person decided about another person (`POST /contacts/trust/{id}`). */
+export const personTrust = sqliteTable("person_trust", {
+  personId: integer("person_id").primaryKey(),
+  trusted: integer("trusted", { mode: "boolean" }).notNull(),
+  updatedAt: timestamp("updated_at").notNull(),
+});
+
+/** This person's setting for a company: its phones, and the vendor trust of consent containers. */
+export const companyTrust = sqliteTable("company_trust", {
+  companyId: integer("company_id").primaryKey(),
+  trust: text("trust", { enum: ["trusted", "negative"] }).notNull(),
+  updatedAt: timestamp("updated_at").notNull(),
+});
+
+/**
+ * The mirror: what other people decided about *this* person, sent by the
+ * deciding person's object (`trustedBy`). "Knows the reader" reads it.
+ */
+export const trustedBy = sqliteTable("trusted_by", {
+  personId: integer("person_id").primaryKey(),
+  trusted: integer("trusted", { mode: "boolean" }).notNull(),
+  decidedAt: integer("decided_at").notNull(),
+});
+
+/** Decisions whose mirror has not reached the other person's object yet; the alarm retries them. */
+export const mirrorOutbox = sqliteTable("mirror_outbox", {
+  personId: integer("person_id").primaryKey(),
+  trusted: integer("trusted", { mode: "boolean" }).notNull(),
+  decidedAt: integer("decided_at").notNull(),
+});
+
+/* ---------- the trust-lookup keys this object owns ---------- */
+
+/**
+ * What the platform (D1) says about this person, as the object last heard
+ * it: their id, secure number and companies. Pushed by D1's index work
+ * (`prs:` keys) and by a lookup that missed; one row.
+ */
+export const facts = sqliteTable("facts", {
+  one: integer("one").primaryKey(),
+  personId: integer("person_id").notNull(),
+  e164: text("e164"),
+  companies: text("companies", { mode: "json" }).$type<number[]>().notNull(),
+});
+
+/**
+ * The `rcv:`/`rcvn:` keys: the digest of the value last put and when
+ * (`digest` null: deleted), and whether a write is due (`due`; `force`: put
+ * even when the digest matches, because KV lacks the key). `version` grows
+ * with each change, so a write finished after a newer change leaves the key
+ * due; `attempts` counts failed writes (the alarm retries them).
+ */
+export const indexKeys = sqliteTable("index_keys", {
+  key: text("key").primaryKey(),
+  digest: text("digest"),
+  writtenAt: integer("written_at"),
+  due: integer("due", { mode: "boolean" }).notNull(),
+  force: integer("force", { mode: "boolean" }).notNull(),
+  version: integer("version").notNull(),
+  attempts: integer("attempts").notNull(),
 });

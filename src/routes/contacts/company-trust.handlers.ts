@@ -4,7 +4,7 @@ import type { AppRouteHandler } from "../../types";
 import type * as routes from "./company-trust.routes";
 
 export const listCompanyTrust: AppRouteHandler<typeof routes.listCompanyTrust> = async (c) =>
-  c.json(await companyTrust.listCompanyTrust(c.var.db, personId(c.var.principal)), 200);
+  c.json(await companyTrust.listCompanyTrust(c.var.deps, personId(c.var.principal)), 200);
 
 export const setCompanyTrust: AppRouteHandler<typeof routes.setCompanyTrust> = async (c) => {
   const { company_id } = c.req.valid("param");

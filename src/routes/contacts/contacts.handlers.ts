@@ -9,7 +9,7 @@ import type * as routes from "./contacts.routes";
 
 export const listContacts: AppRouteHandler<typeof routes.listContacts> = async (c) => {
   const { page, per_page, updated_at, include } = c.req.valid("query");
-  const { items, total } = await contacts.listContacts(c.var.db, personId(c.var.principal), {
+  const { items, total } = await contacts.listContacts(c.var.deps, personId(c.var.principal), {
     since: updated_at,
     include,
     ...pageWindow({ page, per_page }),
@@ -20,7 +20,7 @@ export const listContacts: AppRouteHandler<typeof routes.listContacts> = async (
 
 export const listDeletedContacts: AppRouteHandler<typeof routes.listDeletedContacts> = async (c) => {
   const { page, per_page, since } = c.req.valid("query");
-  const { items, total } = await contacts.listDeletedContacts(c.var.db, personId(c.var.principal), {
+  const { items, total } = await contacts.listDeletedContacts(c.var.deps, personId(c.var.principal), {
     since,
     ...pageWindow({ page, per_page }),
   });
@@ -34,9 +34,7 @@ export const syncContacts: AppRouteHandler<typeof routes.syncContacts> = async (
 
 export const getContact: AppRouteHandler<typeof routes.getContact> = async (c) => {
   const { id } = c.req.valid("param");
-  const [contact] = await contacts.loadContacts(c.var.db, personId(c.var.principal), [id]);
-  if (!contact) throw notFound(`contact ${id} does not exist`);
-  return c.json(contact, 200);
+  return c.json(await contacts.getContact(c.var.deps, personId(c.var.principal), id), 200);
 };
 
 export const putContact: AppRouteHandler<typeof routes.putContact> = async (c) => {

@@ -40,7 +40,7 @@ export const loadContainer: AppRouteHandler<typeof routes.loadContainer> = async
         domain: container.domain ?? "",
         logo: container.logo ?? "",
       },
-      vendors: await containerVendorsFor(db, container.containerId, personId),
+      vendors: await containerVendorsFor(c.var.deps, container.containerId, personId),
     },
     200,
   );

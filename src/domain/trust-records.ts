@@ -1,0 +1,82 @@
+/*
+ * The trust-lookup index's keys and records (docs/architecture.md, "The
+ * trust index"), shared by their two writers — D1's index work (`num:`) and
+ * each person's object (`rcv:`, `rcvn:`) — and by the lookup that reads them.
+ *
+ * - `rcv:<e164>`: the receiver holding secure number e164: who they are and
+ *   their trust inputs (people and companies they trust or distrust, their
+ *   companies, which contact-phone buckets are not empty).
+ * - `rcvn:<e164>:<dd>`: that receiver's contact phones ending in the two
+ *   digits dd (one of 100 buckets), read in the same round as the others for
+ *   the caller's dd, so a lookup never reads the whole contact list.
+ * - `num:<e164>`: who calls from e164: the people holding it (personal phone
+ *   or secure number) and the companies calling from it (verified phones).
+ */
+
+/** How long a record lives in KV; a missed key is answered from its source and written again. */
+export const RECORD_TTL_SECONDS = 24 * 3600;
+/**
+ * A digest of the last value put counts while KV still holds that value: up
+ * to the record's TTL after the put, less a minute.
+ */
+export const WRITTEN_TRUSTED_MS = RECORD_TTL_SECONDS * 1000 - 60_000;
+
+export const receiverKey = (e164: string) => `rcv:${e164}`;
+export const numberKey = (e164: string) => `num:${e164}`;
+/** The bucket of a number: its last two digits, as a number 0–99. */
+export const bucketOf = (e164: string) => Number(e164.slice(-2));
+export const contactBucketKey = (receivingE164: string, bucket: number) =>
+  `rcvn:${receivingE164}:${String(bucket).padStart(2, "0")}`;
+
+/** The receiver record: `p` = person id (0: nobody holds the number). */
+export type ReceiverRecord = {
+  p: number;
+  /** The buckets (last two digits, 0–99) holding at least one contact phone; the phones are in `rcvn:` keys. */
+  nb: number[];
+  /** People they trusted (`trusted = 1`). */
+  tp: number[];
+  /** Companies they belong to. */
+  c: number[];
+  /** Companies they set to `trusted` / `negative`. */
+  tc: number[];
+  nc: number[];
+};
+
+/** Who calls from a number: people holding it (phone or secure number) and companies with it as a verified phone. */
+export type NumberRecord = { p: number[]; c: number[] };
+
+export const NOBODY: ReceiverRecord = { p: 0, nb: [], tp: [], c: [], tc: [], nc: [] };
+export const NO_HOLDERS: NumberRecord = { p: [], c: [] };
+
+/**
+ * Who is trusted (docs/decisions.md, "Who is trusted"): the receiver trusts
+ * the caller's number when it is a contact's phone, a phone or secure number
+ * of a person they trusted, or a phone of a company they belong to or set to
+ * `trusted`, unless they set that company to `negative`.
+ */
+export function decide(receiver: ReceiverRecord, callerE164: string, caller: NumberRecord, bucket: string): boolean {
+  if (receiver.p === 0) return false;
+  if (hasContactPhone(bucket, callerE164)) return true;
+  if (caller.p.some((id) => receiver.tp.includes(id))) return true;
+  return caller.c.some((id) => !receiver.nc.includes(id) && (receiver.c.includes(id) || receiver.tc.includes(id)));
+}
+
+/** The caller's companies the receiver trusts (the company half of `decide`). */
+export const trustedCompaniesOf = (receiver: ReceiverRecord, caller: NumberRecord) =>
+  caller.c.filter((id) => !receiver.nc.includes(id) && (receiver.c.includes(id) || receiver.tc.includes(id)));
+
+/**
+ * A bucket's value: its phones, sorted, with a comma before and after each
+ * (`",+14155550100,+442071838700,"`; `""` for none), searched in one pass.
+ */
+export const contactPhoneList = (phones: string[]) =>
+  phones.length === 0 ? "" : `,${[...new Set(phones)].sort().join(",")},`;
+
+/** Whether `e164` is one of the phones of a bucket (its `rcvn:` value). */
+export const hasContactPhone = (bucket: string, e164: string) => bucket.includes(`,${e164},`);
+
+/** A value's digest: the first 128 bits of its SHA-256, in hex (what was last put, without keeping it). */
+export async function digestOf(value: string): Promise<string> {
+  const hash = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(value));
+  return [...new Uint8Array(hash, 0, 16)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+}

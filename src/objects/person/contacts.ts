@@ -1,0 +1,368 @@
+import { and, asc, count, eq, gte, inArray, sql } from "drizzle-orm";
+import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import { nextId } from "./ids";
+import { MAX_CONTACTS } from "./limits";
+import { contacts, contactTombstones, contactValues, type ContactValueKind } from "./schema";
+
+/*
+ * A person's contacts inside their object (docs/contacts-sync.md): the
+ * statements of the Person class's contact methods. The class runs each
+ * write in one storage transaction; nothing here awaits.
+ */
+
+type Db = DrizzleSqliteDODatabase;
+
+/**
+ * A contact as written, already standardized by the route's schema (emails
+ * lowercased, phones in E.164, duplicates removed). A field left out keeps its
+ * value; a collection that is present replaces the stored one.
+ */
+export type ContactInput = {
+  id?: number;
+  display_name?: string;
+  birthday?: string | null;
+  labels?: string[];
+  emails?: string[];
+  phone_numbers?: string[];
+  addresses?: string[];
+};
+
+/** A contact as the object keeps it: every collection, times in milliseconds. */
+export type StoredContact = {
+  id: number;
+  displayName: string;
+  birthday: string | null;
+  labels: string[];
+  emails: string[];
+  phones: string[];
+  addresses: string[];
+  createdAt: number;
+  updatedAt: number;
+};
+
+/** A contact moved in from D1 (services/person-moves.ts): its D1 id and times. */
+export type MovedContact = StoredContact;
+
+/** A refusal, as a value (errors lose their class over RPC). */
+export type Refusal = { ok: false; status: 400 | 404; message: string };
+
+const COLLECTIONS: [keyof ContactInput & ("emails" | "phone_numbers" | "addresses"), ContactValueKind][] = [
+  ["emails", "email"],
+  ["phone_numbers", "phone"],
+  ["addresses", "address"],
+];
+
+/** Every id must name a contact here, once; otherwise the 400 naming the element. */
+export function checkUpdatable(db: Db, inputs: ContactInput[]): Refusal | null {
+  const ids = inputs.flatMap((input) => (input.id === undefined ? [] : [input.id]));
+  if (ids.length === 0) return null;
+  const owned = new Set(
+    db
+      .select({ id: contacts.id })
+      .from(contacts)
+      .where(inArrayJson(contacts.id, ids))
+      .all()
+      .map((row) => row.id),
+  );
+  const seen = new Map<number, number>();
+  for (const [index, input] of inputs.entries()) {
+    if (input.id === undefined) continue;
+    if (!owned.has(input.id)) {
+      return { ok: false, status: 400, message: `invalid body: \`[${index}].id\` contact ${input.id} does not exist` };
+    }
+    const earlier = seen.get(input.id);
+    if (earlier !== undefined) {
+      return {
+        ok: false,
+        status: 400,
+        message: `invalid body: \`[${index}].id\` contact ${input.id} is already updated by element [${earlier}]`,
+      };
+    }
+    seen.set(input.id, index);
+  }
+  return null;
+}
+
+/** At most 10,000 contacts (docs/decisions.md): exact, since one request at a time runs here. */
+export function checkRoom(db: Db, creating: number): Refusal | null {
+  if (creating === 0) return null;
+  const have = contactCount(db);
+  if (have + creating <= MAX_CONTACTS) return null;
+  return {
+    ok: false,
+    status: 400,
+    message: `a person may keep at most ${MAX_CONTACTS.toLocaleString("en-US")} contacts; you have ${have} and this sync would create ${creating}; delete some first`,
+  };
+}
+
+export const contactCount = (db: Db) => db.select({ n: count() }).from(contacts).get()?.n ?? 0;
+
+/**
+ * Writes a checked sync: updates, then creates under new ids (above the
+ * newest, in the person's id slot). Returns the ids in request order and
+ * the phones it removed or wrote (their buckets are the index keys touched).
+ */
+export function writeContacts(db: Db, me: number, inputs: ContactInput[], now: number) {
+  const touched = new Set<string>();
+  let last =
+    db
+      .select({ id: contacts.id })
+      .from(contacts)
+      .orderBy(sql`id desc`)
+      .limit(1)
+      .get()?.id ?? 0;
+  const ids: number[] = [];
+  const newRows: (typeof contacts.$inferInsert)[] = [];
+  const values: [number, ContactValueKind, number, string][] = [];
+  for (const input of inputs) {
+    let id = input.id;
+    if (id === undefined) {
+      id = last = nextId(me, last, now);
+      newRows.push({
+        id,
+        displayName: input.display_name ?? "",
+        birthday: input.birthday ?? null,
+        labels: input.labels ?? [],
+        createdAt: new Date(now),
+        updatedAt: new Date(now),
+      });
+    } else {
+      const set: Partial<typeof contacts.$inferInsert> = { updatedAt: new Date(now) };
+      if (input.display_name !== undefined) set.displayName = input.display_name;
+      if (input.birthday !== undefined) set.birthday = input.birthday;
+      if (input.labels !== undefined) set.labels = input.labels;
+      db.update(contacts).set(set).where(eq(contacts.id, id)).run();
+      for (const [field, kind] of COLLECTIONS) {
+        if (input[field] === undefined) continue;
+        const going = db
+          .delete(contactValues)
+          .where(and(eq(contactValues.contactId, id), eq(contactValues.kind, kind)))
+          .returning({ value: contactValues.value })
+          .all();
+        if (kind === "phone") for (const row of going) touched.add(row.value);
+      }
+    }
+    ids.push(id);
+    for (const [field, kind] of COLLECTIONS) {
+      (input[field] ?? []).forEach((value, position) => values.push([id, kind, position, value]));
+    }
+    for (const phone of input.phone_numbers ?? []) touched.add(phone);
+  }
+  insertContacts(db, newRows);
+  insertValues(db, values);
+  return { ids, touchedPhones: [...touched] };
+}
+
+/**
+ * Rows travel as one JSON parameter (a Durable Object's SQLite binds at most
+ * 100 parameters per statement), whatever their number.
+ */
+function insertContacts(db: Db, rows: (typeof contacts.$inferInsert)[]) {
+  if (rows.length === 0) return;
+  const json = JSON.stringify(
+    rows.map((row) => [
+      row.id,
+      row.displayName,
+      row.birthday,
+      JSON.stringify(row.labels),
+      row.createdAt!.getTime(),
+      row.updatedAt!.getTime(),
+    ]),
+  );
+  db.run(sql`insert into ${contacts} (id, display_name, birthday, labels, created_at, updated_at)
+    select value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 from json_each(${json})
+    where true on conflict (id) do nothing`);
+}
+
+function insertValues(db: Db, values: [number, ContactValueKind, number, string][]) {
+  if (values.length === 0) return;
+  db.run(sql`insert into ${contactValues} (contact_id, kind, position, value)
+    select value ->> 0, value ->> 1, value ->> 2, value ->> 3 from json_each(${JSON.stringify(values)})
+    where true on conflict do nothing`);
+}
+
+/**
+ * Contacts moved in from D1 under their D1 ids; one already here is left as
+ * it is, and one deleted here since (its tombstone) is not brought back.
+ */
+export function importContacts(db: Db, all: MovedContact[]) {
+  const deleted = new Set(
+    db
+      .select({ id: contactTombstones.contactId })
+      .from(contactTombstones)
+      .where(
+        inArrayJson(
+          contactTombstones.contactId,
+          all.map((row) => row.id),
+        ),
+      )
+      .all()
+      .map((row) => row.id),
+  );
+  const moved = all.filter((row) => !deleted.has(row.id));
+  insertContacts(
+    db,
+    moved.map((row) => ({ ...row, createdAt: new Date(row.createdAt), updatedAt: new Date(row.updatedAt) })),
+  );
+  const values: [number, ContactValueKind, number, string][] = [];
+  for (const row of moved) {
+    row.emails.forEach((value, i) => values.push([row.id, "email", i, value]));
+    row.phones.forEach((value, i) => values.push([row.id, "phone", i, value]));
+    row.addresses.forEach((value, i) => values.push([row.id, "address", i, value]));
+  }
+  insertValues(db, values);
+}
+
+/**
+ * Deletes contacts (`ids`, or all of them) with a tombstone each. Returns
+ * the ids deleted and the phones they had (their buckets are touched).
+ */
+export function deleteContacts(db: Db, ids: number[] | "all", now: number) {
+  const which = ids === "all" ? undefined : inArrayJson(contacts.id, ids);
+  const phones = db
+    .select({ value: contactValues.value })
+    .from(contactValues)
+    .where(and(eq(contactValues.kind, "phone"), ids === "all" ? undefined : inArrayJson(contactValues.contactId, ids)))
+    .all()
+    .map((row) => row.value);
+  const deleted = db
+    .delete(contacts)
+    .where(which)
+    .returning({ id: contacts.id })
+    .all()
+    .map((row) => row.id);
+  if (deleted.length === 0) return { deleted, touchedPhones: [] };
+  db.delete(contactValues)
+    .where(ids === "all" ? undefined : inArrayJson(contactValues.contactId, deleted))
+    .run();
+  db.run(sql`insert into ${contactTombstones} (contact_id, deleted_at)
+    select value, ${now} from json_each(${JSON.stringify(deleted)}) where true
+    on conflict (contact_id) do update set deleted_at = excluded.deleted_at`);
+  return { deleted, touchedPhones: phones };
+}
+
+/** Contacts of `ids` (those that are here), in that order, with every collection. */
+export function readContacts(db: Db, ids: number[]): StoredContact[] {
+  if (ids.length === 0) return [];
+  const rows = db.select().from(contacts).where(inArrayJson(contacts.id, ids)).all();
+  const assembled = assemble(db, rows);
+  const byId = new Map(assembled.map((contact) => [contact.id, contact]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+/** One page, oldest id first, optionally changed since a time, and the total. */
+export function contactPage(db: Db, options: { since: number | null; limit: number; offset: number }) {
+  const where = options.since === null ? undefined : gte(contacts.updatedAt, new Date(options.since));
+  const rows = db
+    .select()
+    .from(contacts)
+    .where(where)
+    .orderBy(asc(contacts.id))
+    .limit(options.limit)
+    .offset(options.offset)
+    .all();
+  const total = db.select({ n: count() }).from(contacts).where(where).get()?.n ?? 0;
+  return { items: assemble(db, rows), total };
+}
+
+/** Contacts having `e164` among their phones (call-lookup's details). */
+export function contactsWithPhone(db: Db, e164: string): StoredContact[] {
+  const ids = db
+    .selectDistinct({ id: contactValues.contactId })
+    .from(contactValues)
+    .where(and(eq(contactValues.kind, "phone"), eq(contactValues.value, e164)))
+    .all()
+    .map((row) => row.id)
+    .sort((a, b) => a - b);
+  return readContacts(db, ids);
+}
+
+/** One page of the deletions at or after `since`, oldest first, and the total. */
+export function deletedPage(db: Db, options: { since: number; limit: number; offset: number }) {
+  const where = gte(contactTombstones.deletedAt, new Date(options.since));
+  const rows = db
+    .select()
+    .from(contactTombstones)
+    .where(where)
+    .orderBy(asc(contactTombstones.deletedAt), asc(contactTombstones.contactId))
+    .limit(options.limit)
+    .offset(options.offset)
+    .all();
+  const total = db.select({ n: count() }).from(contactTombstones).where(where).get()?.n ?? 0;
+  return { items: rows.map((row) => ({ id: row.contactId, deletedAt: row.deletedAt.getTime() })), total };
+}
+
+/** The newest change of a contact (ms), or null. */
+export const lastContactUpdate = (db: Db): number | null =>
+  db
+    .select({ at: contacts.updatedAt })
+    .from(contacts)
+    .orderBy(sql`updated_at desc`)
+    .limit(1)
+    .get()
+    ?.at.getTime() ?? null;
+
+/** The phones of the contacts, in one bucket (its last two digits) or all. */
+export function contactPhones(db: Db, bucket?: number): string[] {
+  return db
+    .selectDistinct({ value: contactValues.value })
+    .from(contactValues)
+    .where(
+      and(
+        eq(contactValues.kind, "phone"),
+        bucket === undefined ? undefined : sql`substr(${contactValues.value}, -2) = ${String(bucket).padStart(2, "0")}`,
+      ),
+    )
+    .all()
+    .map((row) => row.value);
+}
+
+/** The buckets (0–99) holding at least one contact phone, ascending. */
+export const nonEmptyBuckets = (db: Db): number[] =>
+  db
+    .all<{ b: number }>(
+      sql`select distinct cast(substr(value, -2) as integer) as b from ${contactValues} where kind = 'phone' order by b`,
+    )
+    .map((row) => row.b);
+
+function assemble(db: Db, rows: (typeof contacts.$inferSelect)[]): StoredContact[] {
+  if (rows.length === 0) return [];
+  const values = db
+    .select()
+    .from(contactValues)
+    .where(
+      inArrayJson(
+        contactValues.contactId,
+        rows.map((row) => row.id),
+      ),
+    )
+    .orderBy(asc(contactValues.contactId), asc(contactValues.kind), asc(contactValues.position))
+    .all();
+  const of = new Map<number, StoredContact>();
+  const result = rows.map((row) => {
+    const contact: StoredContact = {
+      id: row.id,
+      displayName: row.displayName,
+      birthday: row.birthday,
+      labels: row.labels,
+      emails: [],
+      phones: [],
+      addresses: [],
+      createdAt: row.createdAt.getTime(),
+      updatedAt: row.updatedAt.getTime(),
+    };
+    of.set(row.id, contact);
+    return contact;
+  });
+  for (const value of values) {
+    const contact = of.get(value.contactId)!;
+    (value.kind === "email" ? contact.emails : value.kind === "phone" ? contact.phones : contact.addresses).push(
+      value.value,
+    );
+  }
+  return result;
+}
+
+/** `column in (ids)`, the ids bound as one JSON parameter (100 bound parameters at most per statement). */
+const inArrayJson = (column: Parameters<typeof inArray>[0], ids: number[]) =>
+  sql`${column} in (select value from json_each(${JSON.stringify(ids)}))`;

@@ -1,0 +1,179 @@
+import { eq, sql } from "drizzle-orm";
+import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import {
+  bucketOf,
+  contactBucketKey,
+  contactPhoneList,
+  digestOf,
+  RECORD_TTL_SECONDS,
+  receiverKey,
+  WRITTEN_TRUSTED_MS,
+  type ReceiverRecord,
+} from "../../domain/trust-records";
+import { logError } from "../../lib/log";
+import { contactPhones, nonEmptyBuckets } from "./contacts";
+import { companyTrust, facts, indexKeys, personTrust } from "./schema";
+
+/*
+ * The trust-lookup keys a person's object owns (docs/architecture.md, "The
+ * trust index"): `rcv:<their secure number>` and its `rcvn:` buckets. Only
+ * this object writes them, after its own commit: a change marks the keys it
+ * touched as due (`markDue`, in the change's transaction), and `flushKeys`
+ * writes the due ones whose value changed. A refused write stays due and the
+ * object's alarm retries it.
+ */
+
+type Db = DrizzleSqliteDODatabase;
+
+/** What D1 says about the person: their secure number (null: none) and the companies they belong to. */
+export type Facts = { personId: number; e164: string | null; companies: number[] };
+
+export const readFacts = (db: Db): Facts | null => {
+  const row = db.select().from(facts).where(eq(facts.one, 1)).get();
+  return row ? { personId: row.personId, e164: row.e164, companies: row.companies } : null;
+};
+
+/**
+ * Takes D1's facts; marks due what they change: every key of the old and the
+ * new number when the number changed (the old ones are deleted), the
+ * receiver record when the companies changed.
+ */
+export function takeFacts(db: Db, next: Facts) {
+  const before = readFacts(db);
+  const companies = [...new Set(next.companies)].sort((a, b) => a - b);
+  db.insert(facts)
+    .values({ one: 1, personId: next.personId, e164: next.e164, companies })
+    .onConflictDoUpdate({ target: facts.one, set: { personId: next.personId, e164: next.e164, companies } })
+    .run();
+  if (before?.e164 !== next.e164) {
+    // The old number's keys (deleted by the flush, since they no longer match) and all of the new one's.
+    const old = db
+      .select({ key: indexKeys.key })
+      .from(indexKeys)
+      .all()
+      .map((row) => row.key);
+    markDue(db, [...old, ...allKeys(db, next.e164)]);
+  } else if (JSON.stringify(before.companies) !== JSON.stringify(companies)) {
+    markDue(db, next.e164 ? [receiverKey(next.e164)] : []);
+  }
+}
+
+/** Every key the person's number has now: the receiver record and the non-empty buckets. */
+function allKeys(db: Db, e164: string | null): string[] {
+  if (e164 === null) return [];
+  return [receiverKey(e164), ...nonEmptyBuckets(db).map((bucket) => contactBucketKey(e164, bucket))];
+}
+
+/** The keys a change of these contact phones touches: their buckets and the receiver record. */
+export function keysOfPhones(db: Db, phones: string[]): string[] {
+  const e164 = readFacts(db)?.e164 ?? null;
+  if (e164 === null || phones.length === 0) return [];
+  return [receiverKey(e164), ...new Set(phones.map((phone) => contactBucketKey(e164, bucketOf(phone))))];
+}
+
+/** The receiver record's key (a trust decision or setting changed). */
+export function receiverKeys(db: Db): string[] {
+  const e164 = readFacts(db)?.e164 ?? null;
+  return e164 === null ? [] : [receiverKey(e164)];
+}
+
+/** Every key of the person's number, to be written even where the digests say KV has it (a lookup missed). */
+export const everyKey = (db: Db) => allKeys(db, readFacts(db)?.e164 ?? null);
+
+/** Marks keys due (`force`: put even an unchanged value); bumps their version. */
+export function markDue(db: Db, keys: string[], force = false) {
+  if (keys.length === 0) return;
+  db.run(sql`insert into ${indexKeys} (key, digest, written_at, due, force, version, attempts)
+    select value, null, null, 1, ${force ? 1 : 0}, 1, 0 from json_each(${JSON.stringify([...new Set(keys)])}) where true
+    on conflict (key) do update set due = 1, force = max(force, excluded.force), version = version + 1`);
+}
+
+/** The receiver record, as the lookup reads it. */
+export function receiverRecord(db: Db, current: Facts): ReceiverRecord {
+  const ids = (rows: { id: number }[]) => rows.map((row) => row.id).sort((a, b) => a - b);
+  const settings = db.select({ id: companyTrust.companyId, trust: companyTrust.trust }).from(companyTrust).all();
+  return {
+    p: current.personId,
+    nb: nonEmptyBuckets(db),
+    tp: ids(db.select({ id: personTrust.personId }).from(personTrust).where(eq(personTrust.trusted, true)).all()),
+    c: current.companies,
+    tc: ids(settings.filter((row) => row.trust === "trusted")),
+    nc: ids(settings.filter((row) => row.trust === "negative")),
+  };
+}
+
+/** A key's value now; null: the key should not exist (another number's, or an empty bucket). */
+export function valueOf(db: Db, current: Facts | null, key: string): string | null {
+  const e164 = current?.e164 ?? null;
+  if (current === null || e164 === null) return null;
+  if (key === receiverKey(e164)) return JSON.stringify(receiverRecord(db, current));
+  const prefix = `rcvn:${e164}:`;
+  if (!key.startsWith(prefix)) return null;
+  const list = contactPhoneList(contactPhones(db, Number(key.slice(prefix.length))));
+  return list === "" ? null : list;
+}
+
+/**
+ * Writes the due keys whose value differs from the one last written (or all
+ * marked `force`), then records what KV holds. A key changed again during the
+ * writes stays due (its version moved). Answers how many writes failed.
+ */
+export async function flushKeys(db: Db, kv: KVNamespace, now = Date.now()): Promise<{ failed: number }> {
+  const due = db.select().from(indexKeys).where(eq(indexKeys.due, true)).all();
+  if (due.length === 0) return { failed: 0 };
+  const current = readFacts(db);
+  // Every value is read now, before the first await: one consistent state.
+  const planned = due.map((row) => ({ row, value: valueOf(db, current, row.key) }));
+  const outcomes = await Promise.all(
+    planned.map(async ({ row, value }) => {
+      const digest = value === null ? null : await digestOf(value);
+      const held = row.writtenAt !== null && row.writtenAt > now - WRITTEN_TRUSTED_MS;
+      if (!row.force && row.digest === digest && (digest === null || held))
+        return { row, digest, ok: true, wrote: false };
+      try {
+        if (value === null) await kv.delete(row.key);
+        else await kv.put(row.key, value, { expirationTtl: RECORD_TTL_SECONDS });
+        return { row, digest, ok: true, wrote: true };
+      } catch (err) {
+        logError("trust index write refused; the object's alarm retries it", err, { key: row.key });
+        return { row, digest, ok: false, wrote: false };
+      }
+    }),
+  );
+  for (const { row, digest, ok, wrote } of outcomes) {
+    const same = sql`${indexKeys.key} = ${row.key} and ${indexKeys.version} = ${row.version}`;
+    if (!ok) {
+      db.run(sql`update ${indexKeys} set attempts = attempts + 1 where key = ${row.key}`);
+      continue;
+    }
+    if (digest === null) {
+      // Gone from KV, and nothing changed it since: forgotten.
+      db.run(sql`delete from ${indexKeys} where ${same}`);
+      db.run(sql`update ${indexKeys} set digest = null, written_at = ${now}, attempts = 0 where key = ${row.key}`);
+      continue;
+    }
+    db.run(sql`update ${indexKeys} set digest = ${digest}, written_at = ${wrote ? now : row.writtenAt},
+      attempts = 0, due = case when version = ${row.version} then 0 else 1 end,
+      force = case when version = ${row.version} then 0 else force end where key = ${row.key}`);
+  }
+  return { failed: outcomes.filter((outcome) => !outcome.ok).length };
+}
+
+/** Whether writes are still due, and the most attempts one of them has had (the alarm's backoff). */
+export function dueState(db: Db): { due: boolean; attempts: number } {
+  const row = db.get<{ n: number; a: number | null }>(
+    sql`select count(*) as n, max(attempts) as a from ${indexKeys} where due = 1`,
+  );
+  return { due: (row?.n ?? 0) > 0, attempts: row?.a ?? 0 };
+}
+
+/** The person is gone: every key this object wrote is deleted from KV (a failure throws: the erasure is retried). */
+export async function deleteAllKeys(db: Db, kv: KVNamespace) {
+  const keys = db
+    .select({ key: indexKeys.key })
+    .from(indexKeys)
+    .all()
+    .map((row) => row.key);
+  const all = [...new Set([...keys, ...everyKey(db)])];
+  await Promise.all(all.map((key) => kv.delete(key)));
+}

@@ -1,0 +1,129 @@
+import { env } from "cloudflare:workers";
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { receiverKey } from "../src/domain/trust-records";
+import { as, call, countInPersonObject, DEMO, expectError } from "./helpers";
+
+/**
+ * Contacts and trust decisions in each person's own object
+ * (docs/architecture.md, "Where data lives", "What crosses people"): the
+ * contact quota checked where one request runs at a time, the mirror of a
+ * decision in the other person's object, and the trust-lookup keys the
+ * object owns.
+ */
+const { alice, bob, carol } = DEMO.people;
+const stub = (personId: number) => env.PERSON.get(env.PERSON.idFromName(`person:${personId}`));
+
+async function secureNumber(who: "alice" | "bob" | "carol") {
+  const body = (await (await as(who).get("/apps/buzz/heartbeat")).json()) as { secure_number: { e164: string } };
+  return body.secure_number.e164;
+}
+
+const lookup = async (receiver: string, caller: string) =>
+  (await (
+    await call(`/apps/buzz/trust-lookup?number=${encodeURIComponent(receiver)}&inbound=${encodeURIComponent(caller)}`, {
+      token: DEMO.tokens.telephony,
+    })
+  ).json()) as { trusted: boolean; user_id: number };
+
+describe("the 10,000-contact quota, inside the object", () => {
+  it("concurrent syncs cannot pass it: of three syncs of 50 at 9,900 contacts, two land and one is a 400", async () => {
+    const now = Date.now();
+    await stub(carol).importRows({
+      contacts: Array.from({ length: 9_900 }, (_, i) => ({
+        id: 5_000_000 + i,
+        displayName: `Filler ${i}`,
+        birthday: null,
+        labels: [],
+        emails: [],
+        phones: [],
+        addresses: [],
+        createdAt: now,
+        updatedAt: now,
+      })),
+    });
+    const fifty = (tag: string) => Array.from({ length: 50 }, (_, i) => ({ display_name: `${tag} ${i}` }));
+    const answers = await Promise.all(
+      ["a", "b", "c"].map((tag) => as("carol").send("POST", "/contacts/sync", fifty(tag))),
+    );
+    expect(answers.map((response) => response.status).sort()).toEqual([200, 200, 400]);
+    expect(
+      await expectError(
+        answers.find((response) => response.status === 400)!,
+        400,
+        "Bad Request",
+      ),
+    ).toMatch(/at most 10,000 contacts/);
+    expect(await countInPersonObject(carol, "SELECT count(*) AS n FROM contacts")).toBe(10_000);
+  });
+});
+
+describe("a trust decision reaches the other person's mirror", () => {
+  it("Carol trusts Bob: Bob's object knows, and Bob's contact with Carol's email now links to her", async () => {
+    const carolsEmail = "carol@globex.example";
+    expect((await as("bob").send("POST", "/contacts/requests", { user_id: carol })).status).toBe(201);
+    const [contact] = (await (
+      await as("bob").send("POST", "/contacts/sync", [{ display_name: "Carol", emails: [carolsEmail] }])
+    ).json()) as { id: number; user_id: number | null }[];
+    // Carol is a stranger to Bob: her email names no one.
+    expect(contact!.user_id).toBeNull();
+
+    expect((await as("carol").send("POST", `/contacts/trust/${bob}`, { trusted: true })).status).toBe(201);
+    expect(await stub(bob).trustedMe()).toEqual([carol]);
+    const linked = (await (await as("bob").get(`/contacts/${contact!.id}`)).json()) as { user_id: number | null };
+    expect(linked.user_id).toBe(carol);
+
+    // She changes her mind: the mirror follows, and the email names no one again.
+    expect((await as("carol").send("POST", `/contacts/trust/${bob}`, { trusted: false })).status).toBe(201);
+    expect(await stub(bob).trustedMe()).toEqual([]);
+    expect(
+      ((await (await as("bob").get(`/contacts/${contact!.id}`)).json()) as { user_id: number | null }).user_id,
+    ).toBeNull();
+  });
+
+  it("a late mirror of an older decision changes nothing", async () => {
+    await stub(alice).receiveMirror(carol, true, 2_000);
+    await stub(alice).receiveMirror(carol, false, 1_000);
+    expect(await stub(alice).trustedMe()).toEqual([carol]);
+  });
+});
+
+describe("the object owns its trust-lookup keys", () => {
+  it("a contact sync writes the receiver record and the bucket; KV holds what the object computes", async () => {
+    const secure = await secureNumber("alice");
+    const phone = "+13035550177";
+    expect(await lookup(secure, phone)).toEqual({ trusted: false, user_id: alice });
+    const synced = await as("alice").send("POST", "/contacts/sync", [
+      { display_name: "Dentist", phone_numbers: [phone] },
+    ]);
+    expect(synced.status).toBe(200);
+    expect(await lookup(secure, phone)).toEqual({ trusted: true, user_id: alice });
+    const values = await stub(alice).indexValues();
+    for (const [key, value] of Object.entries(values)) expect(await env.TRUST_INDEX.get(key)).toBe(value);
+    expect(values[`rcvn:${secure}:77`]).toContain(`,${phone},`);
+  });
+
+  it("a receiver record missing from KV is answered by the object, which writes it again from its alarm", async () => {
+    const secure = await secureNumber("alice");
+    const phone = "+13035550178";
+    await as("alice").send("POST", "/contacts/sync", [{ display_name: "Plumber", phone_numbers: [phone] }]);
+    await env.TRUST_INDEX.delete(receiverKey(secure));
+    await env.TRUST_INDEX.delete(`rcvn:${secure}:78`);
+    expect(await lookup(secure, phone)).toEqual({ trusted: true, user_id: alice });
+    await runDurableObjectAlarm(stub(alice));
+    expect(await env.TRUST_INDEX.get(receiverKey(secure))).toBe((await stub(alice).indexValues())[receiverKey(secure)]);
+    expect(await env.TRUST_INDEX.get(`rcvn:${secure}:78`)).toContain(`,${phone},`);
+  });
+
+  it("deleting the last contact of a bucket deletes the bucket's key", async () => {
+    const secure = await secureNumber("alice");
+    const phone = "+13035550133";
+    const [created] = (await (
+      await as("alice").send("POST", "/contacts/sync", [{ display_name: "Once", phone_numbers: [phone] }])
+    ).json()) as { id: number }[];
+    expect(await env.TRUST_INDEX.get(`rcvn:${secure}:33`)).toContain(phone);
+    expect((await as("alice").send("DELETE", `/contacts/${created!.id}`)).status).toBe(200);
+    expect(await env.TRUST_INDEX.get(`rcvn:${secure}:33`)).toBeNull();
+    expect(await lookup(secure, phone)).toEqual({ trusted: false, user_id: alice });
+  });
+});
