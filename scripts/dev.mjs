@@ -53,9 +53,14 @@ async function demoObjectsWhenReady(base) {
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
+  const local = ip === "0.0.0.0" ? `http://127.0.0.1:${port}` : base;
   try {
-    await loadDemoObjects(ip === "0.0.0.0" ? `http://127.0.0.1:${port}` : base);
+    await loadDemoObjects(local);
     process.stderr.write("  the demo world's data in people's own objects is loaded\n");
+    // wrangler dev runs crons only when asked: one minute-cron run applies background work left
+    // by the migrations just applied (for example the index work of an upgraded local database).
+    const cron = await fetch(`${local}/cdn-cgi/handler/scheduled?cron=${encodeURIComponent("* * * * *")}`);
+    if (!cron.ok) process.stderr.write(`  ✖ the minute cron answered ${cron.status}\n`);
   } catch (err) {
     process.stderr.write(`  ✖ ${err.message}\n`);
   }

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { receiverKey } from "../src/domain/trust-records";
-import { as, call, countInPersonObject, DEMO, expectError } from "./helpers";
+import { as, call, countInPersonObject, DEMO, expectError, inPersonObject } from "./helpers";
 
 /**
  * Contacts and trust decisions in each person's own object
@@ -113,6 +113,20 @@ describe("the object owns its trust-lookup keys", () => {
     await runDurableObjectAlarm(stub(alice));
     expect(await env.TRUST_INDEX.get(receiverKey(secure))).toBe((await stub(alice).indexValues())[receiverKey(secure)]);
     expect(await env.TRUST_INDEX.get(`rcvn:${secure}:78`)).toContain(`,${phone},`);
+  });
+
+  it("an object D1 has not told its facts yet reads them itself on its first change, and writes its keys", async () => {
+    const secure = await secureNumber("alice");
+    const phone = "+13035550144";
+    // An object from before D1 told objects their facts, and the record the D1 writer left in KV (no buckets).
+    await inPersonObject(alice, "DELETE FROM facts");
+    await env.TRUST_INDEX.put(
+      receiverKey(secure),
+      JSON.stringify({ p: alice, nb: [], tp: [], c: [1], tc: [], nc: [] }),
+    );
+    const synced = await as("alice").send("POST", "/contacts/sync", [{ display_name: "Vet", phone_numbers: [phone] }]);
+    expect(synced.status).toBe(200);
+    expect(await lookup(secure, phone)).toEqual({ trusted: true, user_id: alice });
   });
 
   it("deleting the last contact of a bucket deletes the bucket's key", async () => {

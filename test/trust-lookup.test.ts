@@ -164,19 +164,19 @@ describe("trust-lookup: who may call", () => {
     await reindex("num:+16175550100");
     const object = env.PERSON.get(env.PERSON.idFromName(`person:${alice}`));
     const { acme, globex } = DEMO.companies;
-    expect(await object.setCompanyTrust(globex, "trusted", true)).toEqual({ ok: true });
-    expect(await object.setCompanyTrust(acme, "negative", true)).toEqual({ ok: true });
+    expect(await object.setCompanyTrust(alice, globex, "trusted", true)).toEqual({ ok: true });
+    expect(await object.setCompanyTrust(alice, acme, "negative", true)).toEqual({ ok: true });
     const fromGlobex = { ...receiving, inbound_code: "1", inbound: "6175550100" };
     const fromAcme = { ...receiving, inbound_code: "1", inbound: "4155550100" };
     try {
       expect(await lookup(fromGlobex)).toEqual({ trusted: true, user_id: alice });
       expect(await lookup(fromAcme)).toEqual({ trusted: false, user_id: alice });
 
-      expect(await object.setCompanyTrust(globex, "negative", true)).toEqual({ ok: true });
+      expect(await object.setCompanyTrust(alice, globex, "negative", true)).toEqual({ ok: true });
       expect(await lookup(fromGlobex)).toEqual({ trusted: false, user_id: alice });
     } finally {
-      await object.setCompanyTrust(globex, null, true);
-      await object.setCompanyTrust(acme, null, true);
+      await object.setCompanyTrust(alice, globex, null, true);
+      await object.setCompanyTrust(alice, acme, null, true);
     }
     expect(await lookup(fromAcme)).toEqual({ trusted: true, user_id: alice });
     expect(await lookup(fromGlobex)).toEqual({ trusted: false, user_id: alice });

@@ -94,7 +94,7 @@ export async function writeCompanyTrust(
   trust: TrustSetting,
   visible = true,
 ) {
-  const written = await (await deps.persons.toWrite(personId)).setCompanyTrust(companyId, trust, visible);
+  const written = await (await deps.persons.toWrite(personId)).setCompanyTrust(personId, companyId, trust, visible);
   if (!written.ok) throw notFound(written.message);
 }
 

@@ -186,13 +186,13 @@ export async function updateContact(deps: Deps, ownerId: number, id: number, inp
 
 /** Deletes one of the owner's contacts (remembered for `GET /contacts/deleted`); 404 when there is none. */
 export async function deleteContact(deps: Deps, ownerId: number, id: number): Promise<void> {
-  const deleted = await (await deps.persons.toWrite(ownerId)).deleteContacts([id]);
+  const deleted = await (await deps.persons.toWrite(ownerId)).deleteContacts(ownerId, [id]);
   if (deleted.length === 0) throw notFound(`contact ${id} does not exist`);
 }
 
 /** Development only: removes every contact of the owner (each remembered as deleted). */
 export async function clearContacts(deps: Deps, ownerId: number) {
-  await (await deps.persons.toWrite(ownerId)).deleteContacts("all");
+  await (await deps.persons.toWrite(ownerId)).deleteContacts(ownerId, "all");
 }
 
 /** A deleted contact as `GET /contacts/deleted` lists it. */

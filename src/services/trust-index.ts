@@ -140,7 +140,7 @@ async function factsOfNumber(db: Db, e164: string): Promise<Facts | null> {
 }
 
 /** D1's facts about these people (a person gone, or without a number, has `e164` null), in one batch. */
-async function factsOf(db: Db, personIds: number[]): Promise<Facts[]> {
+export async function factsOf(db: Db, personIds: number[]): Promise<Facts[]> {
   const [numbers, companies] = await db.batch([
     db
       .select({ personId: secureNumbers.personId, e164: secureNumbers.e164 })

@@ -27,6 +27,8 @@ import * as keys from "./index-keys";
 import type { Facts } from "./index-keys";
 import { contactBucketKey, type ReceiverRecord } from "../../domain/trust-records";
 import { logError } from "../../lib/log";
+import { createDb } from "../../db/client";
+import { factsOf } from "../../services/trust-index";
 
 /*
  * One file past 400 lines on purpose: a Durable Object class is one service
@@ -352,6 +354,7 @@ export class Person extends DurableObject<Env> {
    * phones it touched are written before it answers.
    */
   async saveContacts(me: number, inputs: ContactInput[]): Promise<({ ok: true } & ContactRead) | Refusal> {
+    await this.knowFacts(me);
     const written = this.ctx.storage.transactionSync(() => {
       const refused =
         book.checkUpdatable(this.db, inputs) ??
@@ -366,7 +369,8 @@ export class Person extends DurableObject<Env> {
   }
 
   /** Deletes contacts (`ids`, or every one), each remembered by a tombstone; answers the ids deleted. */
-  async deleteContacts(ids: number[] | "all"): Promise<number[]> {
+  async deleteContacts(me: number, ids: number[] | "all"): Promise<number[]> {
+    await this.knowFacts(me);
     const { deleted } = this.ctx.storage.transactionSync(() => {
       const result = book.deleteContacts(this.db, ids, Date.now());
       keys.markDue(this.db, keys.keysOfPhones(this.db, result.touchedPhones));
@@ -413,6 +417,7 @@ export class Person extends DurableObject<Env> {
    * the receiver record and the mirror follow (the alarm retries either).
    */
   async decideTrust(me: number, other: number, trusted: boolean): Promise<{ ok: true } | Refusal> {
+    await this.knowFacts(me);
     const now = Date.now();
     const decided = this.ctx.storage.transactionSync(() => {
       const known =
@@ -430,7 +435,6 @@ export class Person extends DurableObject<Env> {
         .values({ personId: other, trusted, decidedAt: now })
         .onConflictDoUpdate({ target: mirrorOutbox.personId, set: { trusted, decidedAt: now } })
         .run();
-      this.knowMe(me);
       keys.markDue(this.db, keys.receiverKeys(this.db));
       return true;
     });
@@ -487,10 +491,12 @@ export class Person extends DurableObject<Env> {
    * Anything else is the 404 of a company that does not exist.
    */
   async setCompanyTrust(
+    me: number,
     companyId: number,
     trust: "trusted" | "negative" | null,
     visible: boolean,
   ): Promise<{ ok: true } | Refusal> {
+    await this.knowFacts(me);
     const changed = this.ctx.storage.transactionSync(() => {
       const existing = this.db.select().from(companyTrust).where(eq(companyTrust.companyId, companyId)).get();
       if (!visible && !existing) return null;
@@ -838,9 +844,16 @@ export class Person extends DurableObject<Env> {
     if (at === null || at > when) await this.ctx.storage.setAlarm(when);
   }
 
-  /** Records who this object belongs to, when D1 has not told it yet (its mirrors name the sender). */
-  private knowMe(me: number) {
-    if (keys.readFacts(this.db) === null) keys.takeFacts(this.db, { personId: me, e164: null, companies: [] });
+  /**
+   * Before a change that touches the index keys: an object D1 has not told
+   * its facts yet (its `prs:` work still queued, or an object older than
+   * them) reads them from D1 itself, once, so the change's keys are written
+   * now and its mirrors name their sender. Facts pushed meanwhile win.
+   */
+  private async knowFacts(me: number): Promise<void> {
+    if (keys.readFacts(this.db) !== null) return;
+    const [read] = await factsOf(createDb(this.env.DB), [me]);
+    if (keys.readFacts(this.db) === null) this.ctx.storage.transactionSync(() => keys.takeFacts(this.db, read!));
   }
 
   private rowsIn(
