@@ -131,6 +131,13 @@ try {
     });
     if (!recorded.ok) throw new Error(`POST /apps/buzz/activity answered ${recorded.status}: ${await recorded.text()}`);
     const { id } = (await recorded.json()).data;
+    const synced = await fetch(`${api}/contacts/sync`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+      body: JSON.stringify([{ display_name: "Go-live contact", phone_numbers: ["+13035550166"] }]),
+    });
+    if (!synced.ok) throw new Error(`POST /contacts/sync answered ${synced.status}: ${await synced.text()}`);
+    const [contact] = await synced.json();
     await stopServer(server);
     ({ server, api } = await startServer());
     await waitForHealth(api);
@@ -141,6 +148,12 @@ try {
       throw new Error(`activity ${id} was gone after the restart: ${JSON.stringify(feed).slice(0, 300)}`);
     }
     process.stderr.write(`  ✓ activity ${id} of person ${admin} is still there after the restart\n`);
+    const kept = await fetch(`${api}/contacts/${contact.id}`, { headers: { Authorization: `Bearer ${token}` } });
+    const keptBody = await kept.json();
+    if (!kept.ok || keptBody.display_name !== "Go-live contact") {
+      throw new Error(`contact ${contact.id} was gone after the restart: ${kept.status} ${JSON.stringify(keptBody)}`);
+    }
+    process.stderr.write(`  ✓ contact ${contact.id} of person ${admin} is still there after the restart\n`);
   }
   step(`Go live check passed in ${Math.round((Date.now() - started) / 1000)} s`);
 } catch (err) {
