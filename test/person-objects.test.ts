@@ -67,6 +67,33 @@ describe("chats across two objects", () => {
     }
   });
 
+  it("three people chatting in a ring, 60 chats at once: every one lands in both feeds under one id", async () => {
+    // Found by npm run capacity: with chats crossing, a sender's feed kept moving past the id the peer
+    // answered, and after six tries the POST answered 500.
+    const { carol } = DEMO.people;
+    const who = { [alice]: "alice", [bob]: "bob", [carol]: "carol" } as const;
+    const ring = [alice, bob, carol];
+    const sends = Array.from({ length: 60 }, (_, i) => {
+      const from = ring[i % 3]!;
+      return { from, to: ring[(i + 1) % 3]!, body: chat(from, ring[(i + 1) % 3]!) };
+    });
+    const answers = await Promise.all(sends.map((s) => as(who[s.from]).send("POST", "/apps/buzz/activity", s.body)));
+    expect(answers.map((r) => r.status)).toEqual(sends.map(() => 200));
+    const idOf = new Map<string, number>();
+    for (const [i, r] of answers.entries())
+      idOf.set(sends[i]!.body.message_id, ((await r.json()) as { data: { id: number } }).data.id);
+    for (const person of ring) {
+      const entries = ((await (await as(who[person]).get("/apps/buzz/activity/0?limit=500")).json()) as Entry[]).filter(
+        (e) => e.message_id !== null && idOf.has(e.message_id),
+      );
+      const mine = sends.filter((s) => s.from === person || s.to === person);
+      expect(entries.map((e) => e.message_id).sort()).toEqual(mine.map((s) => s.body.message_id).sort());
+      for (const e of entries) expect(e.id).toBe(idOf.get(e.message_id!));
+      const ids = entries.map((e) => e.id);
+      expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    }
+  });
+
   it("a call record stays in its writer's object only", async () => {
     const before = await countInPersonObject(bob, "SELECT count(*) AS n FROM feed");
     await as("alice").send("POST", "/apps/buzz/activity", {

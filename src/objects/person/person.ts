@@ -108,6 +108,8 @@ export class Person extends DurableObject<Env> {
   private readonly db: DrizzleSqliteDODatabase;
   /** Messages being sent right now, by their idempotency key (see `record`). */
   private readonly sending = new Map<string, Promise<RecordResult>>();
+  /** Feed ids reserved by chats on their way to the peer (sendChat); in memory: a restart ends those requests. */
+  private readonly reserved = new Set<number>();
   /** The index-key writes, one after another, so a key's writes reach KV in the order of the changes. */
   private flushing: Promise<unknown> = Promise.resolve();
 
@@ -177,13 +179,18 @@ export class Person extends DurableObject<Env> {
       messageId: input.message_id ?? null,
       createdAt: new Date(now),
     };
+    // Ids this chat reserved in the feed (sendChat): released right after its row is stored, in the same turn.
+    const held: number[] = [];
+    let inserted: FeedRow | undefined;
     try {
-      row.id = peer === null || peer === me ? nextId(me, this.lastId()) : await this.sendChat(me, row, peer);
+      row.id = peer === null || peer === me ? nextId(me, this.newestTaken()) : await this.sendChat(me, row, peer, held);
+      inserted = this.db.insert(feed).values(row).onConflictDoNothing().returning().get();
     } catch (err) {
       this.charge(day, -1, -bytes);
       throw err;
+    } finally {
+      for (const id of held) this.reserved.delete(id);
     }
-    const inserted = this.db.insert(feed).values(row).onConflictDoNothing().returning().get();
     if (inserted) {
       this.scheduleCare();
       return { ok: true, row: inserted };
@@ -195,21 +202,31 @@ export class Person extends DurableObject<Env> {
 
   /**
    * The id a chat gets in both feeds: above the newest of each (Lamport
-   * style). The peer stores it first (idempotently), then this object. If
-   * this feed moved past that id during the await, the peer is asked again
-   * with a higher floor and moves its row up, so neither feed ever shows a
-   * new row below an id a reader already saw.
+   * style). This feed first reserves an id above its newest (`reserved`:
+   * until the chat is stored, readers of this feed see only the ids below
+   * the lowest reservation, and rows made meanwhile go above it); the peer
+   * stores the chat at that id or higher (idempotently) and answers it; this
+   * feed stores it under the same id. Nothing a reader has seen lies above a
+   * reservation, so the id is always safe here whatever arrived during the
+   * await. Only if that very id was taken here meanwhile (another row of
+   * this person's slot) is the peer asked to move its copy above a new
+   * reservation.
    */
-  private async sendChat(me: number, row: FeedRow, peer: number): Promise<number> {
+  private async sendChat(me: number, row: FeedRow, peer: number, held: number[]): Promise<number> {
     const stub = this.peer(peer);
-    let move = false;
     for (let attempt = 0; ; attempt++) {
-      const floor = nextId(me, this.lastId());
-      const id = await stub.acceptChat(me, { ...row, id: floor }, move);
-      if (id > this.lastId()) return id;
-      if (attempt >= 5) throw new Error("the chat's id kept losing to newer records");
-      // This feed moved past the peer's id during the await: ask the peer to move its copy up.
-      move = true;
+      const floor = nextId(me, this.newestTaken());
+      this.reserved.add(floor);
+      held.push(floor);
+      const id = await stub.acceptChat(me, { ...row, id: floor }, attempt > 0);
+      const taken = this.db.select({ id: feed.id }).from(feed).where(eq(feed.id, id)).get() !== undefined;
+      if (!taken && (held.includes(id) || !this.reserved.has(id))) {
+        // Held until the caller stores the row, so no record made in between takes it.
+        this.reserved.add(id);
+        held.push(id);
+        return id;
+      }
+      if (attempt >= 5) throw new Error("the chat's id kept colliding with this person's newer records");
     }
   }
 
@@ -223,7 +240,7 @@ export class Person extends DurableObject<Env> {
     const key = this.messageKey(row.sendableType, row.sendableId, row.messageId ?? "");
     const existing = this.db.select({ id: feed.id }).from(feed).where(key).get();
     if (existing && (!move || existing.id >= row.id)) return existing.id;
-    const id = nextId(sender, Math.max(row.id - 1, this.lastId()));
+    const id = nextId(sender, Math.max(row.id - 1, this.newestTaken()));
     if (existing) {
       this.db.update(feed).set({ id }).where(eq(feed.id, existing.id)).run();
     } else {
@@ -241,7 +258,15 @@ export class Person extends DurableObject<Env> {
    * of the people on it trusted this person (they know the reader).
    */
   feedAfter(afterId: number, limit: number): { rows: FeedRow[]; trustedMe: number[] } {
-    const rows = this.db.select().from(feed).where(gt(feed.id, afterId)).orderBy(asc(feed.id)).limit(limit).all();
+    // Below the lowest id a chat on its way has reserved (see sendChat): nothing appears below what was read.
+    const barrier = this.reserved.size === 0 ? undefined : lt(feed.id, Math.min(...this.reserved));
+    const rows = this.db
+      .select()
+      .from(feed)
+      .where(and(gt(feed.id, afterId), barrier))
+      .orderBy(asc(feed.id))
+      .limit(limit)
+      .all();
     const people = rows.flatMap((row) => [
       ...(row.sendableType === "person" ? [row.sendableId] : []),
       ...(row.receivableType === "person" ? [row.receivableId] : []),
@@ -873,6 +898,11 @@ export class Person extends DurableObject<Env> {
 
   private lastId(): number {
     return this.db.select({ id: feed.id }).from(feed).orderBy(desc(feed.id)).limit(1).get()?.id ?? 0;
+  }
+
+  /** The newest id stored or reserved: a new record of this feed goes above it. */
+  private newestTaken(): number {
+    return Math.max(this.lastId(), ...this.reserved);
   }
 
   private charge(day: number, records: number, textBytes: number) {
