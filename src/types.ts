@@ -17,6 +17,8 @@ export type CompanyAccess = {
   companyId: number;
   membershipId: number;
   permissions: string[];
+  /** The company's employee-list version, read with the access check (null: none recorded). */
+  listVersion: string | null;
   company: CompanyRow;
 };
 

@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { createMiddleware } from "hono/factory";
 import type { Db } from "../db/client";
 import { companies, membershipRoles, memberships, roles } from "../db/schema";
@@ -67,7 +67,13 @@ export async function resolveCompanyAccess(
   permission: Permission,
 ): Promise<CompanyAccess> {
   const rows = await db
-    .select({ membershipId: memberships.id, permissions: roles.permissions, ...companyColumns })
+    .select({
+      membershipId: memberships.id,
+      permissions: roles.permissions,
+      ...companyColumns,
+      // The version of the employee list (services/employees/list.ts), read in this round trip.
+      listVersion: sql<string | null>`(select version from company_list_versions where company_id = ${companies.id})`,
+    })
     .from(memberships)
     .innerJoin(companies, eq(companies.id, memberships.companyId))
     .leftJoin(membershipRoles, eq(membershipRoles.membershipId, memberships.id))
@@ -87,6 +93,6 @@ export async function resolveCompanyAccess(
       `this needs the \`${permission}\` permission, which your roles in company ${companyId} do not grant`,
     );
   }
-  const { membershipId, id, name, status, url, logo, scanner } = rows[0]!;
-  return { companyId, membershipId, permissions, company: { id, name, status, url, logo, scanner } };
+  const { membershipId, id, name, status, url, logo, scanner, listVersion } = rows[0]!;
+  return { companyId, membershipId, permissions, listVersion, company: { id, name, status, url, logo, scanner } };
 }

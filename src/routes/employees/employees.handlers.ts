@@ -8,7 +8,13 @@ import type * as routes from "./employees.routes";
 
 export const listEmployees: AppRouteHandler<typeof routes.listEmployees> = async (c) => {
   const { search, ...page } = c.req.valid("query");
-  const { body, total } = await employees.listEmployees(c.var.db, c.var.company.companyId, search || null, page);
+  const { body, total } = await employees.listEmployees(
+    c.var.db,
+    c.var.company.companyId,
+    search || null,
+    page,
+    c.var.company.listVersion,
+  );
   setPageHeaders(c, page, total);
   // Already JSON, written straight from the rows (services/people.ts) and encoded: sent as it is,
   // never parsed and serialised again.
