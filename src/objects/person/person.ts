@@ -218,7 +218,7 @@ export class Person extends DurableObject<Env> {
       const floor = nextId(me, this.newestTaken());
       this.reserved.add(floor);
       held.push(floor);
-      const id = await stub.acceptChat(me, { ...row, id: floor }, attempt > 0);
+      const id = await stub.acceptChat(peer, { ...row, id: floor }, attempt > 0);
       const taken = this.db.select({ id: feed.id }).from(feed).where(eq(feed.id, id)).get() !== undefined;
       if (!taken && (held.includes(id) || !this.reserved.has(id))) {
         // Held until the caller stores the row, so no record made in between takes it.
@@ -231,16 +231,19 @@ export class Person extends DurableObject<Env> {
   }
 
   /**
-   * The receiving side of a chat from `sender`: stores it at the lowest id of
-   * the sender's slot above both `row.id - 1` and this feed's newest. When it
-   * is already here (a retry), answers its id; only with `move` (the sender's
-   * feed got ahead of that id) is it moved up to the new floor.
+   * The receiving side of a chat (this object is person `me`'s): stores it
+   * at the lowest id of *this* person's slot above both `row.id - 1` and
+   * this feed's newest (stored or reserved). Ids in this slot are made only
+   * here, one at a time, so the id is this chat's alone in both feeds (the
+   * sender makes ids in its own slot). When it is already here (a retry),
+   * answers its id; only with `move` (that id was taken in the sender's feed)
+   * is it moved up to the new floor.
    */
-  acceptChat(sender: number, row: FeedRow, move = false): number {
+  acceptChat(me: number, row: FeedRow, move = false): number {
     const key = this.messageKey(row.sendableType, row.sendableId, row.messageId ?? "");
     const existing = this.db.select({ id: feed.id }).from(feed).where(key).get();
     if (existing && (!move || existing.id >= row.id)) return existing.id;
-    const id = nextId(sender, Math.max(row.id - 1, this.newestTaken()));
+    const id = nextId(me, Math.max(row.id - 1, this.newestTaken()));
     if (existing) {
       this.db.update(feed).set({ id }).where(eq(feed.id, existing.id)).run();
     } else {
