@@ -10,13 +10,18 @@
 //    app users (a heartbeat each: secure number, object), company phones, webhooks, employees
 //    (one bulk call), two monthly scans through the scan-events queue with deliveries to a local
 //    receiver, the issue's target load for three people (1,000 blocked calls and 300 chats, then
-//    9,000 contacts), samples of each object record type, trust requests (kept in the object of
-//    the person asked) and trust decisions (still in D1).
+//    9,000 contacts, kept in their objects), samples of each object record type, trust requests
+//    (kept in the object of the person asked), trust decisions (in the decider's object, and
+//    their mirror in the object of the person decided about) and company trust settings (in the
+//    setter's object). D1 holds no contact and no decision any more.
 // 3. Around every phase, with the Worker running, both stores are read directly: D1's
 //    `PRAGMA page_count × page_size` and the `dbstat` virtual table per table and its indexes;
 //    each touched object's page count and `dbstat`. Pages are 4 KiB: the counts make every
 //    large figure span many pages (the small ones, a company's own rows and its phones, span
-//    a few and are rough; docs/capacity.md says how rough).
+//    a few and are rough; docs/capacity.md says how rough). Records of which an object holds
+//    a few (trust decisions, their mirror, company settings: one to 400 an object) fill less
+//    than a page, so they are also measured in bytes used (`dbstat`'s page size less its
+//    unused bytes): the row with its cell and index overhead, without a page's free room.
 // 4. Per-record figures and the stated sizes of docs/capacity.md are composed from the phases.
 //
 // `--scale` multiplies the scalable loads (default 1); the target load is fixed by the issue.
@@ -76,6 +81,7 @@ const APP_USER = {
   companyTrust: 2,
 };
 const KEEP = { blockedCalls: 1_000, blockedDays: 90, activityDays: 365, deliveryDays: 90 };
+const MAX_CONTACTS = 10_000; // per person (src/objects/person/limits.ts)
 const D1_LIMIT = 10 * 1000 ** 3; // 10 GB
 const OBJECT_LIMIT = 10 * 1000 ** 3; // 10 GB per object
 /**
@@ -121,12 +127,12 @@ function readSqlite(file, read) {
 
 /** Bytes of the file (pages × page size, free pages apart) and, with `detail`, of every table with its indexes. */
 function sizeOf(file, detail = true) {
-  if (!fs.existsSync(file)) return { bytes: 0, free: 0, tables: {}, rows: {} };
+  if (!fs.existsSync(file)) return { bytes: 0, free: 0, tables: {}, used: {}, rows: {} };
   return readSqlite(file, (db) => {
     const { page_count } = db.prepare("PRAGMA page_count").get();
     const { page_size } = db.prepare("PRAGMA page_size").get();
     const { freelist_count } = db.prepare("PRAGMA freelist_count").get();
-    const result = { bytes: page_count * page_size, free: freelist_count * page_size, tables: {}, rows: {} };
+    const result = { bytes: page_count * page_size, free: freelist_count * page_size, tables: {}, used: {}, rows: {} };
     if (!detail) return result;
     const owner = new Map(
       db
@@ -134,9 +140,11 @@ function sizeOf(file, detail = true) {
         .all()
         .map((row) => [row.name, row.tbl_name]),
     );
-    for (const row of db.prepare("SELECT name, sum(pgsize) AS size FROM dbstat GROUP BY name").all()) {
+    const stat = "SELECT name, sum(pgsize) AS size, sum(pgsize - unused) AS used FROM dbstat GROUP BY name";
+    for (const row of db.prepare(stat).all()) {
       const table = owner.get(row.name) ?? row.name;
       result.tables[table] = (result.tables[table] ?? 0) + row.size;
+      result.used[table] = (result.used[table] ?? 0) + row.used;
     }
     for (const table of Object.keys(result.tables)) {
       if (!/^[a-z_]+$/.test(table) || table.startsWith("sqlite_") || table.startsWith("_cf")) continue;
@@ -228,11 +236,35 @@ try {
   const objectRows = (personId, table) => sizeOf(objectFile(personId)).rows[table] ?? 0;
 
   /** A snapshot of D1 (whole) and of the objects (all: count and bytes; `persons`: in detail). */
-  const snapshot = (persons) => ({
+  const snapshot = (persons, group) => ({
     d1: sizeOf(d1File()),
     objects: allObjects(),
     persons: Object.fromEntries(persons.map((p) => [p, sizeOf(objectFile(p))])),
+    group: group.map((p) => sizeOf(objectFile(p))),
   });
+  /** `after - before` of one object, or summed over a group of objects. */
+  const objectDelta = (before, after) => ({
+    bytes: after.bytes - before.bytes,
+    tables: delta(before.tables, after.tables),
+    used: delta(before.used, after.used),
+    rows: delta(before.rows, after.rows),
+  });
+  const sumDeltas = (deltas) => {
+    const add = (a, b) => {
+      for (const [key, value] of Object.entries(b)) a[key] = (a[key] ?? 0) + value;
+      return a;
+    };
+    return deltas.reduce(
+      (acc, d) => ({
+        objects: acc.objects + 1,
+        bytes: acc.bytes + d.bytes,
+        tables: add(acc.tables, d.tables),
+        used: add(acc.used, d.used),
+        rows: add(acc.rows, d.rows),
+      }),
+      { objects: 0, bytes: 0, tables: {}, used: {}, rows: {} },
+    );
+  };
 
   const d1Count = (sql) => readSqlite(d1File(), (db) => db.prepare(sql).get().n);
 
@@ -258,13 +290,17 @@ try {
     throw new Error(`${what} did not settle within 240 s (index work, open deliveries, received: ${last})`);
   }
 
-  /** Runs one phase between two snapshots; `work()` answers how many of what it loaded. */
-  async function phase(name, work, { persons = [], ready } = {}) {
-    const before = snapshot(persons);
+  /**
+   * Runs one phase between two snapshots; `work()` answers how many of what it loaded. The
+   * objects of `persons` are reported one by one, those of `group` summed (many objects, a
+   * record or two each).
+   */
+  async function phase(name, work, { persons = [], group = [], ready } = {}) {
+    const before = snapshot(persons, group);
     const t0 = Date.now();
     const counts = (await work()) ?? {};
     await settle(ready, name);
-    const after = snapshot(persons);
+    const after = snapshot(persons, group);
     const tables = delta(before.d1.tables, after.d1.tables);
     phases[name] = {
       counts,
@@ -281,17 +317,11 @@ try {
         bytes: after.objects.bytes - before.objects.bytes,
         ...(persons.length > 0
           ? {
-              persons: Object.fromEntries(
-                persons.map((p) => [
-                  p,
-                  {
-                    bytes: after.persons[p].bytes - before.persons[p].bytes,
-                    tables: delta(before.persons[p].tables, after.persons[p].tables),
-                    rows: delta(before.persons[p].rows, after.persons[p].rows),
-                  },
-                ]),
-              ),
+              persons: Object.fromEntries(persons.map((p) => [p, objectDelta(before.persons[p], after.persons[p])])),
             }
+          : {}),
+        ...(group.length > 0
+          ? { group: sumDeltas(group.map((_, i) => objectDelta(before.group[i], after.group[i]))) }
           : {}),
       },
     };
@@ -659,11 +689,12 @@ try {
     { persons: [E, F] },
   );
 
-  // ── Trust: requests in the object of the person asked, decisions still in D1 ──
+  // ── Trust: requests in the object of the person asked, decisions and settings in objects ──
   const pairs = Math.min(LOAD.trustPairs, users.length - 10);
   if (pairs < 1) throw new Error("too few app users for the trust phases: use a larger --scale");
   const asker = (k) => users[10 + k];
   const T = users[6]; // asked by every asker, so their object holds enough requests to measure
+  const askers = Array.from({ length: pairs }, (_, k) => asker(k));
   step(`Trust: ${pairs} people ask one person for trust, who trusts each; ${pairs} company trust settings`);
   await phase(
     "trust requests",
@@ -678,26 +709,40 @@ try {
     },
     { persons: [T] },
   );
+  // T's decisions go to T's object; each one's mirror to the object of the person decided about.
   await phase(
     "trust decisions",
     async () => {
       await pool(pairs, (k) => api("POST", `/contacts/trust/${asker(k)}`, userToken(T), { trusted: 1 }));
       return { trustDecisions: pairs };
     },
-    { persons: [T] },
+    {
+      persons: [T],
+      group: askers,
+      ready: () => objectRows(T, "mirror_outbox") === 0 && rowsOf(askers, "trusted_by") >= pairs,
+    },
   );
-  await phase("company trust", async () => {
-    await pool(pairs, (k) =>
-      api("PUT", `/contacts/companies/${ACME}/trust`, userToken(asker(k)), { trust: "trusted" }),
-    );
-    return { companyTrust: pairs };
-  });
+  // One setting in each asker's object.
+  await phase(
+    "company trust",
+    async () => {
+      await pool(pairs, (k) =>
+        api("PUT", `/contacts/companies/${ACME}/trust`, userToken(asker(k)), { trust: "trusted" }),
+      );
+      return { companyTrust: pairs };
+    },
+    { group: askers },
+  );
 
   // ── Composition ──
   const p = (name) => phases[name];
   const per = (bytes, count) => (count > 0 ? Math.round(bytes / count) : null);
   const tableSum = (name, keep) => sumBytes(p(name).d1.tables, (t) => !TRANSIENT.has(t) && keep(t));
   const objectTable = (name, person, table) => p(name).objects.persons[person].tables[table] ?? 0;
+  const objectUsed = (name, person, table) => p(name).objects.persons[person].used[table] ?? 0;
+  const groupUsed = (name, table) => p(name).objects.group.used[table] ?? 0;
+  const trioTables = (name, tables) =>
+    trio.reduce((sum, person) => sum + tables.reduce((s, t) => s + objectTable(name, person, t), 0), 0);
   const deliveriesAdded = (name) => p(name).d1.rows.webhook_deliveries ?? 0;
 
   const deliveryPhases = ["employees", "scan, first month", "scan, a later month"];
@@ -732,10 +777,20 @@ try {
       LOAD.employees,
     ),
     webhookDelivery: per(deliveryBytes, deliveryRows),
-    contact: per(p("target: contacts").d1.steadyBytes, TARGET.contacts),
-    trustDecision: per(p("trust decisions").d1.steadyBytes, pairs),
-    companyTrust: per(p("company trust").d1.steadyBytes, pairs),
   };
+  /** What the phases of a person's own records wrote to D1 (steady tables): nothing, by design. */
+  const d1OfPersonRecords = Object.fromEntries(
+    [
+      "target: blocked calls and chats",
+      "target: contacts",
+      "sample: blocked calls",
+      "sample: call records",
+      "sample: chats",
+      "trust requests",
+      "trust decisions",
+      "company trust",
+    ].map((name) => [name, p(name).d1.steadyBytes]),
+  );
   const deliveriesPerEmployee = {
     onboarding: deliveriesAdded("employees") / LOAD.employees,
     firstScan: deliveriesAdded("scan, first month") / LOAD.employees,
@@ -757,6 +812,19 @@ try {
       SAMPLE.chats,
     ),
     trustRequestReceived: per(objectTable("trust requests", T, "trust_requests"), pairs),
+    // A contact with one phone and one email: its row and its two values.
+    contact: per(trioTables("target: contacts", ["contacts", "contact_values"]), TARGET.contacts),
+    contactRow: per(trioTables("target: contacts", ["contacts"]), TARGET.contacts),
+    contactValues: per(trioTables("target: contacts", ["contact_values"]), TARGET.contacts),
+    // The state of the `rcvn:` keys (`index_keys`): one row per bucket of the contacts' phones
+    // (their last two digits: at most 100), so per object, not per contact.
+    contactIndexKeysPerObject: per(trioTables("target: contacts", ["index_keys"]), trio.length),
+    // The trust records: in pages where one object holds `pairs` of them, and in bytes used
+    // (an object holds a few: they fill the table's first page, already counted in the empty object).
+    trustDecision: per(objectTable("trust decisions", T, "person_trust"), pairs),
+    trustDecisionUsed: per(objectUsed("trust decisions", T, "person_trust"), pairs),
+    trustMirrorUsed: per(groupUsed("trust decisions", "trusted_by"), pairs),
+    companyTrustUsed: per(groupUsed("company trust", "company_trust"), pairs),
   };
   objects.chatCopy = Math.round(objects.chatBothCopies / 2);
 
@@ -780,13 +848,15 @@ try {
     chats: (APP_USER.chatsSentPerMonth + APP_USER.chatsReceivedPerMonth) * months * objects.chatCopy,
     blockedCalls: Math.min(KEEP.blockedCalls, APP_USER.blockedCallsPerMonth * 3) * objects.blockedCall,
     trustRequests: APP_USER.trustRequestsReceived * objects.trustRequestReceived,
+    contacts: APP_USER.contacts * objects.contact + objects.contactIndexKeysPerObject,
+    // Their decisions, the mirror of as many decisions others made about them, their settings.
+    trust:
+      APP_USER.trustDecisions * (objects.trustDecisionUsed + objects.trustMirrorUsed) +
+      APP_USER.companyTrust * objects.companyTrustUsed,
   };
   const userObjectBytes = Object.values(userObject).reduce((a, b) => a + b, 0);
-  const userD1 = {
-    account: d1.appUserAccount,
-    contacts: APP_USER.contacts * d1.contact,
-    trust: APP_USER.trustDecisions * d1.trustDecision + APP_USER.companyTrust * d1.companyTrust,
-  };
+  // What D1 keeps for an app user: their account alone (their own records are in their object).
+  const userD1 = { account: d1.appUserAccount };
   const userD1Bytes = Object.values(userD1).reduce((a, b) => a + b, 0);
 
   const target = {
@@ -804,6 +874,10 @@ try {
     },
     limitBytes: 300_000,
   };
+  target.d1TableBytes = target.blockedAndChats.d1TableBytes + target.contacts.d1TableBytes;
+  target.d1FileBytes = target.blockedAndChats.d1FileBytes + target.contacts.d1FileBytes;
+  target.objectBytes = target.blockedAndChats.objectBytes + target.contacts.objectBytes;
+  target.met = Math.max(target.d1TableBytes, target.d1FileBytes) < target.limitBytes;
   let commit = "unknown";
   try {
     commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], {
@@ -832,6 +906,7 @@ try {
     webhookDeliveriesReceived: delivered,
     seconds: Math.round((Date.now() - started) / 1000),
     d1BytesPer: d1,
+    d1OfPersonRecords,
     deliveriesPerEmployee,
     objectBytesPer: objects,
     target,
@@ -845,7 +920,12 @@ try {
     companiesPerD1At70Percent: Math.floor((0.7 * D1_LIMIT) / companyBytes),
     appUser: { size: APP_USER, object: userObject, objectBytes: userObjectBytes, d1: userD1, d1Bytes: userD1Bytes },
     appUsersPerD1At70Percent: Math.floor((0.7 * D1_LIMIT) / userD1Bytes),
+    appUserAccountsPerStatedCompany: Math.round(companyBytes / userD1Bytes),
     appUserObjectShareOf10GB: userObjectBytes / OBJECT_LIMIT,
+    contactsAtMostPerObject: {
+      contacts: MAX_CONTACTS,
+      bytes: MAX_CONTACTS * objects.contact + objects.contactIndexKeysPerObject,
+    },
     phases,
   };
 } catch (err) {
@@ -876,19 +956,31 @@ if (flags.json) {
     console.log(`  ${what.padEnd(28)} ${String(bytes).padStart(8)}`);
   const t = r.target;
   console.log(
-    `\nTarget, three people: ${TARGET.blockedCalls} blocked calls + ${TARGET.chats} chats grew D1 by ${t.blockedAndChats.d1TableBytes} B in tables ` +
-      `(file ${t.blockedAndChats.d1FileBytes} B; limit ${t.limitBytes}) and the objects by ${kb(t.blockedAndChats.objectBytes)}`,
+    `  (bytes used, for records an object holds a few of: a trust decision ${r.objectBytesPer.trustDecisionUsed}, ` +
+      `its mirror ${r.objectBytesPer.trustMirrorUsed}, a company setting ${r.objectBytesPer.companyTrustUsed})`,
   );
   console.log(
-    `Target, three people: ${TARGET.contacts} contacts (still in D1) grew D1 by ${mb(t.contacts.d1TableBytes)} in tables (file ${mb(t.contacts.d1FileBytes)})`,
+    `  D1 grew by nothing for a person's own records: ${Object.values(r.d1OfPersonRecords).every((b) => b === 0) ? "yes" : JSON.stringify(r.d1OfPersonRecords)}`,
+  );
+  console.log(
+    `\nTarget, three people: ${TARGET.blockedCalls} blocked calls + ${TARGET.chats} chats grew D1 by ${t.blockedAndChats.d1TableBytes} B in tables ` +
+      `(file ${t.blockedAndChats.d1FileBytes} B) and the objects by ${kb(t.blockedAndChats.objectBytes)}`,
+  );
+  console.log(
+    `Target, three people: ${TARGET.contacts} contacts grew D1 by ${t.contacts.d1TableBytes} B in tables ` +
+      `(file ${t.contacts.d1FileBytes} B) and the objects by ${mb(t.contacts.objectBytes)}`,
+  );
+  console.log(
+    `Target as a whole: D1 +${t.d1TableBytes} B in tables (file +${t.d1FileBytes} B), limit ${t.limitBytes} B: ${t.met ? "met" : "NOT met"}`,
   );
   console.log(
     `\nA company of ${COMPANY.employees} employees after a year: ${mb(r.company.bytes)} of D1 (+${mb(r.company.growthPerMonth)} a month); ` +
       `one D1 holds ${r.companiesPerD1} (${r.companiesPerD1At70Percent} at 70 %)`,
   );
   console.log(
-    `An app user of the stated size: ${kb(r.appUser.objectBytes)} in their object, ${kb(r.appUser.d1Bytes)} still in D1 ` +
-      `(${r.appUsersPerD1At70Percent} app users fill 70 % of one D1)`,
+    `An app user of the stated size: ${kb(r.appUser.objectBytes)} in their object, ${r.appUser.d1Bytes} B in D1 (the account) ` +
+      `(${r.appUsersPerD1At70Percent} app users fill 70 % of one D1; a stated company takes the room of ` +
+      `${r.appUserAccountsPerStatedCompany})`,
   );
   console.log(`(${r.webhookDeliveriesReceived} webhook deliveries received; --json for every phase's tables)`);
 }
