@@ -127,6 +127,12 @@ function floors(/** @type {{ code: string, number: string }} */ secure) {
       headers: alice,
     },
     {
+      key: "object-d1",
+      name: "floor: object call, then D1 query",
+      path: "/__bench/floor/object-d1",
+      headers: alice,
+    },
+    {
       key: "kv-blocked",
       name: "floor: KV get, blocked call appended after",
       path: `/__bench/floor/kv-blocked?${keys}`,
@@ -222,7 +228,7 @@ function scenarios(/** @type {{ code: string, number: string }} */ secure) {
       path: "/contacts?per_page=100&include=emails,phone_numbers",
       headers: alice,
       expected: 200,
-      floor: "floor-d1",
+      floor: "floor-object-d1",
       target: { ratio: 0.15, of: "healthz" },
     },
     {

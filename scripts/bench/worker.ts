@@ -13,6 +13,7 @@
 //   /__bench/floor/object     one RPC call to the caller's Person object
 //   /__bench/floor/kv-d1      the KV bulk get, then the D1 query (call-lookup's rounds)
 //   /__bench/floor/d1-object  the D1 query and the object call together (heartbeat's)
+//   /__bench/floor/object-d1  the object call, then the D1 query (a contacts page's rounds)
 //   /__bench/floor/kv-blocked the KV bulk get, then, after the answer, a blocked call appended
 //                             to the receiver's object (an untrusted lookup's storage)
 import { eq } from "drizzle-orm";
@@ -67,6 +68,11 @@ app.get("/__bench/floor/kv-d1", caller, async (c) => {
 });
 app.get("/__bench/floor/d1-object", caller, async (c) => {
   await Promise.all([d1Round(c), objectRound(c)]);
+  return ok(c);
+});
+app.get("/__bench/floor/object-d1", caller, async (c) => {
+  await objectRound(c);
+  await d1Round(c);
   return ok(c);
 });
 app.get("/__bench/floor/kv-blocked", caller, async (c) => {
