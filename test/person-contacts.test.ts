@@ -81,6 +81,26 @@ describe("a trust decision reaches the other person's mirror", () => {
     ).toBeNull();
   });
 
+  it("a mirror that did not reach the other object is sent again by the decider's alarm", async () => {
+    // As a failed send leaves it: the decision made, its mirror still in the outbox.
+    await stub(carol).importRows({ decisions: [{ personId: alice, trusted: true, updatedAt: Date.now() }] });
+    await inPersonObject(
+      carol,
+      "INSERT INTO mirror_outbox (person_id, trusted, decided_at) VALUES (?, 1, ?)",
+      alice,
+      Date.now(),
+    );
+    await inPersonObject(
+      carol,
+      "INSERT OR IGNORE INTO facts (one, person_id, e164, companies) VALUES (1, ?, NULL, '[]')",
+      carol,
+    );
+    expect(await stub(alice).trustedMe()).not.toContain(carol);
+    expect(await runDurableObjectAlarm(stub(carol))).toBe(true);
+    expect(await stub(alice).trustedMe()).toContain(carol);
+    expect(await countInPersonObject(carol, "SELECT count(*) AS n FROM mirror_outbox")).toBe(0);
+  });
+
   it("a late mirror of an older decision changes nothing", async () => {
     await stub(alice).receiveMirror(carol, true, 2_000);
     await stub(alice).receiveMirror(carol, false, 1_000);
