@@ -54,8 +54,9 @@ export type Contact = {
   updated: string;
 };
 
-type Link = {
-  contactId: number;
+/** A platform person holding one of a page's phones or (knowing the owner) emails. */
+type Match = {
+  value: string;
   personId: number;
   avatarUrl: string | null;
   riskScore: number;
@@ -69,9 +70,10 @@ type Link = {
  * only when that person knows the owner, one of its emails; the lowest id
  * when several match. `known` says whether the owner may see the person's
  * avatar and risk score. Linking by phone alone reveals no more than a
- * secure messenger does: that the number can be called securely. The
- * contacts' values travel as one JSON parameter. Returns the statement (to
- * run alone or in a caller's batch) and the function that turns its rows
+ * secure messenger does: that the number can be called securely. The page's
+ * phones and emails travel as two JSON parameters, each probing its unique
+ * index; the matches are assigned to the contacts here. Returns the statement
+ * (to run alone or in a caller's batch) and the function that turns its rows
  * into Contacts with the collections named in `include`.
  */
 export function contactsRead(
@@ -80,34 +82,35 @@ export function contactsRead(
   read: ContactRead,
   include: ReadonlySet<ContactCollection> = ALL_COLLECTIONS,
 ) {
-  const values = read.items.flatMap((contact) => [
-    ...contact.phones.map((value) => [contact.id, "p", value]),
-    ...contact.emails.map((value) => [contact.id, "e", value]),
-  ]);
+  const phones = [...new Set(read.items.flatMap((contact) => contact.phones))];
+  const emails = [...new Set(read.items.flatMap((contact) => contact.emails))];
   const knows = (person: SQL) => knowsPerson(person, ownerId, read.trustedMe);
-  const statement = batchableAll<Link>(
+  const phoneList = JSON.stringify(phones);
+  const statement = batchableAll<Match>(
     db,
     sql`
-    with v as (select value ->> 0 as contact_id, value ->> 1 as kind, value ->> 2 as value from json_each(${JSON.stringify(values)})),
-    m as (
-      select contact_id, min(person_id) as person_id from (
-        select v.contact_id, pp.person_id from v join person_phones pp on pp.e164 = v.value where v.kind = 'p'
-        union all
-        select v.contact_id, sn.person_id from v join secure_numbers sn on sn.e164 = v.value
-          where v.kind = 'p' and sn.person_id is not null
-        union all
-        select v.contact_id, pe.person_id from v join person_emails pe on pe.email = v.value
-          where v.kind = 'e' and ${knows(sql`pe.person_id`)}
-      ) group by contact_id
-    )
-    select m.contact_id as contactId, people.id as personId, people.avatar_url as avatarUrl,
-           people.risk_score as riskScore, ${e2eeColumn} as e2ee, ${knows(sql`m.person_id`)} as known
-    from m join people on people.id = m.person_id`,
+    select m.value, people.id as personId, people.avatar_url as avatarUrl, people.risk_score as riskScore,
+           ${e2eeColumn} as e2ee, ${knows(sql`people.id`)} as known
+    from (
+      select pp.e164 as value, pp.person_id from person_phones pp
+        where pp.e164 in (select value from json_each(${phoneList}))
+      union all
+      select sn.e164, sn.person_id from secure_numbers sn
+        where sn.e164 in (select value from json_each(${phoneList})) and sn.person_id is not null
+      union all
+      select pe.email, pe.person_id from person_emails pe
+        where pe.email in (select value from json_each(${JSON.stringify(emails)})) and ${knows(sql`pe.person_id`)}
+    ) m join people on people.id = m.person_id`,
   );
-  const assemble = (rows: Link[]): Contact[] => {
-    const links = new Map(rows.map((link) => [Number(link.contactId), link]));
+  const assemble = (matches: Match[]): Contact[] => {
+    const byValue = new Map<string, Match[]>();
+    for (const match of matches) byValue.set(match.value, [...(byValue.get(match.value) ?? []), match]);
     return read.items.map((stored: StoredContact) => {
-      const link = links.get(stored.id);
+      const candidates = [...stored.phones, ...stored.emails].flatMap((value) => byValue.get(value) ?? []);
+      const link = candidates.reduce<Match | undefined>(
+        (lowest, match) => (lowest === undefined || match.personId < lowest.personId ? match : lowest),
+        undefined,
+      );
       const contact: Contact = {
         id: stored.id,
         profile_icon: (link?.known && link.avatarUrl) || "",
@@ -127,7 +130,7 @@ export function contactsRead(
       return contact;
     });
   };
-  return { statement: values.length === 0 ? null : statement, assemble };
+  return { statement: phones.length + emails.length === 0 ? null : statement, assemble };
 }
 
 /** The object's contacts as the API shows them: one D1 read when any has a phone or an email. */
@@ -138,7 +141,7 @@ async function render(
   include: ReadonlySet<ContactCollection> = ALL_COLLECTIONS,
 ): Promise<Contact[]> {
   const { statement, assemble } = contactsRead(db, ownerId, read, include);
-  return assemble(statement ? ((await db.batch([statement]))[0] as Link[]) : []);
+  return assemble(statement ? ((await db.batch([statement]))[0] as Match[]) : []);
 }
 
 /** One of the owner's contacts; 404 when it is not theirs. */
