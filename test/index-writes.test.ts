@@ -148,8 +148,9 @@ describe("index keys are never put again with the value KV holds", () => {
     ).toEqual([]);
     expect(await due()).toBe(0);
 
-    // KV lost the receiver record: a lookup answers from Bob's object, whose alarm then writes
-    // every key of his number again (it cannot know which ones KV lacks), the lost one among them.
+    // KV lost the receiver record: a lookup answers from Bob's object, whose alarm then writes the
+    // keys that lookup missed (here the receiver record only: the caller's bucket was still there),
+    // even though their digests say KV had them; no other key.
     await env.TRUST_INDEX.delete(`rcv:${secure}`);
     const written = (
       await writesDuring(async () => {
@@ -157,9 +158,19 @@ describe("index keys are never put again with the value KV holds", () => {
         await runDurableObjectAlarm(bob);
       })
     ).filter((key) => !key.startsWith("num:")); // the caller's record, filled from D1 by the lookup
-    expect(written).toContain(`rcv:${secure}`);
-    expect(written.sort()).toEqual(Object.keys(await bob.indexValues()).sort());
+    expect(written).toEqual([`rcv:${secure}`]);
     expect(await env.TRUST_INDEX.get(`rcv:${secure}`)).toBe((await bob.indexValues())[`rcv:${secure}`]);
+
+    // Both lost: both written again, and nothing else.
+    await env.TRUST_INDEX.delete(`rcv:${secure}`);
+    await env.TRUST_INDEX.delete(bucketKey(13));
+    const both = (
+      await writesDuring(async () => {
+        expect(await trusted(phone(13))).toBe(true);
+        await runDurableObjectAlarm(bob);
+      })
+    ).filter((key) => !key.startsWith("num:"));
+    expect(both.sort()).toEqual([`rcv:${secure}`, bucketKey(13)].sort());
   });
 
   it("digests older than the record's TTL are pruned by the daily retention pass", async () => {

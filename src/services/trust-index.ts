@@ -97,9 +97,14 @@ export async function readRecords(
       // Nobody holds the number: no object owns the key, so the fill is short-lived.
       defer(safePut(deps.kv, rcv, JSON.stringify(NOBODY), EMPTY_FILL_TTL_SECONDS));
     } else {
+      // What KV lacked: the receiver record (or one this version cannot read), and the bucket.
+      const missed = [
+        ...(receiver === null ? [rcv] : []),
+        ...(bucketKey && (found.get(bucketKey) ?? null) === null ? [bucketKey] : []),
+      ];
       const asked = await deps.persons
         .of(holder.personId)
-        .receiverRecords(holder, callerE164 === null ? null : bucketOf(callerE164));
+        .receiverRecords(holder, callerE164 === null ? null : bucketOf(callerE164), missed);
       receiver = asked.receiver;
       bucket = bucketNeeded(receiver) ? asked.bucket : "";
     }

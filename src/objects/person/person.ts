@@ -25,7 +25,7 @@ import * as book from "./contacts";
 import type { ContactInput, MovedContact, Refusal, StoredContact } from "./contacts";
 import * as keys from "./index-keys";
 import type { Facts } from "./index-keys";
-import { contactBucketKey, type ReceiverRecord } from "../../domain/trust-records";
+import { contactBucketKey, receiverKey, type ReceiverRecord } from "../../domain/trust-records";
 import { logError } from "../../lib/log";
 import { createDb } from "../../db/client";
 import { factsOf } from "../../services/trust-index";
@@ -569,16 +569,27 @@ export class Person extends DurableObject<Env> {
   /**
    * A lookup missed this person's keys in KV: it read D1's facts and asks
    * here. Answers the receiver record and the bucket (`""`: empty), and
-   * writes every key again after the answer (the alarm, at once).
+   * writes the keys it `missed` again after the answer (the alarm, at once).
    */
-  async receiverRecords(next: Facts, bucket: number | null): Promise<{ receiver: ReceiverRecord; bucket: string }> {
+  async receiverRecords(
+    next: Facts,
+    bucket: number | null,
+    missed: string[],
+  ): Promise<{ receiver: ReceiverRecord; bucket: string }> {
     const answer = this.ctx.storage.transactionSync(() => {
       keys.takeFacts(this.db, next);
-      keys.markDue(this.db, keys.everyKey(this.db), true);
       const receiver = keys.receiverRecord(this.db, next);
-      const value =
-        bucket === null || next.e164 === null ? null : keys.valueOf(this.db, next, contactBucketKey(next.e164, bucket));
-      return { receiver, bucket: value ?? "" };
+      if (next.e164 === null) return { receiver, bucket: "" };
+      const bucketKey = bucket === null ? null : contactBucketKey(next.e164, bucket);
+      // Only the keys of this number the lookup missed are written again (KV expires each key on its
+      // own); a bucket the record does not list stays deleted.
+      const own = [receiverKey(next.e164), ...(bucketKey && receiver.nb.includes(bucket!) ? [bucketKey] : [])];
+      keys.markDue(
+        this.db,
+        own.filter((key) => missed.includes(key)),
+        true,
+      );
+      return { receiver, bucket: (bucketKey && keys.valueOf(this.db, next, bucketKey)) ?? "" };
     });
     await this.ctx.storage.setAlarm(Date.now());
     return answer;
