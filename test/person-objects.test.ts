@@ -3,7 +3,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult, runDurableO
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import type { BackgroundMessage } from "../src/queue/messages";
-import { as, call, countInPersonObject, countRows, DEMO, inPersonObject, insertToken } from "./helpers";
+import { as, call, countInPersonObject, countRows, DEMO, expectError, inPersonObject, insertToken } from "./helpers";
 
 /**
  * Each person's own data in their own Durable Object (docs/architecture.md,
@@ -92,6 +92,38 @@ describe("chats across two objects", () => {
       const ids = entries.map((e) => e.id);
       expect(ids).toEqual([...ids].sort((a, b) => a - b));
     }
+  });
+
+  it("a person's daily receiving budget (all senders together) refuses more chats with 429, writing nothing", async () => {
+    const day = Math.floor(Date.now() / 86_400_000);
+    await inPersonObject(
+      bob,
+      "INSERT OR REPLACE INTO received_days (day, records, text_bytes) VALUES (?, 10000, 0)",
+      day,
+    );
+    const before = { alice: (await feed("alice")).length, bob: (await feed("bob")).length };
+    const refused = await as("alice").send("POST", "/apps/buzz/activity", chat(alice, bob));
+    expect(await expectError(refused, 429, "Too Many Requests")).toMatch(/may receive at most 10,000 messages/);
+    expect(Number(refused.headers.get("Retry-After"))).toBeGreaterThan(0);
+    expect({ alice: (await feed("alice")).length, bob: (await feed("bob")).length }).toEqual(before);
+    // The sender was not charged for it: their own budget is untouched by the refusal.
+    const spent = await inPersonObject<{ records: number }>(
+      alice,
+      "SELECT records FROM activity_days WHERE day = ?",
+      day,
+    );
+    const chargedBefore = spent[0]?.records ?? 0;
+    await inPersonObject(bob, "DELETE FROM received_days WHERE day = ?", day);
+    expect((await as("alice").send("POST", "/apps/buzz/activity", chat(alice, bob))).status).toBe(200);
+    const after = await inPersonObject<{ records: number }>(
+      alice,
+      "SELECT records FROM activity_days WHERE day = ?",
+      day,
+    );
+    expect(after[0]!.records).toBe(chargedBefore + 1);
+    expect(
+      await countInPersonObject(bob, "SELECT count(*) AS n FROM received_days WHERE day = ? AND records = 1", day),
+    ).toBe(1);
   });
 
   it("a call record stays in its writer's object only", async () => {

@@ -6,6 +6,12 @@
 /** What a person may record per UTC day (docs/security.md, "What a stranger can cost"). */
 export const ACTIVITY_BUDGET = { records: 1_000, textBytes: 10 * 1024 * 1024 } as const;
 
+/**
+ * What a person may receive from others per UTC day, all senders together (chats): ten senders'
+ * full budgets. Past it a sender's chat is a 429 and nothing is written on either side.
+ */
+export const RECEIVE_BUDGET = { records: 10_000, textBytes: 100 * 1024 * 1024 } as const;
+
 /** Trust requests a person may send per UTC day, matched or not. */
 export const MAX_TRUST_REQUESTS_PER_DAY = 100;
 

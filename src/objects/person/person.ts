@@ -6,7 +6,7 @@ import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import migrations from "../../../drizzle-person/migrations.js";
 import type { ActivityInput } from "../../services/activities";
 import { nextId } from "./ids";
-import { ACTIVITY_BUDGET, KEEP, MAX_TRUST_REQUESTS_PER_DAY } from "./limits";
+import { ACTIVITY_BUDGET, KEEP, MAX_TRUST_REQUESTS_PER_DAY, RECEIVE_BUDGET } from "./limits";
 import { personObjectName } from "./name";
 import {
   activityDays,
@@ -17,6 +17,7 @@ import {
   feed,
   mirrorOutbox,
   personTrust,
+  receivedDays,
   trustedBy,
   trustRequestDays,
   trustRequests,
@@ -95,6 +96,9 @@ const DAY_MS = 24 * 3600 * 1000;
 const utcDay = (ms: number) => Math.floor(ms / DAY_MS);
 /** Seconds from `ms` until the next UTC day starts (the `Retry-After` of a spent daily budget). */
 const secondsToNextDay = (ms: number) => Math.ceil(((utcDay(ms) + 1) * DAY_MS - ms) / 1000);
+
+/** A chat the receiving object refused: its daily receiving budget is spent. */
+export type ChatRefusal = { refused: string; retryAfter: number };
 
 /** The answer to a write the object may refuse: refusals are values, since errors lose their class over RPC. */
 export type RecordResult =
@@ -183,7 +187,17 @@ export class Person extends DurableObject<Env> {
     const held: number[] = [];
     let inserted: FeedRow | undefined;
     try {
-      row.id = peer === null || peer === me ? nextId(me, this.newestTaken()) : await this.sendChat(me, row, peer, held);
+      if (peer === null || peer === me) {
+        row.id = nextId(me, this.newestTaken());
+      } else {
+        const sent = await this.sendChat(me, row, peer, held);
+        if (typeof sent !== "number") {
+          // The receiver took all it may today: nothing is written on either side.
+          this.charge(day, -1, -bytes);
+          return { ok: false, status: 429, message: sent.refused, retryAfter: sent.retryAfter };
+        }
+        row.id = sent;
+      }
       inserted = this.db.insert(feed).values(row).onConflictDoNothing().returning().get();
     } catch (err) {
       this.charge(day, -1, -bytes);
@@ -212,13 +226,14 @@ export class Person extends DurableObject<Env> {
    * this person's slot) is the peer asked to move its copy above a new
    * reservation.
    */
-  private async sendChat(me: number, row: FeedRow, peer: number, held: number[]): Promise<number> {
+  private async sendChat(me: number, row: FeedRow, peer: number, held: number[]): Promise<number | ChatRefusal> {
     const stub = this.peer(peer);
     for (let attempt = 0; ; attempt++) {
       const floor = nextId(me, this.newestTaken());
       this.reserved.add(floor);
       held.push(floor);
       const id = await stub.acceptChat(peer, { ...row, id: floor }, attempt > 0);
+      if (typeof id !== "number") return id;
       const taken = this.db.select({ id: feed.id }).from(feed).where(eq(feed.id, id)).get() !== undefined;
       if (!taken && (held.includes(id) || !this.reserved.has(id))) {
         // Held until the caller stores the row, so no record made in between takes it.
@@ -239,10 +254,36 @@ export class Person extends DurableObject<Env> {
    * answers its id; only with `move` (that id was taken in the sender's feed)
    * is it moved up to the new floor.
    */
-  acceptChat(me: number, row: FeedRow, move = false): number {
+  acceptChat(me: number, row: FeedRow, move = false): number | ChatRefusal {
     const key = this.messageKey(row.sendableType, row.sendableId, row.messageId ?? "");
     const existing = this.db.select({ id: feed.id }).from(feed).where(key).get();
     if (existing && (!move || existing.id >= row.id)) return existing.id;
+    if (!existing) {
+      // The receiving budget: all senders together, per UTC day.
+      const now = Date.now();
+      const day = utcDay(now);
+      const bytes = utf8Bytes(row.message);
+      const got = this.db.select().from(receivedDays).where(eq(receivedDays.day, day)).get();
+      if (
+        (got?.records ?? 0) + 1 > RECEIVE_BUDGET.records ||
+        (got?.textBytes ?? 0) + bytes > RECEIVE_BUDGET.textBytes
+      ) {
+        return {
+          refused:
+            `person ${me} may receive at most ${RECEIVE_BUDGET.records.toLocaleString("en-US")} messages and 100 MiB of ` +
+            `message text per day (UTC) from everyone together, and has received that much today; retry after midnight UTC (see Retry-After)`,
+          retryAfter: secondsToNextDay(now),
+        };
+      }
+      this.db
+        .insert(receivedDays)
+        .values({ day, records: 1, textBytes: bytes })
+        .onConflictDoUpdate({
+          target: receivedDays.day,
+          set: { records: sql`${receivedDays.records} + 1`, textBytes: sql`${receivedDays.textBytes} + ${bytes}` },
+        })
+        .run();
+    }
     const id = nextId(me, Math.max(row.id - 1, this.newestTaken()));
     if (existing) {
       this.db.update(feed).set({ id }).where(eq(feed.id, existing.id)).run();
@@ -824,6 +865,10 @@ export class Person extends DurableObject<Env> {
     this.db
       .delete(trustRequestDays)
       .where(lt(trustRequestDays.day, utcDay(now) - 1))
+      .run();
+    this.db
+      .delete(receivedDays)
+      .where(lt(receivedDays.day, utcDay(now) - 1))
       .run();
     const more = pruned.some((n) => n >= PRUNE_CHUNK);
     await this.ctx.storage.setAlarm(now + (more ? 1_000 : DAY_MS));

@@ -59,6 +59,18 @@ export const activityDays = sqliteTable("activity_days", {
 });
 
 /**
+ * What this person received from others per UTC day (chats): the receiving
+ * budget, so many senders together cannot fill one person's object.
+ */
+export const receivedDays = sqliteTable("received_days", {
+  /** Days since 1970-01-01, UTC. */
+  day: integer("day").primaryKey(),
+  records: integer("records").notNull(),
+  /** UTF-8 bytes of message text. */
+  textBytes: integer("text_bytes").notNull(),
+});
+
+/**
  * Trust requests this person received (docs/decisions.md, "Trust requests"):
  * at most one pending per requester; a decision closes it and keeps it.
  * Ids are made like the feed's (ids.ts); rows moved in from D1 keep theirs.
