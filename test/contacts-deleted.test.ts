@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { MAX_CONTACTS_PER_PERSON } from "../src/services/contacts";
+import { MAX_CONTACTS } from "../src/objects/person/limits";
 import { as, countInPersonObject, DEMO, expectError, inPersonObject } from "./helpers";
 
 /**
@@ -175,7 +175,7 @@ describe("at most 10,000 contacts per person", () => {
       `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
        INSERT INTO contacts (id, display_name, labels, created_at, updated_at)
        SELECT i, 'Filler ' || i, '[]', 0, 0 FROM n`,
-      MAX_CONTACTS_PER_PERSON - 2,
+      MAX_CONTACTS - 2,
     );
     const held = () => countInPersonObject(owner, "SELECT count(*) AS n FROM contacts");
 
@@ -185,7 +185,7 @@ describe("at most 10,000 contacts per person", () => {
       { display_name: "c" },
     ]);
     expect(await expectError(over, 400, "Bad Request")).toMatch(/at most 10,000 contacts/);
-    expect(await held()).toBe(MAX_CONTACTS_PER_PERSON - 2);
+    expect(await held()).toBe(MAX_CONTACTS - 2);
 
     // Four syncs of two at once, with room for two: exactly one gets in (the object runs one
     // sync at a time, so the others see no room).
@@ -198,7 +198,7 @@ describe("at most 10,000 contacts per person", () => {
     for (const response of racing.filter((r) => r.status === 400)) {
       expect(await expectError(response, 400, "Bad Request")).toMatch(/at most 10,000 contacts/);
     }
-    expect(await held()).toBe(MAX_CONTACTS_PER_PERSON);
+    expect(await held()).toBe(MAX_CONTACTS);
     // Updating an existing contact creates none: still allowed at the limit.
     const last = await countInPersonObject(owner, "SELECT max(id) AS n FROM contacts");
     await sync("carol", [{ id: last, display_name: "renamed" }]);

@@ -97,9 +97,3 @@ export async function writeCompanyTrust(
   const written = await (await deps.persons.toWrite(personId)).setCompanyTrust(personId, companyId, trust, visible);
   if (!written.ok) throw notFound(written.message);
 }
-
-/** The person's settings for these companies (the consent container's vendors), by company id. */
-export async function settingsFor(deps: Deps, personId: number, companyIds: number[]) {
-  const rows = await deps.persons.of(personId).companySettings(companyIds);
-  return new Map(rows.map((row) => [row.companyId, row.trust]));
-}

@@ -5,7 +5,7 @@ import { pruneOlderThan, type PruneResult } from "../db/prune";
 import { contactTombstones } from "../db/schema";
 import type { ContactInput, StoredContact } from "../objects/person/contacts";
 import type { ContactRead } from "../objects/person/person";
-import { KEEP, MAX_CONTACTS } from "../objects/person/limits";
+import { KEEP } from "../objects/person/limits";
 import { badRequest, gone, notFound } from "../lib/errors";
 import { iso } from "../lib/time";
 import { knowsPerson } from "./acquaintance";
@@ -27,8 +27,6 @@ export const CONTACT_COLLECTIONS = ["emails", "phone_numbers", "addresses"] as c
 export type ContactCollection = (typeof CONTACT_COLLECTIONS)[number];
 const ALL_COLLECTIONS = new Set<ContactCollection>(CONTACT_COLLECTIONS);
 
-/** Contacts a person may keep (docs/decisions.md). */
-export const MAX_CONTACTS_PER_PERSON = MAX_CONTACTS;
 /** How long a deleted contact is remembered for `GET /contacts/deleted` (docs/decisions.md). */
 export const TOMBSTONE_RETENTION_DAYS = KEEP.tombstoneDays;
 const DAY_MS = 24 * 3600 * 1000;

@@ -1,5 +1,6 @@
-import { and, asc, count, eq, gte, inArray, sql } from "drizzle-orm";
+import { and, asc, count, eq, gte, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import { inList } from "../../db/sql";
 import { nextId } from "./ids";
 import { MAX_CONTACTS } from "./limits";
 import { contacts, contactTombstones, contactValues, type ContactValueKind } from "./schema";
@@ -60,7 +61,7 @@ export function checkUpdatable(db: Db, inputs: ContactInput[]): Refusal | null {
     db
       .select({ id: contacts.id })
       .from(contacts)
-      .where(inArrayJson(contacts.id, ids))
+      .where(inList(contacts.id, ids))
       .all()
       .map((row) => row.id),
   );
@@ -191,7 +192,7 @@ export function importContacts(db: Db, all: MovedContact[]) {
       .select({ id: contactTombstones.contactId })
       .from(contactTombstones)
       .where(
-        inArrayJson(
+        inList(
           contactTombstones.contactId,
           all.map((row) => row.id),
         ),
@@ -218,11 +219,11 @@ export function importContacts(db: Db, all: MovedContact[]) {
  * the ids deleted and the phones they had (their buckets are touched).
  */
 export function deleteContacts(db: Db, ids: number[] | "all", now: number) {
-  const which = ids === "all" ? undefined : inArrayJson(contacts.id, ids);
+  const which = ids === "all" ? undefined : inList(contacts.id, ids);
   const phones = db
     .select({ value: contactValues.value })
     .from(contactValues)
-    .where(and(eq(contactValues.kind, "phone"), ids === "all" ? undefined : inArrayJson(contactValues.contactId, ids)))
+    .where(and(eq(contactValues.kind, "phone"), ids === "all" ? undefined : inList(contactValues.contactId, ids)))
     .all()
     .map((row) => row.value);
   const deleted = db
@@ -233,7 +234,7 @@ export function deleteContacts(db: Db, ids: number[] | "all", now: number) {
     .map((row) => row.id);
   if (deleted.length === 0) return { deleted, touchedPhones: [] };
   db.delete(contactValues)
-    .where(ids === "all" ? undefined : inArrayJson(contactValues.contactId, deleted))
+    .where(ids === "all" ? undefined : inList(contactValues.contactId, deleted))
     .run();
   db.run(sql`insert into ${contactTombstones} (contact_id, deleted_at)
     select value, ${now} from json_each(${JSON.stringify(deleted)}) where true
@@ -244,7 +245,7 @@ export function deleteContacts(db: Db, ids: number[] | "all", now: number) {
 /** Contacts of `ids` (those that are here), in that order, with every collection. */
 export function readContacts(db: Db, ids: number[]): StoredContact[] {
   if (ids.length === 0) return [];
-  const rows = db.select().from(contacts).where(inArrayJson(contacts.id, ids)).all();
+  const rows = db.select().from(contacts).where(inList(contacts.id, ids)).all();
   const assembled = assemble(db, rows);
   const byId = new Map(assembled.map((contact) => [contact.id, contact]));
   return ids.flatMap((id) => byId.get(id) ?? []);
@@ -331,7 +332,7 @@ function assemble(db: Db, rows: (typeof contacts.$inferSelect)[]): StoredContact
     .select()
     .from(contactValues)
     .where(
-      inArrayJson(
+      inList(
         contactValues.contactId,
         rows.map((row) => row.id),
       ),
@@ -362,7 +363,3 @@ function assemble(db: Db, rows: (typeof contacts.$inferSelect)[]): StoredContact
   }
   return result;
 }
-
-/** `column in (ids)`, the ids bound as one JSON parameter (100 bound parameters at most per statement). */
-const inArrayJson = (column: Parameters<typeof inArray>[0], ids: number[]) =>
-  sql`${column} in (select value from json_each(${JSON.stringify(ids)}))`;

@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
 import { drizzle, type DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
@@ -29,6 +29,7 @@ import type { Facts } from "./index-keys";
 import { contactBucketKey, receiverKey, type ReceiverRecord } from "../../domain/trust-records";
 import { logError } from "../../lib/log";
 import { createDb } from "../../db/client";
+import { inList } from "../../db/sql";
 import { factsOf } from "../../services/trust-index";
 
 /*
@@ -155,11 +156,7 @@ export class Person extends DurableObject<Env> {
     const now = Date.now();
     const day = utcDay(now);
     const bytes = utf8Bytes(input.message);
-    const spent = this.db.select().from(activityDays).where(eq(activityDays.day, day)).get();
-    if (
-      (spent?.records ?? 0) + 1 > ACTIVITY_BUDGET.records ||
-      (spent?.textBytes ?? 0) + bytes > ACTIVITY_BUDGET.textBytes
-    ) {
+    if (!this.fitsToday(activityDays, ACTIVITY_BUDGET, day, bytes)) {
       return {
         ok: false,
         status: 429,
@@ -170,7 +167,7 @@ export class Person extends DurableObject<Env> {
       };
     }
     // Charged before the chat's await, so concurrent requests cannot pass the budget together.
-    this.charge(day, 1, bytes);
+    this.charge(activityDays, day, 1, bytes);
     const row: FeedRow = {
       id: 0,
       type: input.type,
@@ -193,14 +190,14 @@ export class Person extends DurableObject<Env> {
         const sent = await this.sendChat(me, row, peer, held);
         if (typeof sent !== "number") {
           // The receiver took all it may today: nothing is written on either side.
-          this.charge(day, -1, -bytes);
+          this.charge(activityDays, day, -1, -bytes);
           return { ok: false, status: 429, message: sent.refused, retryAfter: sent.retryAfter };
         }
         row.id = sent;
       }
       inserted = this.db.insert(feed).values(row).onConflictDoNothing().returning().get();
     } catch (err) {
-      this.charge(day, -1, -bytes);
+      this.charge(activityDays, day, -1, -bytes);
       throw err;
     } finally {
       for (const id of held) this.reserved.delete(id);
@@ -210,7 +207,7 @@ export class Person extends DurableObject<Env> {
       return { ok: true, row: inserted };
     }
     // A concurrent retry of the same message landed during the await: answer that one, charged once.
-    this.charge(day, -1, -bytes);
+    this.charge(activityDays, day, -1, -bytes);
     return this.sameMessage(input) ?? { ok: false, status: 409, message: "the message could not be recorded" };
   }
 
@@ -263,11 +260,7 @@ export class Person extends DurableObject<Env> {
       const now = Date.now();
       const day = utcDay(now);
       const bytes = utf8Bytes(row.message);
-      const got = this.db.select().from(receivedDays).where(eq(receivedDays.day, day)).get();
-      if (
-        (got?.records ?? 0) + 1 > RECEIVE_BUDGET.records ||
-        (got?.textBytes ?? 0) + bytes > RECEIVE_BUDGET.textBytes
-      ) {
+      if (!this.fitsToday(receivedDays, RECEIVE_BUDGET, day, bytes)) {
         return {
           refused:
             `person ${me} may receive at most ${RECEIVE_BUDGET.records.toLocaleString("en-US")} messages and 100 MiB of ` +
@@ -275,14 +268,7 @@ export class Person extends DurableObject<Env> {
           retryAfter: secondsToNextDay(now),
         };
       }
-      this.db
-        .insert(receivedDays)
-        .values({ day, records: 1, textBytes: bytes })
-        .onConflictDoUpdate({
-          target: receivedDays.day,
-          set: { records: sql`${receivedDays.records} + 1`, textBytes: sql`${receivedDays.textBytes} + ${bytes}` },
-        })
-        .run();
+      this.charge(receivedDays, day, 1, bytes);
     }
     const id = nextId(me, Math.max(row.id - 1, this.newestTaken()));
     if (existing) {
@@ -517,7 +503,7 @@ export class Person extends DurableObject<Env> {
     return this.db
       .select({ personId: personTrust.personId, trusted: personTrust.trusted })
       .from(personTrust)
-      .where(ids ? sql`${personTrust.personId} in (select value from json_each(${JSON.stringify(ids)}))` : undefined)
+      .where(ids ? inList(personTrust.personId, ids) : undefined)
       .all();
   }
 
@@ -543,12 +529,7 @@ export class Person extends DurableObject<Env> {
     return this.db
       .select({ id: trustedBy.personId })
       .from(trustedBy)
-      .where(
-        and(
-          eq(trustedBy.trusted, true),
-          ids ? sql`${trustedBy.personId} in (select value from json_each(${JSON.stringify(ids)}))` : undefined,
-        ),
-      )
+      .where(and(eq(trustedBy.trusted, true), ids ? inList(trustedBy.personId, ids) : undefined))
       .all()
       .map((row) => row.id);
   }
@@ -590,11 +571,7 @@ export class Person extends DurableObject<Env> {
     return this.db
       .select()
       .from(companyTrust)
-      .where(
-        companyIds
-          ? sql`${companyTrust.companyId} in (select value from json_each(${JSON.stringify(companyIds)}))`
-          : undefined,
-      )
+      .where(companyIds ? inList(companyTrust.companyId, companyIds) : undefined)
       .all()
       .map((row) => ({ ...row, updatedAt: row.updatedAt.getTime() }));
   }
@@ -809,19 +786,15 @@ export class Person extends DurableObject<Env> {
    * D1 (their ids are below `MOVED_ID_LIMIT`; ids made here are far above).
    */
   counts(): HeldCounts {
-    const count = (table: typeof feed | typeof blockedCalls | typeof trustRequests | typeof contacts, moved: boolean) =>
-      this.db
-        .select({ n: sql<number>`count(*)` })
-        .from(table)
-        .where(moved ? lt(table.id, MOVED_ID_LIMIT) : undefined)
-        .get()?.n ?? 0;
+    const moved = (table: typeof feed | typeof blockedCalls | typeof trustRequests | typeof contacts) =>
+      this.rowsIn(table, lt(table.id, MOVED_ID_LIMIT));
     return {
-      feed: count(feed, false),
-      blockedCalls: count(blockedCalls, false),
-      movedFeed: count(feed, true),
-      movedBlockedCalls: count(blockedCalls, true),
-      movedTrustRequests: count(trustRequests, true),
-      movedContacts: count(contacts, true),
+      feed: this.rowsIn(feed),
+      blockedCalls: this.rowsIn(blockedCalls),
+      movedFeed: moved(feed),
+      movedBlockedCalls: moved(blockedCalls),
+      movedTrustRequests: moved(trustRequests),
+      movedContacts: moved(contacts),
       tombstones: this.rowsIn(contactTombstones),
       decisions: this.rowsIn(personTrust),
       companySettings: this.rowsIn(companyTrust),
@@ -858,18 +831,12 @@ export class Person extends DurableObject<Env> {
       chunk(contactTombstones, contactTombstones.deletedAt, KEEP.tombstoneDays),
     ];
     // Daily counters: today's and yesterday's are kept.
-    this.db
-      .delete(activityDays)
-      .where(lt(activityDays.day, utcDay(now) - 1))
-      .run();
-    this.db
-      .delete(trustRequestDays)
-      .where(lt(trustRequestDays.day, utcDay(now) - 1))
-      .run();
-    this.db
-      .delete(receivedDays)
-      .where(lt(receivedDays.day, utcDay(now) - 1))
-      .run();
+    for (const counter of [activityDays, receivedDays, trustRequestDays]) {
+      this.db
+        .delete(counter)
+        .where(lt(counter.day, utcDay(now) - 1))
+        .run();
+    }
     const more = pruned.some((n) => n >= PRUNE_CHUNK);
     await this.ctx.storage.setAlarm(now + (more ? 1_000 : DAY_MS));
     await this.retryLater();
@@ -940,13 +907,25 @@ export class Person extends DurableObject<Env> {
     if (keys.readFacts(this.db) === null) this.ctx.storage.transactionSync(() => keys.takeFacts(this.db, read!));
   }
 
+  /** How many rows a table of the object holds (those `where` selects, if given). */
   private rowsIn(
-    table: typeof contactTombstones | typeof personTrust | typeof companyTrust | typeof trustedBy | typeof mirrorOutbox,
-  ) {
+    table:
+      | typeof feed
+      | typeof blockedCalls
+      | typeof trustRequests
+      | typeof contacts
+      | typeof contactTombstones
+      | typeof personTrust
+      | typeof companyTrust
+      | typeof trustedBy
+      | typeof mirrorOutbox,
+    where?: SQL,
+  ): number {
     return (
       this.db
         .select({ n: sql<number>`count(*)` })
         .from(table)
+        .where(where)
         .get()?.n ?? 0
     );
   }
@@ -964,15 +943,31 @@ export class Person extends DurableObject<Env> {
     return Math.max(this.lastId(), ...this.reserved);
   }
 
-  private charge(day: number, records: number, textBytes: number) {
+  /** Whether one more record of `bytes` of text fits today's budget of a daily counter (sent or received). */
+  private fitsToday(
+    table: typeof activityDays | typeof receivedDays,
+    budget: { records: number; textBytes: number },
+    day: number,
+    bytes: number,
+  ): boolean {
+    const spent = this.db
+      .select({ records: table.records, textBytes: table.textBytes })
+      .from(table)
+      .where(eq(table.day, day))
+      .get();
+    return (spent?.records ?? 0) + 1 <= budget.records && (spent?.textBytes ?? 0) + bytes <= budget.textBytes;
+  }
+
+  /** Adds to (or, negative, gives back) a day of a daily counter, never below zero. */
+  private charge(table: typeof activityDays | typeof receivedDays, day: number, records: number, textBytes: number) {
     this.db
-      .insert(activityDays)
+      .insert(table)
       .values({ day, records: Math.max(records, 0), textBytes: Math.max(textBytes, 0) })
       .onConflictDoUpdate({
-        target: activityDays.day,
+        target: table.day,
         set: {
-          records: sql`max(${activityDays.records} + ${records}, 0)`,
-          textBytes: sql`max(${activityDays.textBytes} + ${textBytes}, 0)`,
+          records: sql`max(${table.records} + ${records}, 0)`,
+          textBytes: sql`max(${table.textBytes} + ${textBytes}, 0)`,
         },
       })
       .run();
