@@ -4,7 +4,7 @@
 // or `PORT=N npm run dev` (the flag wins); `--ip` likewise. Every other argument
 // goes to `wrangler dev` as it is.
 import { spawn } from "node:child_process";
-import { ROOT, bin, childEnv, fail, run, runQuiet, step } from "./lib/cli.mjs";
+import { ROOT, bin, childEnv, fail, run, runQuiet, step, waitForHealth } from "./lib/cli.mjs";
 import { loadDemoObjects } from "./lib/demo-objects.mjs";
 
 const { port, ip, rest } = serverArgs(process.argv.slice(2), process.env.PORT);
@@ -35,25 +35,17 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
 child.on("exit", (code, signal) => process.exit(code ?? (signal ? 0 : 1)));
 
 // The demo world's data in people's own objects goes in through the API, once the server answers.
-await demoObjectsWhenReady(`http://${ip.includes(":") ? `[${ip}]` : ip}:${port}`);
+await demoObjectsWhenReady(
+  ip === "0.0.0.0" ? `http://127.0.0.1:${port}` : `http://${ip.includes(":") ? `[${ip}]` : ip}:${port}`,
+);
 
-async function demoObjectsWhenReady(base) {
-  const until = Date.now() + 120_000;
-  for (;;) {
-    const up = await fetch(`${base}/healthz`).then(
-      (r) => r.ok,
-      () => false,
+async function demoObjectsWhenReady(local) {
+  if (!(await waitForHealth(local, { seconds: 120, alive: () => child.exitCode === null }))) {
+    process.stderr.write(
+      "  ✖ the server did not answer /healthz within 120 s; the demo world's object data is not loaded\n",
     );
-    if (up) break;
-    if (Date.now() > until || child.exitCode !== null) {
-      process.stderr.write(
-        "  ✖ the server did not answer /healthz within 120 s; the demo world's object data is not loaded\n",
-      );
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    return;
   }
-  const local = ip === "0.0.0.0" ? `http://127.0.0.1:${port}` : base;
   try {
     await loadDemoObjects(local);
     process.stderr.write("  the demo world's data in people's own objects is loaded\n");

@@ -9,7 +9,7 @@ import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { ROOT, bin, childEnv, d1, fail, parseArgs, run, sqlString, step } from "./lib/cli.mjs";
+import { ROOT, bin, childEnv, d1, fail, parseArgs, run, sqlString, step, waitForHealth } from "./lib/cli.mjs";
 
 const { flags } = parseArgs(process.argv.slice(2), { switches: ["help"] });
 if (flags.help) {
@@ -43,7 +43,7 @@ try {
       }
     }
   });
-  await waitForHealth(api);
+  await serverUp(api);
 
   step(
     `Removing what an earlier run created (companies ${slugs.join(", ")}; people ${emails.join(", ")}; licenses ${licenseIds.join(", ")})`,
@@ -140,7 +140,7 @@ try {
     const [contact] = await synced.json();
     await stopServer(server);
     ({ server, api } = await startServer());
-    await waitForHealth(api);
+    await serverUp(api);
     const feed = await (
       await fetch(`${api}/apps/buzz/activity/0?limit=500`, { headers: { Authorization: `Bearer ${token}` } })
     ).json();
@@ -292,17 +292,8 @@ async function startServer() {
   return { server: child, api: `http://127.0.0.1:${port}` };
 }
 
-async function waitForHealth(api) {
-  const deadline = Date.now() + 90_000;
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(`${api}/healthz`)).ok) return;
-    } catch {
-      // not up yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-  throw new Error(`${api}/healthz did not answer within 90 s`);
+async function serverUp(api) {
+  if (!(await waitForHealth(api, { seconds: 90 }))) throw new Error(`${api}/healthz did not answer within 90 s`);
 }
 
 /** Stops the server's process group by the PID this script started, and waits for it. */

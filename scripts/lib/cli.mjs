@@ -102,3 +102,20 @@ export function d1(sql, { remote = false } = {}) {
 }
 
 export const sqlString = (value) => `'${String(value).replaceAll("'", "''")}'`;
+
+/**
+ * Waits until `${base}/healthz` answers 200: true then; false when `seconds` pass, or at once when
+ * `alive()` says the server being waited for has exited.
+ */
+export async function waitForHealth(base, { seconds = 90, alive = () => true } = {}) {
+  const deadline = Date.now() + seconds * 1000;
+  while (Date.now() < deadline && alive()) {
+    try {
+      if ((await fetch(`${base}/healthz`)).ok) return true;
+    } catch {
+      // not up yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return false;
+}
