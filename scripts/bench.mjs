@@ -232,6 +232,14 @@ function scenarios(/** @type {{ code: string, number: string }} */ secure) {
       target: { ratio: 0.15, of: "healthz" },
     },
     {
+      key: "contacts-1",
+      name: "contacts page, 1 with emails+phones",
+      path: "/contacts?per_page=1&include=emails,phone_numbers",
+      headers: alice,
+      expected: 200,
+      floor: "floor-object-d1",
+    },
+    {
       key: "employees",
       name: "employees, per_page=1000",
       path: "/companies/1/employees?per_page=1000",
