@@ -427,6 +427,21 @@ describe("GET /apps/buzz/call-lookup", () => {
     expect(fromBob.companies).toEqual([]);
   });
 
+  it("names a caller who holds the number only once they know the receiver (here: trusted them)", async () => {
+    const receiving = await numberOf(DEMO.tokens.alice);
+    const carol = (await heartbeatOf(DEMO.tokens.carol)).secure_number!;
+    await as("alice").send("POST", "/contacts/sync", [{ display_name: "Carol C.", phone_numbers: [carol.e164] }]);
+    const fromCarol = query({ ...receiving, inbound_code: carol.country_code, inbound: carol.number });
+    const peopleIn = async () =>
+      ((await (await as("telephony").get(fromCarol)).json()) as { people: { id: number }[] }).people.map((p) => p.id);
+
+    // A contact's phone makes the call trusted, but Carol (Globex) does not know Alice (Acme).
+    expect(await peopleIn()).toEqual([]);
+    await as("alice").send("POST", "/contacts/requests", { user_id: DEMO.people.carol });
+    expect((await as("carol").send("POST", `/contacts/trust/${DEMO.people.alice}`, { trusted: 1 })).status).toBe(201);
+    expect(await peopleIn()).toEqual([DEMO.people.carol]);
+  });
+
   it("answers three empty arrays for a call that would not be trusted or matches nobody", async () => {
     const receiving = await numberOf(DEMO.tokens.alice);
     const empty = { contacts: [], people: [], companies: [] };

@@ -1,6 +1,6 @@
-import { asc, sql } from "drizzle-orm";
+import { and, asc, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { companies, memberships, people } from "../db/schema";
+import { companies, people } from "../db/schema";
 import type { BlockedCallRow, ContactRead } from "../objects/person/person";
 import type { Persons } from "./persons";
 import { ReadBatch } from "../db/batch";
@@ -8,6 +8,7 @@ import { inList } from "../db/sql";
 import { phoneFromInternational, phoneFromParts, type Phone } from "../lib/phone";
 import { logError } from "../lib/log";
 import { iso } from "../lib/time";
+import { knowsPerson } from "./acquaintance";
 import { contactsRead, type Contact } from "./contacts";
 import { toCompanyRef, type CompanyRef } from "./companies";
 import { displayName, e2eeColumn } from "./people";
@@ -183,12 +184,11 @@ export async function lookupCall(
   const reads = new ReadBatch();
   const contacts = contactsRead(deps.db, receiverId, own);
   const contactRows = contacts.statement ? reads.add([contacts.statement] as const) : null;
-  const peopleRows = holders.p.length > 0 ? reads.add([holdersKnowing(deps.db, receiverId, holders.p)] as const) : null;
+  const peopleRows =
+    holders.p.length > 0 ? reads.add([holdersKnowing(deps.db, receiverId, holders.p, own.trustedMe)] as const) : null;
   const companyRows = companyIds.length > 0 ? reads.add([companyRefs(deps.db, companyIds)] as const) : null;
   const results = await reads.run(deps.db);
-  const people = peopleRows
-    ? peopleRows(results)[0].filter((row) => row.coworker || own.trustedMe.includes(row.id))
-    : [];
+  const people = peopleRows ? peopleRows(results)[0] : [];
   return {
     contacts: contacts.assemble(
       contactRows ? (contactRows(results)[0] as Parameters<typeof contacts.assemble>[0]) : [],
@@ -199,13 +199,12 @@ export async function lookupCall(
 }
 
 /**
- * The people among `ids` (the holders of the caller's number), and whether
- * each shares a company with the receiver. Those who do, or who trusted the
- * receiver (the receiver's object keeps that mirror), know the receiver and
- * are shown; a number the receiver merely saved as a contact names nobody
- * (docs/security.md).
+ * The people among `ids` (the holders of the caller's number) who know the
+ * receiver (`knowsPerson`; `trustedMe`: who trusted the receiver, from the
+ * receiver's object): only they are shown; a number the receiver merely
+ * saved as a contact names nobody (docs/security.md).
  */
-function holdersKnowing(db: Db, receiverId: number, ids: number[]) {
+function holdersKnowing(db: Db, receiverId: number, ids: number[], trustedMe: number[]) {
   return db
     .select({
       id: people.id,
@@ -215,11 +214,9 @@ function holdersKnowing(db: Db, receiverId: number, ids: number[]) {
       avatarUrl: people.avatarUrl,
       e2ee: e2eeColumn,
       e2eId: people.e2eId,
-      coworker: sql<number>`${people.id} in (select m.person_id from ${memberships} m join ${memberships} mine
-              on mine.company_id = m.company_id and mine.person_id = ${receiverId})`,
     })
     .from(people)
-    .where(inList(people.id, ids))
+    .where(and(inList(people.id, ids), knowsPerson(sql`${people.id}`, receiverId, trustedMe)))
     .orderBy(asc(people.id));
 }
 
