@@ -190,6 +190,7 @@ const EMPTY_NUMBER = JSON.stringify(NO_HOLDERS);
  */
 export async function computeRecords(db: Db, keys: string[]): Promise<Map<string, string>> {
   const calling = keys.filter((key) => key.startsWith("num:")).map((key) => key.slice(4));
+  if (calling.length === 0) return new Map();
   const [phoneHolders, secureHolders, companyHolders] = await db.batch([
     db
       .selectDistinct({ e164: personPhones.e164, id: personPhones.personId })
@@ -287,9 +288,11 @@ export type ApplyResult = { applied: string[]; unchanged: string[]; failed: stri
  * is done at once: those keys are the objects' now.
  *
  * `keys`: those keys (after a commit); else the oldest due rows, at most
- * `limit` (the sweep). Cost: 1 claim, 1 read batch (9 reads) and the last
- * digests in one round, 1 write batch (4 statements) in D1 — 15 statements —
- * and at most one KV put per key, so `limit` bounds the KV operations.
+ * `limit` (the sweep). Cost in D1: 1 claim; in one round, for `num:` keys
+ * a read batch (3 reads) and their last digests, for `prs:` keys the
+ * people's facts (2 reads, then one RPC per object); 1 write batch (4
+ * statements) — at most 11 statements. At most one KV put per key, so
+ * `limit` bounds the KV operations and the object calls.
  */
 export async function applyIndexWork(
   { db, kv, persons }: IndexDeps,
@@ -315,16 +318,16 @@ export async function applyIndexWork(
 
   const claimedKeys = claimed.map((row) => row.key);
   const people = claimedKeys.filter((key) => key.startsWith("prs:")).map((key) => Number(key.slice(4)));
+  // Only `num:` keys are put in KV here (their digests in `index_written`); `prs:` work tells objects.
+  const numberKeys = claimedKeys.filter((key) => key.startsWith("num:"));
   const [records, written, told] = await Promise.all([
-    computeRecords(db, claimedKeys),
-    force
+    computeRecords(db, numberKeys),
+    force || numberKeys.length === 0
       ? []
       : db
           .select({ key: indexWritten.key, digest: indexWritten.digest })
           .from(indexWritten)
-          .where(
-            sql`${inList(indexWritten.key, claimedKeys)} and ${indexWritten.writtenAt} > ${t - WRITTEN_TRUSTED_MS}`,
-          )
+          .where(sql`${inList(indexWritten.key, numberKeys)} and ${indexWritten.writtenAt} > ${t - WRITTEN_TRUSTED_MS}`)
           .all(),
     people.length > 0 ? tellObjects(db, persons, people) : new Set<number>(),
   ]);
