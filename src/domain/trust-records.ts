@@ -58,12 +58,17 @@ export function decide(receiver: ReceiverRecord, callerE164: string, caller: Num
   if (receiver.p === 0) return false;
   if (hasContactPhone(bucket, callerE164)) return true;
   if (caller.p.some((id) => receiver.tp.includes(id))) return true;
-  return caller.c.some((id) => !receiver.nc.includes(id) && (receiver.c.includes(id) || receiver.tc.includes(id)));
+  return caller.c.some((id) => trustsCompany(receiver, id));
 }
 
 /** The caller's companies the receiver trusts (the company half of `decide`). */
 export const trustedCompaniesOf = (receiver: ReceiverRecord, caller: NumberRecord) =>
-  caller.c.filter((id) => !receiver.nc.includes(id) && (receiver.c.includes(id) || receiver.tc.includes(id)));
+  caller.c.filter((id) => trustsCompany(receiver, id));
+
+/** Whether the receiver trusts company `id`: they belong to it or set it to `trusted`, and did not set it to `negative`. */
+function trustsCompany(receiver: ReceiverRecord, id: number): boolean {
+  return !receiver.nc.includes(id) && (receiver.c.includes(id) || receiver.tc.includes(id));
+}
 
 /**
  * A bucket's value: its phones, sorted, with a comma before and after each

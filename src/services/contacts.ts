@@ -7,6 +7,7 @@ import type { ContactInput, StoredContact } from "../objects/person/contacts";
 import type { ContactRead } from "../objects/person/person";
 import { KEEP } from "../objects/person/limits";
 import { badRequest, gone, notFound } from "../lib/errors";
+import { groupBy } from "../lib/group";
 import { iso } from "../lib/time";
 import { knowsPerson } from "./acquaintance";
 import type { Deps } from "./outbox";
@@ -101,8 +102,7 @@ export function contactsRead(
     ) m join people on people.id = m.person_id`,
   );
   const assemble = (matches: Match[]): Contact[] => {
-    const byValue = new Map<string, Match[]>();
-    for (const match of matches) byValue.set(match.value, [...(byValue.get(match.value) ?? []), match]);
+    const byValue = groupBy(matches, (match) => match.value);
     return read.items.map((stored: StoredContact) => {
       const candidates = [...stored.phones, ...stored.emails].flatMap((value) => byValue.get(value) ?? []);
       const link = candidates.reduce<Match | undefined>(

@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { personErasures } from "../db/schema";
 import { inList } from "../db/sql";
 import { logError } from "../lib/log";
-import { personObjectName } from "../objects/person/name";
+import { personStub } from "../objects/person/name";
 import type { Person } from "../objects/person/person";
 
 /**
@@ -24,7 +24,7 @@ export type Persons = {
 };
 
 export const personsOf = (namespace: DurableObjectNamespace<Person>, beforeWrite?: () => Promise<void>): Persons => {
-  const of = (personId: number) => namespace.get(namespace.idFromName(personObjectName(personId)));
+  const of = (personId: number) => personStub(namespace, personId);
   return {
     of,
     toWrite: async (personId) => {

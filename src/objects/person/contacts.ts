@@ -96,7 +96,7 @@ export function checkRoom(db: Db, creating: number): Refusal | null {
   };
 }
 
-export const contactCount = (db: Db) => db.select({ n: count() }).from(contacts).get()?.n ?? 0;
+const contactCount = (db: Db) => db.select({ n: count() }).from(contacts).get()?.n ?? 0;
 
 /**
  * Writes a checked sync: updates, then creates under new ids (above the
@@ -303,17 +303,15 @@ export const lastContactUpdate = (db: Db): number | null =>
     .get()
     ?.at.getTime() ?? null;
 
+/** A contact phone's bucket in SQL: `bucketOf` (domain/trust-records.ts) of `contact_values.value`. */
+const valueBucket = sql<number>`cast(substr(${contactValues.value}, -2) as integer)`;
+
 /** The phones of the contacts, in one bucket (its last two digits) or all. */
 export function contactPhones(db: Db, bucket?: number): string[] {
   return db
     .selectDistinct({ value: contactValues.value })
     .from(contactValues)
-    .where(
-      and(
-        eq(contactValues.kind, "phone"),
-        bucket === undefined ? undefined : sql`substr(${contactValues.value}, -2) = ${String(bucket).padStart(2, "0")}`,
-      ),
-    )
+    .where(and(eq(contactValues.kind, "phone"), bucket === undefined ? undefined : sql`${valueBucket} = ${bucket}`))
     .all()
     .map((row) => row.value);
 }
@@ -321,9 +319,7 @@ export function contactPhones(db: Db, bucket?: number): string[] {
 /** The buckets (0–99) holding at least one contact phone, ascending. */
 export const nonEmptyBuckets = (db: Db): number[] =>
   db
-    .all<{ b: number }>(
-      sql`select distinct cast(substr(value, -2) as integer) as b from ${contactValues} where kind = 'phone' order by b`,
-    )
+    .all<{ b: number }>(sql`select distinct ${valueBucket} as b from ${contactValues} where kind = 'phone' order by b`)
     .map((row) => row.b);
 
 function assemble(db: Db, rows: (typeof contacts.$inferSelect)[]): StoredContact[] {

@@ -1,2 +1,5 @@
-/** The name of a person's object (`idFromName`): one object per person, everywhere. */
-export const personObjectName = (personId: number) => `person:${personId}`;
+import type { Person } from "./person";
+
+/** A person's object: one per person, everywhere, named `person:<id>` in the namespace (`idFromName`). */
+export const personStub = (namespace: DurableObjectNamespace<Person>, personId: number) =>
+  namespace.get(namespace.idFromName(`person:${personId}`));

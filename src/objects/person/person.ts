@@ -7,7 +7,7 @@ import migrations from "../../../drizzle-person/migrations.js";
 import type { ActivityInput } from "../../services/activities";
 import { nextId } from "./ids";
 import { ACTIVITY_BUDGET, KEEP, MAX_TRUST_REQUESTS_PER_DAY, RECEIVE_BUDGET } from "./limits";
-import { personObjectName } from "./name";
+import { personStub } from "./name";
 import {
   activityDays,
   blockedCalls,
@@ -381,7 +381,7 @@ export class Person extends DurableObject<Env> {
   }
 
   /** Whether `requesterId` ever asked this person (pending or decided). */
-  askedBy(requesterId: number): boolean {
+  private askedBy(requesterId: number): boolean {
     return (
       this.db
         .select({ id: trustRequests.id })
@@ -392,7 +392,7 @@ export class Person extends DurableObject<Env> {
   }
 
   /** Closes `requesterId`'s pending request with the decision (its time stays when it was asked). */
-  closeTrustRequest(requesterId: number, trusted: boolean): void {
+  private closeTrustRequest(requesterId: number, trusted: boolean): void {
     this.db
       .update(trustRequests)
       .set({ status: trusted ? "trusted" : "untrusted", decidedAt: new Date() })
@@ -890,7 +890,11 @@ export class Person extends DurableObject<Env> {
   private async retryLater(): Promise<void> {
     const { due, attempts } = keys.dueState(this.db);
     if (!due && this.rowsIn(mirrorOutbox) === 0) return;
-    const when = Date.now() + Math.min(60_000, 1_000 * 2 ** Math.min(attempts, 6));
+    await this.alarmBy(Date.now() + Math.min(60_000, 1_000 * 2 ** Math.min(attempts, 6)));
+  }
+
+  /** Sets the alarm to `when` unless it is set to go off sooner. */
+  private async alarmBy(when: number): Promise<void> {
     const at = await this.ctx.storage.getAlarm();
     if (at === null || at > when) await this.ctx.storage.setAlarm(when);
   }
@@ -931,7 +935,7 @@ export class Person extends DurableObject<Env> {
   }
 
   private peer(personId: number) {
-    return this.env.PERSON.get(this.env.PERSON.idFromName(personObjectName(personId)));
+    return personStub(this.env.PERSON, personId);
   }
 
   private lastId(): number {
@@ -1006,10 +1010,8 @@ export class Person extends DurableObject<Env> {
         };
   }
 
-  /** Makes sure a retention alarm is set (the first write sets it; each alarm sets the next). */
+  /** Makes sure a retention alarm is set (the first write sets it; each alarm sets the next, at most a day ahead). */
   private scheduleCare() {
-    void this.ctx.storage.getAlarm().then((at) => {
-      if (at === null) return this.ctx.storage.setAlarm(Date.now() + DAY_MS);
-    });
+    void this.alarmBy(Date.now() + DAY_MS);
   }
 }
