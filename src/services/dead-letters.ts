@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { deadLetters, indexWork, webhookDeliveries } from "../db/schema";
 import { inList } from "../db/sql";
-import { backgroundMessage } from "../queue/messages";
+import { backgroundMessage, deliveryMessage } from "../queue/messages";
 
 /**
  * Dead letters (docs/architecture.md, "Dead letters"): a message a queue
@@ -23,13 +23,6 @@ export type Kept = "index work due" | "delivery due" | "recorded";
 /** The first redrive waits this long; each further one twice as long, up to `REDRIVE_MAX_DELAY_MS`. */
 export const REDRIVE_FIRST_DELAY_MS = 5 * 60_000;
 export const REDRIVE_MAX_DELAY_MS = 6 * 3600_000;
-
-const deliveryMessage = (body: unknown) => {
-  const value = body as { kind?: unknown; deliveryId?: unknown } | null;
-  return value && value.kind === "deliver" && typeof value.deliveryId === "string" && value.deliveryId.length > 0
-    ? value.deliveryId
-    : null;
-};
 
 /**
  * Keeps the work of a message that dead-lettered on `queue` (the queue it was
@@ -56,8 +49,9 @@ export async function keepDeadLetter(
     }
   }
   if (queue === "webhook-deliveries") {
-    const deliveryId = deliveryMessage(message.body);
-    if (deliveryId) {
+    const parsed = deliveryMessage.safeParse(message.body);
+    if (parsed.success) {
+      const { deliveryId } = parsed.data;
       // Back to pending, attempts and last result kept: the outbox sweep enqueues it again after 5 minutes,
       // and the delivery still gets at most its eight attempts.
       await db.run(

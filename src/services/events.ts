@@ -6,8 +6,6 @@ import { logError } from "../lib/log";
 import type { DeliveryMessage } from "../queue/messages";
 import { loadPerson, type Person } from "./people";
 
-/** The message on the webhook-deliveries queue: one history row to deliver. */
-
 /**
  * Events are recorded by the write that causes them, in its own batch
  * (`WriteBatch.emit` in services/outbox.ts). This module holds what both

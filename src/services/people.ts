@@ -151,7 +151,7 @@ export function peopleReads(db: Db, companyId: number, ids: PersonIds) {
     batchableAll<EmailRow>(
       db,
       sql`select person_id, id, email, "primary", employer_company_id is not null as managed from person_emails
-          where person_id in (${among}) and coalesce(employer_company_id, ${companyId}) = ${companyId} order by id`,
+          where person_id in (${among}) and ${visibleEmail(companyId)} order by id`,
     ),
     batchableAll<PhoneRow>(
       db,

@@ -14,10 +14,9 @@ import { peopleReads, visibleEmail } from "../people";
  * scanning every address as `LIKE 'p%'` would.
  *
  * A page this isolate rendered before is answered again while the company's
- * list version is the one it was rendered under (`pageCache`): no read of
- * its own when the caller passes the version it read with the access check
- * (`knownVersion`), else one D1 read of one row, instead of the page's reads
- * and their rendering. Otherwise the
+ * list version is the one it was rendered under (`pageCache`), with no
+ * read of its own: the caller passes the version the access check read
+ * (`knownVersion`), instead of the page's reads and their rendering. Otherwise the
  * version, the count and the page's reads are one D1 round trip (one
  * transaction, so the version is the one of exactly the rows rendered).
  */
@@ -27,20 +26,13 @@ export async function listEmployees(
   search: string | null,
   page: Page,
   /** The list version the caller read already (the access check reads it), so a cached page costs no read. */
-  knownVersion?: string | null,
+  knownVersion: string | null,
 ) {
   const { limit, offset } = pageWindow(page);
   const key = pageKey(companyId, search, limit, offset);
   const cached = pageCache.get(key);
   if (cached !== undefined) {
-    const version =
-      knownVersion !== undefined
-        ? knownVersion
-        : await db.$client
-            .prepare("select version from company_list_versions where company_id = ?")
-            .bind(companyId)
-            .first<string>("version");
-    if (version === cached.version) {
+    if (knownVersion === cached.version) {
       pageCache.touch(key, cached);
       return { body: cached.body, total: cached.total };
     }
