@@ -25,13 +25,12 @@
 // setup failed; a ratio under its target is reported, not an error. Always
 // stops the workerd it started (Miniflare's dispose) and removes its state.
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
 import * as prettier from "prettier";
 import { tsImport } from "tsx/esm/api";
-import { ROOT, fail, step } from "./lib/cli.mjs";
+import { ROOT, fail, freePorts, step } from "./lib/cli.mjs";
 import { startLocalWorker } from "./lib/local-worker.mjs";
 import {
   bundleModuleMap,
@@ -56,8 +55,6 @@ const BULK_SINGLES = 100;
 /** Filled by the setup: one bulk call of EMPLOYEES employees, and a single POST's time per employee. */
 const bulkOnboarding = { ms: 0, singleMs: 0 };
 const SETTLE_MS = 100;
-/** Slow scenarios are measured by count: this many requests per connection. */
-const SLOW_REQUESTS_PER_CONNECTION = 2;
 /** The 1-minute load average before the bench added its own: other work on the machine skews the figures. */
 const LOAD_AT_START = os.loadavg();
 const STARTED = Date.now();
@@ -98,7 +95,7 @@ function positiveInt(/** @type {string} */ name, /** @type {number} */ fallback)
  * A target is a ratio to `/healthz` or to the scenario's floor (`of`).
  * @typedef {{ ratio: number, of: "healthz" | "floor" }} Target
  * @typedef {{ key: string, name: string, method?: "GET" | "POST", path: string,
- *   headers?: Record<string, string>, body?: string, expected: number, target?: Target, slow?: boolean,
+ *   headers?: Record<string, string>, body?: string, expected: number, target?: Target,
  *   floor?: string }} Scenario
  * @typedef {{ rps: number, p50: number, p99: number, requests: number, unexpected: Map<string, number> }} Measurement
  */
@@ -305,13 +302,6 @@ async function heapOf(/** @type {string} */ label, /** @type {() => Promise<any>
 }
 
 /** A free TCP port on 127.0.0.1 (for workerd's inspector). */
-async function freePort() {
-  const server = net.createServer();
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(undefined)));
-  const { port } = /** @type {net.AddressInfo} */ (server.address());
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 let exiting = false;
 
 async function stopAndExit(/** @type {number} */ code, /** @type {string} [message] */ message) {
@@ -409,7 +399,7 @@ function contact(/** @type {number} */ i) {
 
 async function setup() {
   const started = Date.now();
-  const inspectorPort = MEMORY || PROFILE ? await freePort() : null;
+  const inspectorPort = MEMORY || PROFILE ? (await freePorts())[0] : null;
   step("Starting the Worker on Miniflare (one workerd, temporary state, rate limits raised)");
   worker = await startLocalWorker({
     // The Worker with the floor routes (never deployed: wrangler.toml's main is src/index.ts).
@@ -546,41 +536,23 @@ async function settle() {
   await sleep(SETTLE_MS);
 }
 
-/**
- * One autocannon run of `scenario` for `seconds`. A slow scenario, whose
- * requests can take longer than the whole window at 32 connections (so a
- * timed run would count next to nothing and drop the requests in flight), is
- * run for a fixed number of requests instead, `requestsPerConnection` per
- * connection, timed here from the start to the last answer: autocannon
- * reports the duration of such a run only at its next whole-second tick
- * (64 requests answered in 2.1 s read as 3 s), which made every earlier
- * figure of a slow scenario 64 ÷ a whole number of seconds.
- */
-async function measure(
-  /** @type {Scenario} */ scenario,
-  /** @type {number} */ seconds,
-  /** @type {number} */ requestsPerConnection = SLOW_REQUESTS_PER_CONNECTION,
-) {
-  let lastAnswer = 0;
-  const started = performance.now();
+/** One autocannon run of `scenario` for `seconds`. */
+async function measure(/** @type {Scenario} */ scenario, /** @type {number} */ seconds) {
   const result = await new Promise((resolve, reject) => {
-    const run = autocannon(
+    autocannon(
       {
         url: `${worker?.url}${scenario.path}`,
         method: scenario.method ?? "GET",
         headers: scenario.headers ?? {},
         body: scenario.body,
         connections: CONNECTIONS,
-        ...(scenario.slow ? { amount: CONNECTIONS * requestsPerConnection } : { duration: seconds }),
+        duration: seconds,
         timeout: 10,
       },
       (/** @type {Error | null} */ err, /** @type {any} */ res) => (err ? reject(err) : resolve(res)),
     );
-    run.on("response", () => {
-      lastAnswer = performance.now();
-    });
   });
-  const elapsed = scenario.slow && lastAnswer > started ? (lastAnswer - started) / 1000 : result.duration || seconds;
+  const elapsed = result.duration || seconds;
   await settle();
   /** @type {Map<string, number>} */
   const unexpected = new Map();
@@ -778,7 +750,7 @@ async function profileScenarios(/** @type {Scenario[]} */ list) {
   if (chosen.length === 0) fail(`--profile= names none of: ${list.map((s) => s.key).join(", ")}`);
   const moduleOf = bundleModuleMap(/** @type {string} */ (worker?.entry));
   const bundleName = path.basename(/** @type {string} */ (worker?.entry));
-  for (const s of chosen) await measure(s, WARMUP_S, 1);
+  for (const s of chosen) await measure(s, WARMUP_S);
   for (const s of chosen) {
     /** @type {Measurement | undefined} */
     let m;
@@ -847,7 +819,7 @@ async function main() {
   };
 
   step(`Warm-up: every scenario for ${WARMUP_S} s at ${CONNECTIONS} connections`);
-  for (const s of all) note(s, await measure(s, WARMUP_S, 1), "warm-up");
+  for (const s of all) note(s, await measure(s, WARMUP_S), "warm-up");
 
   const perRound = all.length + 1;
   const eta = Math.ceil((ROUNDS * perRound * (DURATION_S + 0.3)) / 5) * 5;

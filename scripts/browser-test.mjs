@@ -17,11 +17,10 @@
 import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from "node:fs";
 import https from "node:https";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
-import { ROOT, bin, childEnv } from "./lib/cli.mjs";
+import { ROOT, bin, childEnv, freePorts } from "./lib/cli.mjs";
 import { loadDemoObjects } from "./lib/demo-objects.mjs";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -290,22 +289,6 @@ function makeCertificate(hosts) {
   );
   if (result.status !== 0) throw new Error(`openssl failed: ${result.stderr}`);
   return { key, cert };
-}
-
-async function freePorts(n) {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise((resolve) => {
-          const server = net.createServer();
-          server.listen(0, "127.0.0.1", () => resolve(server));
-        }),
-    ),
-  );
-  const ports = servers.map((server) => server.address().port);
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
 }
 
 function startChild(name, command, args) {

@@ -205,10 +205,7 @@ try {
       };
     },
   });
-  // startLocalWorker keeps its state beside the bundle: <tmp>/bundle/index.js, <tmp>/state.
-  if (!worker.entry) throw new Error("scripts/lib/local-worker.mjs answers no `entry`: it predates the Person objects");
-  const state = path.join(path.dirname(path.dirname(worker.entry)), "state");
-  if (!fs.existsSync(path.join(state, "d1"))) throw new Error(`no local state beside the bundle (${state})`);
+  const state = worker.state;
   const d1Dir = path.join(state, "d1", "miniflare-D1DatabaseObject");
   const d1File = () => {
     const files = fs.readdirSync(d1Dir).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite");

@@ -9,7 +9,19 @@ import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { ROOT, bin, childEnv, d1, fail, parseArgs, run, sqlString, step, waitForHealth } from "./lib/cli.mjs";
+import {
+  ROOT,
+  bin,
+  childEnv,
+  d1,
+  fail,
+  freePorts,
+  parseArgs,
+  run,
+  sqlString,
+  step,
+  waitForHealth,
+} from "./lib/cli.mjs";
 
 const { flags } = parseArgs(process.argv.slice(2), { switches: ["help"] });
 if (flags.help) {
@@ -235,17 +247,6 @@ async function checkTenant({ api, company, admin, token, license }) {
   );
 }
 
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
 async function portTaken(port) {
   return new Promise((resolve) => {
     const socket = net.connect(port, "127.0.0.1");
@@ -271,7 +272,7 @@ async function startServer() {
       detached: true,
     });
   } else {
-    port = await freePort();
+    [port] = await freePorts();
     step(`Port 8787 is taken: migrating, seeding and starting wrangler dev on a free port, ${port}`);
     run("wrangler", ["d1", "migrations", "apply", "DB", "--local"], {
       env: { CI: "1" },

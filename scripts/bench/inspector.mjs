@@ -92,19 +92,9 @@ export async function heapDuring(
 }
 
 /**
- * A CPU profile of the isolate while `work` runs (V8's sampling profiler,
- * every `intervalUs` microseconds). Returns the raw profile.
+ * CPU profiles of the isolates while `work` runs (V8's sampling profiler,
+ * every `intervalUs` microseconds): the raw profiles, one per inspector, in order.
  */
-export async function cpuProfileDuring(
-  /** @type {Inspector} */ inspector,
-  /** @type {() => Promise<unknown>} */ work,
-  intervalUs = 200,
-) {
-  const [profile] = await cpuProfilesDuring([inspector], work, intervalUs);
-  return /** @type {CpuProfile} */ (profile);
-}
-
-/** `cpuProfileDuring` for several isolates at once (one profile each, in order). */
 export async function cpuProfilesDuring(
   /** @type {Inspector[]} */ inspectors,
   /** @type {() => Promise<unknown>} */ work,

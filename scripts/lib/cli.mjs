@@ -2,6 +2,7 @@
 // (node_modules/.bin first on PATH, so wrangler gets the project's Node 22),
 // report steps, and run SQL on the local or remote D1 through wrangler.
 import { spawnSync } from "node:child_process";
+import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -118,4 +119,22 @@ export async function waitForHealth(base, { seconds = 90, alive = () => true } =
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   return false;
+}
+
+/** `n` distinct TCP ports on 127.0.0.1 that were free a moment ago (all held at once while chosen). */
+export async function freePorts(n = 1) {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise((resolve, reject) => {
+          const server = net.createServer();
+          server.once("error", reject);
+          server.listen(0, "127.0.0.1", () => resolve(server));
+        }),
+    ),
+  );
+  const ports = servers.map((server) => /** @type {net.AddressInfo} */ (server.address()).port);
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  return ports;
 }

@@ -83,6 +83,8 @@ export function migrationStatements() {
  */
 export async function startLocalWorker({ override, log = () => {}, script } = {}) {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "local-worker-"));
+  /** Where Miniflare keeps D1, KV and the objects' SQLite files (removed by `dispose`). */
+  const state = path.join(tmp, "state");
   /** @type {Miniflare | null} */
   let mf = null;
   let disposed = false;
@@ -109,7 +111,7 @@ export async function startLocalWorker({ override, log = () => {}, script } = {}
         modules: bundleModules(entry),
         host: "127.0.0.1",
         port: 0,
-        resourcePersistencePath: path.join(tmp, "state"),
+        resourcePersistencePath: state,
         cf: false,
         log: new Log(LogLevel.WARN),
       }),
@@ -119,7 +121,7 @@ export async function startLocalWorker({ override, log = () => {}, script } = {}
     const statements = migrationStatements();
     log(`applying ${statements.length} migration statements from drizzle/`);
     for (const sql of statements) await db.prepare(sql).run();
-    return { mf, db, url: url.origin, entry, dispose };
+    return { mf, db, url: url.origin, entry, state, dispose };
   } catch (err) {
     await dispose();
     throw err;
