@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { as, countInPersonObject, countRows, DEMO, employeeBody, fresh } from "./helpers";
+import { as, countInPersonObject, countRows, DEMO, employeeBody, fresh, personObject } from "./helpers";
 import { consume, deliver, newWebhook, receiver } from "./webhook-receiver";
 
 /**
@@ -134,7 +134,7 @@ describe("trust-index work is retried until KV takes it, newest last", () => {
     const key = `rcv:+${receiving.number_code}${receiving.number}`;
     const caller = { inbound_code: "44", inbound: "7911123457" };
     expect((await lookup({ ...receiving, ...caller })).trusted).toBe(false);
-    const object = env.PERSON.get(env.PERSON.idFromName(`person:${DEMO.people.alice}`));
+    const object = personObject(DEMO.people.alice);
     const stillDue = () =>
       countInPersonObject(DEMO.people.alice, "SELECT count(*) AS n FROM index_keys WHERE key = ? AND due = 1", key);
 

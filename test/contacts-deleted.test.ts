@@ -1,8 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_CONTACTS } from "../src/objects/person/limits";
-import { as, countInPersonObject, DEMO, expectError, inPersonObject } from "./helpers";
+import { as, countInPersonObject, DEMO, expectError, inPersonObject, personObject } from "./helpers";
 
 /**
  * GET /contacts/deleted (docs/decisions.md): tombstones written by the
@@ -28,8 +27,6 @@ async function deletedSince(who: "alice" | "bob" | "carol", since: Date | string
   const at = typeof since === "string" ? since : since.toISOString();
   return as(who).get(`/contacts/deleted?since=${encodeURIComponent(at)}${query}`);
 }
-
-const personObject = (personId: number) => env.PERSON.get(env.PERSON.idFromName(`person:${personId}`));
 
 /** Tombstones in the owner's object, as a move from D1 brings them (`importRows`). */
 async function tombstones(ownerId: number, rows: { contactId: number; deletedAt: number }[]) {

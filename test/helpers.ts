@@ -2,6 +2,7 @@ import { env, exports } from "cloudflare:workers";
 import { vi } from "vitest";
 import { expect } from "vitest";
 import { DEMO } from "../src/fixtures/demo-world";
+import { personStub } from "../src/objects/person/name";
 import { fileTokens, type Who } from "./principals";
 
 export { DEMO };
@@ -193,6 +194,9 @@ export const countRows = async (sql: string, ...params: unknown[]) =>
     .bind(...params)
     .first<{ n: number }>())!.n;
 
+/** Person `personId`'s Durable Object, as the Worker reaches it (RPC stub). */
+export const personObject = (personId: number) => personStub(env.PERSON, personId);
+
 /**
  * Runs SQL inside person `personId`'s Durable Object (their feed, blocked
  * calls, budget: src/objects/person/schema.ts) and returns its rows: how a
@@ -204,8 +208,9 @@ export async function inPersonObject<T extends Record<string, SqlStorageValue>>(
   ...params: SqlStorageValue[]
 ): Promise<T[]> {
   const { runInDurableObject } = await import("cloudflare:test");
-  const stub = env.PERSON.get(env.PERSON.idFromName(`person:${personId}`));
-  return runInDurableObject(stub, (_, state) => state.storage.sql.exec<T>(query, ...params).toArray());
+  return runInDurableObject(personObject(personId), (_, state) =>
+    state.storage.sql.exec<T>(query, ...params).toArray(),
+  );
 }
 
 /** The `n` of a `SELECT count(*) AS n …` inside person `personId`'s object. */

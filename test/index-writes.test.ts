@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
 import { pruneExpired } from "../src/services/retention";
-import { as, countInPersonObject, DEMO, inPersonObject } from "./helpers";
+import { as, countInPersonObject, DEMO, inPersonObject, personObject } from "./helpers";
 
 /**
  * Writes cost what they change (docs/architecture.md, "Fan-out bound"): a
@@ -40,7 +40,7 @@ beforeAll(async () => {
   contactIds.push(...((await synced.json()) as { id: number }[]).map((contact) => contact.id));
 });
 
-const bob = env.PERSON.get(env.PERSON.idFromName(`person:${DEMO.people.bob}`));
+const bob = personObject(DEMO.people.bob);
 
 /** The index keys written to KV (put or deleted) while `work` runs (token-cache writes aside). */
 async function writesDuring(work: () => Promise<unknown>): Promise<string[]> {

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { receiverKey } from "../src/domain/trust-records";
-import { as, call, countInPersonObject, DEMO, expectError, inPersonObject } from "./helpers";
+import { as, call, countInPersonObject, DEMO, expectError, inPersonObject, personObject } from "./helpers";
 
 /**
  * Contacts and trust decisions in each person's own object
@@ -12,7 +12,6 @@ import { as, call, countInPersonObject, DEMO, expectError, inPersonObject } from
  * object owns.
  */
 const { alice, bob, carol } = DEMO.people;
-const stub = (personId: number) => env.PERSON.get(env.PERSON.idFromName(`person:${personId}`));
 
 async function secureNumber(who: "alice" | "bob" | "carol") {
   const body = (await (await as(who).get("/apps/buzz/heartbeat")).json()) as { secure_number: { e164: string } };
@@ -29,7 +28,7 @@ const lookup = async (receiver: string, caller: string) =>
 describe("the 10,000-contact quota, inside the object", () => {
   it("concurrent syncs cannot pass it: of three syncs of 50 at 9,900 contacts, two land and one is a 400", async () => {
     const now = Date.now();
-    await stub(carol).importRows({
+    await personObject(carol).importRows({
       contacts: Array.from({ length: 9_900 }, (_, i) => ({
         id: 5_000_000 + i,
         displayName: `Filler ${i}`,
@@ -69,13 +68,13 @@ describe("a trust decision reaches the other person's mirror", () => {
     expect(contact!.user_id).toBeNull();
 
     expect((await as("carol").send("POST", `/contacts/trust/${bob}`, { trusted: true })).status).toBe(201);
-    expect(await stub(bob).trustedMe()).toEqual([carol]);
+    expect(await personObject(bob).trustedMe()).toEqual([carol]);
     const linked = (await (await as("bob").get(`/contacts/${contact!.id}`)).json()) as { user_id: number | null };
     expect(linked.user_id).toBe(carol);
 
     // She changes her mind: the mirror follows, and the email names no one again.
     expect((await as("carol").send("POST", `/contacts/trust/${bob}`, { trusted: false })).status).toBe(201);
-    expect(await stub(bob).trustedMe()).toEqual([]);
+    expect(await personObject(bob).trustedMe()).toEqual([]);
     expect(
       ((await (await as("bob").get(`/contacts/${contact!.id}`)).json()) as { user_id: number | null }).user_id,
     ).toBeNull();
@@ -83,7 +82,7 @@ describe("a trust decision reaches the other person's mirror", () => {
 
   it("a mirror that did not reach the other object is sent again by the decider's alarm", async () => {
     // As a failed send leaves it: the decision made, its mirror still in the outbox.
-    await stub(carol).importRows({ decisions: [{ personId: alice, trusted: true, updatedAt: Date.now() }] });
+    await personObject(carol).importRows({ decisions: [{ personId: alice, trusted: true, updatedAt: Date.now() }] });
     await inPersonObject(
       carol,
       "INSERT INTO mirror_outbox (person_id, trusted, decided_at) VALUES (?, 1, ?)",
@@ -95,16 +94,16 @@ describe("a trust decision reaches the other person's mirror", () => {
       "INSERT OR IGNORE INTO facts (one, person_id, e164, companies) VALUES (1, ?, NULL, '[]')",
       carol,
     );
-    expect(await stub(alice).trustedMe()).not.toContain(carol);
-    expect(await runDurableObjectAlarm(stub(carol))).toBe(true);
-    expect(await stub(alice).trustedMe()).toContain(carol);
+    expect(await personObject(alice).trustedMe()).not.toContain(carol);
+    expect(await runDurableObjectAlarm(personObject(carol))).toBe(true);
+    expect(await personObject(alice).trustedMe()).toContain(carol);
     expect(await countInPersonObject(carol, "SELECT count(*) AS n FROM mirror_outbox")).toBe(0);
   });
 
   it("a late mirror of an older decision changes nothing", async () => {
-    await stub(alice).receiveMirror(carol, true, 2_000);
-    await stub(alice).receiveMirror(carol, false, 1_000);
-    expect(await stub(alice).trustedMe()).toEqual([carol]);
+    await personObject(alice).receiveMirror(carol, true, 2_000);
+    await personObject(alice).receiveMirror(carol, false, 1_000);
+    expect(await personObject(alice).trustedMe()).toEqual([carol]);
   });
 });
 
@@ -118,7 +117,7 @@ describe("the object owns its trust-lookup keys", () => {
     ]);
     expect(synced.status).toBe(200);
     expect(await lookup(secure, phone)).toEqual({ trusted: true, user_id: alice });
-    const values = await stub(alice).indexValues();
+    const values = await personObject(alice).indexValues();
     for (const [key, value] of Object.entries(values)) expect(await env.TRUST_INDEX.get(key)).toBe(value);
     expect(values[`rcvn:${secure}:77`]).toContain(`,${phone},`);
   });
@@ -130,8 +129,10 @@ describe("the object owns its trust-lookup keys", () => {
     await env.TRUST_INDEX.delete(receiverKey(secure));
     await env.TRUST_INDEX.delete(`rcvn:${secure}:78`);
     expect(await lookup(secure, phone)).toEqual({ trusted: true, user_id: alice });
-    await runDurableObjectAlarm(stub(alice));
-    expect(await env.TRUST_INDEX.get(receiverKey(secure))).toBe((await stub(alice).indexValues())[receiverKey(secure)]);
+    await runDurableObjectAlarm(personObject(alice));
+    expect(await env.TRUST_INDEX.get(receiverKey(secure))).toBe(
+      (await personObject(alice).indexValues())[receiverKey(secure)],
+    );
     expect(await env.TRUST_INDEX.get(`rcvn:${secure}:78`)).toContain(`,${phone},`);
   });
 

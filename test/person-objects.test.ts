@@ -3,7 +3,17 @@ import { createExecutionContext, createMessageBatch, getQueueResult, runDurableO
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import type { BackgroundMessage } from "../src/queue/messages";
-import { as, call, countInPersonObject, countRows, DEMO, expectError, inPersonObject, insertToken } from "./helpers";
+import {
+  as,
+  call,
+  countInPersonObject,
+  countRows,
+  DEMO,
+  expectError,
+  inPersonObject,
+  insertToken,
+  personObject,
+} from "./helpers";
 
 /**
  * Each person's own data in their own Durable Object (docs/architecture.md,
@@ -202,7 +212,7 @@ describe("the object's own retention", () => {
       now - 366 * day,
       now - 364 * day,
     );
-    const stub = env.PERSON.get(env.PERSON.idFromName(`person:${personId}`));
+    const stub = personObject(personId);
     await stub.lastActivityId(); // wakes it
     await runInObjectSetAlarm(stub);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
@@ -333,7 +343,7 @@ describe("moving person data from D1 into the objects", () => {
     ).toEqual({ state: "moved", d1_rows: 2407, object_rows: 2407 }); // 1,802 + 600 contacts, 1 tombstone, 1 + 1 + 2 decisions
 
     // The contacts under their D1 ids and times, their values in D1's order.
-    const object = env.PERSON.get(env.PERSON.idFromName(`person:${p}`));
+    const object = personObject(p);
     const book = await object.contactPage({ since: null, limit: 1000, offset: 0 });
     expect(book.total).toBe(600);
     expect(book.items[0]).toEqual({

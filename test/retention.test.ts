@@ -14,7 +14,7 @@ import { pruneOlderThan } from "../src/db/prune";
 import { blockedCalls } from "../src/db/schema";
 import worker from "../src/index";
 import { pruneExpired, RETENTION_STATEMENTS_PER_RULE } from "../src/services/retention";
-import { inPersonObject } from "./helpers";
+import { inPersonObject, personObject } from "./helpers";
 
 /** Retention of docs/decisions.md on a controlled clock: rows are inserted with old timestamps, then the daily cron fires. */
 
@@ -142,7 +142,7 @@ describe("a person's object: trust-request quota counts", () => {
       "INSERT INTO trust_request_days (day, sent) VALUES (?1, 5), (?1 - 1, 7), (?1 - 2, 9), (?1 - 30, 1)",
       today,
     );
-    const stub = env.PERSON.get(env.PERSON.idFromName(`person:${personId}`));
+    const stub = personObject(personId);
     await runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now()));
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await inPersonObject(personId, "SELECT day - ? AS id FROM trust_request_days ORDER BY day", today)).toEqual([

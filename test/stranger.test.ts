@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { as, call, countRows, DEMO, expectError, insertToken } from "./helpers";
+import { as, call, countRows, DEMO, expectError, insertToken, personObject } from "./helpers";
 
 /**
  * What a stranger can still learn or cost (docs/security.md): each
@@ -190,7 +190,7 @@ describe("writes are priced by what they cost", () => {
   const today = () => Math.floor(Date.now() / DAY_MS);
   /** Sets what the person already spent today, inside their object (the budget lives there). */
   const setSpent = (personId: number, records: number, textBytes: number) =>
-    runInDurableObject(env.PERSON.get(env.PERSON.idFromName(`person:${personId}`)), (_, state) => {
+    runInDurableObject(personObject(personId), (_, state) => {
       state.storage.sql.exec(
         "insert into activity_days (day, records, text_bytes) values (?, ?, ?) " +
           "on conflict (day) do update set records = excluded.records, text_bytes = excluded.text_bytes",
@@ -200,7 +200,7 @@ describe("writes are priced by what they cost", () => {
       );
     });
   const spent = (personId: number) =>
-    runInDurableObject(env.PERSON.get(env.PERSON.idFromName(`person:${personId}`)), (_, state) =>
+    runInDurableObject(personObject(personId), (_, state) =>
       state.storage.sql.exec("select records, text_bytes from activity_days where day = ?", today()).one(),
     );
   const chat = (message: string, messageId = crypto.randomUUID()) => ({

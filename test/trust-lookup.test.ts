@@ -5,7 +5,7 @@ import { applyIndexWork, EMPTY_FILL_TTL_SECONDS, RECORD_TTL_SECONDS, workForKeys
 import { createDeps } from "../src/services/outbox";
 import type { Persons } from "../src/services/persons";
 import { recordBlockedCall } from "../src/services/trust-lookup";
-import { as, call, countD1, countInPersonObject, DEMO, expectError, inPersonObject } from "./helpers";
+import { as, call, countD1, countInPersonObject, DEMO, expectError, inPersonObject, personObject } from "./helpers";
 
 type Lookup = { trusted: boolean; user_id: number };
 type Fields = Partial<Record<"number_code" | "number" | "inbound_code" | "inbound" | "caller_id", string>>;
@@ -162,7 +162,7 @@ describe("trust-lookup: who may call", () => {
       "INSERT INTO company_phones (company_id, country_code, phone_number, e164, status) VALUES (2, '1', '6175550100', '+16175550100', 'verified')",
     ).run();
     await reindex("num:+16175550100");
-    const object = env.PERSON.get(env.PERSON.idFromName(`person:${alice}`));
+    const object = personObject(alice);
     const { acme, globex } = DEMO.companies;
     expect(await object.setCompanyTrust(alice, globex, "trusted", true)).toEqual({ ok: true });
     expect(await object.setCompanyTrust(alice, acme, "negative", true)).toEqual({ ok: true });
