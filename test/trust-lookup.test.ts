@@ -136,7 +136,7 @@ describe("trust-lookup: who may call", () => {
     const receiving = await secureNumberOf("alice");
     const carolSecure = await secureNumberOf("carol");
     await env.DB.prepare(
-      "INSERT INTO person_phones (person_id, country_code, phone_number, e164, \"primary\") VALUES (3, '1', '3125550177', '+13125550177', 1)",
+      "INSERT INTO person_phones (person_id, country_code, phone_number, e164, \"primary\", confirmed) VALUES (3, '1', '3125550177', '+13125550177', 1, 1)",
     ).run();
     const fromCarolPhone = { ...receiving, inbound_code: "1", inbound: "3125550177" };
     const fromCarolSecure = { ...receiving, inbound_code: carolSecure.number_code, inbound: carolSecure.number };

@@ -9,8 +9,8 @@
  * - `rcvn:<e164>:<dd>`: that receiver's contact phones ending in the two
  *   digits dd (one of 100 buckets), read in the same round as the others for
  *   the caller's dd, so a lookup never reads the whole contact list.
- * - `num:<e164>`: who calls from e164: the people holding it (personal phone
- *   or secure number) and the companies calling from it (verified phones).
+ * - `num:<e164>`: who calls from e164: the people holding it (a personal phone
+ *   they confirmed, or their secure number) and the companies calling from it (verified phones).
  */
 
 /** How long a record lives in KV; a missed key is answered from its source and written again. */
@@ -42,7 +42,7 @@ export type ReceiverRecord = {
   nc: number[];
 };
 
-/** Who calls from a number: people holding it (phone or secure number) and companies with it as a verified phone. */
+/** Who calls from a number: people holding it (a phone they confirmed, or their secure number) and companies with it as a verified phone. */
 export type NumberRecord = { p: number[]; c: number[] };
 
 export const NOBODY: ReceiverRecord = { p: 0, nb: [], tp: [], c: [], tc: [], nc: [] };

@@ -13,15 +13,25 @@ export const displayName = (p: { firstName: string; middleName: string | null; l
 /** Whether a person can be reached end to end: they saved both encryption identifiers [seed 2.6]. */
 export const e2eeColumn = sql<number>`(${people.encryptionHash} is not null and ${people.e2eId} is not null)`;
 
-/** Ids of the people a number reaches: by one of their phones or by their secure number (docs/decisions.md). */
-export const holdersOfNumber = (db: Db, e164: string) =>
+/**
+ * The person who owns number `e164`: it is their secure number or a phone
+ * they confirmed (at most one person each; docs/decisions.md).
+ */
+export const ownerOfNumber = (db: Db, e164: string) =>
   union(
-    db.select({ id: personPhones.personId }).from(personPhones).where(eq(personPhones.e164, e164)),
     db
       .select({ id: sql<number>`${secureNumbers.personId}` })
       .from(secureNumbers)
       .where(and(eq(secureNumbers.e164, e164), isNotNull(secureNumbers.personId))),
-  );
+    db
+      .select({ id: personPhones.personId })
+      .from(personPhones)
+      .where(and(eq(personPhones.e164, e164), eq(personPhones.confirmed, true))),
+  ).limit(1);
+
+/** Up to `limit` of the people holding `e164` as a personal phone, confirmed or not. */
+export const holdersOfNumber = (db: Db, e164: string, limit: number) =>
+  db.selectDistinct({ id: personPhones.personId }).from(personPhones).where(eq(personPhones.e164, e164)).limit(limit);
 
 export type Person = {
   id: number;

@@ -195,7 +195,8 @@ export async function computeRecords(db: Db, keys: string[]): Promise<Map<string
     db
       .selectDistinct({ e164: personPhones.e164, id: personPhones.personId })
       .from(personPhones)
-      .where(inList(personPhones.e164, calling)),
+      // Only a phone its holder confirmed carries the trust others gave them (docs/decisions.md).
+      .where(sql`${inList(personPhones.e164, calling)} and ${personPhones.confirmed} = 1`),
     db
       .select({ e164: secureNumbers.e164, id: secureNumbers.personId })
       .from(secureNumbers)

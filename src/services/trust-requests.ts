@@ -1,12 +1,12 @@
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { inList } from "../db/sql";
-import { notFound, tooManyRequests } from "../lib/errors";
+import { conflict, notFound, tooManyRequests } from "../lib/errors";
 import { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
 import type { Deps } from "./outbox";
 import { people, personEmails } from "../db/schema";
 import { iso } from "../lib/time";
-import { holdersOfNumber } from "./people";
+import { holdersOfNumber, ownerOfNumber } from "./people";
 
 /** Who a trust request is addressed to: exactly one of these (docs/decisions.md). */
 export type TrustRequestTarget = { user_id?: number; phone?: string; email?: string };
@@ -14,15 +14,25 @@ export type TrustRequestTarget = { user_id?: number; phone?: string; email?: str
 export { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
 
 /**
- * Asks the people matching `target` for trust. A person found by phone may be
- * several people; the requester never learns whether anyone matched. Every
- * request counts toward the requester's day (100, counted in their own object,
- * where their requests run one at a time); a request past it is a 429 and
- * reaches no one. Each match receives it in their own object: asking again
- * while a request is pending refreshes its reason and time (one pending
- * request per pair); asking oneself does nothing.
+ * Asks the person `target` names for trust (docs/decisions.md, "Trust
+ * requests"): one person at most, whoever holds the number. By phone, the
+ * person whose secure number or confirmed phone it is, else the one person
+ * holding it; a number several people hold and none confirmed is a 409
+ * (`ambiguous recipient`, naming no one), charged nothing. The requester
+ * never learns whether anyone matched otherwise. Every other request counts
+ * toward the requester's day (100, counted in their own object, where their
+ * requests run one at a time); a request past it is a 429 and reaches no one.
+ * The match receives it in their own object: asking again while a request is
+ * pending refreshes its reason and time (one pending request per pair);
+ * asking oneself does nothing.
  */
 export async function askForTrust(deps: Deps, requesterId: number, target: TrustRequestTarget, reason: string) {
+  const match = await matchPerson(deps.db, target);
+  if (match === "ambiguous") {
+    throw conflict(
+      "ambiguous recipient: this number reaches no single person; ask by `user_id` or `email`, or ask its holder to confirm it in their app",
+    );
+  }
   const charged = await (await deps.persons.toWrite(requesterId)).chargeTrustRequest();
   if (!charged.ok) {
     throw tooManyRequests(
@@ -30,18 +40,26 @@ export async function askForTrust(deps: Deps, requesterId: number, target: Trust
       charged.retryAfter,
     );
   }
-  const targets = (await matchPeople(deps.db, target)).filter((id) => id !== requesterId);
-  await Promise.all(targets.map((id) => deps.persons.of(id).receiveTrustRequest(id, requesterId, reason)));
+  if (match !== null && match !== requesterId) {
+    await deps.persons.of(match).receiveTrustRequest(match, requesterId, reason);
+  }
 }
 
-async function matchPeople(db: Db, target: TrustRequestTarget): Promise<number[]> {
+/**
+ * The one person `target` names, null for nobody, or `ambiguous`. A phone is
+ * matched in one batch of two reads, each stopping at its first rows, so it
+ * costs the same whether nobody, one or a thousand people hold the number.
+ */
+async function matchPerson(db: Db, target: TrustRequestTarget): Promise<number | null | "ambiguous"> {
   if (target.user_id !== undefined) {
     const row = await db.select({ id: people.id }).from(people).where(eq(people.id, target.user_id)).get();
-    return row ? [row.id] : [];
+    return row?.id ?? null;
   }
   if (target.phone !== undefined) {
-    const rows = await holdersOfNumber(db, target.phone).all();
-    return rows.map((row) => row.id);
+    const [owner, holders] = await db.batch([ownerOfNumber(db, target.phone), holdersOfNumber(db, target.phone, 2)]);
+    if (owner[0]) return owner[0].id;
+    if (holders.length > 1) return "ambiguous";
+    return holders[0]?.id ?? null;
   }
   if (target.email !== undefined) {
     const row = await db
@@ -49,9 +67,9 @@ async function matchPeople(db: Db, target: TrustRequestTarget): Promise<number[]
       .from(personEmails)
       .where(eq(personEmails.email, target.email))
       .get();
-    return row ? [row.id] : [];
+    return row?.id ?? null;
   }
-  return [];
+  return null;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { companies } from "./companies";
 import { cascadeRef, createdAt, flag, id, timestamp, updatedAt } from "./columns";
@@ -71,8 +72,20 @@ export const personPhones = sqliteTable(
     phoneNumber: text("phone_number").notNull(),
     e164: text("e164").notNull(),
     primary: flag("primary").notNull().default(false),
+    /**
+     * Set by the person themselves (`POST /me/phones/{id}/confirm`, or a phone they added through `/me`):
+     * only a confirmed phone carries the trust others gave them (docs/decisions.md, "Who is trusted").
+     * A number is confirmed by at most one person.
+     */
+    confirmed: flag("confirmed").notNull().default(false),
   },
-  (t) => [index("person_phones_e164_idx").on(t.e164), index("person_phones_person_idx").on(t.personId)],
+  (t) => [
+    index("person_phones_e164_idx").on(t.e164),
+    index("person_phones_person_idx").on(t.personId),
+    uniqueIndex("person_phones_confirmed_uq")
+      .on(t.e164)
+      .where(sql`confirmed = 1`),
+  ],
 );
 
 export const personAddresses = sqliteTable(

@@ -107,13 +107,16 @@ export const createTrustRequest = createRoute({
   summary: "Ask a person for trust",
   description:
     "Names the person by exactly one of `user_id`, `phone` or `email`. Answers 201 whether or not anyone " +
-    "matched, so it cannot be used to find out who is a user. Asking again while pending refreshes the request.",
+    "matched, so it cannot be used to find out who is a user. Asking again while pending refreshes the request. " +
+    "A request reaches one person at most: by `phone`, the person whose secure number or confirmed phone it is, " +
+    "else the one person holding it; a number several people hold and none confirmed is a 409 " +
+    "(`ambiguous recipient`), charged nothing.",
   security: bearerSecurity,
   middleware: [requirePerson] as const,
   request: { body: { required: true, content: { "application/json": { schema: TrustRequestCreateSchema } } } },
   responses: {
     201: jsonContent(SuccessSchema, "The request was recorded (if anyone matched)"),
-    ...errorResponses(400, 401, 403, 413, 429),
+    ...errorResponses(400, 401, 403, 409, 413, 429),
   },
 });
 

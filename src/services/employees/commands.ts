@@ -43,7 +43,7 @@ import {
 import { assertEmailsFree, emailReplacement, emailsTaken } from "./emails";
 import { lastSettingsWriter, noLicense, runBatch, tooManyEmployees } from "./errors";
 import { belongsElsewhere, withoutPersonWideChanges } from "./person-wide";
-import { addNewEmployees, collectionInserts } from "./statements";
+import { addNewEmployees, collectionInserts, confirmedNumbersOf } from "./statements";
 
 /**
  * The employee commands (docs/architecture.md, "Writes are commands"):
@@ -241,7 +241,13 @@ export async function updateEmployee(
     // Both the numbers they leave and the ones they take change hands (caller records).
     batch.reindexNumbersOf(personId);
     statements.push(db.delete(personPhones).where(eq(personPhones.personId, personId)));
-    statements.push(...collectionInserts(db, personId, { phones: changes.phones }));
+    // A number the person confirmed stays confirmed; any other number the employer enters is not (docs/decisions.md).
+    const confirmed = await confirmedNumbersOf(db, personId);
+    statements.push(
+      ...collectionInserts(db, personId, {
+        phones: changes.phones.map((phone) => ({ ...phone, confirmed: confirmed.delete(phone.e164) })),
+      }),
+    );
   }
   if (changes.addresses) {
     statements.push(db.delete(personAddresses).where(eq(personAddresses.personId, personId)));

@@ -1,4 +1,4 @@
-import { sql, type SQL } from "drizzle-orm";
+import { and, eq, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { touchRosters } from "../../db/rosters";
 import {
@@ -191,7 +191,7 @@ export async function addNewEmployees(
 export function collectionInserts(
   db: Db,
   personId: number | SQL,
-  input: { akas?: AkaInput[]; phones?: PhoneInput[]; addresses?: AddressInput[] },
+  input: { akas?: AkaInput[]; phones?: (PhoneInput & { confirmed?: boolean })[]; addresses?: AddressInput[] },
 ) {
   return [
     ...chunks(input.akas ?? []).map((part) => db.insert(personAkas).values(part.map((aka) => ({ personId, ...aka })))),
@@ -203,6 +203,7 @@ export function collectionInserts(
           phoneNumber: phone.nationalNumber,
           e164: phone.e164,
           primary: phone.primary,
+          confirmed: phone.confirmed ?? false,
         })),
       ),
     ),
@@ -216,4 +217,14 @@ export function chunks<T>(rows: T[], size = ROWS_PER_INSERT): T[][] {
   const parts: T[][] = [];
   for (let i = 0; i < rows.length; i += size) parts.push(rows.slice(i, i + size));
   return parts;
+}
+
+/** The numbers person `personId` confirmed themselves (a set, so each counts once). */
+export async function confirmedNumbersOf(db: Db, personId: number): Promise<Set<string>> {
+  const rows = await db
+    .select({ e164: personPhones.e164 })
+    .from(personPhones)
+    .where(and(eq(personPhones.personId, personId), eq(personPhones.confirmed, true)))
+    .all();
+  return new Set(rows.map((row) => row.e164));
 }

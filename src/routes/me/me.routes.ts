@@ -1,0 +1,42 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
+import { requirePerson } from "../../middleware/auth";
+import { MyPhoneParams, MyPhoneSchema } from "./me.schemas";
+
+const tags = ["Me"];
+
+export const listMyPhones = createRoute({
+  method: "get",
+  operationId: "listMyPhones",
+  path: "/me/phones",
+  tags,
+  summary: "The caller's phones",
+  description:
+    "Every phone on the caller's account, oldest first, with whether the caller confirmed it. Only a confirmed " +
+    "phone carries the trust others gave the caller.",
+  security: bearerSecurity,
+  middleware: [requirePerson] as const,
+  responses: {
+    200: jsonContent(z.array(MyPhoneSchema), "The caller's phones"),
+    ...errorResponses(401, 403, 429),
+  },
+});
+
+export const confirmMyPhone = createRoute({
+  method: "post",
+  operationId: "confirmMyPhone",
+  path: "/me/phones/{id}/confirm",
+  tags,
+  summary: "Confirm a phone as the caller's own",
+  description:
+    "From now on calls from this number are trusted by the people who trust the caller, and a trust request " +
+    "sent to the number reaches the caller. Confirming again changes nothing. A number another person " +
+    "confirmed is a 409.",
+  security: bearerSecurity,
+  middleware: [requirePerson] as const,
+  request: { params: MyPhoneParams },
+  responses: {
+    200: jsonContent(MyPhoneSchema, "The phone, confirmed"),
+    ...errorResponses(401, 403, 404, 409, 429),
+  },
+});

@@ -1,0 +1,171 @@
+import { describe, expect, it } from "vitest";
+import { as, call, countInPersonObject, DEMO, employeeBody, expectError, fresh } from "./helpers";
+
+/*
+ * Trust that cannot be borrowed (docs/security.md, "Borrowed trust"): a
+ * person's trust covers their secure number and the phones they confirmed
+ * themselves, and a trust request reaches one person at most.
+ */
+
+type Lookup = { trusted: boolean; user_id: number };
+
+async function secureNumberOf(who: "alice" | "bob" | "carol"): Promise<string> {
+  const response = await as(who).get("/apps/buzz/heartbeat");
+  expect(response.status).toBe(200);
+  const { secure_number } = (await response.json()) as { secure_number: { country_code: string; number: string } };
+  return `+${secure_number.country_code}${secure_number.number}`;
+}
+
+/** Would a call from `from` to `to` ring? (the telephony provider's question) */
+async function rings(to: string, from: string): Promise<Lookup> {
+  const response = await call(`/apps/buzz/trust-lookup?${new URLSearchParams({ number: to, inbound: from })}`, {
+    token: DEMO.tokens.telephony,
+  });
+  expect(response.status).toBe(200);
+  return response.json();
+}
+
+type MyPhone = { id: number; phone_full: string; confirmed: boolean };
+async function bobsPhones(): Promise<MyPhone[]> {
+  const response = await as("bob").get("/me/phones");
+  expect(response.status).toBe(200);
+  return response.json();
+}
+
+const setBobsPhones = async (...numbers: string[]) =>
+  expect(
+    (
+      await as("alice").send("PUT", `/companies/1/employees/${DEMO.people.bob}`, {
+        phone_numbers: numbers.map((phone_full, i) => ({ phone_full, primary: i === 0 })),
+      })
+    ).status,
+  ).toBe(200);
+
+describe("an employer cannot lend a number the trust others gave its employee", () => {
+  it("Carol trusts Bob: Alice changing Bob's phone does not make the new number ring Carol until Bob confirms it", async () => {
+    const carol = await secureNumberOf("carol");
+    expect((await as("bob").send("POST", "/contacts/requests", { user_id: DEMO.people.carol })).status).toBe(201);
+    expect((await as("carol").send("POST", `/contacts/trust/${DEMO.people.bob}`, { trusted: 1 })).status).toBe(201);
+    // Bob's demo phone is one he confirmed: it rings Carol.
+    expect(await rings(carol, DEMO.bobPhone)).toEqual({ trusted: true, user_id: DEMO.people.carol });
+
+    // The audit's reproduction: the Admin of Bob's company gives him any number it likes.
+    const borrowed = "+14155550142";
+    await setBobsPhones(borrowed);
+    expect(await rings(carol, borrowed)).toEqual({ trusted: false, user_id: DEMO.people.carol });
+    expect(await rings(carol, DEMO.bobPhone)).toEqual({ trusted: false, user_id: DEMO.people.carol });
+
+    const [phone] = await bobsPhones();
+    expect(phone).toMatchObject({ phone_full: borrowed, confirmed: false });
+    const confirmed = await as("bob").send("POST", `/me/phones/${phone!.id}/confirm`);
+    expect(confirmed.status).toBe(200);
+    expect(await confirmed.json()).toMatchObject({ id: phone!.id, confirmed: true });
+    expect(await rings(carol, borrowed)).toEqual({ trusted: true, user_id: DEMO.people.carol });
+
+    // The employer sending the list again keeps what Bob confirmed; a number it adds is not confirmed.
+    const added = "+14155550143";
+    await setBobsPhones(borrowed, added);
+    expect((await bobsPhones()).map(({ phone_full, confirmed }) => ({ phone_full, confirmed }))).toEqual([
+      { phone_full: borrowed, confirmed: true },
+      { phone_full: added, confirmed: false },
+    ]);
+    expect(await rings(carol, borrowed)).toEqual({ trusted: true, user_id: DEMO.people.carol });
+    expect(await rings(carol, added)).toEqual({ trusted: false, user_id: DEMO.people.carol });
+    await setBobsPhones(DEMO.bobPhone);
+  });
+
+  it("a phone is confirmed only by its holder, and by one person at most", async () => {
+    // The first test gave Bob his demo number back through his employer: unconfirmed again until he confirms it.
+    const [bobs] = await bobsPhones();
+    expect(bobs).toMatchObject({ phone_full: DEMO.bobPhone, confirmed: false });
+    expect((await as("bob").send("POST", `/me/phones/${bobs!.id}/confirm`)).status).toBe(200);
+    expect(
+      await expectError(await as("carol").send("POST", `/me/phones/${bobs!.id}/confirm`), 404, "Not Found"),
+    ).toMatch(/phone \d+ does not exist/);
+    // Alice holds the same number (her company entered it): Bob's confirmation stands, hers is a 409.
+    const alice = await as("alice").send("PUT", `/companies/1/employees/${DEMO.people.alice}`, {
+      phone_numbers: [{ phone_full: bobs!.phone_full, primary: true }],
+    });
+    expect(alice.status).toBe(200);
+    const [alices] = (await (await as("alice").get("/me/phones")).json()) as MyPhone[];
+    expect(alices).toMatchObject({ phone_full: bobs!.phone_full, confirmed: false });
+    expect(
+      await expectError(await as("alice").send("POST", `/me/phones/${alices!.id}/confirm`), 409, "Conflict"),
+    ).toMatch(/confirmed by another person/);
+    expect((await call("/me/phones", { token: DEMO.tokens.telephony })).status).toBe(403);
+  });
+});
+
+describe("a trust request reaches one person at most", () => {
+  it("a number several people hold and none confirmed is 409 `ambiguous recipient`: nothing written, nothing charged", async () => {
+    const frontDesk = "+14155550177";
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const created = await as("alice").send(
+        "POST",
+        "/companies/1/employees",
+        employeeBody(fresh("desk"), { phone_numbers: [{ phone_full: frontDesk, primary: true }] }),
+      );
+      expect(created.status).toBe(200);
+      ids.push(((await created.json()) as { id: number }).id);
+    }
+    const sentBefore = await countInPersonObject(
+      DEMO.people.carol,
+      "select coalesce(sum(sent), 0) as n from trust_request_days",
+    );
+    const message = await expectError(
+      await as("carol").send("POST", "/contacts/requests", { phone: frontDesk, contact_reason: "hi" }),
+      409,
+      "Conflict",
+    );
+    expect(message).toMatch(/ambiguous recipient/);
+    expect(message).not.toMatch(/\d{3}/);
+    for (const id of ids) expect(await countInPersonObject(id, "select count(*) as n from trust_requests")).toBe(0);
+    expect(
+      await countInPersonObject(DEMO.people.carol, "select coalesce(sum(sent), 0) as n from trust_request_days"),
+    ).toBe(sentBefore);
+  });
+
+  it("by phone it reaches the one person who confirmed it, and only them", async () => {
+    const shared = "+14155550188";
+    const ids: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      const created = await as("alice").send(
+        "POST",
+        "/companies/1/employees",
+        employeeBody(fresh("shared"), { phone_numbers: [{ phone_full: shared, primary: true }] }),
+      );
+      ids.push(((await created.json()) as { id: number }).id);
+    }
+    // Bob holds it too, and confirms it.
+    await setBobsPhones(shared);
+    const [phone] = await bobsPhones();
+    expect((await as("bob").send("POST", `/me/phones/${phone!.id}/confirm`)).status).toBe(200);
+    expect((await as("carol").send("POST", "/contacts/requests", { phone: shared, contact_reason: "hi" })).status).toBe(
+      201,
+    );
+    expect(
+      await countInPersonObject(
+        DEMO.people.bob,
+        "select count(*) as n from trust_requests where requester_id = ?",
+        DEMO.people.carol,
+      ),
+    ).toBe(1);
+    for (const id of ids) expect(await countInPersonObject(id, "select count(*) as n from trust_requests")).toBe(0);
+    await setBobsPhones(DEMO.bobPhone);
+  });
+
+  it("a number one person holds, unconfirmed, reaches that person", async () => {
+    const own = "+14155550166";
+    const created = await as("alice").send(
+      "POST",
+      "/companies/1/employees",
+      employeeBody(fresh("solo"), { phone_numbers: [{ phone_full: own, primary: true }] }),
+    );
+    const { id } = (await created.json()) as { id: number };
+    expect((await as("carol").send("POST", "/contacts/requests", { phone: own, contact_reason: "hi" })).status).toBe(
+      201,
+    );
+    expect(await countInPersonObject(id, "select count(*) as n from trust_requests")).toBe(1);
+  });
+});
