@@ -375,3 +375,43 @@ describe("the token as the HTTP Basic password", () => {
     expect(response.headers.get("Retry-After")).toBe("60");
   });
 });
+
+describe("a field given twice is unreadable, by the query string and by the body alike", () => {
+  const twice = (first: string, second: string) => `To=${encodeURIComponent(first)}&To=${encodeURIComponent(second)}`;
+  const from = `From=${encodeURIComponent(ACME)}`;
+
+  it("GET ?To=…&To=… reads neither value (it once read the first)", async () => {
+    const response = await call(`/apps/buzz/trust-lookup?${twice(ALICE, UNHELD)}&${from}`, {
+      token: fileTokens.telephony,
+    });
+    expect(await answer(response)).toEqual({
+      body: { trusted: false, user_id: 0 },
+      problem: "receiver unreadable",
+    });
+  });
+
+  it("a form with To twice reads neither value (it once read the last)", async () => {
+    const response = await call("/apps/buzz/trust-lookup", {
+      method: "POST",
+      token: fileTokens.telephony,
+      body: `${twice(UNHELD, ALICE)}&${from}`,
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    });
+    expect(await answer(response)).toEqual({
+      body: { trusted: false, user_id: 0 },
+      problem: "receiver unreadable",
+    });
+  });
+
+  it("a JSON list for From is unreadable too", async () => {
+    const response = await call("/apps/buzz/trust-lookup", {
+      method: "POST",
+      token: fileTokens.telephony,
+      body: { To: ALICE, From: [ACME, STRANGER] },
+    });
+    expect(await answer(response)).toEqual({
+      body: { trusted: false, user_id: alice },
+      problem: "caller unreadable",
+    });
+  });
+});

@@ -30,6 +30,8 @@ export type LookupFields = {
   From?: string;
   Called?: string;
   Caller?: string;
+  /** Fields the provider sent more than once in one source: unreadable, whichever value was meant. */
+  repeated?: string[];
 };
 
 /** What was wrong with one side of a lookup, for the `Lookup-Problem` header. */
@@ -53,7 +55,13 @@ const wholeNumber = (value: string) => phoneFromInternational(/^ [0-9]/.test(val
  * E.164), then the provider's names in order, each in E.164. Blank values
  * count as absent. Never throws.
  */
-function readParty(code: string | undefined, number: string | undefined, aliases: (string | undefined)[]): LookupParty {
+function readParty(
+  code: string | undefined,
+  number: string | undefined,
+  aliases: (string | undefined)[],
+  repeated: boolean,
+): LookupParty {
+  if (repeated) return { phone: null, problem: "unreadable", code: "", number: "" };
   if (given(number)) {
     const phone = given(code) ? phoneFromParts(code, number) : wholeNumber(number);
     return { phone, problem: phone ? null : "unreadable", code: code ?? "", number };
@@ -68,11 +76,15 @@ function readParty(code: string | undefined, number: string | undefined, aliases
 
 /** The receiving number: `number_code` + `number`, `number` in E.164, `To`, or `Called`. */
 export const readReceiver = (fields: LookupFields) =>
-  readParty(fields.number_code, fields.number, [fields.To, fields.Called]);
+  readParty(fields.number_code, fields.number, [fields.To, fields.Called], repeatedAny(fields, RECEIVER_FIELDS));
 
 /** The caller's number: `inbound_code` + `inbound`, `inbound` in E.164, `From`, or `Caller`. */
 export const readCaller = (fields: LookupFields) =>
-  readParty(fields.inbound_code, fields.inbound, [fields.From, fields.Caller]);
+  readParty(fields.inbound_code, fields.inbound, [fields.From, fields.Caller], repeatedAny(fields, CALLER_FIELDS));
+
+const RECEIVER_FIELDS = ["number_code", "number", "To", "Called"];
+const CALLER_FIELDS = ["inbound_code", "inbound", "From", "Caller"];
+const repeatedAny = (fields: LookupFields, names: string[]) => names.some((name) => fields.repeated?.includes(name));
 
 /**
  * The `Lookup-Problem` header's value (contract §11.3), or null when both
@@ -247,7 +259,16 @@ function companyRefs(db: Db, ids: number[]) {
  * Records a blocked call after the answer (the caller passes the returned
  * promise to `waitUntil`): appended to the receiver's own object, which keeps
  * their newest 1,000 and 90 days (docs/architecture.md). The provider never
- * waits for it; a failed append is logged, never surfaced.
+ * waits for it; a failed append is retried once, then logged, never surfaced.
+ *
+ * Calls to one receiver arriving in this isolate while a group is open share
+ * one call into their object: the first call of a group (its leader) sends
+ * it, later ones only add their row and return at once, so no request ever
+ * awaits a promise another request's I/O resolves (workerd cancels those:
+ * "Promise will never complete"). A quiet receiver's group is open
+ * `QUIET_WINDOW_MS`; a receiver that had a group within the last second is
+ * hot, and its groups stay open `HOT_WINDOW_MS`, so one isolate makes at most
+ * ten appends a second to a hot receiver's object however many calls arrive.
  */
 export function recordBlockedCall(persons: Persons, call: BlockedCallInput): Promise<void> {
   const row: BlockedCallRow = {
@@ -256,31 +277,40 @@ export function recordBlockedCall(persons: Persons, call: BlockedCallInput): Pro
     phoneNumber: call.phoneNumber,
     createdAt: Date.now(),
   };
-  // Calls to one receiver arriving within APPEND_WINDOW_MS share one call into their object:
-  // a provider's burst of unknown callers to one person costs a few RPCs, not one each.
   const open = appending.get(call.personId);
   if (open && open.rows.length < MAX_APPEND) {
     open.rows.push(row);
-    return open.done;
+    return Promise.resolve();
   }
-  const group = { rows: [row], done: Promise.resolve() };
+  const now = Date.now();
+  const hot = now - (lastSent.get(call.personId) ?? -Infinity) < HOT_MS;
+  const group = { rows: [row] };
   appending.set(call.personId, group);
-  group.done = new Promise<void>((resolve) => setTimeout(resolve, APPEND_WINDOW_MS)).then(async () => {
+  return scheduler.wait(hot ? HOT_WINDOW_MS : QUIET_WINDOW_MS).then(async () => {
     if (appending.get(call.personId) === group) appending.delete(call.personId);
-    try {
-      await persons.of(call.personId).recordBlockedCalls(call.personId, group.rows);
-    } catch (err) {
-      logError("recording blocked calls failed", err, { personId: call.personId, calls: group.rows.length });
+    lastSent.set(call.personId, Date.now());
+    if (lastSent.size > 10_000) lastSent.clear();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await persons.of(call.personId).recordBlockedCalls(call.personId, group.rows);
+      } catch (err) {
+        if (attempt < 2) continue;
+        logError("recording blocked calls failed", err, { personId: call.personId, calls: group.rows.length });
+        return;
+      }
     }
   });
-  return group.done;
 }
 
-/** How long a receiver's group of blocked calls takes more, and how many it takes at most. */
-const APPEND_WINDOW_MS = 5;
-const MAX_APPEND = 100;
-/** Groups taking calls, by receiver (per isolate). */
-const appending = new Map<number, { rows: BlockedCallRow[]; done: Promise<void> }>();
+/** How long a receiver's group of blocked calls takes more: quiet, and hot (a group within `HOT_MS`). */
+const QUIET_WINDOW_MS = 5;
+const HOT_WINDOW_MS = 100;
+const HOT_MS = 1_000;
+/** At most this many calls in one append (the object keeps its newest 1,000 anyway). */
+const MAX_APPEND = 1_000;
+/** Groups taking calls, by receiver (per isolate), and when each receiver's last group was sent. */
+const appending = new Map<number, { rows: BlockedCallRow[] }>();
+const lastSent = new Map<number, number>();
 
 /** The newest 100 blocked calls of a member [seed 2.4, 4.1 rule 8], from their object. */
 export async function latestBlockedCalls(persons: Persons, personId: number) {
@@ -308,9 +338,10 @@ const FIELD_NAMES = [
 
 /**
  * Reads the lookup fields from whatever the provider sent (query, JSON or
- * form): strings are kept, numbers written as strings, the first of repeated
- * values taken, anything else ignored; a later source wins per field name.
- * Never throws.
+ * form): strings are kept, numbers written as strings, anything else
+ * ignored; a later source wins per field name. A field given more than once
+ * in one source (`To=…&To=…`, a JSON array) is unreadable, the same rule for
+ * the query string and the body (docs/decisions.md). Never throws.
  */
 export function readLookupFields(...sources: unknown[]): LookupFields {
   const fields: LookupFields = {};
@@ -318,7 +349,14 @@ export function readLookupFields(...sources: unknown[]): LookupFields {
     if (typeof source !== "object" || source === null || Array.isArray(source)) continue;
     for (const name of FIELD_NAMES) {
       let value = (source as Record<string, unknown>)[name];
-      if (Array.isArray(value)) value = value[0];
+      if (Array.isArray(value)) {
+        if (value.length > 1) {
+          delete fields[name];
+          fields.repeated = [...(fields.repeated ?? []), name];
+          continue;
+        }
+        value = value[0];
+      }
       if (typeof value === "number" && Number.isFinite(value)) value = String(value);
       if (typeof value === "string") fields[name] = value;
     }

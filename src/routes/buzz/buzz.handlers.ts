@@ -38,7 +38,8 @@ async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields) {
 }
 
 export const trustLookupGet: AppRouteHandler<typeof routes.trustLookupGet> = async (c) => {
-  return c.json(await answerTrustLookup(c, readLookupFields(c.req.valid("query"))), 200);
+  // Read from the query string itself, so a field given twice is seen as such (readLookupFields).
+  return c.json(await answerTrustLookup(c, readLookupFields(c.req.queries())), 200);
 };
 
 export const trustLookupPost: AppRouteHandler<typeof routes.trustLookupPost> = async (c) => {
@@ -54,20 +55,27 @@ export const trustLookupPost: AppRouteHandler<typeof routes.trustLookupPost> = a
 async function readAnyBody(c: Context<AppEnv>): Promise<unknown> {
   try {
     const type = c.req.header("Content-Type") ?? "";
-    if (/^multipart\/form-data/i.test(type)) return await c.req.parseBody();
+    if (/^multipart\/form-data/i.test(type)) return await c.req.parseBody({ all: true });
     // Decoded by hand: the runtime warns when a form body is read with text().
     const text = new TextDecoder().decode(await c.req.arrayBuffer());
-    if (/^application\/x-www-form-urlencoded/i.test(type)) return Object.fromEntries(new URLSearchParams(text));
+    if (/^application\/x-www-form-urlencoded/i.test(type)) return formFields(text);
     if (text.trim() === "") return {};
     try {
       return JSON.parse(text) as unknown;
     } catch {
       // Providers that post a form without saying so.
-      return text.includes("=") ? Object.fromEntries(new URLSearchParams(text)) : {};
+      return text.includes("=") ? formFields(text) : {};
     }
   } catch {
     return {};
   }
+}
+
+/** A form's fields, a repeated one as the list of its values (readLookupFields reads it as unreadable). */
+function formFields(text: string): Record<string, string[]> {
+  const fields: Record<string, string[]> = {};
+  for (const [name, value] of new URLSearchParams(text)) (fields[name] ??= []).push(value);
+  return fields;
 }
 
 export const callLookup: AppRouteHandler<typeof routes.callLookup> = async (c) => {
