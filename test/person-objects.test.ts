@@ -104,36 +104,37 @@ describe("chats across two objects", () => {
     }
   });
 
-  it("a person's daily receiving budget (all senders together) refuses more chats with 429, writing nothing", async () => {
+  it("strangers together get 1,000 chats a day per receiver: more is a 429 writing nothing; a coworker still gets through", async () => {
+    const { carol } = DEMO.people;
     const day = Math.floor(Date.now() / 86_400_000);
     await inPersonObject(
       bob,
-      "INSERT OR REPLACE INTO received_days (day, records, text_bytes) VALUES (?, 10000, 0)",
+      "INSERT OR REPLACE INTO received_days (day, records, text_bytes) VALUES (?, 1000, 0)",
       day,
     );
     const before = { alice: (await feed("alice")).length, bob: (await feed("bob")).length };
-    const refused = await as("alice").send("POST", "/apps/buzz/activity", chat(alice, bob));
-    expect(await expectError(refused, 429, "Too Many Requests")).toMatch(/may receive at most 10,000 messages/);
+    // Carol (Globex) is a stranger to Bob (Acme): the strangers' budget is spent.
+    const refused = await as("carol").send("POST", "/apps/buzz/activity", chat(carol, bob));
+    expect(await expectError(refused, 429, "Too Many Requests")).toMatch(
+      /may receive at most 1,000 messages .* from people who do not know them/,
+    );
     expect(Number(refused.headers.get("Retry-After"))).toBeGreaterThan(0);
-    expect({ alice: (await feed("alice")).length, bob: (await feed("bob")).length }).toEqual(before);
+    expect((await feed("bob")).length).toEqual(before.bob);
     // The sender was not charged for it: their own budget is untouched by the refusal.
-    const spent = await inPersonObject<{ records: number }>(
-      alice,
-      "SELECT records FROM activity_days WHERE day = ?",
-      day,
-    );
-    const chargedBefore = spent[0]?.records ?? 0;
-    await inPersonObject(bob, "DELETE FROM received_days WHERE day = ?", day);
+    const spentBy = async (who: number) =>
+      (await inPersonObject<{ records: number }>(who, "SELECT records FROM activity_days WHERE day = ?", day))[0]
+        ?.records ?? 0;
+    const carolBefore = await spentBy(carol);
+    // Alice is Bob's coworker: ten strangers cannot shut her out (the audit's finding), and she is not counted.
     expect((await as("alice").send("POST", "/apps/buzz/activity", chat(alice, bob))).status).toBe(200);
-    const after = await inPersonObject<{ records: number }>(
-      alice,
-      "SELECT records FROM activity_days WHERE day = ?",
-      day,
-    );
-    expect(after[0]!.records).toBe(chargedBefore + 1);
+    expect(await countInPersonObject(bob, "SELECT records AS n FROM received_days WHERE day = ?", day)).toBe(1000);
+    await inPersonObject(bob, "DELETE FROM received_days WHERE day = ?", day);
+    expect((await as("carol").send("POST", "/apps/buzz/activity", chat(carol, bob))).status).toBe(200);
+    expect(await spentBy(carol)).toBe(carolBefore + 1);
     expect(
       await countInPersonObject(bob, "SELECT count(*) AS n FROM received_days WHERE day = ? AND records = 1", day),
     ).toBe(1);
+    expect((await feed("alice")).length).toBe(before.alice + 1);
   });
 
   it("a call record stays in its writer's object only", async () => {

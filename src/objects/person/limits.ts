@@ -7,10 +7,12 @@
 export const ACTIVITY_BUDGET = { records: 1_000, textBytes: 10 * 1024 * 1024 } as const;
 
 /**
- * What a person may receive from others per UTC day, all senders together (chats): ten senders'
- * full budgets. Past it a sender's chat is a 429 and nothing is written on either side.
+ * What a person may receive per UTC day from people who do not know them, all such senders
+ * together (chats): one sender's full budget. Chats from people who know them (a shared company,
+ * trust either way) or from their contacts are not counted. Past it a stranger's chat is a 429
+ * and nothing is written on either side.
  */
-export const RECEIVE_BUDGET = { records: 10_000, textBytes: 100 * 1024 * 1024 } as const;
+export const STRANGERS_BUDGET = { records: 1_000, textBytes: 10 * 1024 * 1024 } as const;
 
 /** Trust requests a person may send per UTC day, matched or not. */
 export const MAX_TRUST_REQUESTS_PER_DAY = 100;

@@ -6,7 +6,8 @@ import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import migrations from "../../../drizzle-person/migrations.js";
 import type { ActivityInput } from "../../services/activities";
 import { nextId } from "./ids";
-import { ACTIVITY_BUDGET, KEEP, MAX_TRUST_REQUESTS_PER_DAY, RECEIVE_BUDGET } from "./limits";
+import { ACTIVITY_BUDGET, KEEP, MAX_TRUST_REQUESTS_PER_DAY, STRANGERS_BUDGET } from "./limits";
+import { isAcquainted, type Sender } from "./senders";
 import { personStub } from "./name";
 import {
   activityDays,
@@ -151,6 +152,8 @@ export class Person extends DurableObject<Env> {
   }
 
   private async recordOnce(me: number, input: ActivityInput, peer: number | null): Promise<RecordResult> {
+    // A chat tells the receiver this person's companies (their budget for strangers): known before the change.
+    if (peer !== null && peer !== me) await this.knowFacts(me);
     const earlier = this.sameMessage(input);
     if (earlier) return earlier;
     const now = Date.now();
@@ -229,7 +232,7 @@ export class Person extends DurableObject<Env> {
       const floor = nextId(me, this.newestTaken());
       this.reserved.add(floor);
       held.push(floor);
-      const id = await stub.acceptChat(peer, { ...row, id: floor }, attempt > 0);
+      const id = await stub.acceptChat(peer, { ...row, id: floor }, attempt > 0, this.asSender(me));
       if (typeof id !== "number") return id;
       const taken = this.db.select({ id: feed.id }).from(feed).where(eq(feed.id, id)).get() !== undefined;
       if (!taken && (held.includes(id) || !this.reserved.has(id))) {
@@ -251,20 +254,23 @@ export class Person extends DurableObject<Env> {
    * answers its id; only with `move` (that id was taken in the sender's feed)
    * is it moved up to the new floor.
    */
-  acceptChat(me: number, row: FeedRow, move = false): number | ChatRefusal {
+  async acceptChat(me: number, row: FeedRow, move = false, sender?: Sender): Promise<number | ChatRefusal> {
+    // Whether the sender shares a company with this person needs this person's companies (once, before the change).
+    if (sender) await this.knowFacts(me);
     const key = this.messageKey(row.sendableType, row.sendableId, row.messageId ?? "");
     const existing = this.db.select({ id: feed.id }).from(feed).where(key).get();
     if (existing && (!move || existing.id >= row.id)) return existing.id;
-    if (!existing) {
-      // The receiving budget: all senders together, per UTC day.
+    // The strangers' budget, per UTC day: people who know this person and their contacts are not counted.
+    if (!existing && !(sender && isAcquainted(this.db, sender))) {
       const now = Date.now();
       const day = utcDay(now);
       const bytes = utf8Bytes(row.message);
-      if (!this.fitsToday(receivedDays, RECEIVE_BUDGET, day, bytes)) {
+      if (!this.fitsToday(receivedDays, STRANGERS_BUDGET, day, bytes)) {
         return {
           refused:
-            `person ${me} may receive at most ${RECEIVE_BUDGET.records.toLocaleString("en-US")} messages and 100 MiB of ` +
-            `message text per day (UTC) from everyone together, and has received that much today; retry after midnight UTC (see Retry-After)`,
+            `person ${me} may receive at most ${STRANGERS_BUDGET.records.toLocaleString("en-US")} messages and 10 MiB of ` +
+            `message text per day (UTC) from people who do not know them, all together, and has received that much ` +
+            `today; retry after midnight UTC (see Retry-After), or ask them for trust`,
           retryAfter: secondsToNextDay(now),
         };
       }
@@ -936,6 +942,12 @@ export class Person extends DurableObject<Env> {
 
   private peer(personId: number) {
     return personStub(this.env.PERSON, personId);
+  }
+
+  /** This person as a chat's sender, for the receiver's budget (senders.ts). */
+  private asSender(me: number): Sender {
+    const facts = keys.readFacts(this.db);
+    return { personId: me, companies: facts?.companies ?? [], e164: facts?.e164 ?? null };
   }
 
   private lastId(): number {
