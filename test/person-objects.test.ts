@@ -393,10 +393,28 @@ describe("moving person data from D1 into the objects", () => {
     // The decided one still lets the person change their decision about Bob.
     expect((await call(`/contacts/trust/${bob}`, { method: "POST", token, body: { trusted: 0 } })).status).toBe(201);
 
-    // Running it again copies nothing twice, and the decision made in the object since stays.
+    // Since the move, they removed a phone of their first contact and cleared their setting for Acme.
+    const put = await call(`/contacts/${first}`, {
+      method: "PUT",
+      token,
+      body: { display_name: "Contact 1", phone_numbers: ["+13035550202"] },
+    });
+    expect(put.status).toBe(200);
+    const cleared = await call(`/contacts/companies/${DEMO.companies.acme}/trust`, {
+      method: "PUT",
+      token,
+      body: { trust: null },
+    });
+    expect(cleared.status).toBe(200);
+    const valuesNow = await countInPersonObject(p, "SELECT count(*) AS n FROM contact_values");
+
+    // Running it again copies nothing twice and brings back nothing they removed (the audit's finding:
+    // the removed phone and the cleared setting came back); the decision made in the object since stays.
     await drain({ kind: "move-person", personId: p, stage: "feed", after: 0 });
     expect(await countInPersonObject(p, "SELECT count(*) AS n FROM feed")).toBe(1200);
-    expect(await countInPersonObject(p, "SELECT count(*) AS n FROM contact_values")).toBe(606);
+    expect(await countInPersonObject(p, "SELECT count(*) AS n FROM contact_values")).toBe(valuesNow);
+    expect((await object.contactPage({ since: null, limit: 1, offset: 0 })).items[0]!.phones).toEqual(["+13035550202"]);
+    expect(await object.companySettings()).toEqual([]);
     expect(await object.decisions()).toEqual([{ personId: bob, trusted: false }]);
     expect(await env.DB.prepare("SELECT state FROM person_moves WHERE person_id = ?").bind(p).first("state")).toBe(
       "moved",
@@ -415,10 +433,37 @@ describe("moving person data from D1 into the objects", () => {
       { id: "walk", timestamp: new Date(), attempts: 1, body: { kind: "move-people", after: 0 } },
     ]);
     await worker.queue!(batch, env, createExecutionContext());
+    // Everyone up to the walk's first 100, but the person whose move finished above.
     const people = await countRows(
-      "SELECT count(*) AS n FROM people WHERE id <= (SELECT max(person_id) FROM person_moves)",
+      `SELECT count(*) AS n FROM people WHERE id <= (SELECT max(person_id) FROM person_moves)
+         AND id NOT IN (SELECT person_id FROM person_moves WHERE state = 'moved')`,
     );
     expect(sent.filter((m) => m.kind === "move-person")).toHaveLength(Math.min(people, 100));
     expect(await countRows("SELECT count(*) AS n FROM person_moves WHERE person_id = ?", bob)).toBe(1);
+  });
+
+  it("a second walk skips the people whose move finished", async () => {
+    const sent: BackgroundMessage[] = [];
+    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation(
+      (async (body: BackgroundMessage) => void sent.push(body)) as never,
+    );
+    vi.spyOn(env.BACKGROUND_QUEUE, "sendBatch").mockImplementation(
+      (async (bodies: { body: BackgroundMessage }[]) => void sent.push(...bodies.map((b) => b.body))) as never,
+    );
+    await env.DB.prepare(
+      "INSERT INTO person_moves (person_id, state, updated_at) VALUES (?, 'moved', 0) ON CONFLICT (person_id) DO UPDATE SET state = 'moved'",
+    )
+      .bind(bob)
+      .run();
+    const batch = createMessageBatch("background", [
+      { id: "walk-again", timestamp: new Date(), attempts: 1, body: { kind: "move-people", after: 0 } },
+    ]);
+    await worker.queue!(batch, env, createExecutionContext());
+    const moving = sent.flatMap((m) => (m.kind === "move-person" ? [m.personId] : []));
+    expect(moving).toContain(alice);
+    expect(moving).not.toContain(bob);
+    expect(await env.DB.prepare("SELECT state FROM person_moves WHERE person_id = ?").bind(bob).first("state")).toBe(
+      "moved",
+    );
   });
 });

@@ -275,15 +275,18 @@ export async function movePersonChunk(deps: Deps, body: MoveMessage, now: Date) 
   const object = deps.persons.of(personId);
   if (stage !== "compare") {
     const chunk = await CHUNKS[stage](deps, personId, after);
-    if (chunk.rows > 0) await object.importRows(chunk.moved);
+    const held = chunk.rows > 0 ? await object.importRows(chunk.moved) : null;
+    // The person's move finished earlier (a message of an older run): nothing more to do.
+    if (held?.finished) return { done: { personId, stage, rows: 0, state: "moved" } };
     const next: MoveMessage = chunk.full
       ? { ...body, after: chunk.last }
       : { kind: "move-person", personId, stage: FOLLOWING[stage], after: 0 };
     return { done: { personId, stage, rows: chunk.rows }, next };
   }
   // compare: how many of the person's D1 rows the object now holds (rows it made itself are not counted where it can tell).
-  const d1 = await d1Counts(deps, personId, now);
   const held = await object.counts();
+  if (held.finished) return { done: { personId, stage, state: "moved" } };
+  const d1 = await d1Counts(deps, personId, now);
   const d1Rows = Object.values(d1).reduce((sum, n) => sum + n, 0);
   const objectRows =
     held.movedFeed +
@@ -313,8 +316,10 @@ export async function movePersonChunk(deps: Deps, body: MoveMessage, now: Date) 
     .values({ personId, state, d1Rows, objectRows, updatedAt: now })
     .onConflictDoUpdate({ target: personMoves.personId, set: { state, d1Rows, objectRows, updatedAt: now } });
   if (state === "moved") {
-    // The object is told D1's facts about the person (number, companies) and writes its trust-lookup keys
-    // from what it now holds; a refusal leaves the work due for the index sweep.
+    // The object refuses every later import (a rerun never brings back what the person changed since); it
+    // is told D1's facts about the person (number, companies) and writes its trust-lookup keys from what it
+    // now holds; a refusal leaves the work due for the index sweep.
+    await object.finishMove();
     await deps.db.batch([record, workForPerson(deps.db, personId, now)]);
     await applyIndexWork(deps, { keys: [factsKey(personId)], now });
   } else {
@@ -323,19 +328,26 @@ export async function movePersonChunk(deps: Deps, body: MoveMessage, now: Date) 
   return { done: { personId, stage, state, d1Rows, objectRows } };
 }
 
-/** One chunk of the walk over people: records them as pending and sends their `move-person` messages. */
+/**
+ * One chunk of the walk over people: records them as pending and sends their
+ * `move-person` messages. A person whose move finished (`moved`) is skipped:
+ * a second run never re-imports what they changed in their object since.
+ */
 export async function movePeopleChunk(deps: Deps, after: number, now: Date) {
-  const people = await deps.db.all<{ id: number }>(
-    sql`select id from people where id > ${after} order by id limit ${MOVE_PEOPLE_CHUNK}`,
+  const people = await deps.db.all<{ id: number; moved: number }>(
+    sql`select p.id, coalesce(m.state = 'moved', 0) as moved from people p
+        left join ${personMoves} m on m.person_id = p.id
+        where p.id > ${after} order by p.id limit ${MOVE_PEOPLE_CHUNK}`,
   );
-  if (people.length > 0) {
-    const ids = JSON.stringify(people.map((p) => p.id));
+  const toMove = people.filter((p) => !p.moved);
+  if (toMove.length > 0) {
+    const ids = JSON.stringify(toMove.map((p) => p.id));
     await deps.db.run(sql`
       insert into ${personMoves} (person_id, state, updated_at)
       select value, 'pending', ${now.getTime()} from json_each(${ids}) where true
       on conflict (person_id) do update set state = 'pending', updated_at = excluded.updated_at`);
     await deps.backgroundQueue.sendBatch(
-      people.map((p) => ({ body: { kind: "move-person", personId: p.id, stage: "feed", after: 0 } as const })),
+      toMove.map((p) => ({ body: { kind: "move-person", personId: p.id, stage: "feed", after: 0 } as const })),
     );
   }
   const more = people.length >= MOVE_PEOPLE_CHUNK;

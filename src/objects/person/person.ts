@@ -88,12 +88,16 @@ export type HeldCounts = {
   decisions: number;
   companySettings: number;
   mirror: number;
+  /** The move of this person finished: the object takes no more imports. */
+  finished: boolean;
 };
 /** Rows one alarm deletes per table before it hands over to the next alarm. */
 const PRUNE_CHUNK = 1_000;
 /** Ids below this came from D1 (the move); ids this object makes are time-based and far above (ids.ts). */
 export const MOVED_ID_LIMIT = 2 ** 40;
 const DAY_MS = 24 * 3600 * 1000;
+/** The object's own key-value storage: set once the one-time move of this person finished. */
+const MOVE_FINISHED = "move:finished";
 /** Days since 1970-01-01 in UTC: the key of the daily counters. */
 const utcDay = (ms: number) => Math.floor(ms / DAY_MS);
 /** Seconds from `ms` until the next UTC day starts (the `Retry-After` of a spent daily budget). */
@@ -715,11 +719,18 @@ export class Person extends DurableObject<Env> {
    * nothing. Answers how many rows of each kind the object now holds.
    */
   importRows(rows: MovedRows): HeldCounts {
+    // The move finished for this person: what they changed since is theirs, D1's old rows never come back.
+    if (this.ctx.storage.kv.get(MOVE_FINISHED) === true) return this.counts();
     this.ctx.storage.transactionSync(() => this.importOwnRows(rows));
     if ((rows.feed?.length ?? 0) + (rows.blockedCalls?.length ?? 0) + (rows.tombstones?.length ?? 0) > 0) {
       this.scheduleCare();
     }
     return this.counts();
+  }
+
+  /** The move of this person's D1 rows finished (`moved`): later imports change nothing. */
+  finishMove(): void {
+    this.ctx.storage.kv.put(MOVE_FINISHED, true);
   }
 
   private importOwnRows(rows: MovedRows) {
@@ -805,6 +816,7 @@ export class Person extends DurableObject<Env> {
       decisions: this.rowsIn(personTrust),
       companySettings: this.rowsIn(companyTrust),
       mirror: this.rowsIn(trustedBy),
+      finished: this.ctx.storage.kv.get(MOVE_FINISHED) === true,
     };
   }
 
