@@ -2,7 +2,7 @@
 // make them stale and the applier that writes them (and tells objects their facts) are one contract.
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { companyPhones, indexWork, indexWritten, memberships, personPhones, secureNumbers } from "../db/schema";
+import { companyPhones, indexWork, indexWritten, memberships, people, personPhones, secureNumbers } from "../db/schema";
 import { pruneOlderThan } from "../db/prune";
 import { batchableAll, inList } from "../db/sql";
 import {
@@ -131,8 +131,9 @@ function readableReceiver(value: string | null): ReceiverRecord | null {
 async function factsOfNumber(db: Db, e164: string): Promise<Facts | null> {
   const [holders, companies] = await db.batch([
     db
-      .select({ personId: secureNumbers.personId })
+      .select({ personId: secureNumbers.personId, version: people.factsVersion })
       .from(secureNumbers)
+      .innerJoin(people, sql`${people.id} = ${secureNumbers.personId}`)
       .where(sql`${secureNumbers.e164} = ${e164}`),
     db
       .select({ id: memberships.companyId })
@@ -141,12 +142,12 @@ async function factsOfNumber(db: Db, e164: string): Promise<Facts | null> {
   ]);
   const personId = holders[0]?.personId ?? null;
   if (personId === null) return null;
-  return { personId, e164, companies: companies.map((row) => row.id) };
+  return { personId, e164, companies: companies.map((row) => row.id), version: holders[0]!.version };
 }
 
 /** D1's facts about these people (a person gone, or without a number, has `e164` null), in one batch. */
 export async function factsOf(db: Db, personIds: number[]): Promise<Facts[]> {
-  const [numbers, companies] = await db.batch([
+  const [numbers, companies, versions] = await db.batch([
     db
       .select({ personId: secureNumbers.personId, e164: secureNumbers.e164 })
       .from(secureNumbers)
@@ -155,12 +156,15 @@ export async function factsOf(db: Db, personIds: number[]): Promise<Facts[]> {
       .select({ personId: memberships.personId, id: memberships.companyId })
       .from(memberships)
       .where(inList(memberships.personId, personIds)),
+    db.select({ personId: people.id, version: people.factsVersion }).from(people).where(inList(people.id, personIds)),
   ]);
   const companiesOf = groupBy(companies, (row) => row.personId);
   return personIds.map((personId) => ({
     personId,
     e164: numbers.find((row) => row.personId === personId)?.e164 ?? null,
     companies: (companiesOf.get(personId) ?? []).map((row) => row.id),
+    // A person D1 does not know (gone, or not yet on a lagging replica): the lowest version.
+    version: versions.find((row) => row.personId === personId)?.version ?? 0,
   }));
 }
 

@@ -21,6 +21,11 @@ export const people = sqliteTable("people", {
   e2eId: text("e2e_id"),
   lastScanAt: timestamp("last_scan_at"),
   lastLoginAt: timestamp("last_login_at"),
+  /**
+   * Grows with every change of the facts the person's object is told (secure number, memberships):
+   * an object ignores facts older than those it holds (docs/architecture.md, "Fact versions").
+   */
+  factsVersion: integer("facts_version").notNull().default(0),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
 });

@@ -25,12 +25,15 @@ import { companyTrust, facts, indexKeys, personTrust } from "./schema";
 
 type Db = DrizzleSqliteDODatabase;
 
-/** What D1 says about the person: their secure number (null: none) and the companies they belong to. */
-export type Facts = { personId: number; e164: string | null; companies: number[] };
+/**
+ * What D1 says about the person: their secure number (null: none) and the companies they belong to,
+ * with D1's version of them (`people.facts_version`, which only grows).
+ */
+export type Facts = { personId: number; e164: string | null; companies: number[]; version: number };
 
 export const readFacts = (db: Db): Facts | null => {
   const row = db.select().from(facts).where(eq(facts.one, 1)).get();
-  return row ? { personId: row.personId, e164: row.e164, companies: row.companies } : null;
+  return row ? { personId: row.personId, e164: row.e164, companies: row.companies, version: row.version } : null;
 };
 
 /**
@@ -38,12 +41,15 @@ export const readFacts = (db: Db): Facts | null => {
  * new number when the number changed (the old ones are deleted), the
  * receiver record when the companies changed.
  */
-export function takeFacts(db: Db, next: Facts) {
+export function takeFacts(db: Db, next: Facts): boolean {
   const before = readFacts(db);
+  // Older than what this object holds (read from a lagging replica): ignored, never a rollback.
+  if (before && next.version < before.version) return false;
   const companies = [...new Set(next.companies)].sort((a, b) => a - b);
+  const row = { personId: next.personId, e164: next.e164, companies, version: next.version };
   db.insert(facts)
-    .values({ one: 1, personId: next.personId, e164: next.e164, companies })
-    .onConflictDoUpdate({ target: facts.one, set: { personId: next.personId, e164: next.e164, companies } })
+    .values({ one: 1, ...row })
+    .onConflictDoUpdate({ target: facts.one, set: row })
     .run();
   if (before?.e164 !== next.e164) {
     // The old number's keys (deleted by the flush, since they no longer match) and all of the new one's.
@@ -56,6 +62,7 @@ export function takeFacts(db: Db, next: Facts) {
   } else if (JSON.stringify(before.companies) !== JSON.stringify(companies)) {
     markDue(db, next.e164 ? [receiverKey(next.e164)] : []);
   }
+  return true;
 }
 
 /** Every key the person's number has now: the receiver record and the non-empty buckets. */

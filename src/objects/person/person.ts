@@ -27,7 +27,7 @@ import * as book from "./contacts";
 import type { ContactInput, MovedContact, Refusal, StoredContact } from "./contacts";
 import * as keys from "./index-keys";
 import type { Facts } from "./index-keys";
-import { contactBucketKey, receiverKey, type ReceiverRecord } from "../../domain/trust-records";
+import { contactBucketKey, NOBODY, receiverKey, type ReceiverRecord } from "../../domain/trust-records";
 import { logError } from "../../lib/log";
 import { createDb } from "../../db/client";
 import { inList } from "../../db/sql";
@@ -606,7 +606,10 @@ export class Person extends DurableObject<Env> {
   ): Promise<{ receiver: ReceiverRecord; bucket: string }> {
     const answer = this.ctx.storage.transactionSync(() => {
       keys.takeFacts(this.db, next);
-      const receiver = keys.receiverRecord(this.db, next);
+      // What this object holds now: the facts just pushed, or newer ones it had (a lagging replica's are ignored).
+      const current = keys.readFacts(this.db)!;
+      if (current.e164 !== next.e164) return { receiver: NOBODY, bucket: "" };
+      const receiver = keys.receiverRecord(this.db, current);
       if (next.e164 === null) return { receiver, bucket: "" };
       const bucketKey = bucket === null ? null : contactBucketKey(next.e164, bucket);
       // Only the keys of this number the lookup missed are written again (KV expires each key on its

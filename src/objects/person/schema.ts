@@ -202,6 +202,8 @@ export const facts = sqliteTable("facts", {
   personId: integer("person_id").notNull(),
   e164: text("e164"),
   companies: text("companies", { mode: "json" }).$type<number[]>().notNull(),
+  /** D1's version of these facts (`people.facts_version`): an older push is ignored. */
+  version: integer("version").notNull().default(0),
 });
 
 /**

@@ -1,0 +1,1 @@
+ALTER TABLE `facts` ADD `version` integer DEFAULT 0 NOT NULL;

@@ -1,0 +1,1 @@
+ALTER TABLE `people` ADD `facts_version` integer DEFAULT 0 NOT NULL;
