@@ -47,6 +47,12 @@ Commands:
       safe to start again). --wait polls until no person is pending. Prints the counts by state.
   move-status
       Where that move stands: people pending, moved, mismatch.
+  rebuild-index [--wait]
+      Rewrites every trust-lookup key from D1 and the person objects (a background job; starting it
+      again while it runs resumes it), then marks the index complete: from then on a lookup whose keys
+      are absent is answered without D1. --wait polls until it is complete. Prints its status.
+  index-status
+      Where the rebuild stands, and whether the index is marked complete.
 
 Options:
   --api <url>      the API (default http://127.0.0.1:8787, the server of \`npm run dev\`)
@@ -80,6 +86,8 @@ const commands = {
   "verify-phone": verifyPhone,
   "move-person-data": movePersonData,
   "move-status": moveStatus,
+  "rebuild-index": rebuildIndex,
+  "index-status": indexStatus,
 };
 if (!commands[command]) fail(`unknown command "${command}".\n\n${USAGE}`);
 if (!token) {
@@ -334,6 +342,32 @@ async function movePersonData() {
   console.log(JSON.stringify(status));
   if (status.mismatch > 0)
     fail(`${status.mismatch} people have fewer rows in their object than in D1: start the move again`);
+}
+
+function describeRebuild(status) {
+  const where = status.stage ? `, stage ${status.stage}` : "";
+  return `trust index ${status.complete ? "complete" : "not complete"}: rebuild ${status.state}${where}, ${status.people} people, ${status.numbers} numbers written`;
+}
+
+async function rebuildIndex() {
+  let status = await request("POST", "/internal/trust-index/rebuild");
+  console.error(`rebuild started (${describeRebuild(status)})`);
+  if (flags.wait) {
+    const started = Date.now();
+    while (status.state !== "complete") {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      status = await request("GET", "/internal/trust-index/rebuild");
+      console.error(`  ${describeRebuild(status)}`);
+      if (Date.now() - started > 30 * 60_000) fail("still running after 30 minutes; check `npm run admin -- status`");
+    }
+  }
+  console.log(JSON.stringify(status));
+}
+
+async function indexStatus() {
+  const status = await request("GET", "/internal/trust-index/rebuild");
+  console.error(describeRebuild(status));
+  console.log(JSON.stringify(status));
 }
 
 async function moveStatus() {

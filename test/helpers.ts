@@ -2,6 +2,7 @@ import { env, exports } from "cloudflare:workers";
 import { vi } from "vitest";
 import { expect } from "vitest";
 import { DEMO } from "../src/fixtures/demo-world";
+import { INDEX_COMPLETE_KEY } from "../src/domain/trust-records";
 import { personStub } from "../src/objects/person/name";
 import { fileTokens, type Who } from "./principals";
 
@@ -216,3 +217,9 @@ export async function inPersonObject<T extends Record<string, SqlStorageValue>>(
 /** The `n` of a `SELECT count(*) AS n …` inside person `personId`'s object. */
 export const countInPersonObject = async (personId: number, query: string, ...params: SqlStorageValue[]) =>
   (await inPersonObject<{ n: number }>(personId, query, ...params))[0]!.n;
+
+/**
+ * Removes the trust index's "complete" mark for the rest of the file, as before a rebuild finished:
+ * a lookup whose keys are absent then falls back to D1 (docs/architecture.md, "The rebuild and its mark").
+ */
+export const withoutIndexMark = () => env.TRUST_INDEX.delete(INDEX_COMPLETE_KEY);

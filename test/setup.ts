@@ -2,6 +2,8 @@ import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { createDb } from "../src/db/client";
 import { DEMO, loadDemoObjects, loadDemoWorld } from "../src/fixtures/demo-world";
+import { rebuildNow } from "../src/services/index-rebuild";
+import { createDeps } from "../src/services/outbox";
 import { personsOf } from "../src/services/persons";
 import { sha256Hex } from "../src/lib/crypto";
 import { fileTokens, type Who } from "./principals";
@@ -11,6 +13,8 @@ import { fileTokens, type Who } from "./principals";
 await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
 await loadDemoWorld(createDb(env.DB));
 await loadDemoObjects(personsOf(env.PERSON));
+// The trust index is built and marked complete, as `npm run dev` leaves it (docs/architecture.md).
+await rebuildNow(createDeps(env));
 
 // A copy of each demo token for this file (see test/principals.ts).
 const suffix = crypto.randomUUID().replaceAll("-", "");

@@ -3,6 +3,7 @@ import type { BackgroundMessage } from "../queue/messages";
 import { runBackgroundJob } from "../services/background-jobs";
 import { backgroundStatus } from "../services/backlog";
 import { deadLetterDue } from "../services/dead-letters";
+import { rebuildIfNever } from "../services/index-rebuild";
 import { createDeps } from "../services/outbox";
 
 export const MINUTELY = "* * * * *";
@@ -52,7 +53,9 @@ export async function handleScheduled(controller: ScheduledController, env: Env)
         if (due) await deps.backgroundQueue.send({ kind: "redrive" });
         return due;
       });
-      logInfo({ cron: controller.cron, index, outbox, erase, redrive });
+      // A deployment whose trust index was never built builds it (then marks it complete).
+      const rebuild = await run("rebuild", () => rebuildIfNever(deps, now));
+      logInfo({ cron: controller.cron, index, outbox, erase, redrive, rebuild });
       const backlog = await run("status", () => backgroundStatus(deps.db, now));
       if (backlog) logInfo({ metric: "background_backlog", ...backlog });
       return;

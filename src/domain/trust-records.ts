@@ -13,13 +13,18 @@
  *   they confirmed, or their secure number) and the companies calling from it (verified phones).
  */
 
-/** How long a record lives in KV; a missed key is answered from its source and written again. */
-export const RECORD_TTL_SECONDS = 24 * 3600;
 /**
- * A digest of the last value put counts while KV still holds that value: up
- * to the record's TTL after the put, less a minute.
+ * Records carry no TTL: the index is complete, and every write rewrites what it changed. A digest of
+ * the value last put lets a writer skip an unchanged put; it counts for this long, after which the
+ * value is put again (a cheap refresh that also repairs a key lost by hand).
  */
-export const WRITTEN_TRUSTED_MS = RECORD_TTL_SECONDS * 1000 - 60_000;
+export const WRITTEN_TRUSTED_MS = 30 * 24 * 3600 * 1000;
+
+/**
+ * The mark the index rebuild puts once every key is written (services/index-rebuild.ts): from then
+ * on an absent key means "nobody", answered without D1; before it, a miss falls back to D1.
+ */
+export const INDEX_COMPLETE_KEY = "idx:complete";
 
 export const receiverKey = (e164: string) => `rcv:${e164}`;
 export const numberKey = (e164: string) => `num:${e164}`;

@@ -19,7 +19,10 @@ import { z } from "@hono/zod-openapi";
  * - `move-people`, `move-person`: the one-time move of people's activity and
  *   blocked calls from D1 into their objects (services/person-moves.ts);
  * - `erase-persons`: erase the objects of accounts that are gone
- *   (`person_erasures`), and another while more are due.
+ *   (`person_erasures`), and another while more are due;
+ * - `rebuild-index`: the next chunk of the trust-index rebuild, and another
+ *   until every key is written and the index is marked complete
+ *   (services/index-rebuild.ts).
  *
  * Every kind is one bounded chunk per message: the `background` consumer
  * takes one message per invocation (wrangler.toml).
@@ -40,6 +43,12 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
     after: z.number().int().min(0),
   }),
   z.object({ kind: z.literal("erase-persons") }),
+  z.object({
+    kind: z.literal("rebuild-index"),
+    stage: z.enum(["people", "numbers"]),
+    /** The last person id (`people`) or number (`numbers`) done. */
+    after: z.string().max(40),
+  }),
 ]);
 
 export type BackgroundMessage = z.infer<typeof backgroundMessage>;

@@ -6,6 +6,7 @@ import { claimDeadLetter, deadLetterDue, finishDeadLetter } from "./dead-letters
 import { submitRemovalRequests } from "./exposures";
 import { purgeExpiredEphemeral } from "./memberships";
 import type { Deps } from "./outbox";
+import { rebuildChunk } from "./index-rebuild";
 import { movePeopleChunk, movePersonChunk } from "./person-moves";
 import { eraseGonePersons } from "./persons";
 import { pruneExpired } from "./retention";
@@ -97,6 +98,8 @@ export async function runBackgroundJob(deps: Deps, body: BackgroundMessage, now:
       const { erased, more } = await eraseGonePersons(deps);
       return { done: { erased }, ...continues(more, body) };
     }
+    case "rebuild-index":
+      return rebuildChunk(deps, body, now);
   }
 }
 

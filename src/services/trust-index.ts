@@ -9,10 +9,10 @@ import {
   bucketOf,
   contactBucketKey,
   digestOf,
+  INDEX_COMPLETE_KEY,
   NO_HOLDERS,
   NOBODY,
   numberKey,
-  RECORD_TTL_SECONDS,
   receiverKey,
   WRITTEN_TRUSTED_MS,
   type NumberRecord,
@@ -42,7 +42,6 @@ import type { Persons } from "./persons";
  */
 /** KV's minimum TTL: a fill that found nothing (most unknown callers) lives this long. */
 export const EMPTY_FILL_TTL_SECONDS = 60;
-export { RECORD_TTL_SECONDS };
 /** One applier per key at a time; longer than any apply takes. */
 const LEASE_MS = 30_000;
 
@@ -70,12 +69,22 @@ export async function readRecords(
   const rcv = receiverKey(receivingE164);
   const num = callerE164 ? numberKey(callerE164) : null;
   const bucketKey = callerE164 ? contactBucketKey(receivingE164, bucketOf(callerE164)) : null;
-  const keys = [rcv, ...(num ? [num] : []), ...(bucketKey ? [bucketKey] : [])];
+  const keys = [rcv, ...(num ? [num] : []), ...(bucketKey ? [bucketKey] : []), INDEX_COMPLETE_KEY];
   const found = await safeGetMany(deps.kv, keys);
   const bucketNeeded = (receiver: ReceiverRecord) => callerE164 !== null && receiver.nb.includes(bucketOf(callerE164));
   // A receiver record this version cannot read (written by an older one) counts as missed.
   let receiver = readableReceiver(found.get(rcv) ?? null);
   let bucket = bucketKey && receiver && bucketNeeded(receiver) ? (found.get(bucketKey) ?? null) : "";
+  if ((found.get(INDEX_COMPLETE_KEY) ?? null) !== null) {
+    // The index is complete: an absent key is the answer (nobody holds the number, no such contact),
+    // with no D1 statement and no write.
+    const callerValue = num ? (found.get(num) ?? null) : null;
+    return {
+      receiver: receiver ?? NOBODY,
+      caller: callerValue ? (JSON.parse(callerValue) as NumberRecord) : NO_HOLDERS,
+      bucket: receiver ? (bucket ?? "") : "",
+    };
+  }
   const askObject = receiver === null || bucket === null;
   const numMissed = num !== null && (found.get(num) ?? null) === null;
   if (!askObject && !numMissed) {
@@ -346,7 +355,9 @@ export async function applyIndexWork(
       const digest = await digestOf(value);
       // KV holds this very value (put by an earlier apply, within its TTL): nothing to write.
       if (lastPut.get(row.key) === digest) return { ...row, digest, ok: true, put: false };
-      return { ...row, digest, ok: await safePut(kv, row.key, value, RECORD_TTL_SECONDS), put: true };
+      // Nobody calls from it any more: the key goes (absent reads as "nobody").
+      if (value === EMPTY_NUMBER) return { ...row, digest, ok: await safeDelete(kv, row.key), put: true };
+      return { ...row, digest, ok: await safePut(kv, row.key, value), put: true };
     }),
   );
   const applied = outcomes.filter((row) => row.ok);
@@ -421,17 +432,30 @@ export const pruneIndexWritten = (db: Db, now: Date, { maxStatements }: { maxSta
   pruneOlderThan(db, {
     table: indexWritten,
     column: indexWritten.writtenAt,
-    cutoff: new Date(now.getTime() - RECORD_TTL_SECONDS * 1000),
+    cutoff: new Date(now.getTime() - WRITTEN_TRUSTED_MS),
     maxStatements,
   });
 
-/** KV allows one write per second per key; a refused write is reported, never thrown. */
-async function safePut(kv: KVNamespace, key: string, value: string, ttlSeconds: number): Promise<boolean> {
+/**
+ * KV allows one write per second per key; a refused write is reported, never thrown. Without a TTL
+ * the record stays until a write changes it; a fill before the index is complete is short-lived.
+ */
+async function safePut(kv: KVNamespace, key: string, value: string, ttlSeconds?: number): Promise<boolean> {
   try {
-    await kv.put(key, value, { expirationTtl: ttlSeconds });
+    await kv.put(key, value, ttlSeconds === undefined ? {} : { expirationTtl: ttlSeconds });
     return true;
   } catch (err) {
     logError("trust index write refused; retried later", err, { key });
+    return false;
+  }
+}
+
+async function safeDelete(kv: KVNamespace, key: string): Promise<boolean> {
+  try {
+    await kv.delete(key);
+    return true;
+  } catch (err) {
+    logError("trust index delete refused; retried later", err, { key });
     return false;
   }
 }

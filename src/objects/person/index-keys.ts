@@ -5,7 +5,6 @@ import {
   contactBucketKey,
   contactPhoneList,
   digestOf,
-  RECORD_TTL_SECONDS,
   receiverKey,
   WRITTEN_TRUSTED_MS,
   type ReceiverRecord,
@@ -139,7 +138,7 @@ export async function flushKeys(db: Db, kv: KVNamespace, now = Date.now()): Prom
         return { row, digest, ok: true, wrote: false };
       try {
         if (value === null) await kv.delete(row.key);
-        else await kv.put(row.key, value, { expirationTtl: RECORD_TTL_SECONDS });
+        else await kv.put(row.key, value);
         return { row, digest, ok: true, wrote: true };
       } catch (err) {
         logError("trust index write refused; the object's alarm retries it", err, { key: row.key });

@@ -595,6 +595,18 @@ export class Person extends DurableObject<Env> {
   }
 
   /**
+   * The index rebuild (services/index-rebuild.ts): takes D1's facts and
+   * writes every key of this person's number, whatever KV is thought to hold.
+   */
+  async rewriteKeys(next: Facts): Promise<void> {
+    this.ctx.storage.transactionSync(() => {
+      keys.takeFacts(this.db, next);
+      keys.markDue(this.db, keys.everyKey(this.db), true);
+    });
+    await this.flushIndex();
+  }
+
+  /**
    * A lookup missed this person's keys in KV: it read D1's facts and asks
    * here. Answers the receiver record and the bucket (`""`: empty), and
    * writes the keys it `missed` again after the answer (the alarm, at once).

@@ -9,6 +9,8 @@ import * as phoneHandlers from "./phones.handlers";
 import * as phoneRoutes from "./phones.routes";
 import * as statusHandlers from "./status.handlers";
 import * as statusRoutes from "./status.routes";
+import * as indexHandlers from "./trust-index.handlers";
+import * as indexRoutes from "./trust-index.routes";
 
 /** The platform operator's endpoints (scope `platform:admin`), under /internal. */
 const router = createRouter()
@@ -22,6 +24,8 @@ const router = createRouter()
   .openapi(phoneRoutes.verifyCompanyPhone, phoneHandlers.verifyCompanyPhone)
   .openapi(statusRoutes.status, statusHandlers.status)
   .openapi(moveRoutes.startPersonMoves, moveHandlers.startPersonMoves)
-  .openapi(moveRoutes.personMoveStatus, moveHandlers.personMoveStatus);
+  .openapi(moveRoutes.personMoveStatus, moveHandlers.personMoveStatus)
+  .openapi(indexRoutes.startRebuild, indexHandlers.startRebuild)
+  .openapi(indexRoutes.rebuildStatus, indexHandlers.rebuildStatus);
 
 export default router;

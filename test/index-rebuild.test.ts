@@ -1,0 +1,127 @@
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { INDEX_COMPLETE_KEY } from "../src/domain/trust-records";
+import { rebuildChunk, REBUILD_KEY, startRebuild } from "../src/services/index-rebuild";
+import { createDeps } from "../src/services/outbox";
+import type { BackgroundMessage } from "../src/queue/messages";
+import worker from "../src/index";
+import { as, call, countD1, DEMO, insertToken } from "./helpers";
+
+/*
+ * The complete trust index (docs/architecture.md, "The rebuild and its
+ * mark"): once the rebuild has marked it, a lookup whose keys are absent is
+ * answered from that absence, with no D1 statement and no write.
+ */
+
+const ADMIN = `sk_test_index_admin_${crypto.randomUUID().replaceAll("-", "")}`;
+let ALICE = "";
+
+beforeAll(async () => {
+  await insertToken(ADMIN, { serviceName: "operator", scopes: ["platform:admin"] });
+  const response = await as("alice").get("/apps/buzz/heartbeat");
+  ALICE = ((await response.json()) as { secure_number: { e164: string } }).secure_number.e164;
+});
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const lookup = (number: string, inbound: string) =>
+  as("telephony").get(`/apps/buzz/trust-lookup?${new URLSearchParams({ number, inbound })}`);
+
+describe("after the mark, the ringing path makes no D1 statement", () => {
+  it("100 lookups from 100 never-seen callers: 0 D1 statements and no KV write", async () => {
+    expect((await lookup(ALICE, "+16505550100")).status).toBe(200); // the token is verified once
+    const puts = vi.spyOn(env.TRUST_INDEX, "put");
+    const d1 = countD1();
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => lookup(ALICE, `+1650555${String(2000 + i)}`).then((r) => r.json())),
+    );
+    expect(answers.every((a) => (a as { trusted: boolean; user_id: number }).user_id === DEMO.people.alice)).toBe(true);
+    expect(answers.every((a) => (a as { trusted: boolean }).trusted === false)).toBe(true);
+    expect(d1.statements).toBe(0);
+    expect(puts.mock.calls.filter(([key]) => String(key).startsWith("num:") || String(key).startsWith("rcv"))).toEqual(
+      [],
+    );
+  });
+
+  it("20 concurrent lookups to a member whose key is absent: answered as unknown, 0 D1 statements, nothing written", async () => {
+    const member = "+12025550999"; // nobody's: its key is absent, as a member's would be if lost
+    expect((await lookup(ALICE, "+16505550101")).status).toBe(200);
+    const puts = vi.spyOn(env.TRUST_INDEX, "put");
+    const d1 = countD1();
+    const answers = await Promise.all(Array.from({ length: 20 }, () => lookup(member, DEMO.acmePhone)));
+    for (const answer of answers) expect(await answer.json()).toEqual({ trusted: false, user_id: 0 });
+    expect(d1.statements).toBe(0);
+    expect(puts.mock.calls).toEqual([]);
+  });
+});
+
+describe("the rebuild", () => {
+  it("writes every key and then the mark; interrupted, it resumes where it stood", async () => {
+    const deps = createDeps(env);
+    // A deployment whose index was lost: no key, no mark, no record of a rebuild.
+    let cursor: string | undefined;
+    do {
+      const page = await env.TRUST_INDEX.list({ cursor });
+      await Promise.all(page.keys.filter((k) => !k.name.startsWith("tok:")).map((k) => env.TRUST_INDEX.delete(k.name)));
+      cursor = page.list_complete ? undefined : page.cursor;
+    } while (cursor);
+
+    const now = new Date();
+    const first = await startRebuild(deps, now);
+    expect(first).toEqual({ kind: "rebuild-index", stage: "people", after: "0" });
+    const afterPeople = await rebuildChunk(deps, first, now);
+    expect(afterPeople.next).toMatchObject({ stage: "numbers" });
+    // Alice holds a secure number: her object wrote her receiver record.
+    expect(await env.TRUST_INDEX.get(`rcv:${ALICE}`)).not.toBeNull();
+    expect(await env.TRUST_INDEX.get(INDEX_COMPLETE_KEY)).toBeNull();
+
+    // The worker stopped here (its continuation lost). Starting again resumes at the numbers.
+    const resumed = await startRebuild(deps, now);
+    expect(resumed).toEqual(afterPeople.next);
+    const last = await rebuildChunk(deps, resumed, now);
+    expect(last.next).toBeUndefined();
+    expect(await env.TRUST_INDEX.get(INDEX_COMPLETE_KEY)).not.toBeNull();
+    expect(JSON.parse((await env.TRUST_INDEX.get(`num:${DEMO.acmePhone}`))!)).toEqual({ p: [], c: [1] });
+    expect(JSON.parse((await env.TRUST_INDEX.get(`num:${DEMO.bobPhone}`))!)).toMatchObject({
+      p: [DEMO.people.bob],
+    });
+    expect(JSON.parse((await env.TRUST_INDEX.get(REBUILD_KEY))!)).toMatchObject({ state: "complete", stage: null });
+    // Lookups answer as before.
+    expect(await (await lookup(ALICE, DEMO.acmePhone)).json()).toEqual({ trusted: true, user_id: DEMO.people.alice });
+  });
+
+  it("POST /internal/trust-index/rebuild starts it on the background queue; GET tells where it stands (operator only)", async () => {
+    const sent: BackgroundMessage[] = [];
+    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation(
+      (async (body: BackgroundMessage) => void sent.push(body)) as never,
+    );
+    await env.TRUST_INDEX.delete(REBUILD_KEY);
+    const started = await call("/internal/trust-index/rebuild", { method: "POST", token: ADMIN });
+    expect(started.status).toBe(202);
+    expect(await started.json()).toMatchObject({ state: "running", stage: "people" });
+    expect(sent).toEqual([{ kind: "rebuild-index", stage: "people", after: "0" }]);
+    const status = await call("/internal/trust-index/rebuild", { token: ADMIN });
+    expect(status.status).toBe(200);
+    expect((await as("alice").send("POST", "/internal/trust-index/rebuild")).status).toBe(403);
+  });
+
+  it("the minute cron starts a rebuild on a deployment that never had one, and not again", async () => {
+    const sent: BackgroundMessage[] = [];
+    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation(
+      (async (body: BackgroundMessage) => void sent.push(body)) as never,
+    );
+    await env.TRUST_INDEX.delete(REBUILD_KEY);
+    const tick = async () => {
+      const ctx = createExecutionContext();
+      await worker.scheduled!(createScheduledController({ cron: "* * * * *", scheduledTime: Date.now() }), env, ctx);
+      await waitOnExecutionContext(ctx);
+    };
+    await tick();
+    expect(sent.filter((m) => m.kind === "rebuild-index")).toHaveLength(1);
+    await tick();
+    expect(sent.filter((m) => m.kind === "rebuild-index")).toHaveLength(1);
+  });
+});
