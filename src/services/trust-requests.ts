@@ -5,7 +5,7 @@ import { notFound, tooManyRequests } from "../lib/errors";
 import { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
 import type { Deps } from "./outbox";
 import { people, personEmails } from "../db/schema";
-import { iso } from "../lib/time";
+import { trustRequestView, type RequesterNames } from "../domain/activity";
 import { holdersOfNumber } from "./people";
 
 /** Who a trust request is addressed to: exactly one of these (docs/decisions.md). */
@@ -30,8 +30,12 @@ export async function askForTrust(deps: Deps, requesterId: number, target: Trust
       charged.retryAfter,
     );
   }
-  const targets = (await matchPeople(deps.db, target)).filter((id) => id !== requesterId);
-  await Promise.all(targets.map((id) => deps.persons.of(id).receiveTrustRequest(id, requesterId, reason)));
+  // The requester's names go along for the receivers' live streams (docs/realtime.md), read beside the match.
+  const [matched, requester] = await Promise.all([matchPeople(deps.db, target), namesOf(deps.db, [requesterId])]);
+  const targets = matched.filter((id) => id !== requesterId);
+  await Promise.all(
+    targets.map((id) => deps.persons.of(id).receiveTrustRequest(id, requesterId, reason, requester[0])),
+  );
 }
 
 async function matchPeople(db: Db, target: TrustRequestTarget): Promise<number[]> {
@@ -62,17 +66,17 @@ async function matchPeople(db: Db, target: TrustRequestTarget): Promise<number[]
 export async function pendingRequests(deps: Deps, personId: number) {
   const requests = await deps.persons.of(personId).pendingTrustRequests();
   if (requests.length === 0) return [];
-  const names = await deps.db.all<{ id: number; first_name: string; middle_name: string | null; last_name: string }>(
-    sql`select id, first_name, middle_name, last_name from people
-        where ${inList(sql`id`, [...new Set(requests.map((r) => r.requesterId))])}`,
-  );
+  const names = await namesOf(deps.db, [...new Set(requests.map((r) => r.requesterId))]);
   const byId = new Map(names.map((row) => [row.id, row]));
   return requests.flatMap((request) => {
     const person = byId.get(request.requesterId);
-    if (!person) return [];
-    return [{ ...person, contact_reason: request.contactReason, updated_at: iso(new Date(request.updatedAt))! }];
+    return person ? [trustRequestView(person, request)] : [];
   });
 }
+
+/** The names of these people (those that exist). */
+const namesOf = (db: Db, ids: number[]) =>
+  db.all<RequesterNames>(sql`select id, first_name, middle_name, last_name from people where ${inList(sql`id`, ids)}`);
 
 /**
  * Records `personId`'s decision about `requesterId` in their object, which
