@@ -20,11 +20,12 @@ import webhooks from "./routes/webhooks/webhooks.index";
 import employees from "./routes/employees/employees.index";
 import licenses from "./routes/licenses/licenses.index";
 import admin from "./routes/admin/admin.index";
+import me from "./routes/me/me.index";
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
 /** Area routers, mounted at the root: each declares its full paths. */
-const areas = [health, buzz, companies, vcc, webhooks, scans, employees, licenses, contacts, admin];
+const areas = [health, buzz, companies, vcc, webhooks, scans, employees, licenses, contacts, admin, me];
 
 export function createApp() {
   const app = createRouter();

@@ -48,6 +48,7 @@ export const noSecurity: { [scheme: string]: string[] }[] = [];
 /** The areas of the API, in the order the reference shows them; every operation names one. */
 export const TAGS = [
   { name: "Secure calling", description: "The telephony provider's lookups and the secure-calling app (`/apps/buzz`)" },
+  { name: "Me", description: "The caller's own account (`/me`)" },
   { name: "Contacts", description: "A person's contacts, trust requests and decisions, coworkers (`/contacts`)" },
   { name: "Companies", description: "A company, its roles and the people-search sites (`/companies/{company_id}`)" },
   { name: "Employees", description: "A company's employees and their exposures on people-search sites" },
