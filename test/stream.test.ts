@@ -264,6 +264,22 @@ describe("GET /apps/buzz/stream", () => {
     expect(kept.ws.readyState).toBe(WebSocket.OPEN);
   });
 
+  it("closes the connections of a person whose account is erased", async () => {
+    const gone = await newPerson("Erased");
+    const socket = await connect("", gone.token);
+    await personObject(gone.id).erase();
+    expect((await socket.closed).code).toBe(4001);
+  });
+
+  it("is in the OpenAPI document as a 101 upgrade", async () => {
+    const doc = (await (await call("/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    };
+    expect(Object.keys(doc.paths["/apps/buzz/stream"]!.get!.responses)).toEqual(
+      expect.arrayContaining(["101", "401", "426"]),
+    );
+  });
+
   it("a ticket opens one connection, once; it needs no header", async () => {
     const alice = await newPerson("Ticketer");
     const bob = await newPerson("Browser");

@@ -712,12 +712,13 @@ export class Person extends DurableObject<Env> {
   }
 
   /**
-   * The person's account is gone: their index keys are deleted from KV, and
-   * everything here goes (rows and alarm). The
+   * The person's account is gone: their streams close, their index keys are
+   * deleted from KV, and everything here goes (rows and alarm). The
    * empty tables are made again at once, so a late call (a blocked call
    * still on its way) finds a working object, not a broken one.
    */
   async erase(): Promise<void> {
+    this.stream.closeAll();
     await keys.deleteAllKeys(this.db, this.env.TRUST_INDEX);
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();

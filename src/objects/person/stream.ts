@@ -235,6 +235,11 @@ export class Stream {
     }
   }
 
+  /** The person is gone: every socket closes as a revoked token's would. */
+  closeAll(): void {
+    for (const { ws } of this.sockets()) ws.close(STREAM_CLOSE.revoked.code, STREAM_CLOSE.revoked.reason);
+  }
+
   /* ---------- helpers ---------- */
 
   private sockets(): { ws: WebSocket; att: Attachment }[] {
