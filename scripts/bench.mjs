@@ -40,6 +40,7 @@ import {
   inspectorTargets,
   summarizeProfile,
 } from "./bench/inspector.mjs";
+import { streamScenario } from "./bench/stream.mjs";
 
 const CONNECTIONS = positiveInt("BENCH_CONNECTIONS", 32);
 const DURATION_S = positiveInt("BENCH_DURATION", 2);
@@ -66,13 +67,18 @@ const PROFILE = (() => {
   const arg = process.argv.find((a) => a === "--profile" || a.startsWith("--profile="));
   return arg === undefined ? false : arg === "--profile" ? true : arg.slice("--profile=".length);
 })();
+/**
+ * `--stream`: only the live stream's scenario (scripts/bench/stream.mjs): chat latency to the
+ * receiver's socket with 1,000 idle connections open, and the isolate's heap with them; no table.
+ */
+const STREAM = process.argv.includes("--stream");
 /** `--only=key,key`: just these scenarios (with /healthz and their floors), for a quick look; never recorded. */
 const ONLY =
   process.argv
     .find((a) => a.startsWith("--only="))
     ?.slice("--only=".length)
     .split(",") ?? null;
-const RECORD = !process.argv.includes("--no-record") && !MEMORY && !PROFILE && !ONLY;
+const RECORD = !process.argv.includes("--no-record") && !MEMORY && !PROFILE && !ONLY && !STREAM;
 const DOC = path.join(ROOT, "docs", "performance.md");
 const BENCH_ENTRY = "scripts/bench/worker.ts";
 const MARK_START = "<!-- bench:start -->";
@@ -399,7 +405,7 @@ function contact(/** @type {number} */ i) {
 
 async function setup() {
   const started = Date.now();
-  const inspectorPort = MEMORY || PROFILE ? (await freePorts())[0] : null;
+  const inspectorPort = MEMORY || PROFILE || STREAM ? (await freePorts())[0] : null;
   step("Starting the Worker on Miniflare (one workerd, temporary state, rate limits raised)");
   worker = await startLocalWorker({
     // The Worker with the floor routes (never deployed: wrangler.toml's main is src/index.ts).
@@ -431,6 +437,8 @@ async function setup() {
   const { createDb } = await tsImport("../src/db/client.ts", import.meta.url);
   const { loadDemoWorld } = await tsImport("../src/fixtures/demo-world.ts", import.meta.url);
   await loadDemoWorld(createDb(worker.db));
+  // The stream's scenario needs only the demo world's Alice and Bob.
+  if (STREAM) return [];
 
   step(
     `Loading ${EMPLOYEES} employees of Acme: one POST /companies/1/employees/bulk (timed), then ${BULK_SINGLES} by single POSTs`,
@@ -791,6 +799,22 @@ async function profileScenarios(/** @type {Scenario[]} */ list) {
 
 async function main() {
   const everything = await setup();
+  if (STREAM) {
+    const live = /** @type {Inspector} */ (inspector);
+    await streamScenario({
+      url: /** @type {string} */ (worker?.url),
+      db: worker?.db,
+      // workerd's inspector never answers HeapProfiler.collectGarbage; a heap snapshot collects garbage too.
+      heap: async () => {
+        await live.send("HeapProfiler.takeHeapSnapshot", { reportProgress: false });
+        return /** @type {{ usedSize: number }} */ (await live.send("Runtime.getHeapUsage")).usedSize;
+      },
+      rss: workerdRssMiB,
+      say: (line) => console.log(line),
+    });
+    inspector?.close();
+    return stopAndExit(0);
+  }
   const floorsOf = new Set(everything.filter((s) => ONLY?.includes(s.key)).map((s) => s.floor));
   const list = ONLY ? everything.filter((s) => ONLY.includes(s.key) || floorsOf.has(s.key)) : everything;
   if (list.length === 0) fail(`--only= names none of: ${everything.map((s) => s.key).join(", ")}`);

@@ -11,11 +11,12 @@ const PHRASES: Record<number, string> = {
   409: "Conflict",
   410: "Gone",
   413: "Payload Too Large",
+  426: "Upgrade Required",
   429: "Too Many Requests",
   500: "Internal Server Error",
 };
 
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 410 | 413 | 429 | 500;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 410 | 413 | 426 | 429 | 500;
 
 /** The one error body of the API: `{"error": {"code": "404", "message": "Not Found: …"}}`. */
 export const ErrorSchema = z
@@ -54,6 +55,7 @@ export const forbidden = (detail: string) => new ApiError(403, detail);
 export const notFound = (detail: string) => new ApiError(404, detail);
 export const conflict = (detail: string) => new ApiError(409, detail);
 export const gone = (detail: string) => new ApiError(410, detail);
+export const upgradeRequired = (detail: string) => new ApiError(426, detail, { Upgrade: "websocket" });
 export const tooManyRequests = (detail: string, retryAfterSeconds: number) =>
   new ApiError(429, detail, { "Retry-After": String(retryAfterSeconds) });
 

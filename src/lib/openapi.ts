@@ -14,6 +14,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   409: "Conflicts with the current state",
   410: "What was asked for is no longer kept; the message says what to do instead",
   413: "Request body larger than 1 MiB",
+  426: "A WebSocket endpoint asked without `Upgrade: websocket`",
   429: "Rate limit exceeded; see Retry-After",
   500: "Unexpected failure; reported with the request id",
 };
@@ -47,7 +48,7 @@ export const noSecurity: { [scheme: string]: string[] }[] = [];
 /** The areas of the API, in the order the reference shows them; every operation names one. */
 export const TAGS = [
   { name: "Secure calling", description: "The telephony provider's lookups and the secure-calling app (`/apps/buzz`)" },
-  { name: "Me", description: "The caller's own account: their phones (`/me`)" },
+  { name: "Me", description: "The caller's own account, their phones and settings (`/me`)" },
   { name: "Contacts", description: "A person's contacts, trust requests and decisions, coworkers (`/contacts`)" },
   { name: "Companies", description: "A company, its roles and the people-search sites (`/companies/{company_id}`)" },
   { name: "Employees", description: "A company's employees and their exposures on people-search sites" },

@@ -2,7 +2,8 @@ import { sql } from "drizzle-orm";
 import { activityTypes, partyTypes } from "../db/schema";
 import { batchableAll, inList } from "../db/sql";
 import { conflict, tooManyRequests } from "../lib/errors";
-import { iso } from "../lib/time";
+import { createdActivity, readActivity, type PersonParty } from "../domain/activity";
+import type { ChatParties } from "../domain/stream";
 import type { FeedRow } from "../objects/person/person";
 import { knowsMember, knowsPerson } from "./acquaintance";
 import type { Deps } from "./outbox";
@@ -27,20 +28,6 @@ export type ActivityInput = {
   message_id?: string;
 };
 
-/** The created activity as the POST answers it [seed 2.5]: party types as written. */
-const toCreated = (row: FeedRow) => ({
-  id: row.id,
-  type: row.type,
-  sendable_type: row.sendableType,
-  sendable_id: row.sendableId,
-  receivable_type: row.receivableType,
-  receivable_id: row.receivableId,
-  call_time: row.callTime,
-  message: row.message,
-  message_id: row.messageId,
-  created_at: iso(new Date(row.createdAt))!,
-});
-
 /**
  * Who records an activity, and whose log a call record is (docs/decisions.md,
  * "Activity"): a message or an outgoing call is recorded by its sender, an
@@ -61,17 +48,29 @@ export const recordedBy = (type: ActivityType): "sendable" | "receivable" =>
 export async function recordActivity(deps: Deps, me: number, input: ActivityInput) {
   const other = input.receivable_id;
   const toPerson = input.type.startsWith("chat_") && input.receivable_type === "person" && other !== me;
-  const peer =
-    toPerson && (await deps.db.get<{ id: number }>(sql`select id from people where id = ${other}`)) ? other : null;
-  const result = await (await deps.persons.toWrite(me)).record(me, input, peer);
-  if (result.ok) return toCreated(result.row);
+  const parties = toPerson ? await chatParties(deps, me, other) : undefined;
+  const peer = parties?.people.some((p) => p.id === other) ? other : null;
+  const result = await (await deps.persons.toWrite(me)).record(me, input, peer, parties);
+  if (result.ok) return createdActivity(result.row);
   if (result.status === 429) throw tooManyRequests(result.message, result.retryAfter);
   throw conflict(result.message);
 }
 
-const READ_TYPES = { person: "AppModelsPerson", company: "AppModelsCompany" } as const;
+/**
+ * The one D1 read a chat to a person makes: whether the receiver is an
+ * account, and, for the live streams of both (docs/realtime.md), both
+ * people's names and whether they share a company.
+ */
+async function chatParties(deps: Deps, me: number, other: number): Promise<ChatParties> {
+  const rows = await deps.db.all<PersonParty & { shared: number }>(
+    sql`select p.id, p.first_name, p.middle_name, p.last_name,
+          exists (select 1 from memberships a join memberships b on b.company_id = a.company_id
+                  where a.person_id = ${me} and b.person_id = ${other}) as shared
+        from people p where p.id in (${me}, ${other})`,
+  );
+  return { people: rows.map(({ shared: _, ...person }) => person), shareCompany: rows.some((row) => row.shared === 1) };
+}
 
-type PersonParty = { id: number; first_name: string | null; middle_name: string | null; last_name: string | null };
 type CompanyParty = { id: number; name: string | null };
 
 /**
@@ -128,13 +127,7 @@ export async function activitiesAfter(deps: Deps, personId: number, afterId: num
   const { rows, trustedMe } = await deps.persons.of(personId).feedAfter(afterId, limit);
   if (rows.length === 0) return [];
   const party = await partiesOf(deps, personId, rows, trustedMe);
-  return rows.map((row) => ({
-    ...toCreated(row),
-    sendable_type: READ_TYPES[row.sendableType],
-    receivable_type: READ_TYPES[row.receivableType],
-    sendable: party(row.sendableType, row.sendableId),
-    receivable: party(row.receivableType, row.receivableId),
-  }));
+  return rows.map((row) => readActivity(row, party));
 }
 
 /** Development only: wipes the person's feed and blocked calls (docs/decisions.md). */

@@ -7,7 +7,7 @@ import { ReadBatch } from "../db/batch";
 import { inList } from "../db/sql";
 import { phoneFromInternational, phoneFromParts, type Phone } from "../lib/phone";
 import { logError } from "../lib/log";
-import { iso } from "../lib/time";
+import { blockedCallView } from "../domain/activity";
 import { knowsPerson } from "./acquaintance";
 import { contactsRead, type Contact } from "./contacts";
 import { toCompanyRef, type CompanyRef } from "./companies";
@@ -315,13 +315,7 @@ const lastSent = new Map<number, number>();
 /** The newest 100 blocked calls of a member [seed 2.4, 4.1 rule 8], from their object. */
 export async function latestBlockedCalls(persons: Persons, personId: number) {
   const rows = await persons.of(personId).latestBlockedCalls(100);
-  return rows.map((row) => ({
-    id: personId,
-    caller_id: row.callerId ?? "",
-    country_code: row.countryCode,
-    phone_number: row.phoneNumber,
-    created_at: iso(new Date(row.createdAt))!,
-  }));
+  return rows.map((row) => blockedCallView(personId, row));
 }
 
 const FIELD_NAMES = [

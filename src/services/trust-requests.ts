@@ -5,7 +5,7 @@ import { conflict, notFound, tooManyRequests } from "../lib/errors";
 import { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
 import type { Deps } from "./outbox";
 import { people, personEmails } from "../db/schema";
-import { iso } from "../lib/time";
+import { trustRequestView, type RequesterNames } from "../domain/activity";
 import { holdersOfNumber, ownerOfNumber } from "./people";
 
 /** Who a trust request is addressed to: exactly one of these (docs/decisions.md). */
@@ -27,7 +27,8 @@ export { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
  * asking oneself does nothing.
  */
 export async function askForTrust(deps: Deps, requesterId: number, target: TrustRequestTarget, reason: string) {
-  const match = await matchPerson(deps.db, target);
+  // The requester's names go along for the receiver's live stream (docs/realtime.md), read beside the match.
+  const [match, requester] = await Promise.all([matchPerson(deps.db, target), namesOf(deps.db, [requesterId])]);
   if (match === "ambiguous") {
     throw conflict(
       "ambiguous recipient: this number reaches no single person; ask by `user_id` or `email`, or ask its holder to confirm it in their app",
@@ -41,7 +42,7 @@ export async function askForTrust(deps: Deps, requesterId: number, target: Trust
     );
   }
   if (match !== null && match !== requesterId) {
-    await deps.persons.of(match).receiveTrustRequest(match, requesterId, reason);
+    await deps.persons.of(match).receiveTrustRequest(match, requesterId, reason, requester[0]);
   }
 }
 
@@ -80,17 +81,17 @@ async function matchPerson(db: Db, target: TrustRequestTarget): Promise<number |
 export async function pendingRequests(deps: Deps, personId: number) {
   const requests = await deps.persons.of(personId).pendingTrustRequests();
   if (requests.length === 0) return [];
-  const names = await deps.db.all<{ id: number; first_name: string; middle_name: string | null; last_name: string }>(
-    sql`select id, first_name, middle_name, last_name from people
-        where ${inList(sql`id`, [...new Set(requests.map((r) => r.requesterId))])}`,
-  );
+  const names = await namesOf(deps.db, [...new Set(requests.map((r) => r.requesterId))]);
   const byId = new Map(names.map((row) => [row.id, row]));
   return requests.flatMap((request) => {
     const person = byId.get(request.requesterId);
-    if (!person) return [];
-    return [{ ...person, contact_reason: request.contactReason, updated_at: iso(new Date(request.updatedAt))! }];
+    return person ? [trustRequestView(person, request)] : [];
   });
 }
+
+/** The names of these people (those that exist). */
+const namesOf = (db: Db, ids: number[]) =>
+  db.all<RequesterNames>(sql`select id, first_name, middle_name, last_name from people where ${inList(sql`id`, ids)}`);
 
 /**
  * Records `personId`'s decision about `requesterId` in their object, which

@@ -32,6 +32,8 @@ import { logError } from "../../lib/log";
 import { createDb } from "../../db/client";
 import { inList } from "../../db/sql";
 import { factsOf } from "../../services/trust-index";
+import { TOKEN_RECHECK_MS, type ChatParties, type Requester } from "../../domain/stream";
+import { Stream, type Backlog, type ConnectParams } from "./stream";
 
 /*
  * One file past 400 lines on purpose: a Durable Object class is one service
@@ -122,10 +124,17 @@ export class Person extends DurableObject<Env> {
   private readonly reserved = new Set<number>();
   /** The index-key writes, one after another, so a key's writes reach KV in the order of the changes. */
   private flushing: Promise<unknown> = Promise.resolve();
+  /** The person's live streams (stream.ts): every write below tells it what landed. */
+  private readonly stream: Stream;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.db = drizzle(ctx.storage);
+    this.stream = new Stream(ctx, env, {
+      after: (afterId, limit) => this.feedRows(afterId, limit),
+      newest: () => this.lastId(),
+      trustedMe: (ids) => this.trustedMe(ids),
+    });
     // The object's own tables, migrated before any call reaches it.
     void ctx.blockConcurrencyWhile(async () => {
       await migrate(this.db, migrations);
@@ -140,12 +149,12 @@ export class Person extends DurableObject<Env> {
    * first accepted by that person's object (`peer`), so both feeds hold it
    * under one id before this answers. Charged to today's budget.
    */
-  async record(me: number, input: ActivityInput, peer: number | null): Promise<RecordResult> {
+  async record(me: number, input: ActivityInput, peer: number | null, parties?: ChatParties): Promise<RecordResult> {
     // The same message sent again while the first is still on its way to the peer: one answer for both.
     const key = input.message_id ? `${input.sendable_type}:${input.sendable_id}:${input.message_id}` : null;
     const inflight = key ? this.sending.get(key) : undefined;
     if (inflight) return inflight;
-    const work = this.recordOnce(me, input, peer);
+    const work = this.recordOnce(me, input, peer, parties);
     if (!key) return work;
     this.sending.set(key, work);
     try {
@@ -155,7 +164,12 @@ export class Person extends DurableObject<Env> {
     }
   }
 
-  private async recordOnce(me: number, input: ActivityInput, peer: number | null): Promise<RecordResult> {
+  private async recordOnce(
+    me: number,
+    input: ActivityInput,
+    peer: number | null,
+    parties?: ChatParties,
+  ): Promise<RecordResult> {
     // A chat tells the receiver this person's companies (their budget for strangers): known before the change.
     if (peer !== null && peer !== me) await this.knowFacts(me);
     const earlier = this.sameMessage(input);
@@ -194,7 +208,7 @@ export class Person extends DurableObject<Env> {
       if (peer === null || peer === me) {
         row.id = nextId(me, this.newestTaken());
       } else {
-        const sent = await this.sendChat(me, row, peer, held);
+        const sent = await this.sendChat(me, row, peer, held, parties);
         if (typeof sent !== "number") {
           // The receiver took all it may today: nothing is written on either side.
           this.charge(activityDays, day, -1, -bytes);
@@ -202,12 +216,15 @@ export class Person extends DurableObject<Env> {
         }
         row.id = sent;
       }
+      this.stream.remember(me, row.id, parties);
       inserted = this.db.insert(feed).values(row).onConflictDoNothing().returning().get();
     } catch (err) {
       this.charge(activityDays, day, -1, -bytes);
       throw err;
     } finally {
       for (const id of held) this.reserved.delete(id);
+      // What the reservations held back (and this row) reaches the streams now.
+      this.stream.pump();
     }
     if (inserted) {
       this.scheduleCare();
@@ -230,13 +247,19 @@ export class Person extends DurableObject<Env> {
    * this person's slot) is the peer asked to move its copy above a new
    * reservation.
    */
-  private async sendChat(me: number, row: FeedRow, peer: number, held: number[]): Promise<number | ChatRefusal> {
+  private async sendChat(
+    me: number,
+    row: FeedRow,
+    peer: number,
+    held: number[],
+    parties?: ChatParties,
+  ): Promise<number | ChatRefusal> {
     const stub = this.peer(peer);
     for (let attempt = 0; ; attempt++) {
       const floor = nextId(me, this.newestTaken());
       this.reserved.add(floor);
       held.push(floor);
-      const id = await stub.acceptChat(peer, { ...row, id: floor }, attempt > 0, this.asSender(me));
+      const id = await stub.acceptChat(peer, { ...row, id: floor }, attempt > 0, this.asSender(me), parties);
       if (typeof id !== "number") return id;
       const taken = this.db.select({ id: feed.id }).from(feed).where(eq(feed.id, id)).get() !== undefined;
       if (!taken && (held.includes(id) || !this.reserved.has(id))) {
@@ -258,7 +281,13 @@ export class Person extends DurableObject<Env> {
    * answers its id; only with `move` (that id was taken in the sender's feed)
    * is it moved up to the new floor.
    */
-  async acceptChat(me: number, row: FeedRow, move = false, sender?: Sender): Promise<number | ChatRefusal> {
+  async acceptChat(
+    me: number,
+    row: FeedRow,
+    move = false,
+    sender?: Sender,
+    parties?: ChatParties,
+  ): Promise<number | ChatRefusal> {
     // Whether the sender shares a company with this person needs this person's companies (once, before the change).
     if (sender) await this.knowFacts(me);
     const key = this.messageKey(row.sendableType, row.sendableId, row.messageId ?? "");
@@ -290,6 +319,7 @@ export class Person extends DurableObject<Env> {
         .run();
       this.scheduleCare();
     }
+    this.stream.recorded(me, id, parties);
     return id;
   }
 
@@ -298,15 +328,7 @@ export class Person extends DurableObject<Env> {
    * of the people on it trusted this person (they know the reader).
    */
   feedAfter(afterId: number, limit: number): { rows: FeedRow[]; trustedMe: number[] } {
-    // Below the lowest id a chat on its way has reserved (see sendChat): nothing appears below what was read.
-    const barrier = this.reserved.size === 0 ? undefined : lt(feed.id, Math.min(...this.reserved));
-    const rows = this.db
-      .select()
-      .from(feed)
-      .where(and(gt(feed.id, afterId), barrier))
-      .orderBy(asc(feed.id))
-      .limit(limit)
-      .all();
+    const rows = this.feedRows(afterId, limit);
     const people = rows.flatMap((row) => [
       ...(row.sendableType === "person" ? [row.sendableId] : []),
       ...(row.receivableType === "person" ? [row.receivableId] : []),
@@ -345,8 +367,9 @@ export class Person extends DurableObject<Env> {
    * `requesterId` asks this person (`me`) for trust: a new pending request,
    * or, while one is pending, its reason and time refreshed.
    */
-  receiveTrustRequest(me: number, requesterId: number, reason: string): void {
+  receiveTrustRequest(me: number, requesterId: number, reason: string, requester?: Requester): void {
     const now = new Date();
+    if (requester) this.stream.trustRequest(requester, reason, now);
     const pending = this.db
       .select({ id: trustRequests.id })
       .from(trustRequests)
@@ -429,7 +452,10 @@ export class Person extends DurableObject<Env> {
       keys.markDue(this.db, keys.keysOfPhones(this.db, touchedPhones));
       return { ok: true as const, items: book.readContacts(this.db, ids), total: 0, trustedMe: this.trustedMe() };
     });
-    if (written.ok) await this.flushIndex();
+    if (written.ok) {
+      this.stream.contactsChanged(Date.now());
+      await this.flushIndex();
+    }
     return written;
   }
 
@@ -442,6 +468,7 @@ export class Person extends DurableObject<Env> {
       return result;
     });
     if (deleted.length > 0) {
+      this.stream.contactsChanged(Date.now());
       this.scheduleCare();
       await this.flushIndex();
     }
@@ -694,6 +721,7 @@ export class Person extends DurableObject<Env> {
       )
       .run();
     this.scheduleCare();
+    this.stream.blockedCalls(me, calls);
   }
 
   /** The newest `limit` blocked calls, newest first. */
@@ -715,12 +743,13 @@ export class Person extends DurableObject<Env> {
   }
 
   /**
-   * The person's account is gone: their index keys are deleted from KV, and
-   * everything here goes (rows and alarm). The
+   * The person's account is gone: their streams close, their index keys are
+   * deleted from KV, and everything here goes (rows and alarm). The
    * empty tables are made again at once, so a late call (a blocked call
    * still on its way) finds a working object, not a broken one.
    */
   async erase(): Promise<void> {
+    this.stream.closeAll();
     await keys.deleteAllKeys(this.db, this.env.TRUST_INDEX);
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
@@ -873,6 +902,58 @@ export class Person extends DurableObject<Env> {
     const more = pruned.some((n) => n >= PRUNE_CHUNK);
     await this.ctx.storage.setAlarm(now + (more ? 1_000 : DAY_MS));
     await this.retryLater();
+    await this.checkStreams();
+  }
+
+  /* ---------- live streams (stream.ts, docs/realtime.md) ---------- */
+
+  /** The one HTTP entry of the object: a stream's upgrade, checked and forwarded by the Worker. */
+  override async fetch(request: Request): Promise<Response> {
+    const params = JSON.parse(new URL(request.url).searchParams.get("connect") ?? "null") as ConnectParams;
+    const response = this.stream.connect(params);
+    await this.alarmBy(Date.now() + TOKEN_RECHECK_MS);
+    return response;
+  }
+
+  override webSocketClose(ws: WebSocket, code: number, reason: string): void {
+    this.stream.closed(ws, code, reason);
+  }
+
+  /** A resume's records, rendered by the Worker, for the upgrade that follows (stream.ts). */
+  stageStream(key: string, backlog: Backlog): void {
+    this.stream.stage(key, backlog);
+  }
+
+  /** A one-use ticket for a browser's stream, made with token `tokenId`. */
+  mintStreamTicket(tokenId: number): string {
+    return this.stream.mintTicket(tokenId);
+  }
+
+  /** Spends a ticket: the token it was made with, or null (unknown, spent or expired). */
+  redeemStreamTicket(secret: string): number | null {
+    return this.stream.redeemTicket(secret);
+  }
+
+  /** While sockets are open, their tokens are checked again at least every `TOKEN_RECHECK_MS`. */
+  private async checkStreams(): Promise<void> {
+    await this.stream.checkTokens();
+    if (this.stream.open()) await this.alarmBy(Date.now() + TOKEN_RECHECK_MS);
+  }
+
+  /**
+   * The feed's rows after `afterId` a reader may see now: below the lowest id
+   * a chat on its way has reserved (see sendChat), so nothing appears below
+   * what was read.
+   */
+  private feedRows(afterId: number, limit: number): FeedRow[] {
+    const barrier = this.reserved.size === 0 ? undefined : lt(feed.id, Math.min(...this.reserved));
+    return this.db
+      .select()
+      .from(feed)
+      .where(and(gt(feed.id, afterId), barrier))
+      .orderBy(asc(feed.id))
+      .limit(limit)
+      .all();
   }
 
   /* ---------- helpers ---------- */

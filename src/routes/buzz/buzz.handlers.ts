@@ -1,8 +1,9 @@
 import type { Context } from "hono";
-import { forbidden, notFound, unauthorized } from "../../lib/errors";
+import { forbidden, notFound, unauthorized, upgradeRequired } from "../../lib/errors";
 import { personId } from "../../middleware/auth";
 import * as activities from "../../services/activities";
 import { saveEncryption } from "../../services/encryption";
+import { mintStreamTicket, openStream as connectStream, redeemStreamTicket } from "../../services/stream";
 import { heartbeat as readHeartbeat } from "../../services/heartbeat";
 import {
   latestBlockedCalls,
@@ -124,4 +125,32 @@ export const listActivity: AppRouteHandler<typeof routes.listActivity> = async (
 export const clearHistory: AppRouteHandler<typeof routes.clearHistory> = async (c) => {
   await activities.clearHistory(c.var.deps, personId(c.var.principal));
   return c.body(null, 204);
+};
+
+/* ---------- the live stream (docs/realtime.md) ---------- */
+
+export const openStream: AppRouteHandler<typeof routes.openStream> = async (c) => {
+  const { after, ticket } = c.req.valid("query");
+  const principal = c.var.principal;
+  if (c.var.authFailure) throw unauthorized(c.var.authFailure);
+  if (principal?.kind === "service") throw forbidden("the stream is a person's: open it with a person token");
+  if (!principal && ticket === undefined) {
+    throw unauthorized(
+      "the stream needs a person token (Authorization: Bearer <token>) or `?ticket=` from POST /apps/buzz/stream/tickets",
+    );
+  }
+  if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
+    throw upgradeRequired("this endpoint is a WebSocket: connect with `Upgrade: websocket` (docs/realtime.md)");
+  }
+  const who = principal
+    ? { me: principal.personId, tokenId: principal.tokenId }
+    : await redeemStreamTicket(c.var.deps, ticket!);
+  if (!who) throw unauthorized("the ticket is unknown, spent or expired: ask POST /apps/buzz/stream/tickets again");
+  return connectStream(c.var.deps, who.me, who.tokenId, after);
+};
+
+export const createStreamTicket: AppRouteHandler<typeof routes.createStreamTicket> = async (c) => {
+  const principal = c.var.principal;
+  if (principal?.kind !== "person") throw unauthorized("this endpoint needs a person token");
+  return c.json(await mintStreamTicket(c.var.deps, principal.personId, principal.tokenId, new Date()), 201);
 };

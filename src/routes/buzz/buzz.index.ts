@@ -12,7 +12,9 @@ const router = createRouter()
   .openapi(routes.listBlocked, handlers.listBlocked)
   .openapi(routes.createActivity, handlers.createActivity)
   .openapi(routes.listActivity, handlers.listActivity)
-  .openapi(routes.clearHistory, handlers.clearHistory);
+  .openapi(routes.clearHistory, handlers.clearHistory)
+  .openapi(routes.openStream, handlers.openStream)
+  .openapi(routes.createStreamTicket, handlers.createStreamTicket);
 
 // The trust-lookup POST body is documented by reference (see buzz.routes.ts).
 router.openAPIRegistry.register("TrustLookupRequest", TrustLookupBody);

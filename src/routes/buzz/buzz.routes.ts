@@ -13,6 +13,8 @@ import {
   CallLookupResultSchema,
   HeartbeatSchema,
   LookupProblemHeaders,
+  StreamQuery,
+  StreamTicketSchema,
   TrustLookupQuery,
   TrustLookupResultSchema,
 } from "./buzz.schemas";
@@ -209,4 +211,50 @@ export const clearHistory = createRoute({
   security: bearerSecurity,
   middleware: [developmentOnly, requirePerson] as const,
   responses: { 204: { description: "Wiped" }, ...errorResponses(401, 403, 404, 429) },
+});
+
+/* ---------- the live stream (docs/realtime.md) ---------- */
+
+const streamDescription =
+  "A WebSocket (send `Upgrade: websocket`; a plain GET answers 426) carrying the caller's events as they happen, " +
+  'each one JSON text frame `{"type", "data"}`: `activity` (a new record of the caller\'s feed, as ' +
+  "GET /apps/buzz/activity/{id} shows it), `trust_request` (as GET /contacts/requests shows one), `contacts` " +
+  '(`{"updated_at"}`: the caller\'s contacts changed), `blocked_call` (as GET /apps/buzz/blocked shows one), ' +
+  "`resync` (a resume missed more than 500 records: read GET /apps/buzz/activity/{id}). Activity comes once per " +
+  "connection, in id order. Authenticated by a person token (`Authorization: Bearer`) or `?ticket=`. Send the text " +
+  "`ping` to get `pong`. At most 10 connections per person: an 11th closes the oldest (close code 4000); a revoked " +
+  "or expired token's connections close within 60 s (4001). Guide: docs/realtime.md in the repository.";
+
+export const openStream = createRoute({
+  method: "get",
+  operationId: "openStream",
+  path: "/apps/buzz/stream",
+  tags,
+  summary: "The caller's live events (WebSocket)",
+  description: streamDescription,
+  // A person token, or none with `?ticket=`.
+  security: [...bearerSecurity, {}],
+  request: { query: StreamQuery },
+  responses: {
+    101: { description: "Switching Protocols: the WebSocket is open; events follow as text frames" },
+    ...errorResponses(400, 401, 403, 426, 429),
+  },
+});
+
+export const createStreamTicket = createRoute({
+  method: "post",
+  operationId: "createStreamTicket",
+  path: "/apps/buzz/stream/tickets",
+  tags,
+  summary: "A one-use ticket to open the stream from a browser",
+  description:
+    "Browsers cannot set an Authorization header on a WebSocket: ask for a ticket with the person token, then " +
+    "open `GET /apps/buzz/stream?ticket=…` within 60 s. A ticket opens one connection; the connection lives as " +
+    "long as the token that asked for it.",
+  security: bearerSecurity,
+  middleware: [requirePerson] as const,
+  responses: {
+    201: jsonContent(StreamTicketSchema, "The ticket"),
+    ...errorResponses(401, 403, 429),
+  },
 });

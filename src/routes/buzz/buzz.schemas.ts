@@ -282,3 +282,38 @@ export const ActivityQuery = z.object({
     .default(100)
     .openapi({ param: { name: "limit", in: "query" }, description: "At most this many (default 100, at most 500)" }),
 });
+
+/* ---------- the live stream (docs/realtime.md) ---------- */
+
+export const StreamQuery = z.object({
+  after: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(Number.MAX_SAFE_INTEGER)
+    .optional()
+    .openapi({
+      param: { name: "after", in: "query" },
+      description:
+        "Resume: first the activity records after this id (at most 500, then a `resync` event), then live ones. " +
+        "Without it, only records made after the connection opens.",
+      example: 0,
+    }),
+  ticket: z
+    .string()
+    .max(200)
+    .optional()
+    .openapi({
+      param: { name: "ticket", in: "query" },
+      description:
+        "For browsers, which cannot set headers on a WebSocket: a ticket from `POST /apps/buzz/stream/tickets` " +
+        "(one use, 60 s), instead of the Authorization header",
+    }),
+});
+
+export const StreamTicketSchema = z
+  .object({
+    ticket: z.string().openapi({ description: "Pass as `?ticket=` to GET /apps/buzz/stream; one use" }),
+    expires_at: z.string().openapi({ format: "date-time", description: "60 s from now" }),
+  })
+  .openapi("StreamTicket");

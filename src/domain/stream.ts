@@ -1,0 +1,51 @@
+import type { ActivityView, PersonParty, RequesterNames } from "./activity";
+import type { blockedCallView, trustRequestView } from "./activity";
+
+/*
+ * The live stream of a person (docs/realtime.md): what crosses from the
+ * Worker to the person's object and what the object sends on each socket.
+ */
+
+/** Open sockets per person; an 11th closes the oldest. */
+export const MAX_STREAMS = 10;
+/** Records sent on a resume (`?after=`) before a `resync` event. */
+export const RESUME_LIMIT = 500;
+/** How long a ticket (`POST /apps/buzz/stream/tickets`) can be used, once. */
+export const TICKET_TTL_MS = 60_000;
+/** How often the object re-checks the tokens of its open sockets (a revoked one closes within this). */
+export const TOKEN_RECHECK_MS = 60_000;
+
+/** Close codes the server sends (4000–4999 are the application's). */
+export const STREAM_CLOSE = {
+  replaced: { code: 4000, reason: "more than 10 connections of this person: the oldest is closed" },
+  revoked: { code: 4001, reason: "the token of this connection is no longer valid" },
+} as const;
+
+/** One frame on the socket: a JSON text `{"type", "data"}`. */
+export type StreamEvent =
+  | { type: "activity"; data: ActivityView }
+  | { type: "trust_request"; data: ReturnType<typeof trustRequestView> }
+  | { type: "contacts"; data: { updated_at: string } }
+  | { type: "blocked_call"; data: ReturnType<typeof blockedCallView> }
+  | { type: "resync" };
+
+/**
+ * What a chat's write read from D1 anyway (it checks the receiver exists):
+ * both people's names and whether they share a company. Each side's object
+ * adds its own mirror (who trusted this person) to decide which names it shows.
+ */
+export type ChatParties = { people: PersonParty[]; shareCompany: boolean };
+
+/** What a trust request's write read about its requester, for the receiver's stream. */
+export type Requester = RequesterNames;
+
+/**
+ * A ticket names the person whose object holds it, so the Worker can route
+ * the upgrade there before the object checks (and spends) it.
+ */
+export const ticketFor = (personId: number, secret: string) => `st_${personId}_${secret}`;
+export const personOfTicket = (ticket: string): number | null => {
+  const match = /^st_(\d{1,16})_[A-Za-z0-9_-]{32,64}$/.exec(ticket);
+  const id = match ? Number(match[1]) : NaN;
+  return Number.isSafeInteger(id) && id > 0 ? id : null;
+};

@@ -1,0 +1,273 @@
+import { createDb } from "../../db/client";
+import { stillValidTokens } from "../../db/token-validity";
+import {
+  blockedCallView,
+  readActivity,
+  trustRequestView,
+  unnamedParty,
+  type ActivityView,
+  type FeedRecord,
+  type Party,
+} from "../../domain/activity";
+import {
+  MAX_STREAMS,
+  STREAM_CLOSE,
+  TICKET_TTL_MS,
+  type ChatParties,
+  type Requester,
+  type StreamEvent,
+} from "../../domain/stream";
+import { logError } from "../../lib/log";
+
+/*
+ * A person's live streams (docs/realtime.md), held by their own object with
+ * the hibernation API: an idle socket costs no running object. What each
+ * socket must remember across hibernation is its attachment (the token it
+ * was opened with, the last activity id it was sent, when it opened);
+ * everything in memory here is only a cache of the current instance.
+ *
+ * Activity is *pulled* from the feed after every write (`pump`): each socket
+ * gets the rows after its last id, under the feed's reservation barrier, so
+ * it sees every record once and in id order, the way a reader paging with
+ * GET /activity would. Other events are pushed as they happen.
+ */
+
+/** What the object tells the stream about its feed. */
+export type FeedSource = {
+  /** Rows after `afterId`, oldest first, under the reservation barrier. */
+  after(afterId: number, limit: number): FeedRecord[];
+  /** The newest id in the feed (0: empty). */
+  newest(): number;
+  /** Which of `ids` trusted this person (they know the reader). */
+  trustedMe(ids: number[]): number[];
+};
+
+type Attachment = { me: number; tokenId: number; last: number; since: number };
+
+/** What the Worker sends with an upgrade: who, with which token, and the records missed (already rendered). */
+export type ConnectParams = {
+  me: number;
+  tokenId: number;
+  /** The key of the resume's records staged just before (`stage`), or null: no resume. */
+  backlog: string | null;
+};
+
+/** A resume's records (GET /activity's shape), oldest first, and whether more were missed than sent. */
+export type Backlog = { after: number; rows: ActivityView[]; more: boolean };
+
+const TICKET_PREFIX = "stream-ticket:";
+/** Rows whose parties the current instance remembers from their write. */
+const NAMED_KEEP = 256;
+/** Rows one pump sends a socket at most (live traffic never comes near it). */
+const PUMP_LIMIT = 500;
+
+export class Stream {
+  /** Parties of recent rows, by feed id, from what their write knew (no D1 read to render them). */
+  private readonly named = new Map<number, (type: "person" | "company", id: number) => Party>();
+  /** Resumes staged by the Worker for the upgrade that follows at once (`stage`, `connect`). */
+  private readonly staged = new Map<string, Backlog>();
+
+  constructor(
+    private readonly ctx: DurableObjectState,
+    private readonly env: Env,
+    private readonly feed: FeedSource,
+  ) {
+    // Answered by the runtime without waking the object.
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
+  }
+
+  /** Whether any socket is open (the alarm keeps checking their tokens while one is). */
+  open(): boolean {
+    return this.ctx.getWebSockets().length > 0;
+  }
+
+  /* ---------- connecting ---------- */
+
+  /**
+   * Accepts a socket: closes the oldest beyond `MAX_STREAMS`, sends the
+   * resume's records (or, past `RESUME_LIMIT`, a `resync`), then whatever
+   * the feed holds after them. Without a resume it starts after the newest
+   * record. All of it in one turn: no write can fall between.
+   */
+  connect({ me, tokenId, backlog: key }: ConnectParams): Response {
+    const backlog = key === null ? null : this.staged.get(key);
+    if (key !== null) this.staged.delete(key);
+    const open = this.sockets().sort((a, b) => a.att.since - b.att.since);
+    for (const { ws } of open.slice(0, Math.max(0, open.length - MAX_STREAMS + 1))) {
+      ws.close(STREAM_CLOSE.replaced.code, STREAM_CLOSE.replaced.reason);
+    }
+    const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
+    this.ctx.acceptWebSocket(server);
+    const att: Attachment = { me, tokenId, last: this.feed.newest(), since: Date.now() };
+    if (backlog === undefined) {
+      // Staged in an instance that is gone (it cannot sleep between the two calls, but is not trusted to):
+      // nothing is missed, the records come through the feed without names.
+      att.last = 0;
+    } else if (backlog) {
+      for (const data of backlog.rows) server.send(JSON.stringify({ type: "activity", data } satisfies StreamEvent));
+      if (backlog.more) server.send(JSON.stringify({ type: "resync" } satisfies StreamEvent));
+      // Then what landed since the Worker read them; a resume past the newest id starts at the newest.
+      else att.last = backlog.rows.at(-1)?.id ?? Math.min(backlog.after, att.last);
+    }
+    server.serializeAttachment(att);
+    this.pumpTo(server, att);
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  /** Keeps a resume's records for the upgrade that follows; one left unused goes after a minute. */
+  stage(key: string, backlog: Backlog): void {
+    this.staged.set(key, backlog);
+    setTimeout(() => this.staged.delete(key), 60_000);
+  }
+
+  /* ---------- tickets ---------- */
+
+  /** A one-use ticket for `tokenId`'s person, valid `TICKET_TTL_MS`; expired ones are dropped. */
+  mintTicket(tokenId: number): string {
+    const now = Date.now();
+    for (const [key, value] of this.ctx.storage.kv.list<{ until: number }>({ prefix: TICKET_PREFIX })) {
+      if (value.until <= now) this.ctx.storage.kv.delete(key);
+    }
+    const secret = base64url(crypto.getRandomValues(new Uint8Array(32)));
+    this.ctx.storage.kv.put(TICKET_PREFIX + secret, { tokenId, until: now + TICKET_TTL_MS });
+    return secret;
+  }
+
+  /**
+   * Spends a ticket: the token it was made with, or null when it is unknown,
+   * spent or expired. Read and deleted in one synchronous step of the one
+   * object that holds it, so two connections cannot both spend it.
+   */
+  redeemTicket(secret: string): number | null {
+    const key = TICKET_PREFIX + secret;
+    const ticket = this.ctx.storage.kv.get<{ tokenId: number; until: number }>(key);
+    if (!ticket) return null;
+    this.ctx.storage.kv.delete(key);
+    return ticket.until > Date.now() ? ticket.tokenId : null;
+  }
+
+  /* ---------- events ---------- */
+
+  /**
+   * A record landed in the feed (written here, or a chat accepted from its
+   * sender): remembers its parties as the write knew them and sends every
+   * socket what it has not seen yet.
+   */
+  recorded(me: number, id: number, parties: ChatParties | undefined): void {
+    this.remember(me, id, parties);
+    this.pump();
+  }
+
+  /** Remembers the parties of the row `id` as its write knew them, to render it without a D1 read. */
+  remember(me: number, id: number, parties: ChatParties | undefined): void {
+    if (!parties || !this.open()) return;
+    const known = new Set([me, ...this.feed.trustedMe(parties.people.map((p) => p.id).filter((p) => p !== me))]);
+    const people = new Map(parties.people.map((p) => [p.id, p]));
+    this.named.set(id, (type, partyId) => {
+      const person = type === "person" ? people.get(partyId) : undefined;
+      return person && (parties.shareCompany || known.has(partyId)) ? person : unnamedParty(type, partyId);
+    });
+    for (const key of this.named.keys()) {
+      if (this.named.size <= NAMED_KEEP) break;
+      this.named.delete(key);
+    }
+  }
+
+  /** Sends every socket the feed's rows after its last id (the feed's reservation barrier holds back the rest). */
+  pump(): void {
+    if (!this.open()) return;
+    for (const { ws, att } of this.sockets()) this.pumpTo(ws, att);
+  }
+
+  trustRequest(requester: Requester, reason: string, at: Date): void {
+    this.broadcast({
+      type: "trust_request",
+      data: trustRequestView(requester, { contactReason: reason, updatedAt: at }),
+    });
+  }
+
+  contactsChanged(at: number): void {
+    this.broadcast({ type: "contacts", data: { updated_at: new Date(at).toISOString() } });
+  }
+
+  blockedCalls(
+    me: number,
+    calls: { callerId: string | null; countryCode: string; phoneNumber: string; createdAt: number }[],
+  ): void {
+    for (const call of calls) this.broadcast({ type: "blocked_call", data: blockedCallView(me, call) });
+  }
+
+  /* ---------- the sockets' lives ---------- */
+
+  /**
+   * The client closed: closed back, which hibernatable sockets do not do by
+   * themselves (1005 and 1006 cannot be sent, so those get a plain close).
+   */
+  closed(ws: WebSocket, code: number, reason: string): void {
+    try {
+      ws.close(code, reason);
+    } catch {
+      try {
+        ws.close();
+      } catch {
+        // Already closed.
+      }
+    }
+  }
+
+  /**
+   * Closes the sockets whose token is no longer valid (revoked, expired, its
+   * person gone). Run by the object's alarm while sockets are open; a failed
+   * check keeps them until the next one.
+   */
+  async checkTokens(): Promise<void> {
+    const open = this.sockets();
+    if (open.length === 0) return;
+    let valid: Set<number>;
+    try {
+      valid = await stillValidTokens(createDb(this.env.DB), [...new Set(open.map((s) => s.att.tokenId))], new Date());
+    } catch (err) {
+      logError("checking the tokens of open streams failed; the next alarm checks again", err);
+      return;
+    }
+    for (const { ws, att } of open) {
+      if (!valid.has(att.tokenId)) ws.close(STREAM_CLOSE.revoked.code, STREAM_CLOSE.revoked.reason);
+    }
+  }
+
+  /** The person is gone: every socket closes as a revoked token's would. */
+  closeAll(): void {
+    for (const { ws } of this.sockets()) ws.close(STREAM_CLOSE.revoked.code, STREAM_CLOSE.revoked.reason);
+  }
+
+  /* ---------- helpers ---------- */
+
+  private sockets(): { ws: WebSocket; att: Attachment }[] {
+    return this.ctx.getWebSockets().flatMap((ws) => {
+      const att = ws.deserializeAttachment() as Attachment | null;
+      return att && ws.readyState === WebSocket.OPEN ? [{ ws, att }] : [];
+    });
+  }
+
+  private pumpTo(ws: WebSocket, att: Attachment): void {
+    const rows = this.feed.after(att.last, PUMP_LIMIT);
+    if (rows.length === 0) return;
+    for (const row of rows) {
+      const data = readActivity(row, this.named.get(row.id) ?? unnamedParty);
+      ws.send(JSON.stringify({ type: "activity", data } satisfies StreamEvent));
+    }
+    att.last = rows.at(-1)!.id;
+    ws.serializeAttachment(att);
+  }
+
+  private broadcast(event: StreamEvent): void {
+    const frame = JSON.stringify(event);
+    for (const { ws } of this.sockets()) ws.send(frame);
+  }
+}
+
+const base64url = (bytes: Uint8Array) =>
+  btoa(String.fromCharCode(...bytes))
+    .replaceAll("+", "-")
+    .replaceAll("/", "_")
+    .replace(/=+$/, "");

@@ -1,0 +1,333 @@
+import { env } from "cloudflare:workers";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { createDb } from "../src/db/client";
+import { accessTokens, memberships, people } from "../src/db/schema";
+import { call, expectError, fresh, insertToken, personObject } from "./helpers";
+import { eq } from "drizzle-orm";
+
+/**
+ * The live stream (docs/realtime.md), through the Worker's fetch like a
+ * client: `GET /apps/buzz/stream` upgraded to a WebSocket, served by the
+ * person's object. Each test makes its own people (object storage is not
+ * reset between tests).
+ */
+
+type Frame = { type: string; data?: Record<string, unknown> };
+
+async function newPerson(first: string): Promise<{ id: number; token: string; tokenId: number }> {
+  const db = createDb(env.DB);
+  const [row] = await db.insert(people).values({ firstName: first, lastName: "Stream" }).returning({ id: people.id });
+  const token = `pk_${fresh("stream").replaceAll(".", "_")}`;
+  await insertToken(token, { personId: row!.id });
+  const [t] = await db
+    .select({ id: accessTokens.id })
+    .from(accessTokens)
+    .where(eq(accessTokens.prefix, token.slice(0, 8)))
+    .all()
+    .then((rows) => rows.slice(-1));
+  return { id: row!.id, token, tokenId: t!.id };
+}
+
+/** An open stream: every frame it received, and a way to wait for the next ones. */
+type Client = {
+  ws: WebSocket;
+  frames: Frame[];
+  until(count: number): Promise<Frame[]>;
+  closed: Promise<{ code: number; reason: string }>;
+};
+
+async function connect(query: string, token?: string): Promise<Client> {
+  const res = await call(`/apps/buzz/stream${query}`, { token, headers: { Upgrade: "websocket" } });
+  expect(res.status).toBe(101);
+  const ws = res.webSocket!;
+  ws.accept();
+  const frames: Frame[] = [];
+  const waiting: (() => void)[] = [];
+  ws.addEventListener("message", (event) => {
+    // "pong" answers a "ping"; every event is JSON.
+    if (event.data === "pong") return;
+    frames.push(JSON.parse(String(event.data)) as Frame);
+    for (const wake of waiting) wake();
+  });
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.addEventListener("close", (event) => resolve({ code: event.code, reason: event.reason })),
+  );
+  return {
+    ws,
+    frames,
+    closed,
+    until: (count) =>
+      new Promise((resolve) => {
+        const check = () => frames.length >= count && resolve(frames.slice());
+        waiting.push(check);
+        check();
+      }),
+  };
+}
+
+const chat = (from: { id: number; token: string }, to: number, type = "chat_message") =>
+  call("/apps/buzz/activity", {
+    method: "POST",
+    token: from.token,
+    body: {
+      type,
+      sendable_type: "person",
+      sendable_id: from.id,
+      receivable_type: "person",
+      receivable_id: to,
+      message: "aGk=",
+      message_id: crypto.randomUUID(),
+    },
+  }).then(async (res) => {
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { data: { id: number } }).data.id;
+  });
+
+/** A call record `who` writes in their own feed: a marker that follows everything sent before it. */
+const callRecord = (who: { id: number; token: string }) =>
+  call("/apps/buzz/activity", {
+    method: "POST",
+    token: who.token,
+    body: {
+      type: "incoming_call_missed",
+      sendable_type: "company",
+      sendable_id: 1,
+      receivable_type: "person",
+      receivable_id: who.id,
+    },
+  }).then(async (res) => {
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { data: { id: number } }).data.id;
+  });
+
+const activityIds = (frames: Frame[]) => frames.filter((f) => f.type === "activity").map((f) => f.data!.id);
+
+describe("GET /apps/buzz/stream", () => {
+  it("refuses what is not a person's upgrade: no token 401, a service token 403, no Upgrade 426", async () => {
+    await expectError(await call("/apps/buzz/stream"), 401, "Unauthorized");
+    await expectError(await call("/apps/buzz/stream", { token: "sk_demo_telephony" }), 403, "Forbidden");
+    const bob = await newPerson("Plain");
+    const plain = await call("/apps/buzz/stream", { token: bob.token });
+    await expectError(plain, 426, "Upgrade Required");
+    expect(plain.headers.get("Upgrade")).toBe("websocket");
+    await expectError(
+      await call("/apps/buzz/stream?after=x", { token: bob.token, headers: { Upgrade: "websocket" } }),
+      400,
+      "Bad Request",
+    );
+  });
+
+  it("a chat reaches both of the receiver's connections once, as GET /activity shows it, and the sender's too", async () => {
+    const alice = await newPerson("Alice");
+    const bob = await newPerson("Bob");
+    const [phone, laptop, sender] = [
+      await connect("", bob.token),
+      await connect("", bob.token),
+      await connect("", alice.token),
+    ];
+    const id = await chat(alice, bob.id);
+    const marker = await callRecord(bob);
+    for (const socket of [phone, laptop]) expect(activityIds(await socket.until(2))).toEqual([id, marker]);
+    const [listed] = (await (
+      await call(`/apps/buzz/activity/${id - 1}?limit=1`, { token: bob.token })
+    ).json()) as unknown[];
+    expect(phone.frames[0]).toEqual({ type: "activity", data: listed });
+    // The sender's own device sees its copy (GET /activity's shape for Alice).
+    const [own] = (await (
+      await call(`/apps/buzz/activity/${id - 1}?limit=1`, { token: alice.token })
+    ).json()) as unknown[];
+    expect((await sender.until(1))[0]).toEqual({ type: "activity", data: own });
+  });
+
+  it("shows the other party's names when GET /activity does (they share a company)", async () => {
+    const alice = await newPerson("Named");
+    const bob = await newPerson("Coworker");
+    await createDb(env.DB)
+      .insert(memberships)
+      .values([
+        { companyId: 2, personId: alice.id },
+        { companyId: 2, personId: bob.id },
+      ]);
+    const socket = await connect("", bob.token);
+    const id = await chat(alice, bob.id);
+    const [frame] = await socket.until(1);
+    expect(frame!.data!.sendable).toEqual({
+      id: alice.id,
+      first_name: "Named",
+      middle_name: null,
+      last_name: "Stream",
+    });
+    const [listed] = (await (
+      await call(`/apps/buzz/activity/${id - 1}?limit=1`, { token: bob.token })
+    ).json()) as unknown[];
+    expect(frame!.data).toEqual(listed);
+  });
+
+  it("a read indicator reaches both connections once", async () => {
+    const alice = await newPerson("Reader");
+    const bob = await newPerson("Writer");
+    const [one, two] = [await connect("", bob.token), await connect("", bob.token)];
+    const read = await chat(alice, bob.id, "chat_read_indicator");
+    const marker = await callRecord(bob);
+    for (const socket of [one, two]) {
+      const frames = await socket.until(2);
+      expect(activityIds(frames)).toEqual([read, marker]);
+      expect(frames[0]!.data!.type).toBe("chat_read_indicator");
+    }
+  });
+
+  it("resumes after a disconnect with nothing missed and nothing repeated", async () => {
+    const alice = await newPerson("Resumer");
+    const bob = await newPerson("Away");
+    const first = await connect("", bob.token);
+    const a = await chat(alice, bob.id);
+    const b = await chat(alice, bob.id);
+    expect(activityIds(await first.until(2))).toEqual([a, b]);
+    first.ws.close(1000, "bye");
+    const c = await chat(alice, bob.id);
+    const d = await chat(alice, bob.id);
+    const again = await connect(`?after=${b}`, bob.token);
+    expect(activityIds(await again.until(2))).toEqual([c, d]);
+    const e = await chat(alice, bob.id);
+    expect(activityIds(await again.until(3))).toEqual([c, d, e]);
+    // From the start: everything, once.
+    const all = await connect("?after=0", bob.token);
+    expect(activityIds(await all.until(5))).toEqual([a, b, c, d, e]);
+  });
+
+  it("sends `resync` after 500 missed records", async () => {
+    const bob = await newPerson("Busy");
+    const rows = Array.from({ length: 501 }, (_, i) => ({
+      id: 1000 + i,
+      type: "incoming_call_missed" as const,
+      sendableType: "company" as const,
+      sendableId: 1,
+      receivableType: "person" as const,
+      receivableId: bob.id,
+      callTime: 0,
+      message: null,
+      messageId: null,
+      createdAt: Date.now(),
+    }));
+    await personObject(bob.id).importRows({ feed: rows });
+    const socket = await connect("?after=0", bob.token);
+    const frames = await socket.until(501);
+    expect(activityIds(frames)).toHaveLength(500);
+    expect(frames[500]).toEqual({ type: "resync" });
+    const marker = await callRecord(bob);
+    expect(activityIds(await socket.until(502)).at(-1)).toBe(marker);
+  });
+
+  it("sends trust requests, contact changes and blocked calls", async () => {
+    const alice = await newPerson("Asker");
+    const bob = await newPerson("Asked");
+    const socket = await connect("", bob.token);
+    const asked = await call("/contacts/requests", {
+      method: "POST",
+      token: alice.token,
+      body: { user_id: bob.id, contact_reason: "hello" },
+    });
+    expect(asked.status).toBeLessThan(300);
+    const synced = await call("/contacts/sync", {
+      method: "POST",
+      token: bob.token,
+      body: [{ display_name: "X", phone_numbers: ["+14155550123"] }],
+    });
+    expect(synced.status).toBe(200);
+    await personObject(bob.id).recordBlockedCalls(bob.id, [
+      { callerId: null, countryCode: "1", phoneNumber: "4155550123", createdAt: Date.now() },
+    ]);
+    const frames = await socket.until(3);
+    const requests = (await (await call("/contacts/requests", { token: bob.token })).json()) as unknown[];
+    expect(frames[0]).toEqual({ type: "trust_request", data: requests[0] });
+    expect(frames[1]!.type).toBe("contacts");
+    expect(Date.parse(String(frames[1]!.data!.updated_at))).toBeGreaterThan(Date.now() - 60_000);
+    const blocked = (await (await call("/apps/buzz/blocked", { token: bob.token })).json()) as unknown[];
+    expect(frames[2]).toEqual({ type: "blocked_call", data: blocked[0] });
+  });
+
+  it("closes a revoked token's connections when the object's alarm checks (at least every 60 s)", async () => {
+    const bob = await newPerson("Revoked");
+    const socket = await connect("", bob.token);
+    const other = await newPerson("Kept");
+    const kept = await connect("", other.token);
+    const stub = personObject(bob.id);
+    expect(await runInDurableObject(stub, async (_, state) => state.storage.getAlarm())).toBeLessThanOrEqual(
+      Date.now() + 60_000,
+    );
+    await createDb(env.DB).update(accessTokens).set({ revokedAt: new Date() }).where(eq(accessTokens.id, bob.tokenId));
+    await runDurableObjectAlarm(stub);
+    expect(await socket.closed).toEqual({ code: 4001, reason: "the token of this connection is no longer valid" });
+    // The alarm is set again while sockets are open, and a valid token's socket stays.
+    await runDurableObjectAlarm(personObject(other.id));
+    expect(kept.ws.readyState).toBe(WebSocket.OPEN);
+  });
+
+  it("closes the connections of a person whose account is erased", async () => {
+    const gone = await newPerson("Erased");
+    const socket = await connect("", gone.token);
+    await personObject(gone.id).erase();
+    expect((await socket.closed).code).toBe(4001);
+  });
+
+  it("is in the OpenAPI document as a 101 upgrade", async () => {
+    const doc = (await (await call("/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    };
+    expect(Object.keys(doc.paths["/apps/buzz/stream"]!.get!.responses)).toEqual(
+      expect.arrayContaining(["101", "401", "426"]),
+    );
+  });
+
+  it("a ticket opens one connection, once; it needs no header", async () => {
+    const alice = await newPerson("Ticketer");
+    const bob = await newPerson("Browser");
+    const minted = await call("/apps/buzz/stream/tickets", { method: "POST", token: bob.token });
+    expect(minted.status).toBe(201);
+    const { ticket } = (await minted.json()) as { ticket: string };
+    const socket = await connect(`?ticket=${ticket}`);
+    const id = await chat(alice, bob.id);
+    expect(activityIds(await socket.until(1))).toEqual([id]);
+    await expectError(
+      await call(`/apps/buzz/stream?ticket=${ticket}`, { headers: { Upgrade: "websocket" } }),
+      401,
+      "Unauthorized",
+    );
+    await expectError(
+      await call(`/apps/buzz/stream?ticket=st_${bob.id}_${"A".repeat(43)}`, { headers: { Upgrade: "websocket" } }),
+      401,
+      "Unauthorized",
+    );
+  });
+
+  it("an 11th connection closes the oldest", async () => {
+    const bob = await newPerson("Many");
+    const sockets: Client[] = [];
+    for (let i = 0; i < 10; i++) sockets.push(await connect("", bob.token));
+    const eleventh = await connect("", bob.token);
+    expect(await sockets[0]!.closed).toEqual({
+      code: 4000,
+      reason: "more than 10 connections of this person: the oldest is closed",
+    });
+    const marker = await callRecord(bob);
+    for (const socket of [...sockets.slice(1), eleventh]) expect(activityIds(await socket.until(1))).toEqual([marker]);
+    expect(activityIds(sockets[0]!.frames)).toEqual([]);
+  });
+
+  it("a hibernated object wakes for a chat; the socket answers ping without waking it", async () => {
+    const alice = await newPerson("Waker");
+    const bob = await newPerson("Sleeper");
+    const socket = await connect("", bob.token);
+    const stub = personObject(bob.id);
+    await evictDurableObject(stub);
+    const pong = new Promise((resolve) =>
+      socket.ws.addEventListener("message", (e) => resolve(e.data), { once: true }),
+    );
+    socket.ws.send("ping");
+    expect(await pong).toBe("pong");
+    socket.frames.length = 0;
+    const id = await chat(alice, bob.id);
+    expect(activityIds(await socket.until(1))).toEqual([id]);
+  });
+});
