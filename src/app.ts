@@ -10,6 +10,8 @@ import { documentFor } from "./lib/openapi";
 import { identify } from "./middleware/auth";
 import { database } from "./middleware/db";
 import { rateLimit } from "./middleware/rate-limit";
+import { RINGING_PATH } from "./middleware/request-kind";
+import { twimlRefusals } from "./middleware/twiml-answers";
 import buzz from "./routes/buzz/buzz.index";
 import companies, { seedFormRouter } from "./routes/companies/companies.index";
 import contacts from "./routes/contacts/contacts.index";
@@ -20,16 +22,19 @@ import webhooks from "./routes/webhooks/webhooks.index";
 import employees from "./routes/employees/employees.index";
 import licenses from "./routes/licenses/licenses.index";
 import admin from "./routes/admin/admin.index";
+import me from "./routes/me/me.index";
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
 /** Area routers, mounted at the root: each declares its full paths. */
-const areas = [health, buzz, companies, vcc, webhooks, scans, employees, licenses, contacts, admin];
+const areas = [health, buzz, companies, vcc, webhooks, scans, employees, licenses, contacts, admin, me];
 
 export function createApp() {
   const app = createRouter();
 
   app.use(requestId());
+  // A trust-lookup that asked for TwiML is answered in TwiML, refusals included (docs/providers.md).
+  app.use(RINGING_PATH, twimlRefusals);
   app.use(
     bodyLimit({
       maxSize: MAX_BODY_BYTES,

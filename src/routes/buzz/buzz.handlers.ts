@@ -12,6 +12,9 @@ import {
   recordBlockedCall,
   type LookupFields,
 } from "../../services/trust-lookup";
+import { dialFor } from "../../services/call-answers";
+import { callControlFields } from "../../services/call-control";
+import { dialTwiml, rejectTwiml, wantsTwiml, XML_CONTENT_TYPE } from "../../lib/twiml";
 import type { AppEnv, AppRouteHandler } from "../../types";
 import type * as routes from "./buzz.routes";
 import { LOOKUP_PROBLEM } from "./buzz.schemas";
@@ -29,22 +32,34 @@ export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async
  */
 async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields) {
   const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
-  const { trusted, user_id, blocked, problem } = await lookupTrust(c.var.deps, fields, defer);
+  const { trusted, user_id, caller_verification, blocked, problem } = await lookupTrust(c.var.deps, fields, defer);
   // A lookup the rate limit refuses is answered 429 (rate-limit.ts): its call is not recorded.
   const admitted = c.var.admitted ?? Promise.resolve(true);
   if (blocked) defer(admitted.then((ok) => (ok ? recordBlockedCall(c.var.deps.persons, blocked) : undefined)));
   if (problem) c.header(LOOKUP_PROBLEM, problem);
-  return { trusted, user_id };
+  return { trusted, user_id, caller_verification };
+}
+
+/**
+ * The answer as JSON, or as TwiML/TeXML when the provider asked for it
+ * (`Accept: application/xml` or `?answer=twiml`, docs/providers.md).
+ */
+async function respond(c: Context<AppEnv>, answer: Awaited<ReturnType<typeof answerTrustLookup>>) {
+  if (!wantsTwiml(c.req.url, c.req.header("Accept"))) return c.json(answer, 200);
+  const xml = answer.trusted ? dialTwiml(await dialFor(c.var.deps, answer.user_id)) : rejectTwiml();
+  return c.text(xml, 200, { "Content-Type": XML_CONTENT_TYPE });
 }
 
 export const trustLookupGet: AppRouteHandler<typeof routes.trustLookupGet> = async (c) => {
-  return c.json(await answerTrustLookup(c, readLookupFields(c.req.valid("query"))), 200);
+  return respond(c, await answerTrustLookup(c, readLookupFields(c.req.valid("query"))));
 };
 
 export const trustLookupPost: AppRouteHandler<typeof routes.trustLookupPost> = async (c) => {
-  // Query fields count too (the seed's sample sends them there); body fields win.
-  const fields = readLookupFields(c.req.queries(), await readAnyBody(c));
-  return c.json(await answerTrustLookup(c, fields), 200);
+  // Query fields count too (the seed's sample sends them there); body fields win; a Telnyx
+  // Call Control envelope is read like To/From.
+  const body = await readAnyBody(c);
+  const fields = readLookupFields(c.req.queries(), callControlFields(body), body);
+  return respond(c, await answerTrustLookup(c, fields));
 };
 
 /**
@@ -54,7 +69,11 @@ export const trustLookupPost: AppRouteHandler<typeof routes.trustLookupPost> = a
 async function readAnyBody(c: Context<AppEnv>): Promise<unknown> {
   try {
     const type = c.req.header("Content-Type") ?? "";
-    if (/^multipart\/form-data/i.test(type)) return await c.req.parseBody();
+    // From the raw bytes: a signature check may have read them already (provider-signature.ts).
+    if (/^multipart\/form-data/i.test(type))
+      return Object.fromEntries(
+        await new Response(await c.req.arrayBuffer(), { headers: { "Content-Type": type } }).formData(),
+      );
     // Decoded by hand: the runtime warns when a form body is read with text().
     const text = new TextDecoder().decode(await c.req.arrayBuffer());
     if (/^application\/x-www-form-urlencoded/i.test(type)) return Object.fromEntries(new URLSearchParams(text));
