@@ -386,6 +386,7 @@ describe("trust-lookup: blocked calls", () => {
         caller_id: "SPAM LIKELY",
         country_code: "1",
         phone_number: "4155550166",
+        reason: null,
         created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       });
       expect(blocked.some((call) => call.caller_id === "ACME")).toBe(false);
