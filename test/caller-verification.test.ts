@@ -88,6 +88,26 @@ describe("each verification value of each provider, by every transport", () => {
     });
   });
 
+  it("a verification given twice: a failed one wins, two different passes read as none", async () => {
+    const twice = (first: string, second: string) =>
+      call(`/apps/buzz/trust-lookup?${text({ To: ALICE, From: ACME })}&StirVerstat=${first}&StirVerstat=${second}`, {
+        token: fileTokens.telephony,
+      });
+    expect(await answer(await twice("TN-Validation-Passed-A", "TN-Validation-Failed-A"))).toEqual({
+      trusted: false,
+      user_id: alice,
+      caller_verification: "failed",
+    });
+    expect(await answer(await twice("TN-Validation-Passed-A", "TN-Validation-Passed-C"))).toEqual({
+      trusted: true,
+      user_id: alice,
+      caller_verification: "none",
+    });
+    // Two spellings at once: a failed one in either wins.
+    const both = { To: ALICE, From: ACME, StirVerstat: "TN-Validation-Passed-A", shaken_stir_validated: "false" };
+    expect(await answer(await ask("JSON POST", both))).toMatchObject({ trusted: false, caller_verification: "failed" });
+  });
+
   it("an untrusted caller stays untrusted whatever its level", async () => {
     const response = await ask("form POST", { To: ALICE, From: STRANGER, StirVerstat: "TN-Validation-Passed-A" });
     expect(await answer(response)).toEqual({ trusted: false, user_id: alice, caller_verification: "A" });

@@ -185,6 +185,30 @@ describe("Twilio: X-Twilio-Signature", () => {
     );
   });
 
+  it("a voice URL written with its Basic credentials verifies as Twilio signed it, with or without them", async () => {
+    const fields = incomingCall(ACME);
+    const withCredentials = `http://twilio:${provider.token}@api.test/apps/buzz/trust-lookup`;
+    const signature = await twilioLibrary<string>({
+      op: "sign",
+      authToken: AUTH_TOKEN,
+      url: withCredentials,
+      params: fields,
+    });
+    const response = await twilioPost(provider.token, fields, signature);
+    expect(await response.json()).toEqual({ trusted: true, user_id: alice, caller_verification: "A" });
+    // The same signature with other credentials in the header is not Twilio's.
+    const mismatched = await call("/apps/buzz/trust-lookup", {
+      method: "POST",
+      body: new URLSearchParams(fields).toString(),
+      headers: {
+        "Content-Type": "application/x-www-form-urlencoded",
+        Authorization: `Basic ${btoa(`someone:${provider.token}`)}`,
+        "X-Twilio-Signature": signature,
+      },
+    });
+    await expectError(mismatched, 403, "Forbidden");
+  });
+
   it("a token without a configuration still answers unsigned requests", async () => {
     const plain = await providerToken("plain");
     const response = await twilioPost(plain.token, incomingCall(ACME));

@@ -20,13 +20,16 @@ export const callerVerifications = ["A", "B", "C", "failed", "none"] as const;
 export const callPolicies = ["everyone", "verified_only"] as const;
 export type CallPolicy = (typeof callPolicies)[number];
 
-/** The verification fields, as Twilio (`StirVerstat`), SIP (`verstat`) and Telnyx send them. */
-export type VerificationFields = {
-  StirVerstat?: string;
-  verstat?: string;
-  shaken_stir_attestation?: string;
-  shaken_stir_validated?: string;
-};
+/** The names of the verification fields: Twilio's, SIP's, and Telnyx's pair. */
+export const verificationFieldNames = [
+  "StirVerstat",
+  "verstat",
+  "shaken_stir_attestation",
+  "shaken_stir_validated",
+] as const;
+
+/** Every value the provider sent for each verification field (a field given twice has two). */
+export type VerificationFields = Record<(typeof verificationFieldNames)[number], string[]>;
 
 const given = (value: string | undefined): value is string => value !== undefined && value.trim() !== "";
 
@@ -56,19 +59,36 @@ function fromTelnyx(attestation: string | undefined, validated: string | undefin
 }
 
 /**
+ * One spelling's reading from all its values: a failed one wins; values
+ * that disagree are unreadable (`none`), like any repeated provider field.
+ */
+function oneReading(readings: CallerVerification[]): CallerVerification {
+  if (readings.includes("failed")) return "failed";
+  return new Set(readings).size === 1 ? readings[0]! : "none";
+}
+
+/**
  * The caller's verification from whatever the provider sent: each spelling
- * is read, and the most cautious reading wins (a `failed` in any of them is
- * failed); null when no verification field was sent.
+ * is read, a `failed` in any of them wins, otherwise the first spelling
+ * present counts (Twilio's, SIP's, Telnyx's); null when no verification field
+ * was sent.
  */
 export function readVerification(fields: VerificationFields): CallerVerification {
+  const present = (values: string[]) => values.filter(given);
   const readings: CallerVerification[] = [];
-  if (given(fields.StirVerstat)) readings.push(fromVerstat(fields.StirVerstat));
-  if (given(fields.verstat)) readings.push(fromVerstat(fields.verstat));
-  if (given(fields.shaken_stir_attestation) || given(fields.shaken_stir_validated))
-    readings.push(fromTelnyx(fields.shaken_stir_attestation, fields.shaken_stir_validated));
+  for (const values of [present(fields.StirVerstat), present(fields.verstat)]) {
+    if (values.length > 0) readings.push(oneReading(values.map(fromVerstat)));
+  }
+  const attestations = present(fields.shaken_stir_attestation);
+  const validations = present(fields.shaken_stir_validated);
+  if (attestations.length > 0 || validations.length > 0) {
+    const pairs = (attestations.length > 0 ? attestations : [undefined]).flatMap((attestation) =>
+      (validations.length > 0 ? validations : [undefined]).map((validated) => fromTelnyx(attestation, validated)),
+    );
+    readings.push(oneReading(pairs));
+  }
   if (readings.length === 0) return null;
-  if (readings.includes("failed")) return "failed";
-  return readings[0]!;
+  return readings.includes("failed") ? "failed" : readings[0]!;
 }
 
 /** Why a call the records would trust (or not) was blocked, kept with the blocked call. */

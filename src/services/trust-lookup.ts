@@ -14,13 +14,7 @@ import { toCompanyRef, type CompanyRef } from "./companies";
 import { displayName, e2eeColumn } from "./people";
 import { decide, hasContactPhone, trustedCompaniesOf } from "../domain/trust-records";
 import { readRecords, type Defer, type IndexDeps } from "./trust-index";
-import {
-  applyVerification,
-  readVerification,
-  type BlockReason,
-  type CallerVerification,
-  type VerificationFields,
-} from "../domain/caller-verification";
+import { applyVerification, type BlockReason, type CallerVerification } from "../domain/caller-verification";
 
 /**
  * The lookup parameters of [seed 4.1], as the provider sent them (any may be
@@ -37,7 +31,7 @@ export type LookupFields = {
   From?: string;
   Called?: string;
   Caller?: string;
-} & VerificationFields;
+};
 
 /** What was wrong with one side of a lookup, for the `Lookup-Problem` header. */
 export type PartyProblem = "missing" | "unreadable";
@@ -110,8 +104,9 @@ const clip = (value: string | undefined, max: number) => (value ?? "").trim().sl
  * trust-lookup [seed 4.1 rule 2, docs/decisions.md]: `user_id` is the member
  * holding the receiving number (0 when it is unparseable or nobody's);
  * `trusted` only when that member trusts the caller's number and the
- * caller's verification allows it (a failed one never rings; in the member's
- * strict mode only level A does). Never throws for its input. When a member
+ * caller's `verification` (read by services/caller-verification.ts) allows
+ * it: a failed one never rings; in the member's strict mode only level A
+ * does. Never throws for its input. When a member
  * matched and the answer is untrusted, the blocked call to record is returned
  * too; `problem` is the `Lookup-Problem` header's value (or null). Warm, it
  * is one round of KV reads (the receiver, the caller's number and its contact
@@ -120,6 +115,7 @@ const clip = (value: string | undefined, max: number) => (value ?? "").trim().sl
 export async function lookupTrust(
   deps: IndexDeps,
   fields: LookupFields,
+  verification: CallerVerification,
   defer: Defer,
 ): Promise<{
   trusted: boolean;
@@ -131,7 +127,6 @@ export async function lookupTrust(
   const receiverParty = readReceiver(fields);
   const callerParty = readCaller(fields);
   const problem = lookupProblem(receiverParty, callerParty);
-  const verification = readVerification(fields);
   const receiving = receiverParty.phone;
   const nobody = { trusted: false, user_id: 0, caller_verification: verification, blocked: null, problem };
   if (!receiving) return nobody;
@@ -192,10 +187,10 @@ export type CallerPerson = {
 export async function lookupCall(
   deps: IndexDeps,
   fields: LookupFields,
+  verification: CallerVerification,
   asPerson: number | null,
   defer: Defer,
 ): Promise<CallDetails | null> {
-  const verification = readVerification(fields);
   const nothing: CallDetails = { contacts: [], people: [], companies: [], caller_verification: verification };
   const receiving = phoneFromParts(fields.number_code ?? "", fields.number ?? "");
   if (!receiving) return asPerson === null ? nothing : null;
@@ -342,17 +337,12 @@ const FIELD_NAMES = [
   "From",
   "Called",
   "Caller",
-  "StirVerstat",
-  "verstat",
-  "shaken_stir_attestation",
-  "shaken_stir_validated",
 ] as const satisfies readonly (keyof LookupFields)[];
 
 /**
  * Reads the lookup fields from whatever the provider sent (query, JSON or
- * form): strings are kept, numbers and booleans (Telnyx's
- * `shaken_stir_validated`) written as strings, the first of repeated values
- * taken, anything else ignored; a later source wins per field name.
+ * form): strings are kept, numbers written as strings, the first of repeated
+ * values taken, anything else ignored; a later source wins per field name.
  * Never throws.
  */
 export function readLookupFields(...sources: unknown[]): LookupFields {
@@ -362,7 +352,7 @@ export function readLookupFields(...sources: unknown[]): LookupFields {
     for (const name of FIELD_NAMES) {
       let value = (source as Record<string, unknown>)[name];
       if (Array.isArray(value)) value = value[0];
-      if ((typeof value === "number" && Number.isFinite(value)) || typeof value === "boolean") value = String(value);
+      if (typeof value === "number" && Number.isFinite(value)) value = String(value);
       if (typeof value === "string") fields[name] = value;
     }
   }

@@ -14,6 +14,8 @@ import {
 } from "../../services/trust-lookup";
 import { dialFor } from "../../services/call-answers";
 import { callControlFields } from "../../services/call-control";
+import { callerVerificationOf } from "../../services/caller-verification";
+import type { CallerVerification } from "../../domain/caller-verification";
 import { dialTwiml, rejectTwiml, wantsTwiml, XML_CONTENT_TYPE } from "../../lib/twiml";
 import type { AppEnv, AppRouteHandler } from "../../types";
 import type * as routes from "./buzz.routes";
@@ -30,9 +32,14 @@ export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async
  * Answers a trust lookup; the blocked call and KV fills happen after the answer.
  * A missing or unreadable number is named in `Lookup-Problem` (contract §11.3).
  */
-async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields) {
+async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields, verification: CallerVerification) {
   const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
-  const { trusted, user_id, caller_verification, blocked, problem } = await lookupTrust(c.var.deps, fields, defer);
+  const { trusted, user_id, caller_verification, blocked, problem } = await lookupTrust(
+    c.var.deps,
+    fields,
+    verification,
+    defer,
+  );
   // A lookup the rate limit refuses is answered 429 (rate-limit.ts): its call is not recorded.
   const admitted = c.var.admitted ?? Promise.resolve(true);
   if (blocked) defer(admitted.then((ok) => (ok ? recordBlockedCall(c.var.deps.persons, blocked) : undefined)));
@@ -51,15 +58,16 @@ async function respond(c: Context<AppEnv>, answer: Awaited<ReturnType<typeof ans
 }
 
 export const trustLookupGet: AppRouteHandler<typeof routes.trustLookupGet> = async (c) => {
-  return respond(c, await answerTrustLookup(c, readLookupFields(c.req.valid("query"))));
+  const query = c.req.valid("query");
+  return respond(c, await answerTrustLookup(c, readLookupFields(query), callerVerificationOf(query)));
 };
 
 export const trustLookupPost: AppRouteHandler<typeof routes.trustLookupPost> = async (c) => {
   // Query fields count too (the seed's sample sends them there); body fields win; a Telnyx
   // Call Control envelope is read like To/From.
   const body = await readAnyBody(c);
-  const fields = readLookupFields(c.req.queries(), callControlFields(body), body);
-  return respond(c, await answerTrustLookup(c, fields));
+  const sources = [c.req.queries(), callControlFields(body), body];
+  return respond(c, await answerTrustLookup(c, readLookupFields(...sources), callerVerificationOf(...sources)));
 };
 
 /**
@@ -93,7 +101,8 @@ export const callLookup: AppRouteHandler<typeof routes.callLookup> = async (c) =
   const principal = c.var.principal;
   const asPerson = principal?.kind === "person" ? principal.personId : null;
   const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
-  const details = await lookupCall(c.var.deps, c.req.valid("query"), asPerson, defer);
+  const query = c.req.valid("query");
+  const details = await lookupCall(c.var.deps, query, callerVerificationOf(query), asPerson, defer);
   if (!details) throw notFound("the receiving number is not your secure number");
   return c.json(details, 200);
 };
