@@ -42,6 +42,14 @@ Commands:
   verify-phone <phone id>
       Verifies a company phone: from then on its company's members (and whoever trusts the
       company) take calls from it as trusted, and call-lookup names the company.
+  provider-signing <token id> twilio [--auth-token <auth token>]
+  provider-signing <token id> telnyx [--public-key <public key>]
+  provider-signing <token id> none
+      Makes a provider token (scope calls:lookup; its id from \`npm run token -- list\`) answer only
+      requests its provider signed: Twilio's X-Twilio-Signature with the account's auth token
+      (default: $TWILIO_AUTH_TOKEN, so it stays out of your shell history), or Telnyx's Ed25519
+      signature with the account's public key (default: $TELNYX_PUBLIC_KEY); \`none\` clears it.
+      The secret is never printed; unsigned requests with that token then answer 403.
   move-person-data [--wait]
       Moves every person's activity and blocked calls from D1 into their own object (a background job;
       safe to start again). --wait polls until no person is pending. Prints the counts by state.
@@ -84,6 +92,7 @@ const commands = {
   "retire-license": retireLicense,
   phones: listPhones,
   "verify-phone": verifyPhone,
+  "provider-signing": providerSigning,
   "move-person-data": movePersonData,
   "move-status": moveStatus,
   "rebuild-index": rebuildIndex,
@@ -374,4 +383,29 @@ async function moveStatus() {
   const status = await request("GET", "/internal/person-data/move");
   console.error(describeMove(status));
   console.log(JSON.stringify(status));
+}
+
+/** `provider-signing`: PUT or DELETE /internal/providers/{token id}/signing. */
+async function providerSigning() {
+  const [id, kind] = args;
+  const example = "e.g. `npm run admin -- provider-signing 4 twilio` with TWILIO_AUTH_TOKEN set";
+  if (!/^[0-9]+$/.test(id ?? "")) fail(`provider-signing needs a token id, ${example}.`);
+  const path = `/internal/providers/${id}/signing`;
+  let state;
+  if (kind === "none") state = await request("DELETE", path);
+  else if (kind === "twilio") {
+    const authToken = one("auth-token") ?? process.env.TWILIO_AUTH_TOKEN;
+    if (!authToken || authToken === "true") fail(`twilio needs --auth-token <auth token> or TWILIO_AUTH_TOKEN.`);
+    state = await request("PUT", path, { kind, auth_token: authToken });
+  } else if (kind === "telnyx") {
+    const publicKey = one("public-key") ?? process.env.TELNYX_PUBLIC_KEY;
+    if (!publicKey || publicKey === "true") fail(`telnyx needs --public-key <public key> or TELNYX_PUBLIC_KEY.`);
+    state = await request("PUT", path, { kind, public_key: publicKey });
+  } else fail(`provider-signing needs twilio, telnyx or none after the token id, ${example}.`);
+  console.error(
+    state.kind
+      ? `token ${state.token_id} now answers only requests ${state.kind === "twilio" ? "Twilio" : "Telnyx"} signed (everywhere within 60 s)`
+      : `token ${state.token_id} answers unsigned requests again (everywhere within 60 s)`,
+  );
+  console.log(state.kind ?? "none");
 }

@@ -179,6 +179,26 @@ function scenarios(/** @type {{ code: string, number: string }} */ secure) {
       target: { ratio: 0.85, of: "floor" },
     },
     {
+      // What a Twilio number pointed straight at the service posts (docs/providers.md): its own
+      // field names and the caller's verification, which costs no read of its own.
+      key: "trusted-twilio",
+      name: "trust-lookup trusted, Twilio form POST with StirVerstat",
+      method: "POST",
+      path: "/apps/buzz/trust-lookup",
+      headers: { ...provider, ...FORM },
+      body: new URLSearchParams({
+        CallSid: "CA0123456789abcdef0123456789abcdef",
+        CallStatus: "ringing",
+        Direction: "inbound",
+        To: `+${secure.code}${secure.number}`,
+        From: `+${TRUSTED_CALLER.code}${TRUSTED_CALLER.number}`,
+        StirVerstat: "TN-Validation-Passed-A",
+      }).toString(),
+      expected: 200,
+      floor: "floor-kv",
+      target: { ratio: 0.85, of: "floor" },
+    },
+    {
       key: "untrusted-get",
       name: "trust-lookup untrusted, GET",
       path: `/apps/buzz/trust-lookup?${lookup(UNTRUSTED_CALLER)}`,
@@ -484,6 +504,7 @@ async function setup() {
   for (const [key, trusted] of /** @type {const} */ ([
     ["trusted-get", true],
     ["trusted-post", true],
+    ["trusted-twilio", true],
     ["untrusted-get", false],
     ["untrusted-post", false],
   ])) {

@@ -63,7 +63,7 @@ function mint() {
   } else {
     fail(`mint needs --person <id> or --service <name>.\n\n${USAGE}`);
   }
-  d1(
+  const [inserted] = d1(
     `INSERT INTO access_tokens (token_hash, prefix, person_id, service_name, scopes, expires_at, created_at) VALUES (` +
       [
         sqlString(hash(token)),
@@ -74,11 +74,11 @@ function mint() {
         expiresAt ?? "NULL",
         now,
       ].join(", ") +
-      ")",
+      ") RETURNING id",
     { remote },
   );
   console.error(
-    `Stored in the ${remote ? "remote" : "local"} database${expiresAt ? `, expires ${new Date(expiresAt).toISOString()}` : ", no expiry"}. It is shown only now:`,
+    `Stored in the ${remote ? "remote" : "local"} database as token ${inserted[0].id}${expiresAt ? `, expires ${new Date(expiresAt).toISOString()}` : ", no expiry"}. It is shown only now:`,
   );
   console.log(token);
 }
@@ -100,7 +100,8 @@ function revoke() {
 
 function list() {
   const [rows] = d1(
-    "SELECT id, prefix, person_id, service_name, scopes, expires_at, revoked_at, last_used_at FROM access_tokens ORDER BY id",
+    "SELECT id, prefix, person_id, service_name, scopes, expires_at, revoked_at, last_used_at, " +
+      "json_extract(signing, '$.kind') AS signing FROM access_tokens ORDER BY id",
     { remote },
   );
   const iso = (ms) => (ms === null ? "" : new Date(ms).toISOString());
@@ -112,6 +113,8 @@ function list() {
       expires: iso(row.expires_at),
       revoked: iso(row.revoked_at),
       last_used: iso(row.last_used_at),
+      // Whose signatures a provider token requires (npm run admin -- provider-signing); never the secret.
+      signed_by: row.signing ?? "",
     })),
   );
 }

@@ -10,6 +10,8 @@ import { documentFor } from "./lib/openapi";
 import { identify } from "./middleware/auth";
 import { database } from "./middleware/db";
 import { rateLimit } from "./middleware/rate-limit";
+import { RINGING_PATH } from "./middleware/request-kind";
+import { twimlRefusals } from "./middleware/twiml-answers";
 import buzz from "./routes/buzz/buzz.index";
 import companies, { seedFormRouter } from "./routes/companies/companies.index";
 import contacts from "./routes/contacts/contacts.index";
@@ -31,6 +33,8 @@ export function createApp() {
   const app = createRouter();
 
   app.use(requestId());
+  // A trust-lookup that asked for TwiML is answered in TwiML, refusals included (docs/providers.md).
+  app.use(RINGING_PATH, twimlRefusals);
   app.use(
     bodyLimit({
       maxSize: MAX_BODY_BYTES,

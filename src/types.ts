@@ -1,5 +1,6 @@
 import type { RouteConfig, RouteHandler } from "@hono/zod-openapi";
 import type { Db } from "./db/client";
+import type { ProviderSigning } from "./domain/provider-signing";
 import type { CompanyRow } from "./services/companies";
 import type { Deps } from "./services/outbox";
 
@@ -7,7 +8,8 @@ import type { Deps } from "./services/outbox";
 export type Principal =
   /** `scope: "vcc"`: a container-scoped token, valid only on /apps/vcc/* (docs/decisions.md). */
   | { kind: "person"; tokenId: number; personId: number; scope?: "vcc" }
-  | { kind: "service"; tokenId: number; service: string; scopes: string[] };
+  /** `signing`: a provider token's signing configuration; its requests must be signed (docs/providers.md). */
+  | { kind: "service"; tokenId: number; service: string; scopes: string[]; signing?: ProviderSigning };
 
 /**
  * The caller's standing in the company of a `/companies/{company_id}/…` path,

@@ -461,7 +461,11 @@ describe("a company created through the API is a working tenant", () => {
             inbound,
           })}`,
         );
-      expect(await (await lookup("4155550142")).json()).toEqual({ trusted: true, user_id: personId });
+      expect(await (await lookup("4155550142")).json()).toEqual({
+        trusted: true,
+        user_id: personId,
+        caller_verification: null,
+      });
       // Acme's phone is not theirs: not trusted.
       expect(await (await lookup("4155550100")).json()).toMatchObject({ trusted: false });
     }

@@ -179,6 +179,7 @@ describe("GET /apps/buzz/blocked", () => {
       caller_id: "",
       country_code: "1",
       phone_number: "4155551104",
+      reason: null,
       created_at: new Date(base + 104_000).toISOString(),
     });
     expect(blocked[1]!.caller_id).toBe("CALLER 103");
@@ -403,6 +404,7 @@ describe("GET /apps/buzz/call-lookup", () => {
       companies: [
         { id: 1, name: "Acme Corp", slug: "acme", logo: "https://acme.example/logo.png", url: "https://acme.example" },
       ],
+      caller_verification: null,
     });
 
     const [contact] = (await (
@@ -444,7 +446,7 @@ describe("GET /apps/buzz/call-lookup", () => {
 
   it("answers three empty arrays for a call that would not be trusted or matches nobody", async () => {
     const receiving = await numberOf(DEMO.tokens.alice);
-    const empty = { contacts: [], people: [], companies: [] };
+    const empty = { contacts: [], people: [], companies: [], caller_verification: null };
     for (const fields of [
       { ...receiving, inbound_code: "1", inbound: "4155550188" },
       { ...receiving, inbound_code: "1", inbound: "bad" },

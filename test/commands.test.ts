@@ -35,7 +35,7 @@ function failStatements(sql: RegExp) {
 
 async function lookup(fields: Record<string, string>) {
   const response = await as("telephony").get(`/apps/buzz/trust-lookup?${new URLSearchParams(fields)}`);
-  return (await response.json()) as { trusted: boolean; user_id: number };
+  return (await response.json()) as { trusted: boolean; user_id: number; caller_verification: string | null };
 }
 
 async function secureNumberOf(token: "alice" | "bob") {
@@ -166,7 +166,11 @@ describe("trust-index work is retried until KV takes it, newest last", () => {
     expect(spy.mock.calls.filter(([name]) => name === key).length).toBeGreaterThanOrEqual(3);
     expect(await stillDue()).toBe(0);
     expect(await env.TRUST_INDEX.get(key)).toBe((await object.indexValues())[key]);
-    expect(await lookup({ ...receiving, ...caller })).toEqual({ trusted: true, user_id: DEMO.people.alice });
+    expect(await lookup({ ...receiving, ...caller })).toEqual({
+      trusted: true,
+      user_id: DEMO.people.alice,
+      caller_verification: null,
+    });
   });
 
   it("two quick writes to one key end with the newer value even when the older put is slow", async () => {

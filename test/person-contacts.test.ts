@@ -32,7 +32,7 @@ const lookup = async (receiver: string, caller: string) =>
     await call(`/apps/buzz/trust-lookup?number=${encodeURIComponent(receiver)}&inbound=${encodeURIComponent(caller)}`, {
       token: DEMO.tokens.telephony,
     })
-  ).json()) as { trusted: boolean; user_id: number };
+  ).json()) as { trusted: boolean; user_id: number; caller_verification: string | null };
 
 describe("the 10,000-contact quota, inside the object", () => {
   it("concurrent syncs cannot pass it: of three syncs of 50 at 9,900 contacts, two land and one is a 400", async () => {
@@ -120,12 +120,12 @@ describe("the object owns its trust-lookup keys", () => {
   it("a contact sync writes the receiver record and the bucket; KV holds what the object computes", async () => {
     const secure = await secureNumber("alice");
     const phone = "+13035550177";
-    expect(await lookup(secure, phone)).toEqual({ trusted: false, user_id: alice });
+    expect(await lookup(secure, phone)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
     const synced = await as("alice").send("POST", "/contacts/sync", [
       { display_name: "Dentist", phone_numbers: [phone] },
     ]);
     expect(synced.status).toBe(200);
-    expect(await lookup(secure, phone)).toEqual({ trusted: true, user_id: alice });
+    expect(await lookup(secure, phone)).toEqual({ trusted: true, user_id: alice, caller_verification: null });
     const values = await personObject(alice).indexValues();
     for (const [key, value] of Object.entries(values)) expect(await env.TRUST_INDEX.get(key)).toBe(value);
     expect(values[`rcvn:${secure}:77`]).toContain(`,${phone},`);
@@ -138,7 +138,7 @@ describe("the object owns its trust-lookup keys", () => {
     await as("alice").send("POST", "/contacts/sync", [{ display_name: "Plumber", phone_numbers: [phone] }]);
     await env.TRUST_INDEX.delete(receiverKey(secure));
     await env.TRUST_INDEX.delete(`rcvn:${secure}:78`);
-    expect(await lookup(secure, phone)).toEqual({ trusted: true, user_id: alice });
+    expect(await lookup(secure, phone)).toEqual({ trusted: true, user_id: alice, caller_verification: null });
     await runDurableObjectAlarm(personObject(alice));
     expect(await env.TRUST_INDEX.get(receiverKey(secure))).toBe(
       (await personObject(alice).indexValues())[receiverKey(secure)],
@@ -157,7 +157,7 @@ describe("the object owns its trust-lookup keys", () => {
     );
     const synced = await as("alice").send("POST", "/contacts/sync", [{ display_name: "Vet", phone_numbers: [phone] }]);
     expect(synced.status).toBe(200);
-    expect(await lookup(secure, phone)).toEqual({ trusted: true, user_id: alice });
+    expect(await lookup(secure, phone)).toEqual({ trusted: true, user_id: alice, caller_verification: null });
   });
 
   it("deleting the last contact of a bucket deletes the bucket's key", async () => {
@@ -169,6 +169,6 @@ describe("the object owns its trust-lookup keys", () => {
     expect(await env.TRUST_INDEX.get(`rcvn:${secure}:33`)).toContain(phone);
     expect((await as("alice").send("DELETE", `/contacts/${created!.id}`)).status).toBe(200);
     expect(await env.TRUST_INDEX.get(`rcvn:${secure}:33`)).toBeNull();
-    expect(await lookup(secure, phone)).toEqual({ trusted: false, user_id: alice });
+    expect(await lookup(secure, phone)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
   });
 });

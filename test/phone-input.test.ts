@@ -25,6 +25,6 @@ describe("phone numbers given as calling code + number", () => {
     const response = await as("telephony").get(
       `/apps/buzz/trust-lookup?${new URLSearchParams({ number_code: "1", number: "+442025550101", inbound_code: "1", inbound: DEMO.acmePhone.slice(2) })}`,
     );
-    expect(await response.json()).toEqual({ trusted: false, user_id: 0 });
+    expect(await response.json()).toEqual({ trusted: false, user_id: 0, caller_verification: null });
   });
 });

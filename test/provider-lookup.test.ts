@@ -80,11 +80,11 @@ describe("every form of the numbers, by every transport", () => {
   for (const transport of TRANSPORTS) {
     it.each(FORMS)(`${transport}, %s: trusted and untrusted, no Lookup-Problem`, async (_, form) => {
       expect(await answer(await ask(transport, form(ALICE, ACME)))).toEqual({
-        body: { trusted: true, user_id: alice },
+        body: { trusted: true, user_id: alice, caller_verification: null },
         problem: null,
       });
       expect(await answer(await ask(transport, form(ALICE, STRANGER)))).toEqual({
-        body: { trusted: false, user_id: alice },
+        body: { trusted: false, user_id: alice, caller_verification: null },
         problem: null,
       });
     });
@@ -107,7 +107,7 @@ describe("every form of the numbers, by every transport", () => {
       ToCountry: "US",
     };
     expect(await answer(await ask("form POST", twilio))).toEqual({
-      body: { trusted: true, user_id: alice },
+      body: { trusted: true, user_id: alice, caller_verification: null },
       problem: null,
     });
   });
@@ -116,7 +116,10 @@ describe("every form of the numbers, by every transport", () => {
     const response = await call(`/apps/buzz/trust-lookup?number=${ALICE}&From=${ACME}`, {
       token: fileTokens.telephony,
     });
-    expect(await answer(response)).toEqual({ body: { trusted: true, user_id: alice }, problem: null });
+    expect(await answer(response)).toEqual({
+      body: { trusted: true, user_id: alice, caller_verification: null },
+      problem: null,
+    });
   });
 });
 
@@ -133,89 +136,119 @@ describe("when both forms are present, the seed's fields win", () => {
           Caller: STRANGER,
         }),
       ),
-    ).toEqual({ body: { trusted: true, user_id: alice }, problem: null });
+    ).toEqual({ body: { trusted: true, user_id: alice, caller_verification: null }, problem: null });
     // ... and the other way round: the seed's receiver is nobody's, To is Alice's.
     expect(await answer(await ask(transport, { number: UNHELD, To: ALICE, inbound: ACME }))).toEqual({
-      body: { trusted: false, user_id: 0 },
+      body: { trusted: false, user_id: 0, caller_verification: null },
       problem: null,
     });
     // The seed's caller is a stranger, From is Acme.
     expect(await answer(await ask(transport, { To: ALICE, inbound: STRANGER, From: ACME }))).toEqual({
-      body: { trusted: false, user_id: alice },
+      body: { trusted: false, user_id: alice, caller_verification: null },
       problem: null,
     });
   });
 
   it("To wins over Called, From over Caller", async () => {
     expect(await answer(await ask("form POST", { To: ALICE, Called: UNHELD, From: ACME, Caller: STRANGER }))).toEqual({
-      body: { trusted: true, user_id: alice },
+      body: { trusted: true, user_id: alice, caller_verification: null },
       problem: null,
     });
   });
 
   it("a seed field that is present but unreadable still wins (and is named), blank ones count as absent", async () => {
     expect(await answer(await ask("GET", { number: "not a number", To: ALICE, From: ACME }))).toEqual({
-      body: { trusted: false, user_id: 0 },
+      body: { trusted: false, user_id: 0, caller_verification: null },
       problem: "receiver unreadable",
     });
     expect(
       await answer(await ask("GET", { number: " ", number_code: "", To: ALICE, inbound: "", From: ACME })),
     ).toEqual({
-      body: { trusted: true, user_id: alice },
+      body: { trusted: true, user_id: alice, caller_verification: null },
       problem: null,
     });
   });
 });
 
 describe("the Lookup-Problem header", () => {
-  const cases: [string, (receiver: string) => Fields, { trusted: boolean; user_id: number }, string | null][] = [
-    ["nothing at all", () => ({}), { trusted: false, user_id: 0 }, "receiver missing, caller missing"],
-    ["only the caller", () => ({ From: ACME }), { trusted: false, user_id: 0 }, "receiver missing"],
-    ["only the receiver", (r) => ({ To: r }), { trusted: false, user_id: alice }, "caller missing"],
+  const cases: [
+    string,
+    (receiver: string) => Fields,
+    { trusted: boolean; user_id: number; caller_verification: string | null },
+    string | null,
+  ][] = [
+    [
+      "nothing at all",
+      () => ({}),
+      { trusted: false, user_id: 0, caller_verification: null },
+      "receiver missing, caller missing",
+    ],
+    [
+      "only the caller",
+      () => ({ From: ACME }),
+      { trusted: false, user_id: 0, caller_verification: null },
+      "receiver missing",
+    ],
+    [
+      "only the receiver",
+      (r) => ({ To: r }),
+      { trusted: false, user_id: alice, caller_verification: null },
+      "caller missing",
+    ],
     [
       "a code without its number",
       (r) => ({ number: r, inbound_code: "1" }),
-      { trusted: false, user_id: alice },
+      { trusted: false, user_id: alice, caller_verification: null },
       "caller missing",
     ],
     [
       "an unreadable receiver",
       () => ({ To: "client:alice", From: ACME }),
-      { trusted: false, user_id: 0 },
+      { trusted: false, user_id: 0, caller_verification: null },
       "receiver unreadable",
     ],
     [
       "a receiver without its code or a +",
       (r) => ({ number: r.slice(1), inbound: ACME }),
-      { trusted: false, user_id: 0 },
+      { trusted: false, user_id: 0, caller_verification: null },
       "receiver unreadable",
     ],
     [
       "a withheld caller (Twilio's `anonymous`)",
       (r) => ({ To: r, From: "anonymous" }),
-      { trusted: false, user_id: alice },
+      { trusted: false, user_id: alice, caller_verification: null },
       "caller unreadable",
     ],
     [
       "a caller with a bad code",
       (r) => ({ number: r, inbound_code: "ZZ", inbound: "4155550100" }),
-      { trusted: false, user_id: alice },
+      { trusted: false, user_id: alice, caller_verification: null },
       "caller unreadable",
     ],
     [
       "both unreadable",
       () => ({ To: "12", From: "x" }),
-      { trusted: false, user_id: 0 },
+      { trusted: false, user_id: 0, caller_verification: null },
       "receiver unreadable, caller unreadable",
     ],
     [
       "an unreadable receiver, no caller",
       () => ({ Called: "sip:alice@example.com" }),
-      { trusted: false, user_id: 0 },
+      { trusted: false, user_id: 0, caller_verification: null },
       "receiver unreadable, caller missing",
     ],
-    ["a well-formed receiver nobody holds", () => ({ To: UNHELD, From: ACME }), { trusted: false, user_id: 0 }, null],
-    ["a well-formed stranger calling", (r) => ({ To: r, From: STRANGER }), { trusted: false, user_id: alice }, null],
+    [
+      "a well-formed receiver nobody holds",
+      () => ({ To: UNHELD, From: ACME }),
+      { trusted: false, user_id: 0, caller_verification: null },
+      null,
+    ],
+    [
+      "a well-formed stranger calling",
+      (r) => ({ To: r, From: STRANGER }),
+      { trusted: false, user_id: alice, caller_verification: null },
+      null,
+    ],
   ];
 
   for (const transport of TRANSPORTS) {
@@ -237,7 +270,7 @@ describe("the Lookup-Problem header", () => {
         headers: { "Content-Type": type },
       });
       expect(await answer(response)).toEqual({
-        body: { trusted: false, user_id: 0 },
+        body: { trusted: false, user_id: 0, caller_verification: null },
         problem: "receiver missing, caller missing",
       });
     }
@@ -282,12 +315,13 @@ describe("a warm lookup in the provider's forms reads no D1", () => {
     ["GET, To/From, Basic auth", () => ask("GET", { To: ALICE, From: ACME }, basic(fileTokens.telephony))],
   ];
   it.each(sends)("%s: 50 warm lookups, 0 D1 statements", async (_, send) => {
-    for (let i = 0; i < 3; i++) expect(await (await send()).json()).toEqual({ trusted: true, user_id: alice });
+    for (let i = 0; i < 3; i++)
+      expect(await (await send()).json()).toEqual({ trusted: true, user_id: alice, caller_verification: null });
     await scheduler.wait(50);
     const d1 = countD1();
     for (let i = 0; i < 50; i++) {
       const response = await send();
-      expect(await response.json()).toEqual({ trusted: true, user_id: alice });
+      expect(await response.json()).toEqual({ trusted: true, user_id: alice, caller_verification: null });
     }
     expect(d1.statements).toBe(0);
   });
@@ -297,11 +331,11 @@ describe("the token as the HTTP Basic password", () => {
   it.each(TRANSPORTS)("%s trust-lookup with Basic: the same answers", async (transport) => {
     const authorization = basic(fileTokens.telephony);
     expect(await answer(await ask(transport, { To: ALICE, From: ACME }, authorization))).toEqual({
-      body: { trusted: true, user_id: alice },
+      body: { trusted: true, user_id: alice, caller_verification: null },
       problem: null,
     });
     expect(await answer(await ask(transport, { To: ALICE, From: STRANGER }, authorization))).toEqual({
-      body: { trusted: false, user_id: alice },
+      body: { trusted: false, user_id: alice, caller_verification: null },
       problem: null,
     });
   });
@@ -309,7 +343,10 @@ describe("the token as the HTTP Basic password", () => {
   it("any user name, or none, is ignored", async () => {
     for (const user of ["", "AC123", "sk_demo_telephony"]) {
       const response = await ask("GET", { To: ALICE, From: ACME }, basic(fileTokens.telephony, user));
-      expect(await answer(response)).toEqual({ body: { trusted: true, user_id: alice }, problem: null });
+      expect(await answer(response)).toEqual({
+        body: { trusted: true, user_id: alice, caller_verification: null },
+        problem: null,
+      });
     }
   });
 

@@ -50,13 +50,17 @@ describe("a warm trust-lookup reads no D1", () => {
     };
     // Warm the token caches and the index (a miss fills after the answer).
     for (let i = 0; i < 3; i++)
-      expect(await (await send()).json()).toEqual({ trusted: true, user_id: DEMO.people.alice });
+      expect(await (await send()).json()).toEqual({
+        trusted: true,
+        user_id: DEMO.people.alice,
+        caller_verification: null,
+      });
     await scheduler.wait(50);
 
     const d1 = countD1();
     for (let i = 0; i < 100; i++) {
       const response = await send();
-      expect(await response.json()).toEqual({ trusted: true, user_id: DEMO.people.alice });
+      expect(await response.json()).toEqual({ trusted: true, user_id: DEMO.people.alice, caller_verification: null });
     }
     expect(d1.statements).toBe(0);
   });
@@ -308,7 +312,7 @@ describe("bounded fan-out", () => {
     const answer = await as("telephony").get(
       `/apps/buzz/trust-lookup?${new URLSearchParams({ ...receiving, inbound_code: "1", inbound: "2125554242" })}`,
     );
-    expect(await answer.json()).toEqual({ trusted: true, user_id: DEMO.people.alice });
+    expect(await answer.json()).toEqual({ trusted: true, user_id: DEMO.people.alice, caller_verification: null });
     await scheduler.wait(100);
     expect(JSON.parse((await env.TRUST_INDEX.get(receiverKeyOf(secure)))!)).toMatchObject({
       nb: expect.arrayContaining([42]),

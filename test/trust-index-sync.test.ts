@@ -35,7 +35,7 @@ async function lookup(fields: Record<string, string>) {
     token: DEMO.tokens.telephony,
   });
   expect(response.status).toBe(200);
-  return (await response.json()) as { trusted: boolean; user_id: number };
+  return (await response.json()) as { trusted: boolean; user_id: number; caller_verification: string | null };
 }
 
 const fromAcme = { inbound_code: "1", inbound: DEMO.acmePhone.slice(2) };
@@ -46,16 +46,17 @@ describe("trust index follows employee changes", () => {
     expect(await lookup({ number_code: dana.number_code, number: dana.number, ...fromAcme })).toEqual({
       trusted: true,
       user_id: dana.id,
+      caller_verification: null,
     });
   });
 
   it("a removed employee whose account is deleted is no longer a member at all", async () => {
     const dana = await employeeWithSecureNumber("gone");
     const fields = { number_code: dana.number_code, number: dana.number, ...fromAcme };
-    expect(await lookup(fields)).toEqual({ trusted: true, user_id: dana.id }); // warms KV
+    expect(await lookup(fields)).toEqual({ trusted: true, user_id: dana.id, caller_verification: null }); // warms KV
 
     expect((await as("alice").send("DELETE", `/companies/1/employees/${dana.id}`)).status).toBe(204);
-    expect(await lookup(fields)).toEqual({ trusted: false, user_id: 0 });
+    expect(await lookup(fields)).toEqual({ trusted: false, user_id: 0, caller_verification: null });
   });
 
   it("a removed employee who keeps their account no longer trusts the company's phone", async () => {
@@ -66,9 +67,9 @@ describe("trust index follows employee changes", () => {
       .bind(dana.id, `own.${dana.id}@home.example`)
       .run();
     const fields = { number_code: dana.number_code, number: dana.number, ...fromAcme };
-    expect(await lookup(fields)).toEqual({ trusted: true, user_id: dana.id }); // warms KV
+    expect(await lookup(fields)).toEqual({ trusted: true, user_id: dana.id, caller_verification: null }); // warms KV
 
     expect((await as("alice").send("DELETE", `/companies/1/employees/${dana.id}`)).status).toBe(204);
-    expect(await lookup(fields)).toEqual({ trusted: false, user_id: dana.id });
+    expect(await lookup(fields)).toEqual({ trusted: false, user_id: dana.id, caller_verification: null });
   });
 });

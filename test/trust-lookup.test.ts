@@ -7,7 +7,7 @@ import type { Persons } from "../src/services/persons";
 import { recordBlockedCall } from "../src/services/trust-lookup";
 import { as, call, countD1, countInPersonObject, DEMO, expectError, inPersonObject, personObject } from "./helpers";
 
-type Lookup = { trusted: boolean; user_id: number };
+type Lookup = { trusted: boolean; user_id: number; caller_verification: string | null };
 type Fields = Partial<Record<"number_code" | "number" | "inbound_code" | "inbound" | "caller_id", string>>;
 
 const telephony = DEMO.tokens.telephony;
@@ -75,6 +75,7 @@ describe("trust-lookup: who may call", () => {
     expect(await lookup({ number_code: "1", number: "2025550110", inbound_code: "1", inbound: "4155550100" })).toEqual({
       trusted: false,
       user_id: 0,
+      caller_verification: null,
     });
   });
 
@@ -83,29 +84,40 @@ describe("trust-lookup: who may call", () => {
     expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" })).toEqual({
       trusted: true,
       user_id: alice,
+      caller_verification: null,
     });
     // Bob is at Acme too; Carol is not.
     expect(await lookup({ ...(await secureNumberOf("bob")), inbound_code: "+1", inbound: "(415) 555-0100" })).toEqual({
       trusted: true,
       user_id: DEMO.people.bob,
+      caller_verification: null,
     });
     expect(await lookup({ ...(await secureNumberOf("carol")), inbound_code: "US", inbound: "4155550100" })).toEqual({
       trusted: false,
       user_id: DEMO.people.carol,
+      caller_verification: null,
     });
   });
 
   it("trusts a contact's phone, and stops as soon as the number is removed from the contact", async () => {
     const receiving = await secureNumberOf("alice");
     const caller = { inbound_code: "44", inbound: "7911 123456" };
-    expect(await lookup({ ...receiving, ...caller })).toEqual({ trusted: false, user_id: alice });
+    expect(await lookup({ ...receiving, ...caller })).toEqual({
+      trusted: false,
+      user_id: alice,
+      caller_verification: null,
+    });
 
     const created = await as("alice").send("POST", "/contacts/sync", [
       { display_name: "Uncle Lee", phone_numbers: ["+44 7911 123456", "+1 415 555 0142"] },
     ]);
     expect(created.status).toBe(200);
     const id = ((await created.json()) as { id: number }[])[0]!.id;
-    expect(await lookup({ ...receiving, ...caller })).toEqual({ trusted: true, user_id: alice });
+    expect(await lookup({ ...receiving, ...caller })).toEqual({
+      trusted: true,
+      user_id: alice,
+      caller_verification: null,
+    });
     // Warm cache now; the write below must rewrite it, not leave it. The receiver record lists
     // the buckets (last two digits) holding contact phones; each bucket key holds its phones.
     const buckets = async () => (await env.TRUST_INDEX.get<{ nb: number[] }>(receiverKeyOf(receiving), "json"))!.nb;
@@ -119,16 +131,22 @@ describe("trust-lookup: who may call", () => {
     expect(await buckets()).toContain(42);
     expect(await buckets()).not.toContain(56);
     expect(await bucket("42")).toContain(",+14155550142,");
-    expect(await lookup({ ...receiving, ...caller })).toEqual({ trusted: false, user_id: alice });
+    expect(await lookup({ ...receiving, ...caller })).toEqual({
+      trusted: false,
+      user_id: alice,
+      caller_verification: null,
+    });
     expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550142" })).toEqual({
       trusted: true,
       user_id: alice,
+      caller_verification: null,
     });
 
     expect((await as("alice").send("DELETE", `/contacts/${id}`)).status).toBe(200);
     expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550142" })).toEqual({
       trusted: false,
       user_id: alice,
+      caller_verification: null,
     });
   });
 
@@ -141,18 +159,18 @@ describe("trust-lookup: who may call", () => {
     await reindex("num:+13125550177");
     const fromCarolPhone = { ...receiving, inbound_code: "1", inbound: "3125550177" };
     const fromCarolSecure = { ...receiving, inbound_code: carolSecure.number_code, inbound: carolSecure.number };
-    expect(await lookup(fromCarolPhone)).toEqual({ trusted: false, user_id: alice });
+    expect(await lookup(fromCarolPhone)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
 
     expect(
       (await as("carol").send("POST", "/contacts/requests", { user_id: alice, contact_reason: "hi" })).status,
     ).toBe(201);
     expect((await as("alice").send("POST", `/contacts/trust/${DEMO.people.carol}`, { trusted: 1 })).status).toBe(201);
-    expect(await lookup(fromCarolPhone)).toEqual({ trusted: true, user_id: alice });
-    expect(await lookup(fromCarolSecure)).toEqual({ trusted: true, user_id: alice });
+    expect(await lookup(fromCarolPhone)).toEqual({ trusted: true, user_id: alice, caller_verification: null });
+    expect(await lookup(fromCarolSecure)).toEqual({ trusted: true, user_id: alice, caller_verification: null });
 
     expect((await as("alice").send("POST", `/contacts/trust/${DEMO.people.carol}`, { trusted: 0 })).status).toBe(201);
-    expect(await lookup(fromCarolPhone)).toEqual({ trusted: false, user_id: alice });
-    expect(await lookup(fromCarolSecure)).toEqual({ trusted: false, user_id: alice });
+    expect(await lookup(fromCarolPhone)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
+    expect(await lookup(fromCarolSecure)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
   });
 
   it("a company set to `negative` is never trusted, not even the receiver's own; `trusted` companies are", async () => {
@@ -170,17 +188,17 @@ describe("trust-lookup: who may call", () => {
     const fromGlobex = { ...receiving, inbound_code: "1", inbound: "6175550100" };
     const fromAcme = { ...receiving, inbound_code: "1", inbound: "4155550100" };
     try {
-      expect(await lookup(fromGlobex)).toEqual({ trusted: true, user_id: alice });
-      expect(await lookup(fromAcme)).toEqual({ trusted: false, user_id: alice });
+      expect(await lookup(fromGlobex)).toEqual({ trusted: true, user_id: alice, caller_verification: null });
+      expect(await lookup(fromAcme)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
 
       expect(await object.setCompanyTrust(alice, globex, "negative", true)).toEqual({ ok: true });
-      expect(await lookup(fromGlobex)).toEqual({ trusted: false, user_id: alice });
+      expect(await lookup(fromGlobex)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
     } finally {
       await object.setCompanyTrust(alice, globex, null, true);
       await object.setCompanyTrust(alice, acme, null, true);
     }
-    expect(await lookup(fromAcme)).toEqual({ trusted: true, user_id: alice });
-    expect(await lookup(fromGlobex)).toEqual({ trusted: false, user_id: alice });
+    expect(await lookup(fromAcme)).toEqual({ trusted: true, user_id: alice, caller_verification: null });
+    expect(await lookup(fromGlobex)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
   });
 });
 
@@ -221,7 +239,11 @@ describe("trust-lookup: input never causes an error", () => {
   ])("%s → 200 trusted:false", async (_, fields, receiver) => {
     const { number } = await secureNumberOf("alice");
     const resolved = { ...fields, ...(fields.number === "ALICE" ? { number } : {}) };
-    expect(await lookup(resolved)).toEqual({ trusted: false, user_id: receiver === "alice" ? alice : 0 });
+    expect(await lookup(resolved)).toEqual({
+      trusted: false,
+      user_id: receiver === "alice" ? alice : 0,
+      caller_verification: null,
+    });
   });
 
   it("POST with a form body answers like the GET", async () => {
@@ -234,7 +256,7 @@ describe("trust-lookup: input never causes an error", () => {
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
     });
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ trusted: true, user_id: alice });
+    expect(await response.json()).toEqual({ trusted: true, user_id: alice, caller_verification: null });
   });
 
   it("POST with JSON (numbers as numbers too) answers like the GET", async () => {
@@ -245,7 +267,7 @@ describe("trust-lookup: input never causes an error", () => {
       body: { number_code: 1, number: Number(receiving.number), inbound_code: "1", inbound: "4155550100" },
     });
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ trusted: true, user_id: alice });
+    expect(await response.json()).toEqual({ trusted: true, user_id: alice, caller_verification: null });
   });
 
   it.each([
@@ -263,7 +285,7 @@ describe("trust-lookup: input never causes an error", () => {
       headers: { "Content-Type": type },
     });
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ trusted: false, user_id: 0 });
+    expect(await response.json()).toEqual({ trusted: false, user_id: 0, caller_verification: null });
   });
 
   it("repeated query values are tolerated and read as unreadable, never as the first or last value", async () => {
@@ -273,7 +295,7 @@ describe("trust-lookup: input never causes an error", () => {
       { token: telephony },
     );
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ trusted: false, user_id: 0 });
+    expect(await response.json()).toEqual({ trusted: false, user_id: 0, caller_verification: null });
     expect(response.headers.get("Lookup-Problem")).toBe("receiver unreadable, caller unreadable");
   });
 });
@@ -309,6 +331,7 @@ describe("trust-lookup: the KV fast path", () => {
       expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" })).toEqual({
         trusted: false,
         user_id: alice,
+        caller_verification: null,
       });
     } finally {
       await env.TRUST_INDEX.delete(key);
@@ -316,6 +339,7 @@ describe("trust-lookup: the KV fast path", () => {
     expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" })).toEqual({
       trusted: true,
       user_id: alice,
+      caller_verification: null,
     });
   });
 
@@ -364,6 +388,7 @@ describe("trust-lookup: blocked calls", () => {
         caller_id: "SPAM LIKELY",
         country_code: "1",
         phone_number: "4155550166",
+        reason: null,
         created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       });
       expect(blocked.some((call) => call.caller_id === "ACME")).toBe(false);

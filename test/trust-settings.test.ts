@@ -10,7 +10,7 @@ beforeAll(async () => {
 const verify = (phoneId: number) =>
   call(`/internal/company-phones/${phoneId}/verify`, { method: "POST", token: ADMIN });
 
-type Lookup = { trusted: boolean; user_id: number };
+type Lookup = { trusted: boolean; user_id: number; caller_verification: string | null };
 type Who = "alice" | "bob" | "carol";
 
 /** The secure number heartbeat assigns a demo person, as trust-lookup fields. */
@@ -121,7 +121,7 @@ describe("company phones", () => {
       const response = await as("telephony").send("POST", "/apps/buzz/trust-lookup", body, {
         headers: { "Content-Type": type! },
       });
-      expect(await response.json()).toEqual({ trusted: true, user_id: DEMO.people.bob });
+      expect(await response.json()).toEqual({ trusted: true, user_id: DEMO.people.bob, caller_verification: null });
     }
     expect(await trusts("carol", "4155550146")).toBe(false); // not a member of Acme
     const { id } = (await created.json()) as { id: number };

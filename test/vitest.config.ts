@@ -43,6 +43,8 @@ export default defineConfig(async () => ({
   test: {
     include: ["test/**/*.test.ts"],
     setupFiles: ["test/setup.ts"],
+    // Twilio's own library, in Node, for the tests of signed requests and TwiML answers.
+    globalSetup: ["test/support/twilio-reference.ts"],
     // Generous bounds: CI has two cores and each file boots its own workerd.
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -1,4 +1,5 @@
 import { iso } from "../lib/time";
+import type { BlockReason } from "./caller-verification";
 
 /*
  * The wire shapes of a person's own records, rendered once: GET /activity,
@@ -66,12 +67,19 @@ export const unnamedParty = (type: PartyKind, id: number): Party =>
 /** A blocked call as GET /apps/buzz/blocked shows it: `id` is the person's own id [seed 2.4]. */
 export const blockedCallView = (
   personId: number,
-  row: { callerId: string | null; countryCode: string; phoneNumber: string; createdAt: Date | number },
+  row: {
+    callerId: string | null;
+    countryCode: string;
+    phoneNumber: string;
+    reason?: BlockReason | null;
+    createdAt: Date | number;
+  },
 ) => ({
   id: personId,
   caller_id: row.callerId ?? "",
   country_code: row.countryCode,
   phone_number: row.phoneNumber,
+  reason: row.reason ?? null,
   created_at: iso(new Date(row.createdAt))!,
 });
 

@@ -45,6 +45,8 @@ export type ReceiverRecord = {
   /** Companies they set to `trusted` / `negative`. */
   tc: number[];
   nc: number[];
+  /** Strict mode: only callers verified at level A ring (docs/decisions.md, "Caller verification"); absent: everyone. */
+  vo?: 1;
 };
 
 /** Who calls from a number: people holding it (a phone they confirmed, or their secure number) and companies with it as a verified phone. */

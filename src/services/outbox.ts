@@ -12,6 +12,7 @@ import { eraseGonePersons, personsOf, type Persons } from "./persons";
 import { writeGuardOf } from "../db/write-guard";
 import * as trustIndex from "./trust-index";
 
+import { twimlSettings, type TwimlSettings } from "../lib/twiml";
 /**
  * What every write needs besides its statements: the database, the trust
  * index, the queues that carry work after the commit, the person objects and
@@ -29,6 +30,8 @@ export type Deps = {
   persons: Persons;
   /** `ENVIRONMENT` (wrangler.toml): development allows local webhook endpoints and plain-http publisher pages. */
   environment: Env["ENVIRONMENT"];
+  /** How a trust-lookup answered in TwiML puts a trusted call through (`TWIML_*` in wrangler.toml). */
+  twiml: TwimlSettings;
 };
 
 /** `database`: the binding itself, or a D1 session of it (HTTP requests; see middleware/db.ts). */
@@ -40,6 +43,7 @@ export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = 
   scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
   persons: personsOf(env.PERSON, () => writeGuardOf(database)?.finish() ?? Promise.resolve()),
   environment: env.ENVIRONMENT,
+  twiml: twimlSettings(env),
 });
 
 /** An event to record: for one company, or for every company a person belongs to (scan and exposure events). */

@@ -4,6 +4,7 @@ import { accessTokens, people } from "../db/schema";
 import { writeGuardOf, type WriteCondition } from "../db/write-guard";
 import { base64url, sha256Hex } from "../lib/crypto";
 import { unauthorized } from "../lib/errors";
+import type { ProviderSigning } from "../domain/provider-signing";
 import type { Principal } from "../types";
 import { WriteBatch, type Deps } from "./outbox";
 
@@ -91,6 +92,7 @@ export async function verifyToken(
       expiresAt: accessTokens.expiresAt,
       revokedAt: accessTokens.revokedAt,
       lastUsedAt: accessTokens.lastUsedAt,
+      signing: accessTokens.signing,
     })
     .from(accessTokens)
     .where(eq(accessTokens.tokenHash, hash))
@@ -169,6 +171,7 @@ function toCheck(
         scopes: string[];
         expiresAt: Date | null;
         revokedAt: Date | null;
+        signing?: ProviderSigning | null;
       }
     | undefined,
   now: Date,
@@ -184,10 +187,24 @@ function toCheck(
         ? { kind: "person", tokenId: row.id, personId: row.personId, scope: CONTAINER_SCOPE }
         : { kind: "person", tokenId: row.id, personId: row.personId },
     };
-  return {
-    ok: true,
-    principal: { kind: "service", tokenId: row.id, service: row.serviceName ?? "service", scopes: row.scopes },
+  // A provider token's signing configuration travels with its principal (and its cached verification).
+  const principal: Principal = {
+    kind: "service",
+    tokenId: row.id,
+    service: row.serviceName ?? "service",
+    scopes: row.scopes,
   };
+  return { ok: true, principal: row.signing ? { ...principal, signing: row.signing } : principal };
+}
+
+/**
+ * Forgets a token's cached verification in this isolate and in KV: the next
+ * request reads D1 again (its signing configuration changed). Other
+ * isolates follow within 30 s.
+ */
+export async function forgetVerifiedToken(kv: KVNamespace, tokenHash: string): Promise<void> {
+  cache.delete(tokenHash);
+  await kv.delete(kvKey(tokenHash)).catch(() => undefined);
 }
 
 const useIsDue = (lastUsedAt: Date | null, now: Date) =>

@@ -14,6 +14,7 @@ import { toCompanyRef, type CompanyRef } from "./companies";
 import { displayName, e2eeColumn } from "./people";
 import { decide, hasContactPhone, trustedCompaniesOf } from "../domain/trust-records";
 import { readRecords, type Defer, type IndexDeps } from "./trust-index";
+import { applyVerification, type BlockReason, type CallerVerification } from "../domain/caller-verification";
 
 /**
  * The lookup parameters of [seed 4.1], as the provider sent them (any may be
@@ -99,7 +100,14 @@ export function lookupProblem(receiver: LookupParty, caller: LookupParty): strin
   return problems.length > 0 ? problems.join(", ") : null;
 }
 
-export type BlockedCallInput = { personId: number; callerId: string | null; countryCode: string; phoneNumber: string };
+export type BlockedCallInput = {
+  personId: number;
+  callerId: string | null;
+  countryCode: string;
+  phoneNumber: string;
+  /** Why verification blocked it; null or absent: the caller is not trusted. */
+  reason?: BlockReason | null;
+};
 
 /** Raw input kept on a blocked call is clipped: it is whatever the provider sent. */
 const clip = (value: string | undefined, max: number) => (value ?? "").trim().slice(0, max);
@@ -107,30 +115,47 @@ const clip = (value: string | undefined, max: number) => (value ?? "").trim().sl
 /**
  * trust-lookup [seed 4.1 rule 2, docs/decisions.md]: `user_id` is the member
  * holding the receiving number (0 when it is unparseable or nobody's);
- * `trusted` only when that member trusts the caller's number. Never throws
- * for its input. When a member matched and the answer is untrusted, the
- * blocked call to record is returned too; `problem` is the `Lookup-Problem`
- * header's value (or null). Warm, it is one round of KV reads
- * (the receiver, the caller's number and its contact bucket, together) and no D1.
+ * `trusted` only when that member trusts the caller's number and the
+ * caller's `verification` (read by services/caller-verification.ts) allows
+ * it: a failed one never rings; in the member's strict mode only level A
+ * does. Never throws for its input. When a member
+ * matched and the answer is untrusted, the blocked call to record is returned
+ * too; `problem` is the `Lookup-Problem` header's value (or null). Warm, it
+ * is one round of KV reads (the receiver, the caller's number and its contact
+ * bucket, together) and no D1.
  */
 export async function lookupTrust(
   deps: IndexDeps,
   fields: LookupFields,
+  verification: CallerVerification,
   defer: Defer,
-): Promise<{ trusted: boolean; user_id: number; blocked: BlockedCallInput | null; problem: string | null }> {
+): Promise<{
+  trusted: boolean;
+  user_id: number;
+  caller_verification: CallerVerification;
+  blocked: BlockedCallInput | null;
+  problem: string | null;
+}> {
   const receiverParty = readReceiver(fields);
   const callerParty = readCaller(fields);
   const problem = lookupProblem(receiverParty, callerParty);
   const receiving = receiverParty.phone;
-  if (!receiving) return { trusted: false, user_id: 0, blocked: null, problem };
+  const nobody = { trusted: false, user_id: 0, caller_verification: verification, blocked: null, problem };
+  if (!receiving) return nobody;
   const caller = callerParty.phone;
   const records = await readRecords(deps, receiving.e164, caller?.e164 ?? null, defer);
   const receiverId = records.receiver.p;
-  if (receiverId === 0) return { trusted: false, user_id: 0, blocked: null, problem };
-  const trusted = caller !== null && decide(records.receiver, caller.e164, records.caller, records.bucket);
+  if (receiverId === 0) return nobody;
+  const known = caller !== null && decide(records.receiver, caller.e164, records.caller, records.bucket);
+  const { trusted, reason } = applyVerification(
+    known,
+    verification,
+    records.receiver.vo ? "verified_only" : "everyone",
+  );
   return {
     trusted,
     user_id: receiverId,
+    caller_verification: verification,
     problem,
     blocked: trusted
       ? null
@@ -139,6 +164,7 @@ export async function lookupTrust(
           callerId: clip(fields.caller_id, 64) || null,
           countryCode: caller?.countryCode ?? clip(callerParty.code, 8),
           phoneNumber: caller?.nationalNumber ?? clip(callerParty.number, 32),
+          reason,
         },
   };
 }
@@ -147,6 +173,7 @@ export type CallDetails = {
   contacts: Contact[];
   people: CallerPerson[];
   companies: CompanyRef[];
+  caller_verification: CallerVerification;
 };
 
 export type CallerPerson = {
@@ -164,17 +191,19 @@ export type CallerPerson = {
  * call-lookup (docs/decisions.md): what the receiver may know about a trusted
  * caller. `asPerson` is set when a member asks with their own token: the
  * receiving number must then be their secure number, else null (404).
- * An untrusted or unmatched call gets three empty arrays. The decision
- * reuses the lookup's records (one KV round); then the details the records
- * say exist are read in one D1 batch (one round trip).
+ * An untrusted or unmatched call (verification included, as trust-lookup
+ * decides it) gets three empty arrays. The decision reuses the lookup's
+ * records (one KV round); then the details the records say exist are read
+ * in one D1 batch (one round trip).
  */
 export async function lookupCall(
   deps: IndexDeps,
   fields: LookupFields,
+  verification: CallerVerification,
   asPerson: number | null,
   defer: Defer,
 ): Promise<CallDetails | null> {
-  const nothing: CallDetails = { contacts: [], people: [], companies: [] };
+  const nothing: CallDetails = { contacts: [], people: [], companies: [], caller_verification: verification };
   const receiving = phoneFromParts(fields.number_code ?? "", fields.number ?? "");
   if (!receiving) return asPerson === null ? nothing : null;
   const caller = phoneFromParts(fields.inbound_code ?? "", fields.inbound ?? "");
@@ -182,6 +211,7 @@ export async function lookupCall(
   const receiverId = receiver.p === 0 ? null : receiver.p;
   if (asPerson !== null && receiverId !== asPerson) return null;
   if (receiverId === null || caller === null || !decide(receiver, caller.e164, holders, bucket)) return nothing;
+  if (!applyVerification(true, verification, receiver.vo ? "verified_only" : "everyone").trusted) return nothing;
 
   // The caller's companies the receiver trusts (the same rule as `decide`). Only what the records
   // say exists is read: a contact only when the number is one of the receiver's contact phones,
@@ -207,6 +237,7 @@ export async function lookupCall(
     ),
     people: people.map(toCallerPerson),
     companies: companyRows ? companyRows(results)[0].map(toCompanyRef) : [],
+    caller_verification: verification,
   };
 }
 
@@ -275,6 +306,7 @@ export function recordBlockedCall(persons: Persons, call: BlockedCallInput): Pro
     callerId: call.callerId ?? null,
     countryCode: call.countryCode,
     phoneNumber: call.phoneNumber,
+    reason: call.reason ?? null,
     createdAt: Date.now(),
   };
   const open = appending.get(call.personId);

@@ -1,6 +1,7 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { createdAt, id, timestamp } from "./columns";
 import { people } from "./people";
+import type { ProviderSigning } from "../../domain/provider-signing";
 
 /**
  * Bearer tokens. Only the SHA-256 hex of a token is stored (docs/decisions.md);
@@ -19,6 +20,8 @@ export const accessTokens = sqliteTable(
     expiresAt: timestamp("expires_at"),
     revokedAt: timestamp("revoked_at"),
     lastUsedAt: timestamp("last_used_at"),
+    /** A provider token's signing configuration (docs/providers.md, "Signed requests"); null: none. */
+    signing: text("signing", { mode: "json" }).$type<ProviderSigning>(),
     createdAt: createdAt(),
   },
   (t) => [uniqueIndex("access_tokens_hash_uq").on(t.tokenHash), index("access_tokens_person_idx").on(t.personId)],

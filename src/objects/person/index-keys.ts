@@ -11,7 +11,7 @@ import {
 } from "../../domain/trust-records";
 import { logError } from "../../lib/log";
 import { contactPhones, nonEmptyBuckets } from "./contacts";
-import { companyTrust, facts, indexKeys, personTrust } from "./schema";
+import { companyTrust, facts, indexKeys, personTrust, settings } from "./schema";
 
 /*
  * The trust-lookup keys a person's object owns (docs/architecture.md, "The
@@ -97,16 +97,20 @@ export function markDue(db: Db, keys: string[], force = false) {
 /** The receiver record, as the lookup reads it. */
 export function receiverRecord(db: Db, current: Facts): ReceiverRecord {
   const ids = (rows: { id: number }[]) => rows.map((row) => row.id).sort((a, b) => a - b);
-  const settings = db.select({ id: companyTrust.companyId, trust: companyTrust.trust }).from(companyTrust).all();
+  const companySettings = db.select({ id: companyTrust.companyId, trust: companyTrust.trust }).from(companyTrust).all();
   return {
     p: current.personId,
     nb: nonEmptyBuckets(db),
     tp: ids(db.select({ id: personTrust.personId }).from(personTrust).where(eq(personTrust.trusted, true)).all()),
     c: current.companies,
-    tc: ids(settings.filter((row) => row.trust === "trusted")),
-    nc: ids(settings.filter((row) => row.trust === "negative")),
+    tc: ids(companySettings.filter((row) => row.trust === "trusted")),
+    nc: ids(companySettings.filter((row) => row.trust === "negative")),
+    ...(verifiedOnly(db) ? { vo: 1 as const } : {}),
   };
 }
+
+/** Whether the person chose strict mode (`calls: verified_only`). */
+const verifiedOnly = (db: Db) => db.select({ calls: settings.calls }).from(settings).get()?.calls === "verified_only";
 
 /** A key's value now; null: the key should not exist (another number's, or an empty bucket). */
 export function valueOf(db: Db, current: Facts | null, key: string): string | null {

@@ -19,6 +19,7 @@ import {
   mirrorOutbox,
   personTrust,
   receivedDays,
+  settings,
   trustedBy,
   trustRequestDays,
   trustRequests,
@@ -28,6 +29,7 @@ import type { ContactInput, MovedContact, Refusal, StoredContact } from "./conta
 import * as keys from "./index-keys";
 import type { Facts } from "./index-keys";
 import { contactBucketKey, NOBODY, receiverKey, type ReceiverRecord } from "../../domain/trust-records";
+import type { BlockReason, CallPolicy } from "../../domain/caller-verification";
 import { logError } from "../../lib/log";
 import { createDb } from "../../db/client";
 import { inList } from "../../db/sql";
@@ -51,7 +53,14 @@ import { Stream, type Backlog, type ConnectParams } from "./stream";
  */
 
 export type FeedRow = typeof feed.$inferSelect;
-export type BlockedCallRow = { callerId: string | null; countryCode: string; phoneNumber: string; createdAt: number };
+export type BlockedCallRow = {
+  callerId: string | null;
+  countryCode: string;
+  phoneNumber: string;
+  /** Why verification blocked it; null or absent: the caller is not trusted. */
+  reason?: BlockReason | null;
+  createdAt: number;
+};
 /** A trust request moved in from D1: its D1 id, its times in milliseconds. */
 export type MovedTrustRequestRow = Omit<TrustRequestRow, "decidedAt" | "createdAt" | "updatedAt"> & {
   decidedAt: number | null;
@@ -611,6 +620,34 @@ export class Person extends DurableObject<Env> {
       .where(companyIds ? inList(companyTrust.companyId, companyIds) : undefined)
       .all()
       .map((row) => ({ ...row, updatedAt: row.updatedAt.getTime() }));
+  }
+
+  /* ---------- settings ---------- */
+
+  /** Who may ring this person (`everyone` until they choose). */
+  callPolicy(): CallPolicy {
+    return this.db.select({ calls: settings.calls }).from(settings).get()?.calls ?? "everyone";
+  }
+
+  /**
+   * Sets who may ring this person; a change rewrites their receiver record,
+   * which carries it to the lookup (docs/decisions.md, "Caller verification").
+   */
+  async setCallPolicy(me: number, calls: CallPolicy): Promise<CallPolicy> {
+    await this.knowFacts(me);
+    const changed = this.ctx.storage.transactionSync(() => {
+      if (this.callPolicy() === calls) return false;
+      const updatedAt = new Date();
+      this.db
+        .insert(settings)
+        .values({ one: 1, calls, updatedAt })
+        .onConflictDoUpdate({ target: settings.one, set: { calls, updatedAt } })
+        .run();
+      keys.markDue(this.db, keys.receiverKeys(this.db));
+      return true;
+    });
+    if (changed) await this.flushIndex();
+    return calls;
   }
 
   /* ---------- the trust-lookup keys ---------- */

@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { activityTypes, partyTypes } from "../../db/schema/buzz";
 import { timestamp } from "../../db/schema/columns";
+import { blockReasons, callPolicies } from "../../domain/caller-verification";
 
 /*
  * The tables inside one person's Durable Object (docs/architecture.md, "Where
@@ -44,6 +45,8 @@ export const blockedCalls = sqliteTable(
     callerId: text("caller_id"),
     countryCode: text("country_code").notNull(),
     phoneNumber: text("phone_number").notNull(),
+    /** Why verification blocked it (`verification failed`, `verification required`); null: the caller is not trusted. */
+    reason: text("reason", { enum: blockReasons }),
     createdAt: timestamp("created_at").notNull(),
   },
   (t) => [index("blocked_calls_created_idx").on(t.createdAt)],
@@ -221,4 +224,17 @@ export const indexKeys = sqliteTable("index_keys", {
   force: integer("force", { mode: "boolean" }).notNull(),
   version: integer("version").notNull(),
   attempts: integer("attempts").notNull(),
+});
+
+/* ---------- the person's own settings ---------- */
+
+/**
+ * The person's settings (`PUT /me/settings`), one row. `calls`: who may ring
+ * them (docs/decisions.md, "Caller verification"); it travels in their
+ * receiver record, so the lookup honours it without reading anything else.
+ */
+export const settings = sqliteTable("settings", {
+  one: integer("one").primaryKey(),
+  calls: text("calls", { enum: callPolicies }).notNull(),
+  updatedAt: timestamp("updated_at").notNull(),
 });

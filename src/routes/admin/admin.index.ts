@@ -7,6 +7,8 @@ import * as moveHandlers from "./moves.handlers";
 import * as moveRoutes from "./moves.routes";
 import * as phoneHandlers from "./phones.handlers";
 import * as phoneRoutes from "./phones.routes";
+import * as providerHandlers from "./providers.handlers";
+import * as providerRoutes from "./providers.routes";
 import * as statusHandlers from "./status.handlers";
 import * as statusRoutes from "./status.routes";
 import * as indexHandlers from "./trust-index.handlers";
@@ -26,6 +28,8 @@ const router = createRouter()
   .openapi(moveRoutes.startPersonMoves, moveHandlers.startPersonMoves)
   .openapi(moveRoutes.personMoveStatus, moveHandlers.personMoveStatus)
   .openapi(indexRoutes.startRebuild, indexHandlers.startRebuild)
-  .openapi(indexRoutes.rebuildStatus, indexHandlers.rebuildStatus);
+  .openapi(indexRoutes.rebuildStatus, indexHandlers.rebuildStatus)
+  .openapi(providerRoutes.putProviderSigning, providerHandlers.putProviderSigning)
+  .openapi(providerRoutes.deleteProviderSigning, providerHandlers.deleteProviderSigning);
 
 export default router;

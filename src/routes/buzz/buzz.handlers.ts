@@ -13,6 +13,11 @@ import {
   recordBlockedCall,
   type LookupFields,
 } from "../../services/trust-lookup";
+import { dialFor } from "../../services/call-answers";
+import { callControlFields } from "../../services/call-control";
+import { callerVerificationOf } from "../../services/caller-verification";
+import type { CallerVerification } from "../../domain/caller-verification";
+import { dialTwiml, rejectTwiml, wantsTwiml, XML_CONTENT_TYPE } from "../../lib/twiml";
 import type { AppEnv, AppRouteHandler } from "../../types";
 import type * as routes from "./buzz.routes";
 import { LOOKUP_PROBLEM } from "./buzz.schemas";
@@ -28,25 +33,43 @@ export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async
  * Answers a trust lookup; the blocked call and KV fills happen after the answer.
  * A missing or unreadable number is named in `Lookup-Problem` (contract §11.3).
  */
-async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields) {
+async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields, verification: CallerVerification) {
   const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
-  const { trusted, user_id, blocked, problem } = await lookupTrust(c.var.deps, fields, defer);
+  const { trusted, user_id, caller_verification, blocked, problem } = await lookupTrust(
+    c.var.deps,
+    fields,
+    verification,
+    defer,
+  );
   // A lookup the rate limit refuses is answered 429 (rate-limit.ts): its call is not recorded.
   const admitted = c.var.admitted ?? Promise.resolve(true);
   if (blocked) defer(admitted.then((ok) => (ok ? recordBlockedCall(c.var.deps.persons, blocked) : undefined)));
   if (problem) c.header(LOOKUP_PROBLEM, problem);
-  return { trusted, user_id };
+  return { trusted, user_id, caller_verification };
+}
+
+/**
+ * The answer as JSON, or as TwiML/TeXML when the provider asked for it
+ * (`Accept: application/xml` or `?answer=twiml`, docs/providers.md).
+ */
+async function respond(c: Context<AppEnv>, answer: Awaited<ReturnType<typeof answerTrustLookup>>) {
+  if (!wantsTwiml(c.req.url, c.req.header("Accept"))) return c.json(answer, 200);
+  const xml = answer.trusted ? dialTwiml(await dialFor(c.var.deps, answer.user_id)) : rejectTwiml();
+  return c.text(xml, 200, { "Content-Type": XML_CONTENT_TYPE });
 }
 
 export const trustLookupGet: AppRouteHandler<typeof routes.trustLookupGet> = async (c) => {
   // Read from the query string itself, so a field given twice is seen as such (readLookupFields).
-  return c.json(await answerTrustLookup(c, readLookupFields(c.req.queries())), 200);
+  const query = c.req.queries();
+  return respond(c, await answerTrustLookup(c, readLookupFields(query), callerVerificationOf(query)));
 };
 
 export const trustLookupPost: AppRouteHandler<typeof routes.trustLookupPost> = async (c) => {
-  // Query fields count too (the seed's sample sends them there); body fields win.
-  const fields = readLookupFields(c.req.queries(), await readAnyBody(c));
-  return c.json(await answerTrustLookup(c, fields), 200);
+  // Query fields count too (the seed's sample sends them there); body fields win; a Telnyx
+  // Call Control envelope is read like To/From.
+  const body = await readAnyBody(c);
+  const sources = [c.req.queries(), callControlFields(body), body];
+  return respond(c, await answerTrustLookup(c, readLookupFields(...sources), callerVerificationOf(...sources)));
 };
 
 /**
@@ -56,7 +79,13 @@ export const trustLookupPost: AppRouteHandler<typeof routes.trustLookupPost> = a
 async function readAnyBody(c: Context<AppEnv>): Promise<unknown> {
   try {
     const type = c.req.header("Content-Type") ?? "";
-    if (/^multipart\/form-data/i.test(type)) return await c.req.parseBody({ all: true });
+    // From the raw bytes: a signature check may have read them already (provider-signature.ts).
+    if (/^multipart\/form-data/i.test(type)) {
+      const form = await new Response(await c.req.arrayBuffer(), { headers: { "Content-Type": type } }).formData();
+      const fields: Record<string, unknown[]> = {};
+      for (const [name, value] of form) (fields[name] ??= []).push(value);
+      return fields;
+    }
     // Decoded by hand: the runtime warns when a form body is read with text().
     const text = new TextDecoder().decode(await c.req.arrayBuffer());
     if (/^application\/x-www-form-urlencoded/i.test(type)) return formFields(text);
@@ -83,7 +112,8 @@ export const callLookup: AppRouteHandler<typeof routes.callLookup> = async (c) =
   const principal = c.var.principal;
   const asPerson = principal?.kind === "person" ? principal.personId : null;
   const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
-  const details = await lookupCall(c.var.deps, c.req.valid("query"), asPerson, defer);
+  const query = c.req.valid("query");
+  const details = await lookupCall(c.var.deps, query, callerVerificationOf(query), asPerson, defer);
   if (!details) throw notFound("the receiving number is not your secure number");
   return c.json(details, 200);
 };

@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
 import { basicChallenge, requireAuth, requirePerson } from "../../middleware/auth";
 import { developmentOnly } from "../../middleware/development-only";
+import { requireProviderSignature } from "../../middleware/provider-signature";
 import {
   ActivityCreatedSchema,
   ActivityCreateSchema,
@@ -53,13 +54,25 @@ export const putEncryption = createRoute({
   },
 });
 
+/** The TwiML/TeXML answer (docs/providers.md, "Answering in TwiML"). */
+const TwimlSchema = z.string().openapi({
+  description:
+    "Asked for by `Accept: application/xml` or `?answer=twiml`: a trusted call is " +
+    "`<Response><Dial><Client>person-{user_id}</Client></Dial></Response>` (or `<Number>` of the member's phone, " +
+    'as the deployment chose), anything else `<Response><Reject reason="rejected"/></Response>`. Refusals keep ' +
+    "their status with a `<Reject>` body and their sentence in `Lookup-Error`.",
+  example: '<?xml version="1.0" encoding="UTF-8"?><Response><Reject reason="rejected"/></Response>',
+});
+
 const lookupResponses = {
   200: {
-    ...jsonContent(
-      TrustLookupResultSchema,
+    content: {
+      "application/json": { schema: TrustLookupResultSchema },
+      "application/xml": { schema: TwimlSchema },
+    },
+    description:
       "Whether the call may ring; `trusted: false` (never an error) for any input that matches no trusted caller. " +
-        "`Lookup-Problem` names a missing or unreadable number.",
-    ),
+      "`Lookup-Problem` names a missing or unreadable number.",
     headers: LookupProblemHeaders,
   },
   ...errorResponses(401, 403, 413, 429),
@@ -75,7 +88,10 @@ const trustLookupDescription =
   "fields win when both are present. Never answers an error for its input: anything missing, unparseable or " +
   "unknown is `trusted: false`, and a missing or unreadable number is named in the `Lookup-Problem` header. " +
   "`user_id` is the member holding the receiving number, 0 when none; an untrusted call to a member is " +
-  "recorded as blocked. Integration guide: docs/providers.md in the repository.";
+  "recorded as blocked. The caller's verification (STIR/SHAKEN: `StirVerstat`, `verstat`, " +
+  "`shaken_stir_attestation`/`shaken_stir_validated`) is read too: a failed one is never trusted, and a member in " +
+  "strict mode rings only for level A. A token with a signing configuration answers only requests its provider " +
+  "signed (403 otherwise). Integration guide: docs/providers.md in the repository.";
 
 export const trustLookupGet = createRoute({
   method: "get",
@@ -85,7 +101,7 @@ export const trustLookupGet = createRoute({
   summary: "May this call ring the member's phone?",
   description: trustLookupDescription,
   security: providerSecurity,
-  middleware: [basicChallenge, requireAuth({ scope: "calls:lookup" })] as const,
+  middleware: [basicChallenge, requireAuth({ scope: "calls:lookup" }), requireProviderSignature] as const,
   request: { query: TrustLookupQuery },
   responses: lookupResponses,
 });
@@ -101,7 +117,7 @@ export const trustLookupPost = createRoute({
   summary: "May this call ring the member's phone? (fields in the body)",
   description: `${trustLookupDescription} Same fields as the GET, as JSON or \`application/x-www-form-urlencoded\`.`,
   security: providerSecurity,
-  middleware: [basicChallenge, requireAuth({ scope: "calls:lookup" })] as const,
+  middleware: [basicChallenge, requireAuth({ scope: "calls:lookup" }), requireProviderSignature] as const,
   request: {
     body: {
       content: {
@@ -124,7 +140,7 @@ export const callLookup = createRoute({
     "number must be their own secure number, else 404). A call that would not be trusted answers three empty " +
     "arrays: nothing is revealed about untrusted numbers.",
   security: bearerSecurity,
-  middleware: [requireAuth({ person: true, scope: "calls:lookup" })] as const,
+  middleware: [requireAuth({ person: true, scope: "calls:lookup" }), requireProviderSignature] as const,
   request: { query: CallLookupQuery },
   responses: {
     200: jsonContent(CallLookupResultSchema, "The caller's contacts, people and companies"),

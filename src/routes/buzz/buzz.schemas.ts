@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { activityTypes, partyTypes } from "../../db/schema";
+import { blockReasons, callerVerifications } from "../../domain/caller-verification";
 import { IdSchema, pathId } from "../../lib/ids";
 import { CompanyRefSchema } from "../companies/companies.schemas";
 import { ContactSchema } from "../contacts/contacts.schemas";
@@ -10,6 +11,24 @@ const LOOKUP_FIELDS = {
   inbound_code: { description: "Country calling code of the caller", example: "1", required: true },
   inbound: { description: "Caller number without formatting", example: "4155550100", required: true },
   caller_id: { description: "Caller id of the inbound number", example: "ACME CORP", required: false },
+} as const;
+
+/** The caller's verification (STIR/SHAKEN) in each provider's spelling (docs/providers.md). */
+const VERIFICATION_FIELDS = {
+  StirVerstat: {
+    description:
+      "Twilio's caller verification: `TN-Validation-Passed-A|B|C`, `TN-Validation-Failed-A|B|C` or `No-TN-Validation`",
+    example: "TN-Validation-Passed-A",
+  },
+  verstat: {
+    description: "The SIP form: `TN-Validation-Passed` (read as level A), `TN-Validation-Failed` or `No-TN-Validation`",
+    example: "TN-Validation-Passed",
+  },
+  shaken_stir_attestation: { description: "Telnyx's attestation level: `A`, `B` or `C`", example: "A" },
+  shaken_stir_validated: {
+    description: "Telnyx: whether the attestation verified (`true`/`false`); `false` is a failed verification",
+    example: "true",
+  },
 } as const;
 
 /**
@@ -47,6 +66,7 @@ const TRUST_LOOKUP_FIELDS = {
   },
   Called: { description: "Receiving number in E.164; used when `number` and `To` are absent", example: "+12025550101" },
   Caller: { description: "Caller number in E.164; used when `inbound` and `From` are absent", example: "+14155550100" },
+  ...VERIFICATION_FIELDS,
 } as const;
 
 type TrustLookupField = keyof typeof TRUST_LOOKUP_FIELDS;
@@ -119,7 +139,29 @@ export const CallLookupQuery = z.object({
   inbound_code: lookupParam("inbound_code"),
   inbound: lookupParam("inbound"),
   caller_id: lookupParam("caller_id"),
+  ...Object.fromEntries(
+    Object.entries(VERIFICATION_FIELDS).map(([name, { description, example }]) => [
+      name,
+      z
+        .string()
+        .trim()
+        .max(64)
+        .optional()
+        .openapi({ param: { name, in: "query" }, description, example }),
+    ]),
+  ),
 });
+
+export const CallerVerificationSchema = z
+  .enum(callerVerifications)
+  .nullable()
+  .openapi({
+    description:
+      "The caller's verification (STIR/SHAKEN) as the provider reported it: the attestation level `A`, `B` or `C`, " +
+      "`failed` (never trusted: the number may be spoofed), `none` (not verified, or unreadable), null when the " +
+      "provider sent no verification field",
+    example: "A",
+  });
 
 export const TrustLookupResultSchema = z
   .object({
@@ -128,6 +170,7 @@ export const TrustLookupResultSchema = z
       .number()
       .int()
       .openapi({ description: "The member holding the receiving number; 0 when none matched", example: 1 }),
+    caller_verification: CallerVerificationSchema,
   })
   .openapi("TrustLookupResult");
 
@@ -151,6 +194,7 @@ export const CallLookupResultSchema = z
     companies: z
       .array(CompanyRefSchema)
       .openapi({ description: "Companies with the caller's number that the receiver trusts" }),
+    caller_verification: CallerVerificationSchema,
   })
   .openapi("CallLookupResult");
 
@@ -190,6 +234,16 @@ export const BlockedCallSchema = z
     caller_id: z.string().openapi({ description: "Caller id the provider sent; empty when none" }),
     country_code: z.string().openapi({ example: "1" }),
     phone_number: z.string().openapi({ example: "4155550123" }),
+    reason: z
+      .enum(blockReasons)
+      .nullable()
+      .openapi({
+        description:
+          "Why the caller's verification blocked the call: `verification failed` (the number may be spoofed), " +
+          "`verification required` (a trusted caller not verified at level A, in strict mode); null when the caller " +
+          "is simply not trusted",
+        example: null,
+      }),
     created_at: z.string().openapi({ format: "date-time" }),
   })
   .openapi("BlockedCall");

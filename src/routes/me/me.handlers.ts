@@ -1,6 +1,7 @@
 import { unauthorized } from "../../lib/errors";
 import { personId } from "../../middleware/auth";
 import * as myPhones from "../../services/my-phones";
+import { changeSettings, readSettings } from "../../services/person-settings";
 import { ownAccount } from "../../services/own-account";
 import type { AppRouteHandler } from "../../types";
 import type * as routes from "./me.routes";
@@ -20,3 +21,11 @@ export const listMyPhones: AppRouteHandler<typeof routes.listMyPhones> = async (
 
 export const confirmMyPhone: AppRouteHandler<typeof routes.confirmMyPhone> = async (c) =>
   c.json(await myPhones.confirmMyPhone(c.var.deps, personId(c.var.principal), c.req.valid("param").id), 200);
+
+/* ---------- settings ---------- */
+
+export const getSettings: AppRouteHandler<typeof routes.getSettings> = async (c) =>
+  c.json(await readSettings(c.var.deps, personId(c.var.principal)), 200);
+
+export const putSettings: AppRouteHandler<typeof routes.putSettings> = async (c) =>
+  c.json(await changeSettings(c.var.deps, personId(c.var.principal), c.req.valid("json")), 200);

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { callPolicies } from "../../domain/caller-verification";
 import { pathId } from "../../lib/ids";
 import { SecureNumberSchema } from "../buzz/buzz.schemas";
 
@@ -47,3 +48,16 @@ export const MyPhoneSchema = z
   .openapi("MyPhone");
 
 export const MyPhoneParams = z.object({ id: pathId("id", "Phone id (from GET /me/phones)") });
+
+/* ---------- settings ---------- */
+
+const callsField = z.enum(callPolicies).openapi({
+  description:
+    "Who may ring the caller's secure number: `everyone` they trust (the default), or `verified_only`: only " +
+    "callers the carrier verified at attestation level A (STIR/SHAKEN), even when trusted",
+  example: "verified_only",
+});
+
+export const SettingsSchema = z.object({ calls: callsField }).openapi("PersonSettings");
+
+export const SettingsChangeSchema = z.object({ calls: callsField.optional() }).strict().openapi("PersonSettingsChange");

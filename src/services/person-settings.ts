@@ -1,0 +1,26 @@
+import type { CallPolicy } from "../domain/caller-verification";
+import type { Deps } from "./outbox";
+
+/** A person's settings on the wire (`GET`/`PUT /me/settings`). */
+export type PersonSettings = { calls: CallPolicy };
+
+/** The person's settings, from their own object. */
+export async function readSettings(deps: Pick<Deps, "persons">, personId: number): Promise<PersonSettings> {
+  return { calls: await deps.persons.of(personId).callPolicy() };
+}
+
+/**
+ * Changes the person's settings in their own object (docs/decisions.md,
+ * "Caller verification"): `calls` travels in their receiver record, so the
+ * next lookups (within KV's 60 s everywhere) honour it without a D1 read.
+ */
+export async function changeSettings(
+  deps: Pick<Deps, "persons">,
+  personId: number,
+  change: Partial<PersonSettings>,
+): Promise<PersonSettings> {
+  const object = await deps.persons.toWrite(personId);
+  const calls =
+    change.calls === undefined ? await object.callPolicy() : await object.setCallPolicy(personId, change.calls);
+  return { calls };
+}

@@ -1,0 +1,47 @@
+import { and, eq, isNull, sql } from "drizzle-orm";
+import { accessTokens } from "../db/schema";
+import type { ProviderSigning } from "../domain/provider-signing";
+import { badRequest, notFound } from "../lib/errors";
+import { telnyxKey } from "../lib/provider-signatures";
+import { type Deps, WriteBatch } from "./outbox";
+import { forgetVerifiedToken } from "./tokens";
+
+/** A provider token's signing state as the operator sees it: never the secret. */
+export type SigningState = { token_id: number; kind: "twilio" | "telnyx" | null };
+
+/**
+ * Sets (null: clears) a provider token's signing configuration
+ * (docs/providers.md, "Signed requests"). Only an active service token with
+ * scope `calls:lookup` has one (anything else is 404); a Telnyx key must be
+ * a 32-byte Ed25519 public key (400). One D1 statement; the token's cached
+ * verification is forgotten here at once and everywhere within 60 s.
+ */
+export async function setProviderSigning(
+  deps: Deps,
+  tokenId: number,
+  signing: ProviderSigning | null,
+): Promise<SigningState> {
+  if (signing?.kind === "telnyx" && !(await telnyxKey(signing.publicKey)))
+    throw badRequest("`public_key` must be the account's Ed25519 public key: 32 bytes in base64, as Telnyx shows it");
+  const batch = new WriteBatch(deps);
+  const update = batch.add(
+    deps.db
+      .update(accessTokens)
+      .set({ signing })
+      .where(
+        and(
+          eq(accessTokens.id, tokenId),
+          isNull(accessTokens.personId),
+          isNull(accessTokens.revokedAt),
+          sql`exists (select 1 from json_each(${accessTokens.scopes}) where value = 'calls:lookup')`,
+        ),
+      )
+      .returning({ hash: accessTokens.tokenHash }),
+  );
+  const { results } = await batch.commit();
+  const [row] = results[update] as { hash: string }[];
+  if (!row)
+    throw notFound(`token ${tokenId} is not an active provider token (a service token with scope \`calls:lookup\`)`);
+  await forgetVerifiedToken(deps.kv, row.hash);
+  return { token_id: tokenId, kind: signing?.kind ?? null };
+}
