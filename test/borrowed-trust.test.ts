@@ -22,7 +22,8 @@ async function rings(to: string, from: string): Promise<Lookup> {
     token: DEMO.tokens.telephony,
   });
   expect(response.status).toBe(200);
-  return response.json();
+  const { trusted, user_id } = (await response.json()) as Lookup;
+  return { trusted, user_id };
 }
 
 type MyPhone = { id: number; phone_full: string; confirmed: boolean };

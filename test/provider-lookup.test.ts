@@ -422,7 +422,7 @@ describe("a field given twice is unreadable, by the query string and by the body
       token: fileTokens.telephony,
     });
     expect(await answer(response)).toEqual({
-      body: { trusted: false, user_id: 0 },
+      body: { trusted: false, user_id: 0, caller_verification: null },
       problem: "receiver unreadable",
     });
   });
@@ -435,7 +435,7 @@ describe("a field given twice is unreadable, by the query string and by the body
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
     });
     expect(await answer(response)).toEqual({
-      body: { trusted: false, user_id: 0 },
+      body: { trusted: false, user_id: 0, caller_verification: null },
       problem: "receiver unreadable",
     });
   });
@@ -447,7 +447,7 @@ describe("a field given twice is unreadable, by the query string and by the body
       body: { To: ALICE, From: [ACME, STRANGER] },
     });
     expect(await answer(response)).toEqual({
-      body: { trusted: false, user_id: alice },
+      body: { trusted: false, user_id: alice, caller_verification: null },
       problem: "caller unreadable",
     });
   });
