@@ -1,4 +1,4 @@
-import { asc, desc, eq } from "drizzle-orm";
+import { and, asc, desc, eq } from "drizzle-orm";
 import { personPhones } from "../db/schema";
 import { clientIdentity, type TwimlDial } from "../lib/twiml";
 import type { Deps } from "./outbox";
@@ -7,8 +7,10 @@ import type { Deps } from "./outbox";
  * Where a trusted call answered in TwiML is put through (docs/providers.md,
  * "Answering in TwiML"), as the deployment chose (`TWIML_DIAL`): the app's
  * calling identity (`TWIML_CLIENT_IDENTITY`, no read), or the member's own
- * phone — their primary phone, else their first (one D1 read, only in that
- * mode); a member without a phone is dialled as a client.
+ * phone — a phone they confirmed themselves, their primary one first (one D1
+ * read, only in that mode; a phone only their employer entered is never
+ * dialled, docs/decisions.md "Who is trusted"); a member without a confirmed
+ * phone is dialled as a client.
  */
 export async function dialFor(deps: Pick<Deps, "db" | "twiml">, userId: number): Promise<TwimlDial> {
   const client: TwimlDial = { kind: "client", identity: clientIdentity(deps.twiml.identity, userId) };
@@ -16,7 +18,7 @@ export async function dialFor(deps: Pick<Deps, "db" | "twiml">, userId: number):
   const phone = await deps.db
     .select({ e164: personPhones.e164 })
     .from(personPhones)
-    .where(eq(personPhones.personId, userId))
+    .where(and(eq(personPhones.personId, userId), eq(personPhones.confirmed, true)))
     .orderBy(desc(personPhones.primary), asc(personPhones.id))
     .limit(1)
     .get();
