@@ -1,8 +1,10 @@
-import { and, asc, count, eq } from "drizzle-orm";
+import { and, asc, count, eq, sql } from "drizzle-orm";
 import { pageWindow, type Page } from "../lib/pagination";
 import type { Db } from "../db/client";
+import { pruneOlderThan } from "../db/prune";
+import { batchableAll } from "../db/sql";
 import { companyPhones, type CompanyPhoneStatus } from "../db/schema";
-import { conflict, notFound } from "../lib/errors";
+import { badRequest, conflict, notFound } from "../lib/errors";
 import type { Phone } from "../lib/phone";
 import { type Deps, WriteBatch } from "./outbox";
 
@@ -43,23 +45,38 @@ const toCompanyPhone = (row: CompanyPhoneRow): CompanyPhone => ({
   status: row.status,
 });
 
-/** The numbers a company calls from, oldest first. */
+/** The numbers a company calls from, oldest first (its expired claims are not listed). */
 export async function listCompanyPhones(db: Db, companyId: number): Promise<CompanyPhone[]> {
   const rows = await db
     .select(columns)
     .from(companyPhones)
-    .where(eq(companyPhones.companyId, companyId))
+    .where(and(eq(companyPhones.companyId, companyId), live(new Date())))
     .orderBy(asc(companyPhones.id))
     .all();
   return rows.map(toCompanyPhone);
 }
 
+/** Pending claims one company may hold at a time (docs/decisions.md, "Company phones"). */
+export const MAX_PENDING_CLAIMS = 20;
+/** Days a claim may stay pending; then it has expired: it counts for nothing and the daily cron prunes it. */
+export const CLAIM_DAYS = 30;
+
+/** Claims made before this instant and still pending have expired. */
+export const claimCutoff = (now: Date) => now.getTime() - CLAIM_DAYS * 24 * 3600_000;
+
+/** A phone that counts: verified, or a claim still pending within its 30 days. */
+const live = (now: Date) =>
+  sql`(${companyPhones.status} = 'verified' or ${companyPhones.createdAt} >= ${claimCutoff(now)})`;
+
 /**
- * Adds a number the company calls from, `pending` until the platform operator
- * verifies it (verifyCompanyPhone): only then do its members' secure numbers
- * trust it. A number belongs to at most one company: a number this or any
- * other company holds → 409, a message that names no company (docs/security.md).
- * Nothing is indexed yet: a pending phone changes no trust answer.
+ * Claims a number the company calls from, `pending` until the platform
+ * operator verifies it (verifyCompanyPhone): only then do its members'
+ * secure numbers trust it. Several companies may claim one number; the first
+ * verified wins. The same number twice in one company → 409; a number
+ * another company has verified → 409 naming no company (docs/security.md);
+ * a company with 20 live pending claims → 400. An expired claim of the same
+ * number is replaced. Nothing is indexed yet: a pending phone changes no
+ * trust answer.
  */
 export async function addCompanyPhone(
   deps: Deps,
@@ -68,46 +85,158 @@ export async function addCompanyPhone(
   label: string | null,
 ): Promise<CompanyPhone> {
   const batch = new WriteBatch(deps);
+  const { now } = batch;
+  const cutoff = claimCutoff(now);
+  batch.add(
+    deps.db.delete(companyPhones).where(
+      sql`${companyPhones.companyId} = ${companyId} and ${companyPhones.e164} = ${phone.e164}
+            and ${companyPhones.status} = 'pending' and ${companyPhones.createdAt} < ${cutoff}`,
+    ),
+  );
+  // One statement checks and inserts, so two racing claims cannot both pass the checks.
   const insert = batch.add(
-    deps.db
-      .insert(companyPhones)
-      .values({ companyId, countryCode: phone.countryCode, phoneNumber: phone.nationalNumber, e164: phone.e164, label })
-      .onConflictDoNothing()
-      .returning(columns),
+    batchableAll<CompanyPhoneRow>(
+      deps.db,
+      sql`insert into ${companyPhones} (company_id, country_code, phone_number, e164, label, status, created_at)
+          select ${companyId}, ${phone.countryCode}, ${phone.nationalNumber}, ${phone.e164}, ${label}, 'pending', ${now.getTime()}
+          where not exists (select 1 from ${companyPhones} where e164 = ${phone.e164} and status = 'verified')
+            and (select count(*) from ${companyPhones} where company_id = ${companyId} and status = 'pending'
+                 and created_at >= ${cutoff}) < ${MAX_PENDING_CLAIMS}
+          on conflict do nothing
+          returning id, country_code as countryCode, phone_number as phoneNumber, e164, label, status`,
+    ),
   );
   const { results } = await batch.commit();
   const [row] = results[insert] as CompanyPhoneRow[];
-  if (!row) throw conflict(`${phone.e164} is already registered as a company phone`);
-  return toCompanyPhone(row);
+  if (row) return toCompanyPhone(row);
+  throw await refusedClaim(deps.db, companyId, phone.e164, now);
+}
+
+/** Why a claim was not inserted: the same number in this company, verified by another, or the cap. */
+async function refusedClaim(db: Db, companyId: number, e164: string, now: Date) {
+  const [own, verified, pending] = await db.batch([
+    db
+      .select({ id: companyPhones.id })
+      .from(companyPhones)
+      .where(and(eq(companyPhones.companyId, companyId), eq(companyPhones.e164, e164))),
+    db
+      .select({ id: companyPhones.id })
+      .from(companyPhones)
+      .where(and(eq(companyPhones.e164, e164), eq(companyPhones.status, "verified"))),
+    db
+      .select({ n: count() })
+      .from(companyPhones)
+      .where(and(eq(companyPhones.companyId, companyId), eq(companyPhones.status, "pending"), live(now))),
+  ]);
+  if (own.length > 0) return conflict(`${e164} is already one of this company's phones`);
+  if (verified.length > 0) return conflict(`${e164} is already registered as a company phone`);
+  if ((pending[0]?.n ?? 0) >= MAX_PENDING_CLAIMS)
+    return badRequest(
+      `this company already has ${MAX_PENDING_CLAIMS} phones waiting for verification, the most it may have; ` +
+        `remove one or wait for the operator (a claim expires after ${CLAIM_DAYS} days)`,
+    );
+  // A claim of this very number expired or was refused between the insert and this read: try again.
+  return conflict(`${e164} changed while it was being added; try again`);
+}
+
+/** A phone with its company, as the operator sees it; 404 when unknown or an expired claim. */
+async function findLivePhone(db: Db, phoneId: number, now: Date) {
+  const existing = await db
+    .select({ ...columns, companyId: companyPhones.companyId })
+    .from(companyPhones)
+    .where(and(eq(companyPhones.id, phoneId), live(now)))
+    .get();
+  if (!existing) throw notFound(`company phone ${phoneId} does not exist (or was a claim that expired)`);
+  return existing;
 }
 
 /**
  * The platform operator confirms that the phone's company really calls from
  * it: from the next lookup on, calls from it are trusted by the company's
  * members (and whoever trusts the company) and call-lookup names the company.
- * Verifying a verified phone changes nothing. Unknown id → 404.
+ * The first company verified on a number wins: verifying a claim on a number
+ * another company's phone is verified for → 409; the other pending claims on
+ * the number are closed (deleted) in the same batch. Verifying a verified
+ * phone changes nothing. Unknown id, or an expired claim → 404.
  */
 export async function verifyCompanyPhone(deps: Deps, phoneId: number): Promise<CompanyPhone & { company_id: number }> {
-  const where = eq(companyPhones.id, phoneId);
-  const existing = await deps.db
-    .select({ ...columns, companyId: companyPhones.companyId })
-    .from(companyPhones)
-    .where(where)
-    .get();
-  if (!existing) throw notFound(`company phone ${phoneId} does not exist`);
+  const batch = new WriteBatch(deps);
+  const existing = await findLivePhone(deps.db, phoneId, batch.now);
   if (existing.status !== "verified") {
-    const batch = new WriteBatch(deps);
-    batch.add(deps.db.update(companyPhones).set({ status: "verified" }).where(where));
+    const verify = batch.add(
+      deps.db
+        .update(companyPhones)
+        .set({ status: "verified" })
+        .where(
+          sql`${companyPhones.id} = ${phoneId} and ${live(batch.now)} and not exists
+              (select 1 from ${companyPhones} v where v.e164 = ${existing.e164} and v.status = 'verified' and v.id <> ${phoneId})`,
+        )
+        .returning({ id: companyPhones.id }),
+    );
+    // The other claims on the number are refused: deleted once this one is verified.
+    batch.add(
+      deps.db.delete(companyPhones).where(
+        sql`${companyPhones.e164} = ${existing.e164} and ${companyPhones.status} = 'pending'
+              and exists (select 1 from ${companyPhones} v where v.id = ${phoneId} and v.status = 'verified')`,
+      ),
+    );
     batch.reindexNumbers([existing.e164]);
-    await batch.commit();
+    const { results } = await batch.commit();
+    if ((results[verify] as unknown[]).length === 0)
+      throw conflict(`${existing.e164} is already verified as another company's phone`);
   }
   return { ...toCompanyPhone({ ...existing, status: "verified" }), company_id: existing.companyId };
 }
 
-/** Phones of every company in one status, oldest first, one page, with the total (the operator's review queue). */
+/** The operator refuses a pending claim: it is deleted. A verified phone → 409 (remove it instead). */
+export async function rejectCompanyPhone(deps: Deps, phoneId: number): Promise<void> {
+  const batch = new WriteBatch(deps);
+  const existing = await findLivePhone(deps.db, phoneId, batch.now);
+  const verifiedMessage = `company phone ${phoneId} is verified; remove it with DELETE /internal/company-phones/${phoneId}`;
+  if (existing.status === "verified") throw conflict(verifiedMessage);
+  const reject = batch.add(
+    deps.db
+      .delete(companyPhones)
+      .where(and(eq(companyPhones.id, phoneId), eq(companyPhones.status, "pending")))
+      .returning({ id: companyPhones.id }),
+  );
+  const { results } = await batch.commit();
+  // Verified between the read and the delete.
+  if ((results[reject] as unknown[]).length === 0) throw conflict(verifiedMessage);
+}
+
+/**
+ * The operator removes a phone of any company (verified, or a pending
+ * claim): calls from the number stop counting for its company from the next
+ * lookup on — its `num:` record is rewritten right after the commit.
+ */
+export async function removePhoneOfAnyCompany(deps: Deps, phoneId: number): Promise<void> {
+  const where = eq(companyPhones.id, phoneId);
+  const existing = await deps.db.select({ e164: companyPhones.e164 }).from(companyPhones).where(where).get();
+  if (!existing) throw notFound(`company phone ${phoneId} does not exist`);
+  const batch = new WriteBatch(deps);
+  batch.add(deps.db.delete(companyPhones).where(where));
+  batch.reindexNumbers([existing.e164]);
+  await batch.commit();
+}
+
+/** Deletes expired claims (the daily cron, in bounded chunks through the pending claims' age index). */
+export const pruneExpiredClaims = (db: Db, now: Date, maxStatements: number) =>
+  pruneOlderThan(db, {
+    table: companyPhones,
+    column: companyPhones.createdAt,
+    cutoff: claimCutoff(now),
+    where: eq(companyPhones.status, "pending"),
+    maxStatements,
+  });
+
+/**
+ * Phones of every company in one status, oldest first, one page, with the
+ * total (the operator's review queue). Expired claims are not listed.
+ */
 export async function listPhonesByStatus(db: Db, status: CompanyPhoneStatus, page: Page) {
   const { limit, offset } = pageWindow(page);
-  const where = eq(companyPhones.status, status);
+  const where = and(eq(companyPhones.status, status), live(new Date()));
   const [rows, totals] = await db.batch([
     db
       .select({ ...columns, companyId: companyPhones.companyId })

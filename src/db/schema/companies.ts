@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { cascadeRef, createdAt, flag, id, timestamp, updatedAt } from "./columns";
 import { licenses } from "./licenses";
@@ -38,7 +39,7 @@ export const companies = sqliteTable(
 /**
  * The numbers a company calls from: once the platform operator has verified
  * one, its members' secure numbers trust it (docs/decisions.md, "Who is
- * trusted"). A number belongs to at most one company.
+ * trusted"). Several companies may claim a number; only one verifies it.
  */
 export const companyPhoneStatuses = ["pending", "verified"] as const;
 export type CompanyPhoneStatus = (typeof companyPhoneStatuses)[number];
@@ -55,8 +56,21 @@ export const companyPhones = sqliteTable(
     label: text("label"),
     /** `pending` until the operator verifies it: only a verified phone counts for trust. */
     status: text("status", { enum: companyPhoneStatuses }).notNull().default("pending"),
+    /** When the company claimed it: a claim still pending 30 days later has expired (docs/decisions.md). */
+    createdAt: createdAt().default(sql`0`),
   },
-  (t) => [uniqueIndex("company_phones_e164_uq").on(t.e164), index("company_phones_company_idx").on(t.companyId, t.id)],
+  (t) => [
+    // Several companies may claim a number; one company once, and only one verifies it.
+    uniqueIndex("company_phones_company_e164_uq").on(t.companyId, t.e164),
+    uniqueIndex("company_phones_verified_e164_uq")
+      .on(t.e164)
+      .where(sql`status = 'verified'`),
+    index("company_phones_company_idx").on(t.companyId, t.id),
+    // The daily prune of expired claims walks this.
+    index("company_phones_pending_created_idx")
+      .on(t.createdAt)
+      .where(sql`status = 'pending'`),
+  ],
 );
 
 /** Roles are per company; `permissions` holds strings like "read settings". */

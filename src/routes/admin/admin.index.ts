@@ -20,6 +20,8 @@ const router = createRouter()
   .openapi(licenseRoutes.retireLicense, licenseHandlers.retireLicense)
   .openapi(phoneRoutes.listCompanyPhones, phoneHandlers.listCompanyPhones)
   .openapi(phoneRoutes.verifyCompanyPhone, phoneHandlers.verifyCompanyPhone)
+  .openapi(phoneRoutes.rejectCompanyPhone, phoneHandlers.rejectCompanyPhone)
+  .openapi(phoneRoutes.removeCompanyPhone, phoneHandlers.removeCompanyPhone)
   .openapi(statusRoutes.status, statusHandlers.status)
   .openapi(moveRoutes.startPersonMoves, moveHandlers.startPersonMoves)
   .openapi(moveRoutes.personMoveStatus, moveHandlers.personMoveStatus);

@@ -61,3 +61,41 @@ export const verifyCompanyPhone = createRoute({
     ...errorResponses(401, 403, 404, 429),
   },
 });
+
+export const rejectCompanyPhone = createRoute({
+  operationId: "adminRejectCompanyPhone",
+  method: "post",
+  path: "/internal/company-phones/{id}/reject",
+  tags,
+  summary: "Reject a company's pending claim on a number",
+  description:
+    NEEDS +
+    "Refuses a pending claim: it is deleted, and its company may claim the number again later. A verified phone " +
+    "→ 409 (remove it with `DELETE /internal/company-phones/{id}`); unknown, or a claim that expired → 404.",
+  security: bearerSecurity,
+  middleware: [requireAdmin] as const,
+  request: { params: z.object({ id: pathId("id", "Company phone id") }) },
+  responses: {
+    204: { description: "Rejected" },
+    ...errorResponses(401, 403, 404, 409, 429),
+  },
+});
+
+export const removeCompanyPhone = createRoute({
+  operationId: "adminRemoveCompanyPhone",
+  method: "delete",
+  path: "/internal/company-phones/{id}",
+  tags,
+  summary: "Remove a company phone (verified or pending)",
+  description:
+    NEEDS +
+    "Removes the phone from its company: from the next lookup on, calls from the number are no longer trusted " +
+    "because of that company, and call-lookup no longer names it (the trust index is rewritten at once).",
+  security: bearerSecurity,
+  middleware: [requireAdmin] as const,
+  request: { params: z.object({ id: pathId("id", "Company phone id") }) },
+  responses: {
+    204: { description: "Removed" },
+    ...errorResponses(401, 403, 404, 429),
+  },
+});
