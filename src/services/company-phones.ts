@@ -45,12 +45,12 @@ const toCompanyPhone = (row: CompanyPhoneRow): CompanyPhone => ({
   status: row.status,
 });
 
-/** The numbers a company calls from, oldest first (its expired claims are not listed). */
+/** The numbers a company calls from, oldest first (its expired claims are not listed; refused ones are, until pruned). */
 export async function listCompanyPhones(db: Db, companyId: number): Promise<CompanyPhone[]> {
   const rows = await db
     .select(columns)
     .from(companyPhones)
-    .where(and(eq(companyPhones.companyId, companyId), live(new Date())))
+    .where(and(eq(companyPhones.companyId, companyId), shown(new Date())))
     .orderBy(asc(companyPhones.id))
     .all();
   return rows.map(toCompanyPhone);
@@ -58,25 +58,25 @@ export async function listCompanyPhones(db: Db, companyId: number): Promise<Comp
 
 /** Pending claims one company may hold at a time (docs/decisions.md, "Company phones"). */
 export const MAX_PENDING_CLAIMS = 20;
-/** Days a claim may stay pending; then it has expired: it counts for nothing and the daily cron prunes it. */
+/** Days a claim lives unverified: a pending one has then expired, and the daily cron prunes it (or a refused one). */
 export const CLAIM_DAYS = 30;
 
-/** Claims made before this instant and still pending have expired. */
+/** Claims made before this instant and not verified have expired. */
 export const claimCutoff = (now: Date) => now.getTime() - CLAIM_DAYS * 24 * 3600_000;
 
-/** A phone that counts: verified, or a claim still pending within its 30 days. */
-const live = (now: Date) =>
-  sql`(${companyPhones.status} = 'verified' or ${companyPhones.createdAt} >= ${claimCutoff(now)})`;
+/** A phone still shown: anything but a pending claim past its 30 days (which counts for nothing). */
+const shown = (now: Date) =>
+  sql`(${companyPhones.status} <> 'pending' or ${companyPhones.createdAt} >= ${claimCutoff(now)})`;
 
 /**
  * Claims a number the company calls from, `pending` until the platform
  * operator verifies it (verifyCompanyPhone): only then do its members'
  * secure numbers trust it. Several companies may claim one number; the first
  * verified wins. The same number twice in one company → 409; a number
- * another company has verified → 409 naming no company (docs/security.md);
- * a company with 20 live pending claims → 400. An expired claim of the same
- * number is replaced. Nothing is indexed yet: a pending phone changes no
- * trust answer.
+ * another company's phone is verified for → 409 naming no company
+ * (docs/security.md); a company with 20 claims pending → 400. This
+ * company's expired or refused claim of the number is replaced. Nothing is
+ * indexed: a pending phone changes no trust answer.
  */
 export async function addCompanyPhone(
   deps: Deps,
@@ -90,10 +90,10 @@ export async function addCompanyPhone(
   batch.add(
     deps.db.delete(companyPhones).where(
       sql`${companyPhones.companyId} = ${companyId} and ${companyPhones.e164} = ${phone.e164}
-            and ${companyPhones.status} = 'pending' and ${companyPhones.createdAt} < ${cutoff}`,
+            and (${companyPhones.status} = 'refused' or not ${shown(now)})`,
     ),
   );
-  // One statement checks and inserts, so two racing claims cannot both pass the checks.
+  // One statement checks and inserts, so racing claims cannot pass the checks together.
   const insert = batch.add(
     batchableAll<CompanyPhoneRow>(
       deps.db,
@@ -126,25 +126,25 @@ async function refusedClaim(db: Db, companyId: number, e164: string, now: Date) 
     db
       .select({ n: count() })
       .from(companyPhones)
-      .where(and(eq(companyPhones.companyId, companyId), eq(companyPhones.status, "pending"), live(now))),
+      .where(and(eq(companyPhones.companyId, companyId), eq(companyPhones.status, "pending"), shown(now))),
   ]);
   if (own.length > 0) return conflict(`${e164} is already one of this company's phones`);
   if (verified.length > 0) return conflict(`${e164} is already registered as a company phone`);
   if ((pending[0]?.n ?? 0) >= MAX_PENDING_CLAIMS)
     return badRequest(
       `this company already has ${MAX_PENDING_CLAIMS} phones waiting for verification, the most it may have; ` +
-        `remove one or wait for the operator (a claim expires after ${CLAIM_DAYS} days)`,
+        `remove one, or wait for the operator (a claim expires after ${CLAIM_DAYS} days)`,
     );
-  // A claim of this very number expired or was refused between the insert and this read: try again.
+  // Another request changed this company's claim of the number meanwhile.
   return conflict(`${e164} changed while it was being added; try again`);
 }
 
 /** A phone with its company, as the operator sees it; 404 when unknown or an expired claim. */
-async function findLivePhone(db: Db, phoneId: number, now: Date) {
+async function findShownPhone(db: Db, phoneId: number, now: Date) {
   const existing = await db
     .select({ ...columns, companyId: companyPhones.companyId })
     .from(companyPhones)
-    .where(and(eq(companyPhones.id, phoneId), live(now)))
+    .where(and(eq(companyPhones.id, phoneId), shown(now)))
     .get();
   if (!existing) throw notFound(`company phone ${phoneId} does not exist (or was a claim that expired)`);
   return existing;
@@ -154,61 +154,78 @@ async function findLivePhone(db: Db, phoneId: number, now: Date) {
  * The platform operator confirms that the phone's company really calls from
  * it: from the next lookup on, calls from it are trusted by the company's
  * members (and whoever trusts the company) and call-lookup names the company.
- * The first company verified on a number wins: verifying a claim on a number
- * another company's phone is verified for → 409; the other pending claims on
- * the number are closed (deleted) in the same batch. Verifying a verified
- * phone changes nothing. Unknown id, or an expired claim → 404.
+ * The first company verified on a number wins: the other pending claims on
+ * the number are refused in the same batch, and verifying a refused claim,
+ * or one on a number another company's phone is verified for, → 409.
+ * Verifying a verified phone changes nothing. Unknown id, or an expired
+ * claim → 404.
  */
 export async function verifyCompanyPhone(deps: Deps, phoneId: number): Promise<CompanyPhone & { company_id: number }> {
   const batch = new WriteBatch(deps);
-  const existing = await findLivePhone(deps.db, phoneId, batch.now);
-  if (existing.status !== "verified") {
+  const existing = await findShownPhone(deps.db, phoneId, batch.now);
+  const taken = conflict(`${existing.e164} is already verified as another company's phone; this claim is refused`);
+  if (existing.status === "refused") throw taken;
+  if (existing.status === "pending") {
     const verify = batch.add(
       deps.db
         .update(companyPhones)
         .set({ status: "verified" })
         .where(
-          sql`${companyPhones.id} = ${phoneId} and ${live(batch.now)} and not exists
-              (select 1 from ${companyPhones} v where v.e164 = ${existing.e164} and v.status = 'verified' and v.id <> ${phoneId})`,
+          sql`${companyPhones.id} = ${phoneId} and ${companyPhones.status} = 'pending' and ${shown(batch.now)}
+              and not exists (select 1 from ${companyPhones} v where v.e164 = ${existing.e164} and v.status = 'verified')`,
         )
         .returning({ id: companyPhones.id }),
     );
-    // The other claims on the number are refused: deleted once this one is verified.
     batch.add(
-      deps.db.delete(companyPhones).where(
-        sql`${companyPhones.e164} = ${existing.e164} and ${companyPhones.status} = 'pending'
-              and exists (select 1 from ${companyPhones} v where v.id = ${phoneId} and v.status = 'verified')`,
-      ),
+      deps.db
+        .update(companyPhones)
+        .set({ status: "refused" })
+        .where(
+          sql`${companyPhones.e164} = ${existing.e164} and ${companyPhones.status} = 'pending'
+              and exists (select 1 from ${companyPhones} v where v.e164 = ${existing.e164} and v.status = 'verified')`,
+        ),
     );
     batch.reindexNumbers([existing.e164]);
     const { results } = await batch.commit();
-    if ((results[verify] as unknown[]).length === 0)
-      throw conflict(`${existing.e164} is already verified as another company's phone`);
+    // Another company's claim on the number was verified first (this one is refused now), or a
+    // concurrent request verified or rejected this one: read which.
+    if ((results[verify] as unknown[]).length === 0) {
+      const now = await findShownPhone(deps.db, phoneId, batch.now);
+      if (now.status !== "verified") throw taken;
+    }
   }
   return { ...toCompanyPhone({ ...existing, status: "verified" }), company_id: existing.companyId };
 }
 
-/** The operator refuses a pending claim: it is deleted. A verified phone → 409 (remove it instead). */
+/**
+ * The operator refuses a pending claim: it stays listed to its company as
+ * `refused` until pruned, counts for nothing, and the company may claim the
+ * number again. Rejecting a refused claim changes nothing; a verified phone
+ * → 409 (remove it instead); unknown, or an expired claim → 404.
+ */
 export async function rejectCompanyPhone(deps: Deps, phoneId: number): Promise<void> {
   const batch = new WriteBatch(deps);
-  const existing = await findLivePhone(deps.db, phoneId, batch.now);
-  const verifiedMessage = `company phone ${phoneId} is verified; remove it with DELETE /internal/company-phones/${phoneId}`;
-  if (existing.status === "verified") throw conflict(verifiedMessage);
+  const existing = await findShownPhone(deps.db, phoneId, batch.now);
+  const verified = conflict(
+    `company phone ${phoneId} is verified; remove it with DELETE /internal/company-phones/${phoneId}`,
+  );
+  if (existing.status === "verified") throw verified;
   const reject = batch.add(
     deps.db
-      .delete(companyPhones)
-      .where(and(eq(companyPhones.id, phoneId), eq(companyPhones.status, "pending")))
+      .update(companyPhones)
+      .set({ status: "refused" })
+      .where(sql`${companyPhones.id} = ${phoneId} and ${companyPhones.status} <> 'verified'`)
       .returning({ id: companyPhones.id }),
   );
   const { results } = await batch.commit();
-  // Verified between the read and the delete.
-  if ((results[reject] as unknown[]).length === 0) throw conflict(verifiedMessage);
+  // Verified between the read and the update.
+  if ((results[reject] as unknown[]).length === 0) throw verified;
 }
 
 /**
- * The operator removes a phone of any company (verified, or a pending
- * claim): calls from the number stop counting for its company from the next
- * lookup on — its `num:` record is rewritten right after the commit.
+ * The operator removes a phone of any company (verified, pending or
+ * refused): calls from the number stop counting for its company from the
+ * next lookup on — its `num:` record is rewritten right after the commit.
  */
 export async function removePhoneOfAnyCompany(deps: Deps, phoneId: number): Promise<void> {
   const where = eq(companyPhones.id, phoneId);
@@ -220,13 +237,17 @@ export async function removePhoneOfAnyCompany(deps: Deps, phoneId: number): Prom
   await batch.commit();
 }
 
-/** Deletes expired claims (the daily cron, in bounded chunks through the pending claims' age index). */
+/**
+ * Deletes claims made 30 days ago and never verified (expired, or refused):
+ * the daily cron, in bounded chunks through the index of unverified claims.
+ */
 export const pruneExpiredClaims = (db: Db, now: Date, maxStatements: number) =>
   pruneOlderThan(db, {
     table: companyPhones,
     column: companyPhones.createdAt,
     cutoff: claimCutoff(now),
-    where: eq(companyPhones.status, "pending"),
+    // A literal, not a bound value, so SQLite can use the partial index.
+    where: sql`${companyPhones.status} <> 'verified'`,
     maxStatements,
   });
 
@@ -236,7 +257,7 @@ export const pruneExpiredClaims = (db: Db, now: Date, maxStatements: number) =>
  */
 export async function listPhonesByStatus(db: Db, status: CompanyPhoneStatus, page: Page) {
   const { limit, offset } = pageWindow(page);
-  const where = and(eq(companyPhones.status, status), live(new Date()));
+  const where = and(eq(companyPhones.status, status), shown(new Date()));
   const [rows, totals] = await db.batch([
     db
       .select({ ...columns, companyId: companyPhones.companyId })

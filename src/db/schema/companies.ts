@@ -41,7 +41,7 @@ export const companies = sqliteTable(
  * one, its members' secure numbers trust it (docs/decisions.md, "Who is
  * trusted"). Several companies may claim a number; only one verifies it.
  */
-export const companyPhoneStatuses = ["pending", "verified"] as const;
+export const companyPhoneStatuses = ["pending", "verified", "refused"] as const;
 export type CompanyPhoneStatus = (typeof companyPhoneStatuses)[number];
 
 export const companyPhones = sqliteTable(
@@ -54,7 +54,10 @@ export const companyPhones = sqliteTable(
     e164: text("e164").notNull(),
     /** What the number is for ("Front desk"); null when none was given. */
     label: text("label"),
-    /** `pending` until the operator verifies it: only a verified phone counts for trust. */
+    /**
+     * `pending` until the operator verifies it: only a verified phone counts for trust. `refused`: the
+     * operator rejected the claim, or another company's claim on the number was verified first.
+     */
     status: text("status", { enum: companyPhoneStatuses }).notNull().default("pending"),
     /** When the company claimed it: a claim still pending 30 days later has expired (docs/decisions.md). */
     createdAt: createdAt().default(sql`0`),
@@ -66,10 +69,10 @@ export const companyPhones = sqliteTable(
       .on(t.e164)
       .where(sql`status = 'verified'`),
     index("company_phones_company_idx").on(t.companyId, t.id),
-    // The daily prune of expired claims walks this.
-    index("company_phones_pending_created_idx")
+    // The daily prune of claims expired or refused walks this.
+    index("company_phones_unverified_created_idx")
       .on(t.createdAt)
-      .where(sql`status = 'pending'`),
+      .where(sql`status <> 'verified'`),
   ],
 );
 

@@ -25,7 +25,10 @@ export const listCompanyPhones = createRoute({
   path: "/internal/company-phones",
   tags,
   summary: "List company phones by status (the verification queue)",
-  description: NEEDS + "Every company's phones in one status (default `pending`), oldest first.",
+  description:
+    NEEDS +
+    "Every company's phones in one status (default `pending`), oldest first. Claims still pending 30 days after " +
+    "they were made have expired and are not listed.",
   security: bearerSecurity,
   middleware: [requireAdmin] as const,
   request: {
@@ -52,7 +55,9 @@ export const verifyCompanyPhone = createRoute({
     NEEDS +
     "Confirms the company really calls from this number: from the next lookup on (within 60 s everywhere), calls " +
     "from it are trusted by the company's members and by everyone who trusts the company, and call-lookup names " +
-    "the company. Verifying a verified phone changes nothing.",
+    "the company. The first company verified on a number wins: the other companies' pending claims on it become " +
+    "`refused`, and verifying a refused claim → 409. Verifying a verified phone changes nothing; an unknown phone, " +
+    "or a claim still pending 30 days after it was made (expired) → 404.",
   security: bearerSecurity,
   middleware: [requireAdmin] as const,
   request: { params: z.object({ id: pathId("id", "Company phone id") }) },
@@ -70,8 +75,10 @@ export const rejectCompanyPhone = createRoute({
   summary: "Reject a company's pending claim on a number",
   description:
     NEEDS +
-    "Refuses a pending claim: it is deleted, and its company may claim the number again later. A verified phone " +
-    "→ 409 (remove it with `DELETE /internal/company-phones/{id}`); unknown, or a claim that expired → 404.",
+    "Refuses a pending claim: it stays listed to its company as `refused` (until pruned, 30 days after it was " +
+    "made), counts for nothing, and the company may claim the number again. Rejecting a refused claim changes " +
+    "nothing; a verified phone → 409 (remove it with `DELETE /internal/company-phones/{id}`); unknown, or an " +
+    "expired claim → 404.",
   security: bearerSecurity,
   middleware: [requireAdmin] as const,
   request: { params: z.object({ id: pathId("id", "Company phone id") }) },
