@@ -245,7 +245,7 @@ export const pruneExpiredClaims = (db: Db, now: Date, maxStatements: number) =>
   pruneOlderThan(db, {
     table: companyPhones,
     column: companyPhones.createdAt,
-    cutoff: claimCutoff(now),
+    cutoff: new Date(claimCutoff(now)),
     // A literal, not a bound value, so SQLite can use the partial index.
     where: sql`${companyPhones.status} <> 'verified'`,
     maxStatements,
