@@ -118,8 +118,11 @@ describe("several companies may claim one number; the first verified wins", () =
     expect(message).not.toMatch(new RegExp(`Claims|company ${first.id}\\b|\\b${first.id}\\b`));
     expect(await phonesOf(second)).toContainEqual(expect.objectContaining({ id: secondClaim, status: "refused" }));
     expect(await phonesOf(first)).toContainEqual(expect.objectContaining({ id: firstClaim, status: "verified" }));
-    // The number is taken: a new claim on it is 409 naming no company.
+    // The number is taken: a new claim on it is 409 naming no company, and writes nothing (the
+    // refused claim stays as it was).
     await expectError(await claim(await newTenant(), number), 409, "Conflict");
+    await expectError(await claim(second, number), 409, "Conflict");
+    expect(await phonesOf(second)).toContainEqual(expect.objectContaining({ id: secondClaim, status: "refused" }));
   });
 
   it("two verifications racing on one number: exactly one wins", async () => {

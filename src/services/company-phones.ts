@@ -86,22 +86,23 @@ export async function addCompanyPhone(
 ): Promise<CompanyPhone> {
   const batch = new WriteBatch(deps);
   const { now } = batch;
-  const cutoff = claimCutoff(now);
+  // Checked inside each statement, so racing claims cannot pass the checks together, and a
+  // refused claim writes nothing.
+  const claimable = sql`not exists (select 1 from ${companyPhones} v where v.e164 = ${phone.e164} and v.status = 'verified')
+    and (select count(*) from ${companyPhones} p where p.company_id = ${companyId} and p.status = 'pending'
+         and p.created_at >= ${claimCutoff(now)}) < ${MAX_PENDING_CLAIMS}`;
   batch.add(
     deps.db.delete(companyPhones).where(
       sql`${companyPhones.companyId} = ${companyId} and ${companyPhones.e164} = ${phone.e164}
-            and (${companyPhones.status} = 'refused' or not ${shown(now)})`,
+            and (${companyPhones.status} = 'refused' or not ${shown(now)}) and ${claimable}`,
     ),
   );
-  // One statement checks and inserts, so racing claims cannot pass the checks together.
   const insert = batch.add(
     batchableAll<CompanyPhoneRow>(
       deps.db,
       sql`insert into ${companyPhones} (company_id, country_code, phone_number, e164, label, status, created_at)
           select ${companyId}, ${phone.countryCode}, ${phone.nationalNumber}, ${phone.e164}, ${label}, 'pending', ${now.getTime()}
-          where not exists (select 1 from ${companyPhones} where e164 = ${phone.e164} and status = 'verified')
-            and (select count(*) from ${companyPhones} where company_id = ${companyId} and status = 'pending'
-                 and created_at >= ${cutoff}) < ${MAX_PENDING_CLAIMS}
+          where ${claimable}
           on conflict do nothing
           returning id, country_code as countryCode, phone_number as phoneNumber, e164, label, status`,
     ),
