@@ -50,6 +50,11 @@ Commands:
       (default: $TWILIO_AUTH_TOKEN, so it stays out of your shell history), or Telnyx's Ed25519
       signature with the account's public key (default: $TELNYX_PUBLIC_KEY); \`none\` clears it.
       The secret is never printed; unsigned requests with that token then answer 403.
+  company-phones reject <phone id>
+      Rejects a company's pending claim on a number (it is deleted; the company may claim it again).
+  company-phones remove <phone id>
+      Removes a company phone, verified or pending: from the next lookup on, calls from the number
+      are no longer trusted because of that company.
   move-person-data [--wait]
       Moves every person's activity and blocked calls from D1 into their own object (a background job;
       safe to start again). --wait polls until no person is pending. Prints the counts by state.
@@ -93,6 +98,7 @@ const commands = {
   phones: listPhones,
   "verify-phone": verifyPhone,
   "provider-signing": providerSigning,
+  "company-phones": companyPhones,
   "move-person-data": movePersonData,
   "move-status": moveStatus,
   "rebuild-index": rebuildIndex,
@@ -328,6 +334,22 @@ async function verifyPhone() {
   const phone = await request("POST", `/internal/company-phones/${id}/verify`);
   console.error(`verified ${phone.phone_full} of company ${phone.company_id}${phone.label ? ` (${phone.label})` : ""}`);
   console.log(phone.id);
+}
+
+/** `company-phones reject|remove <id>`: the operator's refusal of a claim, and removal of any phone. */
+async function companyPhones() {
+  const [verb, id] = args;
+  const verbs = {
+    reject: () => request("POST", `/internal/company-phones/${id}/reject`),
+    remove: () => request("DELETE", `/internal/company-phones/${id}`),
+  };
+  if (!verbs[verb] || !/^[0-9]+$/.test(id ?? ""))
+    fail(
+      "company-phones needs reject or remove and a company phone id, e.g. " +
+        "`npm run admin -- company-phones reject 4` (see `npm run admin -- phones`).",
+    );
+  await verbs[verb]();
+  console.error(`${verb === "reject" ? "rejected" : "removed"} company phone ${id}`);
 }
 
 function describeMove(status) {

@@ -75,3 +75,18 @@ describe("company tenancy", () => {
     await expectError(await as("alice").get("/companies/acme"), 404, "Not Found");
   });
 });
+
+describe("a token of the wrong kind: the 403 says what the route needs", () => {
+  it.each([
+    ["the telephony provider", "telephony", "/internal/company-phones", "a service token with scope `platform:admin`"],
+    ["the scanner", "scanner", "/internal/status", "a service token with scope `platform:admin`"],
+    ["a person", "alice", "/internal/company-phones", "a service token with scope `platform:admin`"],
+    ["the telephony provider", "telephony", "/apps/buzz/heartbeat", "a person token"],
+    ["the scanner", "scanner", "/companies/1", "a person token"],
+    ["a person", "alice", "/apps/buzz/trust-lookup?To=%2B12025550101", "a service token with scope `calls:lookup`"],
+  ] as const)("%s (%s) on %s", async (_, who, path, needed) => {
+    const message = await expectError(await as(who).get(path), 403, "Forbidden");
+    // Exactly what the route takes, never a kind of token it does not take.
+    expect(/needs (.*?);/.exec(message)?.[1]).toBe(needed);
+  });
+});

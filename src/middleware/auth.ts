@@ -8,6 +8,8 @@ import { readsOnly } from "./request-kind";
 
 const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
 const BASIC = /^Basic[ ]+([A-Za-z0-9+/]+={0,2})\s*$/i;
+/** The routes a telephony provider's webhook calls, the only ones HTTP Basic authenticates. */
+const BASIC_ROUTES = /^\/apps\/buzz\/(trust|call)-lookup\/?$/;
 
 /**
  * The token an Authorization header carries: `Bearer <token>`, or HTTP Basic
@@ -40,7 +42,11 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
   c.set("principal", null);
   c.set("authFailure", null);
   const header = c.req.header("Authorization");
-  if (header !== undefined) {
+  // HTTP Basic carries a token only to the telephony provider's two routes (docs/security.md): a browser
+  // that saved Basic credentials sends them cross-site, so everywhere else they are refused unread.
+  if (header !== undefined && /^Basic\b/i.test(header) && !BASIC_ROUTES.test(c.req.path)) {
+    c.set("authFailure", "HTTP Basic is accepted only by trust-lookup and call-lookup; send `Bearer <token>`");
+  } else if (header !== undefined) {
     const token = tokenFromAuthorization(header);
     if (!token || !tokenHasValidShape(token)) {
       c.set(
@@ -87,12 +93,10 @@ export function assertAllowed(principal: Principal | null, failure: string | nul
   if (!principal) throw unauthorized(failure ?? "this endpoint needs a bearer token (Authorization: Bearer <token>)");
   if (principal.kind === "person" && rule.person) return principal;
   if (principal.kind === "service" && rule.scope && principal.scopes.includes(rule.scope)) return principal;
-  if (principal.kind === "person") throw forbidden("this endpoint is for service tokens, not person tokens");
-  throw forbidden(
-    rule.scope
-      ? `this endpoint needs a person token or a service token with scope \`${rule.scope}\``
-      : "this endpoint needs a person token",
-  );
+  // Says exactly what the route takes: a person token, a service token with its scope, or either.
+  const needs = [rule.person && "a person token", rule.scope && `a service token with scope \`${rule.scope}\``];
+  const held = principal.kind === "person" ? "a person token" : `a service token${rule.scope ? " without it" : ""}`;
+  throw forbidden(`this endpoint needs ${needs.filter(Boolean).join(" or ")}; this is ${held}`);
 }
 
 export const requirePerson = requireAuth({ person: true });

@@ -151,7 +151,9 @@ export async function updateCompany(deps: Deps, companyId: number, changes: Comp
       .where(eq(companies.id, companyId))
       .returning(columns),
   );
-  // Trust-lookup does not read a company's status or details: no index work.
+  // Trust-lookup reads no company detail, but a disabled company's phones count for nobody:
+  // their caller records are rewritten when the status changes (docs/decisions.md).
+  if (changes.status !== undefined) batch.reindexPhonesOfCompany(companyId);
   const { results } = await batch.commit();
   const [row] = results[update] as Row[];
   if (!row) throw notFound(`company ${companyId} does not exist`);

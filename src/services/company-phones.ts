@@ -1,8 +1,10 @@
-import { and, asc, count, eq } from "drizzle-orm";
+import { and, asc, count, eq, sql } from "drizzle-orm";
 import { pageWindow, type Page } from "../lib/pagination";
 import type { Db } from "../db/client";
+import { pruneOlderThan } from "../db/prune";
+import { batchableAll } from "../db/sql";
 import { companyPhones, type CompanyPhoneStatus } from "../db/schema";
-import { conflict, notFound } from "../lib/errors";
+import { badRequest, conflict, notFound } from "../lib/errors";
 import type { Phone } from "../lib/phone";
 import { type Deps, WriteBatch } from "./outbox";
 
@@ -43,23 +45,38 @@ const toCompanyPhone = (row: CompanyPhoneRow): CompanyPhone => ({
   status: row.status,
 });
 
-/** The numbers a company calls from, oldest first. */
+/** The numbers a company calls from, oldest first (its expired claims are not listed; refused ones are, until pruned). */
 export async function listCompanyPhones(db: Db, companyId: number): Promise<CompanyPhone[]> {
   const rows = await db
     .select(columns)
     .from(companyPhones)
-    .where(eq(companyPhones.companyId, companyId))
+    .where(and(eq(companyPhones.companyId, companyId), shown(new Date())))
     .orderBy(asc(companyPhones.id))
     .all();
   return rows.map(toCompanyPhone);
 }
 
+/** Pending claims one company may hold at a time (docs/decisions.md, "Company phones"). */
+export const MAX_PENDING_CLAIMS = 20;
+/** Days a claim lives unverified: a pending one has then expired, and the daily cron prunes it (or a refused one). */
+export const CLAIM_DAYS = 30;
+
+/** Claims made before this instant and not verified have expired. */
+export const claimCutoff = (now: Date) => now.getTime() - CLAIM_DAYS * 24 * 3600_000;
+
+/** A phone still shown: anything but a pending claim past its 30 days (which counts for nothing). */
+const shown = (now: Date) =>
+  sql`(${companyPhones.status} <> 'pending' or ${companyPhones.createdAt} >= ${claimCutoff(now)})`;
+
 /**
- * Adds a number the company calls from, `pending` until the platform operator
- * verifies it (verifyCompanyPhone): only then do its members' secure numbers
- * trust it. A number belongs to at most one company: a number this or any
- * other company holds → 409, a message that names no company (docs/security.md).
- * Nothing is indexed yet: a pending phone changes no trust answer.
+ * Claims a number the company calls from, `pending` until the platform
+ * operator verifies it (verifyCompanyPhone): only then do its members'
+ * secure numbers trust it. Several companies may claim one number; the first
+ * verified wins. The same number twice in one company → 409; a number
+ * another company's phone is verified for → 409 naming no company
+ * (docs/security.md); a company with 20 claims pending → 400. This
+ * company's expired or refused claim of the number is replaced. Nothing is
+ * indexed: a pending phone changes no trust answer.
  */
 export async function addCompanyPhone(
   deps: Deps,
@@ -68,46 +85,180 @@ export async function addCompanyPhone(
   label: string | null,
 ): Promise<CompanyPhone> {
   const batch = new WriteBatch(deps);
+  const { now } = batch;
+  // Checked inside each statement, so racing claims cannot pass the checks together, and a
+  // refused claim writes nothing.
+  const claimable = sql`not exists (select 1 from ${companyPhones} v where v.e164 = ${phone.e164} and v.status = 'verified')
+    and (select count(*) from ${companyPhones} p where p.company_id = ${companyId} and p.status = 'pending'
+         and p.created_at >= ${claimCutoff(now)}) < ${MAX_PENDING_CLAIMS}`;
+  batch.add(
+    deps.db.delete(companyPhones).where(
+      sql`${companyPhones.companyId} = ${companyId} and ${companyPhones.e164} = ${phone.e164}
+            and (${companyPhones.status} = 'refused' or not ${shown(now)}) and ${claimable}`,
+    ),
+  );
   const insert = batch.add(
-    deps.db
-      .insert(companyPhones)
-      .values({ companyId, countryCode: phone.countryCode, phoneNumber: phone.nationalNumber, e164: phone.e164, label })
-      .onConflictDoNothing()
-      .returning(columns),
+    batchableAll<CompanyPhoneRow>(
+      deps.db,
+      sql`insert into ${companyPhones} (company_id, country_code, phone_number, e164, label, status, created_at)
+          select ${companyId}, ${phone.countryCode}, ${phone.nationalNumber}, ${phone.e164}, ${label}, 'pending', ${now.getTime()}
+          where ${claimable}
+          on conflict do nothing
+          returning id, country_code as countryCode, phone_number as phoneNumber, e164, label, status`,
+    ),
   );
   const { results } = await batch.commit();
   const [row] = results[insert] as CompanyPhoneRow[];
-  if (!row) throw conflict(`${phone.e164} is already registered as a company phone`);
-  return toCompanyPhone(row);
+  if (row) return toCompanyPhone(row);
+  throw await refusedClaim(deps.db, companyId, phone.e164, now);
+}
+
+/** Why a claim was not inserted: the same number in this company, verified by another, or the cap. */
+async function refusedClaim(db: Db, companyId: number, e164: string, now: Date) {
+  const [own, verified, pending] = await db.batch([
+    db
+      .select({ id: companyPhones.id })
+      .from(companyPhones)
+      .where(and(eq(companyPhones.companyId, companyId), eq(companyPhones.e164, e164))),
+    db
+      .select({ id: companyPhones.id })
+      .from(companyPhones)
+      .where(and(eq(companyPhones.e164, e164), eq(companyPhones.status, "verified"))),
+    db
+      .select({ n: count() })
+      .from(companyPhones)
+      .where(and(eq(companyPhones.companyId, companyId), eq(companyPhones.status, "pending"), shown(now))),
+  ]);
+  if (own.length > 0) return conflict(`${e164} is already one of this company's phones`);
+  if (verified.length > 0) return conflict(`${e164} is already registered as a company phone`);
+  if ((pending[0]?.n ?? 0) >= MAX_PENDING_CLAIMS)
+    return badRequest(
+      `this company already has ${MAX_PENDING_CLAIMS} phones waiting for verification, the most it may have; ` +
+        `remove one, or wait for the operator (a claim expires after ${CLAIM_DAYS} days)`,
+    );
+  // Another request changed this company's claim of the number meanwhile.
+  return conflict(`${e164} changed while it was being added; try again`);
+}
+
+/** A phone with its company, as the operator sees it; 404 when unknown or an expired claim. */
+async function findShownPhone(db: Db, phoneId: number, now: Date) {
+  const existing = await db
+    .select({ ...columns, companyId: companyPhones.companyId })
+    .from(companyPhones)
+    .where(and(eq(companyPhones.id, phoneId), shown(now)))
+    .get();
+  if (!existing) throw notFound(`company phone ${phoneId} does not exist (or was a claim that expired)`);
+  return existing;
 }
 
 /**
  * The platform operator confirms that the phone's company really calls from
  * it: from the next lookup on, calls from it are trusted by the company's
  * members (and whoever trusts the company) and call-lookup names the company.
- * Verifying a verified phone changes nothing. Unknown id → 404.
+ * The first company verified on a number wins: the other pending claims on
+ * the number are refused in the same batch, and verifying a refused claim,
+ * or one on a number another company's phone is verified for, → 409.
+ * Verifying a verified phone changes nothing. Unknown id, or an expired
+ * claim → 404.
  */
 export async function verifyCompanyPhone(deps: Deps, phoneId: number): Promise<CompanyPhone & { company_id: number }> {
-  const where = eq(companyPhones.id, phoneId);
-  const existing = await deps.db
-    .select({ ...columns, companyId: companyPhones.companyId })
-    .from(companyPhones)
-    .where(where)
-    .get();
-  if (!existing) throw notFound(`company phone ${phoneId} does not exist`);
-  if (existing.status !== "verified") {
-    const batch = new WriteBatch(deps);
-    batch.add(deps.db.update(companyPhones).set({ status: "verified" }).where(where));
+  const batch = new WriteBatch(deps);
+  const existing = await findShownPhone(deps.db, phoneId, batch.now);
+  const taken = conflict(`${existing.e164} is already verified as another company's phone; this claim is refused`);
+  if (existing.status === "refused") throw taken;
+  if (existing.status === "pending") {
+    const verify = batch.add(
+      deps.db
+        .update(companyPhones)
+        .set({ status: "verified" })
+        .where(
+          sql`${companyPhones.id} = ${phoneId} and ${companyPhones.status} = 'pending' and ${shown(batch.now)}
+              and not exists (select 1 from ${companyPhones} v where v.e164 = ${existing.e164} and v.status = 'verified')`,
+        )
+        .returning({ id: companyPhones.id }),
+    );
+    batch.add(
+      deps.db
+        .update(companyPhones)
+        .set({ status: "refused" })
+        .where(
+          sql`${companyPhones.e164} = ${existing.e164} and ${companyPhones.status} = 'pending'
+              and exists (select 1 from ${companyPhones} v where v.e164 = ${existing.e164} and v.status = 'verified')`,
+        ),
+    );
     batch.reindexNumbers([existing.e164]);
-    await batch.commit();
+    const { results } = await batch.commit();
+    // Another company's claim on the number was verified first (this one is refused now), or a
+    // concurrent request verified or rejected this one: read which.
+    if ((results[verify] as unknown[]).length === 0) {
+      const now = await findShownPhone(deps.db, phoneId, batch.now);
+      if (now.status !== "verified") throw taken;
+    }
   }
   return { ...toCompanyPhone({ ...existing, status: "verified" }), company_id: existing.companyId };
 }
 
-/** Phones of every company in one status, oldest first, one page, with the total (the operator's review queue). */
+/**
+ * The operator refuses a pending claim: it stays listed to its company as
+ * `refused` until pruned, counts for nothing, and the company may claim the
+ * number again. Rejecting a refused claim changes nothing; a verified phone
+ * → 409 (remove it instead); unknown, or an expired claim → 404.
+ */
+export async function rejectCompanyPhone(deps: Deps, phoneId: number): Promise<void> {
+  const batch = new WriteBatch(deps);
+  const existing = await findShownPhone(deps.db, phoneId, batch.now);
+  const verified = conflict(
+    `company phone ${phoneId} is verified; remove it with DELETE /internal/company-phones/${phoneId}`,
+  );
+  if (existing.status === "verified") throw verified;
+  const reject = batch.add(
+    deps.db
+      .update(companyPhones)
+      .set({ status: "refused" })
+      .where(sql`${companyPhones.id} = ${phoneId} and ${companyPhones.status} <> 'verified'`)
+      .returning({ id: companyPhones.id }),
+  );
+  const { results } = await batch.commit();
+  // Verified between the read and the update.
+  if ((results[reject] as unknown[]).length === 0) throw verified;
+}
+
+/**
+ * The operator removes a phone of any company (verified, pending or
+ * refused): calls from the number stop counting for its company from the
+ * next lookup on — its `num:` record is rewritten right after the commit.
+ */
+export async function removePhoneOfAnyCompany(deps: Deps, phoneId: number): Promise<void> {
+  const where = eq(companyPhones.id, phoneId);
+  const existing = await deps.db.select({ e164: companyPhones.e164 }).from(companyPhones).where(where).get();
+  if (!existing) throw notFound(`company phone ${phoneId} does not exist`);
+  const batch = new WriteBatch(deps);
+  batch.add(deps.db.delete(companyPhones).where(where));
+  batch.reindexNumbers([existing.e164]);
+  await batch.commit();
+}
+
+/**
+ * Deletes claims made 30 days ago and never verified (expired, or refused):
+ * the daily cron, in bounded chunks through the index of unverified claims.
+ */
+export const pruneExpiredClaims = (db: Db, now: Date, maxStatements: number) =>
+  pruneOlderThan(db, {
+    table: companyPhones,
+    column: companyPhones.createdAt,
+    cutoff: new Date(claimCutoff(now)),
+    // A literal, not a bound value, so SQLite can use the partial index.
+    where: sql`${companyPhones.status} <> 'verified'`,
+    maxStatements,
+  });
+
+/**
+ * Phones of every company in one status, oldest first, one page, with the
+ * total (the operator's review queue). Expired claims are not listed.
+ */
 export async function listPhonesByStatus(db: Db, status: CompanyPhoneStatus, page: Page) {
   const { limit, offset } = pageWindow(page);
-  const where = eq(companyPhones.status, status);
+  const where = and(eq(companyPhones.status, status), shown(new Date()));
   const [rows, totals] = await db.batch([
     db
       .select({ ...columns, companyId: companyPhones.companyId })

@@ -188,6 +188,11 @@ export class WriteBatch {
     this.#index(trustIndex.workForNumbersOf(this.deps.db, personId, this.now));
   }
 
+  /** The caller records of every phone of the company (its status changed). */
+  reindexPhonesOfCompany(companyId: number) {
+    this.#index(trustIndex.workForNumbersOfCompany(this.deps.db, companyId, this.now));
+  }
+
   #index(statement: BatchItem<"sqlite">) {
     this.#items.push({ statement, role: "index" });
   }

@@ -196,6 +196,7 @@ async function fill(deps: IndexDeps, computed: Map<string, string>) {
 }
 
 const EMPTY_NUMBER = JSON.stringify(NO_HOLDERS);
+const enabledCompany = sql`${companyPhones.companyId} in (select id from companies where status = 'enabled')`;
 
 /**
  * The `num:` records of `keys` as D1 has them now, in one batch of reads
@@ -217,8 +218,10 @@ export async function computeRecords(db: Db, keys: string[]): Promise<Map<string
     db
       .selectDistinct({ e164: companyPhones.e164, id: companyPhones.companyId })
       .from(companyPhones)
-      // Only a phone the operator verified names its company (docs/decisions.md).
-      .where(sql`${inList(companyPhones.e164, calling)} and ${companyPhones.status} = 'verified'`),
+      // Only a phone the operator verified names its company, and only while that company is enabled (docs/decisions.md).
+      .where(
+        sql`${inList(companyPhones.e164, calling)} and ${companyPhones.status} = 'verified' and ${enabledCompany}`,
+      ),
   ]);
   const sorted = (values: number[]) => [...new Set(values)].sort((a, b) => a - b);
   const records = new Map<string, string>();
@@ -276,6 +279,10 @@ export const workForNumbersOf = (db: Db, personId: number | SQL, now: Date) =>
         union select 'num:' || e164 from ${secureNumbers} where person_id = ${personId}`,
     now,
   );
+
+/** The caller records of every phone of the company (it was disabled or enabled). */
+export const workForNumbersOfCompany = (db: Db, companyId: number, now: Date) =>
+  upsertWork(db, sql`select distinct 'num:' || e164 as k from ${companyPhones} where company_id = ${companyId}`, now);
 
 /** Any keys (a fill, a test). */
 export const workForKeys = (db: Db, keys: string[], now: Date) =>

@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { cascadeRef, createdAt, flag, id, timestamp, updatedAt } from "./columns";
 import { licenses } from "./licenses";
@@ -38,9 +39,9 @@ export const companies = sqliteTable(
 /**
  * The numbers a company calls from: once the platform operator has verified
  * one, its members' secure numbers trust it (docs/decisions.md, "Who is
- * trusted"). A number belongs to at most one company.
+ * trusted"). Several companies may claim a number; only one verifies it.
  */
-export const companyPhoneStatuses = ["pending", "verified"] as const;
+export const companyPhoneStatuses = ["pending", "verified", "refused"] as const;
 export type CompanyPhoneStatus = (typeof companyPhoneStatuses)[number];
 
 export const companyPhones = sqliteTable(
@@ -53,10 +54,26 @@ export const companyPhones = sqliteTable(
     e164: text("e164").notNull(),
     /** What the number is for ("Front desk"); null when none was given. */
     label: text("label"),
-    /** `pending` until the operator verifies it: only a verified phone counts for trust. */
+    /**
+     * `pending` until the operator verifies it: only a verified phone counts for trust. `refused`: the
+     * operator rejected the claim, or another company's claim on the number was verified first.
+     */
     status: text("status", { enum: companyPhoneStatuses }).notNull().default("pending"),
+    /** When the company claimed it: a claim still pending 30 days later has expired (docs/decisions.md). */
+    createdAt: createdAt().default(sql`0`),
   },
-  (t) => [uniqueIndex("company_phones_e164_uq").on(t.e164), index("company_phones_company_idx").on(t.companyId, t.id)],
+  (t) => [
+    // Several companies may claim a number; one company once, and only one verifies it.
+    uniqueIndex("company_phones_company_e164_uq").on(t.companyId, t.e164),
+    uniqueIndex("company_phones_verified_e164_uq")
+      .on(t.e164)
+      .where(sql`status = 'verified'`),
+    index("company_phones_company_idx").on(t.companyId, t.id),
+    // The daily prune of claims expired or refused walks this.
+    index("company_phones_unverified_created_idx")
+      .on(t.createdAt)
+      .where(sql`status <> 'verified'`),
+  ],
 );
 
 /** Roles are per company; `permissions` holds strings like "read settings". */

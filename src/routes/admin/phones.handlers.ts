@@ -12,3 +12,13 @@ export const listCompanyPhones: AppRouteHandler<typeof routes.listCompanyPhones>
 
 export const verifyCompanyPhone: AppRouteHandler<typeof routes.verifyCompanyPhone> = async (c) =>
   c.json(await phones.verifyCompanyPhone(c.var.deps, c.req.valid("param").id), 200);
+
+export const rejectCompanyPhone: AppRouteHandler<typeof routes.rejectCompanyPhone> = async (c) => {
+  await phones.rejectCompanyPhone(c.var.deps, c.req.valid("param").id);
+  return c.body(null, 204);
+};
+
+export const removeCompanyPhone: AppRouteHandler<typeof routes.removeCompanyPhone> = async (c) => {
+  await phones.removePhoneOfAnyCompany(c.var.deps, c.req.valid("param").id);
+  return c.body(null, 204);
+};

@@ -25,7 +25,10 @@ export const listCompanyPhones = createRoute({
   path: "/internal/company-phones",
   tags,
   summary: "List company phones by status (the verification queue)",
-  description: NEEDS + "Every company's phones in one status (default `pending`), oldest first.",
+  description:
+    NEEDS +
+    "Every company's phones in one status (default `pending`), oldest first. Claims still pending 30 days after " +
+    "they were made have expired and are not listed.",
   security: bearerSecurity,
   middleware: [requireAdmin] as const,
   request: {
@@ -52,12 +55,54 @@ export const verifyCompanyPhone = createRoute({
     NEEDS +
     "Confirms the company really calls from this number: from the next lookup on (within 60 s everywhere), calls " +
     "from it are trusted by the company's members and by everyone who trusts the company, and call-lookup names " +
-    "the company. Verifying a verified phone changes nothing.",
+    "the company. The first company verified on a number wins: the other companies' pending claims on it become " +
+    "`refused`, and verifying a refused claim → 409. Verifying a verified phone changes nothing; an unknown phone, " +
+    "or a claim still pending 30 days after it was made (expired) → 404.",
   security: bearerSecurity,
   middleware: [requireAdmin] as const,
   request: { params: z.object({ id: pathId("id", "Company phone id") }) },
   responses: {
     200: jsonContent(PlatformCompanyPhoneSchema, "The phone, verified"),
+    ...errorResponses(401, 403, 404, 429),
+  },
+});
+
+export const rejectCompanyPhone = createRoute({
+  operationId: "adminRejectCompanyPhone",
+  method: "post",
+  path: "/internal/company-phones/{id}/reject",
+  tags,
+  summary: "Reject a company's pending claim on a number",
+  description:
+    NEEDS +
+    "Refuses a pending claim: it stays listed to its company as `refused` (until pruned, 30 days after it was " +
+    "made), counts for nothing, and the company may claim the number again. Rejecting a refused claim changes " +
+    "nothing; a verified phone → 409 (remove it with `DELETE /internal/company-phones/{id}`); unknown, or an " +
+    "expired claim → 404.",
+  security: bearerSecurity,
+  middleware: [requireAdmin] as const,
+  request: { params: z.object({ id: pathId("id", "Company phone id") }) },
+  responses: {
+    204: { description: "Rejected" },
+    ...errorResponses(401, 403, 404, 409, 429),
+  },
+});
+
+export const removeCompanyPhone = createRoute({
+  operationId: "adminRemoveCompanyPhone",
+  method: "delete",
+  path: "/internal/company-phones/{id}",
+  tags,
+  summary: "Remove a company phone (verified or pending)",
+  description:
+    NEEDS +
+    "Removes the phone from its company: from the next lookup on, calls from the number are no longer trusted " +
+    "because of that company, and call-lookup no longer names it (the trust index is rewritten at once).",
+  security: bearerSecurity,
+  middleware: [requireAdmin] as const,
+  request: { params: z.object({ id: pathId("id", "Company phone id") }) },
+  responses: {
+    204: { description: "Removed" },
     ...errorResponses(401, 403, 404, 429),
   },
 });

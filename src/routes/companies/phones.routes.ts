@@ -29,9 +29,11 @@ export const addCompanyPhone = createRoute({
   tags,
   summary: "Add a number the company calls from",
   description:
-    "Needs `write settings`. The number is parsed like an employee's phone; from the next trust-lookup on, " +
-    "the members' secure numbers trust calls from it (unless a member set the company to `negative`). " +
-    "The same number twice in one company is 409.",
+    "Needs `write settings`. The number is parsed like an employee's phone and starts `pending`: once the " +
+    "platform operator verifies it, the members' secure numbers trust calls from it (unless a member set the " +
+    "company to `negative`). Several companies may claim one number; the first verified wins. The same number " +
+    "twice in one company, or a number another company's phone is verified for, is 409; a company may have 20 " +
+    "claims pending at once (400 beyond), and a claim still pending after 30 days expires.",
   security: bearerSecurity,
   middleware: [companyAccess("write settings")] as const,
   request: {

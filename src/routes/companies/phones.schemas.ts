@@ -17,7 +17,9 @@ export const CompanyPhoneSchema = z
     status: z.enum(companyPhoneStatuses).openapi({
       description:
         "`pending` until the platform operator verifies the number; only a `verified` phone makes calls from it " +
-        "trusted or names the company in call-lookup",
+        "trusted or names the company in call-lookup. `refused`: the operator rejected the claim, or another " +
+        "company's claim on the number was verified first (the company may claim it again). A claim still " +
+        "pending after 30 days has expired and is no longer listed.",
       example: "verified",
     }),
   })
