@@ -367,7 +367,7 @@ describe("the token as the HTTP Basic password", () => {
     }
     // The same credentials still work on the two provider routes.
     expect(await answer(await ask("GET", { To: ALICE, From: ACME }, asProvider.Authorization))).toEqual({
-      body: { trusted: true, user_id: alice },
+      body: { trusted: true, user_id: alice, caller_verification: null },
       problem: null,
     });
     const details = await call(
