@@ -16,7 +16,13 @@ export const scans = sqliteTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index("scans_person_idx").on(t.personId)],
+  (t) => [
+    index("scans_person_idx").on(t.personId),
+    // Retention (src/services/retention.ts): finished scans by the time they finished.
+    index("scans_completed_idx")
+      .on(t.completedAt)
+      .where(sql`${t.completedAt} is not null`),
+  ],
 );
 
 /**
@@ -39,6 +45,8 @@ export const scanResults = sqliteTable(
   (t) => [
     uniqueIndex("scan_results_scan_site_uq").on(t.scanId, t.siteId),
     index("scan_results_person_site_idx").on(t.personId, t.siteId, t.at),
+    // Retention (src/services/retention.ts): superseded results by the time they were recorded.
+    index("scan_results_created_idx").on(t.createdAt),
   ],
 );
 
@@ -63,6 +71,10 @@ export const exposures = sqliteTable(
     index("exposures_person_status_idx").on(t.personId, t.status),
     index("exposures_status_idx").on(t.status, t.id),
     index("exposures_updated_idx").on(t.updatedAt),
+    // Retention (src/services/retention.ts): closed exposures by the time they closed.
+    index("exposures_closed_idx")
+      .on(t.closedAt)
+      .where(sql`${t.closedAt} is not null`),
     // One open exposure per listing (person, site, url; a missing url is one listing):
     // a concurrent or redelivered `found` inserts with ON CONFLICT DO NOTHING.
     uniqueIndex("exposures_open_listing_uq")

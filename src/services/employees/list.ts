@@ -32,7 +32,7 @@ export async function listEmployees(
   const key = pageKey(companyId, search, limit, offset);
   const cached = pageCache.get(key);
   if (cached !== undefined) {
-    if (knownVersion === cached.version) {
+    if (knownVersion === cached.version && Date.now() - cached.renderedAt < PAGE_MAX_AGE_MS) {
       pageCache.touch(key, cached);
       return { body: cached.body, total: cached.total };
     }
@@ -77,7 +77,7 @@ export async function listEmployees(
   // Encoded once: a Response copies its bytes, so every answer of the page can be sent from them.
   const rendered = { body: utf8.encode(reads.render(results)) as Uint8Array<ArrayBuffer>, total: total?.n ?? 0 };
   const version = (versions as { version: string }[])[0]?.version;
-  if (version !== undefined) pageCache.set(key, { version, ...rendered });
+  if (version !== undefined) pageCache.set(key, { version, renderedAt: Date.now(), ...rendered });
   return rendered;
 }
 
@@ -86,7 +86,14 @@ const pageKey = (companyId: number, search: string | null, limit: number, offset
 
 const utf8 = new TextEncoder();
 
-type CachedPage = { version: string; body: Uint8Array<ArrayBuffer>; total: number };
+type CachedPage = { version: string; renderedAt: number; body: Uint8Array<ArrayBuffer>; total: number };
+
+/**
+ * How long a rendered page may be answered: a login (`last_login_at`, written at most hourly)
+ * does not change the list version (drizzle/0017_logins_keep_list_pages.sql), so the
+ * `last_login` a page shows is at most this much older than the hourly write.
+ */
+export const PAGE_MAX_AGE_MS = 3600 * 1000;
 
 /**
  * Rendered pages of this isolate, by company, search and window, each with
@@ -96,7 +103,8 @@ type CachedPage = { version: string; body: Uint8Array<ArrayBuffer>; total: numbe
  * change's own transaction). A page is answered from here only after D1 says
  * the version is still that one, so it is never staler than a fresh read:
  * what it holds is exactly what the page's reads give while the version
- * holds. One entry per page (a newer rendering replaces it), the least
+ * holds — except `last_login`, which logins change without a new version
+ * and which a page shows at most `PAGE_MAX_AGE_MS` old. One entry per page (a newer rendering replaces it), the least
  * recently used go first past `MAX_CACHED_BYTES` in all; a company's
  * version is its own, and the key starts with the company, so tenants
  * never share an entry.
