@@ -216,6 +216,49 @@ describe("daily cron: scans, scan results and closed exposures", () => {
   });
 });
 
+describe("exposure history lives as long as its exposure", () => {
+  it("keeps old history of a living exposure through the daily cron, and drops it with the exposure", async () => {
+    const now = Date.now();
+    const ancient = now - 800 * day;
+    const [exposure] = await env.DB.batch([
+      env.DB.prepare(
+        "INSERT INTO exposures (person_id, site_id, status, url, created_at, updated_at) VALUES (2, 3, 'closed', 'https://peoplefinder.example/ret', ?1, ?1) RETURNING id",
+      ).bind(ancient),
+    ]);
+    const exposureId = (exposure!.results[0] as { id: number }).id;
+    await env.DB.prepare(
+      "INSERT INTO exposure_history (exposure_id, site_id, event, created_at) VALUES (?1, 3, 'found', ?2), (?1, 3, 'closed', ?2)",
+    )
+      .bind(exposureId, ancient)
+      .run();
+
+    await fireDaily(now);
+    expect(await ids("SELECT id FROM exposure_history WHERE exposure_id = ?", exposureId)).toHaveLength(2);
+
+    await env.DB.prepare("DELETE FROM exposures WHERE id = ?").bind(exposureId).run();
+    expect(await ids("SELECT id FROM exposure_history WHERE exposure_id = ?", exposureId)).toEqual([]);
+  });
+});
+
+describe("a person's object: trust-request quota counts", () => {
+  it("its alarm drops the counts of days before yesterday", async () => {
+    const personId = 600_000 + Math.floor(Math.random() * 100_000);
+    const today = Math.floor(Date.now() / day);
+    await inPersonObject(
+      personId,
+      "INSERT INTO trust_request_days (day, sent) VALUES (?1, 5), (?1 - 1, 7), (?1 - 2, 9), (?1 - 30, 1)",
+      today,
+    );
+    const stub = personObject(personId);
+    await runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now()));
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await inPersonObject(personId, "SELECT day - ? AS id FROM trust_request_days ORDER BY day", today)).toEqual([
+      { id: -1 },
+      { id: 0 },
+    ]);
+  });
+});
+
 describe("retention is chunked and resumable", () => {
   it("stops at its statement budget and the next call continues where it stopped", async () => {
     const db = createDb(env.DB);

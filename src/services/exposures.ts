@@ -1,7 +1,7 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { inList } from "../db/sql";
-import { companies, exposureHistory, exposures } from "../db/schema";
+import { companies, exposureHistory, exposures, memberships } from "../db/schema";
 import { iso } from "../lib/time";
 import type { EventName } from "../domain/events";
 import { WriteBatch, type Deps } from "./outbox";
@@ -98,14 +98,37 @@ export const REMOVAL_BATCH_SIZE = 100;
 export const REMOVAL_BATCHES_PER_INVOCATION = 10;
 
 /**
+ * The pending exposures the removal step takes next, at most `limit`, taken
+ * in turns across companies (docs/decisions.md, "Removal requests"): every
+ * company's oldest pending exposure first, then every company's second, and
+ * so on, oldest first within a turn. So one company's backlog does not delay
+ * another's first removal past the first chunk. One query, which reads each
+ * pending exposure once with its memberships (an exposure of a person in two
+ * companies takes its earlier turn; one of a person in none is a company of
+ * its own); the set-based batches below re-check that each is still pending.
+ */
+async function pendingInTurns(db: Db, limit: number): Promise<number[]> {
+  const rows = await db.all<{ id: number }>(sql`
+    select id from (
+      select ${exposures.id} as id, row_number() over (
+        partition by coalesce(${memberships.companyId}, 0) order by ${exposures.id}
+      ) as turn
+      from ${exposures} left join ${memberships} on ${memberships.personId} = ${exposures.personId}
+      where ${exposures.status} = 'pending'
+    ) group by id order by min(turn), id limit ${limit}`);
+  return rows.map((row) => row.id);
+}
+
+/**
  * The removal step (the hourly cron, then `removals` messages on the
  * background queue while a full chunk was moved): pending exposures move to
- * `in_progress` oldest first, `batchSize` per command, at most `maxBatches`
- * commands per invocation. A command is set-based whatever its size: the
- * history lines and the `exposure:requested` + `request:created` events of
- * the exposures still pending, then the move (only from `pending`), in one
- * batch, so a repeated or concurrent run moves and reports each exposure
- * once. `more`: the last batch was full, so pending exposures may remain.
+ * `in_progress` in turns across companies (`pendingInTurns`), `batchSize`
+ * per command, at most `maxBatches` commands per invocation. A command is
+ * set-based whatever its size: the history lines and the
+ * `exposure:requested` + `request:created` events of the exposures still
+ * pending, then the move (only from `pending`), in one batch, so a repeated
+ * or concurrent run moves and reports each exposure once. `more`: the
+ * invocation took a full chunk, so pending exposures may remain.
  */
 export async function submitRemovalRequests(
   deps: Deps,
@@ -113,14 +136,14 @@ export async function submitRemovalRequests(
   { batchSize = REMOVAL_BATCH_SIZE, maxBatches = REMOVAL_BATCHES_PER_INVOCATION } = {},
 ): Promise<{ moved: number; more: boolean }> {
   const { db } = deps;
+  const chunk = batchSize * maxBatches;
+  const next = await pendingInTurns(db, chunk);
   let moved = 0;
-  for (let round = 0; round < maxBatches; round++) {
+  for (let from = 0; from < next.length; from += batchSize) {
     const pending = await exposureQuery(db)
-      .where(eq(exposures.status, "pending"))
-      .orderBy(asc(exposures.id))
-      .limit(batchSize)
+      .where(and(inList(exposures.id, next.slice(from, from + batchSize)), eq(exposures.status, "pending")))
       .all();
-    if (pending.length === 0) return { moved, more: false };
+    if (pending.length === 0) continue;
     const ids = pending.map((row) => row.id);
     const batch = new WriteBatch(deps, now);
     batch.add(historyForMove(db, ids, "pending", historyPrefix.requested, now));
@@ -145,9 +168,8 @@ export async function submitRemovalRequests(
     );
     const { results } = await batch.commit();
     moved += (results[update] as unknown[]).length;
-    if (pending.length < batchSize) return { moved, more: false };
   }
-  return { moved, more: true };
+  return { moved, more: next.length === chunk };
 }
 
 type Move = { from: "pending" | "in_progress"; to: "in_progress" | "closed"; history: string; at: Date };
