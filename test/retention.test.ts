@@ -125,26 +125,26 @@ describe("daily cron: webhook history is kept 3 days after a success, 30 after a
 });
 
 describe("daily cron: scans, scan results and closed exposures", () => {
-  it("prunes scans finished more than 30 days ago; younger and unfinished scans stay", async () => {
+  it("prunes scans finished more than 7 days ago; younger and unfinished scans stay", async () => {
     const now = Date.now();
     await env.DB.prepare(
       `INSERT INTO scans (id, person_id, status, started_at, completed_at, created_at, updated_at) VALUES
-       ('ret-scan-31d', 2, 'completed', ?1, ?1, ?1, ?1),
-       ('ret-scan-29d', 2, 'completed', ?2, ?2, ?2, ?2),
+       ('ret-scan-8d', 2, 'completed', ?1, ?1, ?1, ?1),
+       ('ret-scan-6d', 2, 'completed', ?2, ?2, ?2, ?2),
        ('ret-scan-open', 2, 'started', ?3, NULL, ?3, ?3)`,
     )
-      .bind(now - 31 * day, now - 29 * day, now - 400 * day)
+      .bind(now - 8 * day, now - 6 * day, now - 400 * day)
       .run();
 
     await fireDaily(now);
 
     expect(await ids("SELECT id FROM scans WHERE id LIKE 'ret-scan-%' ORDER BY id")).toEqual([
-      "ret-scan-29d",
+      "ret-scan-6d",
       "ret-scan-open",
     ]);
   });
 
-  it("prunes a scan result 30 days old once a newer conclusive result of its person and site exists, and only then", async () => {
+  it("prunes scan results a week old that nothing reads any more; the newest `not_found` stays, and the sites-not-found count never changes", async () => {
     const now = Date.now();
     const person = await newPerson();
     const result = (scan: string, site: number, outcome: string, age: number) =>
@@ -152,27 +152,26 @@ describe("daily cron: scans, scan results and closed exposures", () => {
         "INSERT INTO scan_results (scan_id, person_id, site_id, outcome, at, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
       ).bind(scan, person, site, outcome, now - age * day);
     await env.DB.batch([
-      result("ret-r-found-100d", 3, "found", 100), // superseded by the not_found of 60 days
-      result("ret-r-failed-90d", 3, "failed", 90), // superseded too
+      result("ret-r-found-100d", 3, "found", 100), // a found result: its exposure keeps the listing
+      result("ret-r-failed-90d", 3, "failed", 90), // superseded by the not_found of 60 days
       result("ret-r-notfound-60d", 3, "not_found", 60), // the newest conclusive: stays however old
       result("ret-r-failed-50d", 3, "failed", 50), // newest of all, but nothing conclusive after it
-      result("ret-r-found-80d", 4, "found", 80), // the only result of site 4
-      result("ret-r-notfound-20d", 5, "not_found", 20), // young: stays even once superseded
-      result("ret-r-found-10d", 5, "found", 10),
+      result("ret-r-found-80d", 4, "found", 80),
+      result("ret-r-found-3d", 4, "found", 3), // young
+      result("ret-r-notfound-20d", 5, "not_found", 20), // superseded by the found of 10 days
+      result("ret-r-found-10d", 5, "found", 10), // goes only once the older not_found has gone
     ]);
     const sitesNotFound = async () => (await employee(person)).exposures.not_found;
-    const before = await sitesNotFound();
+    const results = () => ids("SELECT scan_id AS id FROM scan_results WHERE person_id = ? ORDER BY scan_id", person);
+    expect(await sitesNotFound()).toBe(1);
 
     await fireDaily(now);
+    expect(await results()).toEqual(["ret-r-failed-50d", "ret-r-found-10d", "ret-r-found-3d", "ret-r-notfound-60d"]);
+    expect(await sitesNotFound()).toBe(1);
 
-    expect(await ids("SELECT scan_id AS id FROM scan_results WHERE person_id = ? ORDER BY scan_id", person)).toEqual([
-      "ret-r-failed-50d",
-      "ret-r-found-10d",
-      "ret-r-found-80d",
-      "ret-r-notfound-20d",
-      "ret-r-notfound-60d",
-    ]);
-    expect(await sitesNotFound()).toBe(before);
+    await fireDaily(now);
+    expect(await results()).toEqual(["ret-r-failed-50d", "ret-r-found-3d", "ret-r-notfound-60d"]);
+    expect(await sitesNotFound()).toBe(1);
   });
 
   it("prunes exposures closed more than 365 days ago with their history; an open exposure keeps all of its history", async () => {
@@ -314,8 +313,7 @@ describe("retention finds due rows through an index", () => {
     activities: "SELECT rowid FROM activities WHERE created_at < ?1 LIMIT 1000",
     webhook_deliveries: "SELECT rowid FROM webhook_deliveries WHERE updated_at < ?1 AND status = 'success' LIMIT 1000",
     scans: "SELECT rowid FROM scans WHERE completed_at < ?1 LIMIT 1000",
-    scan_results:
-      "SELECT rowid FROM scan_results WHERE created_at < ?1 AND EXISTS (SELECT 1 FROM scan_results AS later WHERE later.person_id = scan_results.person_id AND later.site_id = scan_results.site_id AND later.at > scan_results.at AND later.outcome IN ('found', 'not_found')) LIMIT 1000",
+    scan_results: "SELECT rowid FROM scan_results WHERE created_at < ?1 LIMIT 1000",
     exposures: "SELECT rowid FROM exposures WHERE closed_at < ?1 AND status = 'closed' LIMIT 1000",
     index_written: "SELECT rowid FROM index_written WHERE written_at < ?1 LIMIT 1000",
   };

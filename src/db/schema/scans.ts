@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { companies } from "./companies";
 import { cascadeRef, createdAt, id, timestamp, updatedAt } from "./columns";
 import { people } from "./people";
@@ -93,4 +93,41 @@ export const exposureHistory = sqliteTable(
     createdAt: createdAt(),
   },
   (t) => [index("exposure_history_exposure_idx").on(t.exposureId, t.createdAt)],
+);
+
+/**
+ * Each company's employees' exposures in the order the company's exposures
+ * page reads them (`updated_at`, then id), so a page is an index range of its
+ * company, not a sort of the company's whole set (docs/performance.md,
+ * "Big companies"). A row per exposure and company of its person; kept by
+ * triggers on `exposures` and `memberships`
+ * (drizzle/0019_company_list_counts_triggers.sql), in the same transaction as
+ * every change, whoever writes it. No foreign keys: the triggers remove the
+ * rows with their exposure or membership.
+ */
+export const companyExposures = sqliteTable(
+  "company_exposures",
+  {
+    companyId: integer("company_id").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    exposureId: integer("exposure_id").notNull(),
+    status: text("status", { enum: exposureStatuses }).notNull(),
+  },
+  // The status is the key's last column so that the key's index answers a page alone.
+  (t) => [primaryKey({ columns: [t.companyId, t.updatedAt, t.exposureId, t.status] })],
+);
+
+/**
+ * How many exposures of each status a company's employees have: the
+ * exposures page's `X-Total-Count` in one read. Kept by triggers on
+ * `company_exposures` (drizzle/0019_company_list_counts_triggers.sql).
+ */
+export const companyExposureCounts = sqliteTable(
+  "company_exposure_counts",
+  {
+    companyId: integer("company_id").notNull(),
+    status: text("status", { enum: exposureStatuses }).notNull(),
+    n: integer("n").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.companyId, t.status] })],
 );
