@@ -218,6 +218,12 @@ export async function measureBigCompany({ employees = 100_000, runs = 9, log = (
       if (name === "employees_page_1") totals[label].employees = answer.total;
     }
   }
+  // The removal step's choice of the next 1,000 (services/exposures.ts): it reads every pending
+  // exposure with its memberships, here the big company's 100,000 pending and the small one's 500.
+  const { pendingInTurns } = await tsImport("../../src/services/exposures.ts", import.meta.url);
+  const removalChoice = await time(() => pendingInTurns(drizzle, 1_000));
+  const pendingTotal = db.prepare("SELECT count(*) AS n FROM exposures WHERE status = 'pending'").get().n;
+
   /** The query plan of every statement of one page read. */
   async function plan(read) {
     timer.queries = [];
@@ -239,5 +245,12 @@ export async function measureBigCompany({ employees = 100_000, runs = 9, log = (
     employees: await plan(() => listEmployees(drizzle, BIG, null, { page: 1, per_page: 100 }, null, employees / 2)),
   };
   db.close();
-  return { employees, bytes, totals, pages, plans };
+  return {
+    employees,
+    bytes,
+    totals,
+    pages,
+    removalChoice: { pending: pendingTotal, ms: removalChoice.ms, min: removalChoice.min },
+    plans,
+  };
 }

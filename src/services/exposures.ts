@@ -107,7 +107,7 @@ export const REMOVAL_BATCHES_PER_INVOCATION = 10;
  * companies takes its earlier turn; one of a person in none is a company of
  * its own); the set-based batches below re-check that each is still pending.
  */
-async function pendingInTurns(db: Db, limit: number): Promise<number[]> {
+export async function pendingInTurns(db: Db, limit: number): Promise<number[]> {
   const rows = await db.all<{ id: number }>(sql`
     select id from (
       select ${exposures.id} as id, row_number() over (
