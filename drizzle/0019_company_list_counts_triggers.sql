@@ -17,6 +17,10 @@ CREATE TABLE `company_exposures` (
 	PRIMARY KEY(`company_id`, `updated_at`, `exposure_id`, `status`)
 ) WITHOUT ROWID;
 --> statement-breakpoint
+-- The removal step's turns across companies (src/services/exposures.ts): each company's pending
+-- exposures, oldest first, without reading its other rows.
+CREATE INDEX `company_exposures_pending_idx` ON `company_exposures` (`company_id`, `exposure_id`) WHERE `status` = 'pending';
+--> statement-breakpoint
 INSERT INTO `company_exposures` (`company_id`, `updated_at`, `exposure_id`, `status`)
 	SELECT m.`company_id`, e.`updated_at`, e.`id`, e.`status` FROM `exposures` e JOIN `memberships` m ON m.`person_id` = e.`person_id`;
 --> statement-breakpoint

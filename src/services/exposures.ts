@@ -102,21 +102,46 @@ export const REMOVAL_BATCHES_PER_INVOCATION = 10;
  * in turns across companies (docs/decisions.md, "Removal requests"): every
  * company's oldest pending exposure first, then every company's second, and
  * so on, oldest first within a turn. So one company's backlog does not delay
- * another's first removal past the first chunk. One query, which reads each
- * pending exposure once with its memberships (an exposure of a person in two
- * companies takes its earlier turn; one of a person in none is a company of
- * its own); the set-based batches below re-check that each is still pending.
+ * another's first removal past the first chunk. Read from the pending rows
+ * of `company_exposures` (a partial index by company and exposure): the
+ * companies with pending exposures one index seek each, then each one's
+ * oldest `ceil(limit / companies)`, so the read is bounded by the chunk and
+ * the number of such companies, not by the backlog. An exposure of a person
+ * in two companies takes its earlier turn. Exposures of people in no company
+ * take the turns left, among the oldest `limit` pending exposures. The
+ * set-based batches below re-check that each is still pending.
  */
-export async function pendingInTurns(db: Db, limit: number): Promise<number[]> {
-  const rows = await db.all<{ id: number }>(sql`
-    select id from (
-      select ${exposures.id} as id, row_number() over (
-        partition by coalesce(${memberships.companyId}, 0) order by ${exposures.id}
-      ) as turn
-      from ${exposures} left join ${memberships} on ${memberships.personId} = ${exposures.personId}
-      where ${exposures.status} = 'pending'
-    ) group by id order by min(turn), id limit ${limit}`);
-  return rows.map((row) => row.id);
+export async function pendingInTurns(db: Db, limit: number): Promise<{ ids: number[]; more: boolean }> {
+  const rows = await db.all<{ id: number; turn: number; share: number | null }>(sql`
+    with recursive owners(id) as (
+      select (select min(company_id) from company_exposures where status = 'pending')
+      union all
+      select (select min(company_id) from company_exposures where status = 'pending' and company_id > owners.id)
+      from owners where owners.id is not null
+    ),
+    share(n) as (select cast(max(1, (${limit} + count(*) - 1) / max(count(*), 1)) as integer) from owners where id is not null),
+    turns(id, turn) as (
+      select q.exposure_id, row_number() over (partition by q.company_id order by q.exposure_id)
+      from owners join company_exposures q on q.company_id = owners.id and q.status = 'pending'
+      where q.exposure_id in (
+        select exposure_id from company_exposures
+        where company_id = owners.id and status = 'pending'
+        order by exposure_id limit (select n from share))
+    ),
+    memberless(id) as (
+      select oldest.id from (
+        select ${exposures.id} as id, ${exposures.personId} as person_id from ${exposures}
+        where ${exposures.status} = 'pending' order by ${exposures.id} limit cast(${limit} as integer)
+      ) oldest
+      where not exists (select 1 from ${memberships} where ${memberships.personId} = oldest.person_id)
+    )
+    select id, min(turn) as turn, (select n from share) as share from (
+      select id, turn from turns
+      union all select id, ${limit} + 1 from memberless
+    ) group by id order by min(turn), id limit cast(${limit} as integer)`);
+  // More may be pending when the chunk is full, or when some company gave its whole share.
+  const more = rows.length === limit || rows.some((row) => row.turn === row.share);
+  return { ids: rows.map((row) => row.id), more };
 }
 
 /**
@@ -128,7 +153,8 @@ export async function pendingInTurns(db: Db, limit: number): Promise<number[]> {
  * `exposure:requested` + `request:created` events of the exposures still
  * pending, then the move (only from `pending`), in one batch, so a repeated
  * or concurrent run moves and reports each exposure once. `more`: the
- * invocation took a full chunk, so pending exposures may remain.
+ * invocation took a full chunk or some company's whole share, so pending
+ * exposures may remain.
  */
 export async function submitRemovalRequests(
   deps: Deps,
@@ -137,7 +163,7 @@ export async function submitRemovalRequests(
 ): Promise<{ moved: number; more: boolean }> {
   const { db } = deps;
   const chunk = batchSize * maxBatches;
-  const next = await pendingInTurns(db, chunk);
+  const { ids: next, more } = await pendingInTurns(db, chunk);
   let moved = 0;
   for (let from = 0; from < next.length; from += batchSize) {
     const pending = await exposureQuery(db)
@@ -169,7 +195,7 @@ export async function submitRemovalRequests(
     const { results } = await batch.commit();
     moved += (results[update] as unknown[]).length;
   }
-  return { moved, more: next.length === chunk };
+  return { moved, more };
 }
 
 type Move = { from: "pending" | "in_progress"; to: "in_progress" | "closed"; history: string; at: Date };
