@@ -34,6 +34,7 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { tsImport } from "tsx/esm/api";
 import { ROOT, fail, parseArgs, step } from "./lib/cli.mjs";
+import { measureBigCompany } from "./lib/big-company.mjs";
 import { startLocalWorker } from "./lib/local-worker.mjs";
 
 const { flags } = parseArgs(process.argv.slice(2), { switches: ["json"] });
@@ -80,7 +81,16 @@ const APP_USER = {
   trustDecisions: 10,
   companyTrust: 2,
 };
-const KEEP = { blockedCalls: 1_000, blockedDays: 90, activityDays: 365, deliveryDays: 90 };
+const KEEP = { blockedCalls: 1_000, blockedDays: 90, activityDays: 365 };
+/**
+ * D1 retention of what a company's scans and deliveries leave (src/services/retention.ts,
+ * docs/decisions.md): successful deliveries 3 days after they finished, failed ones 30; finished
+ * scans and scan results a week (a found result's listing stays with its exposure).
+ */
+const COMPANY_KEEP = { successDays: 3, failedDays: 30, scanDays: 7, resultDays: 7 };
+const DAYS_PER_MONTH = 365 / 12;
+/** Tables that hold what a scan was (the scan row and its results): kept a week. */
+const SCAN_HISTORY = new Set(["scans", "scan_results"]);
 const MAX_CONTACTS = 10_000; // per person (src/objects/person/limits.ts)
 const D1_LIMIT = 10 * 1000 ** 3; // 10 GB
 const OBJECT_LIMIT = 10 * 1000 ** 3; // 10 GB per object
@@ -825,18 +835,59 @@ try {
   };
   objects.chatCopy = Math.round(objects.chatBothCopies / 2);
 
-  // A company of the stated size, after a year of monthly scans (deliveries kept 90 days).
+  // A company of the stated size, after a year of monthly scans, with the retention of COMPANY_KEEP.
+  // What a company keeps: its rows, its employees, its exposures (each with its history and its row
+  // in `company_exposures`), phones and webhooks. What a scan was (its scan rows and results) stays a
+  // week after each monthly scan, successful deliveries 3 days: averaged over the month, which is
+  // what a D1 of many companies scanning on different days holds per company. `peak` is one company
+  // in the days right after its scan (that scan's rows, results and deliveries all present).
+  const listingKept = per(
+    tableSum("scan, first month", (t) => !DELIVERY.has(t) && !SCAN_HISTORY.has(t)),
+    LOAD.employees * SITES.length,
+  );
+  const scanHistoryPerEmployee = per(
+    tableSum("scan, a later month", (t) => SCAN_HISTORY.has(t)),
+    LOAD.employees,
+  );
+  const laterScanDeliveries = COMPANY.employees * deliveriesPerEmployee.laterScan * d1.webhookDelivery;
   const companyYear = {
     base: d1.company,
     employees: COMPANY.employees * (d1.employeeAccount + d1.employeeMembership),
-    exposures: COMPANY.employees * COMPANY.listings * d1.exposureFirstScan,
-    laterScans: COMPANY.employees * 11 * d1.scanLaterMonthPerEmployee,
+    exposures: COMPANY.employees * COMPANY.listings * listingKept,
+    scanHistory: Math.round((COMPANY.employees * scanHistoryPerEmployee * COMPANY_KEEP.resultDays) / DAYS_PER_MONTH),
     phones: COMPANY.phones * d1.companyPhone,
     webhooks: EVENTS.length * d1.webhook,
-    deliveries: Math.round(COMPANY.employees * deliveriesPerEmployee.laterScan * 3 * d1.webhookDelivery),
+    deliveries: Math.round((laterScanDeliveries * COMPANY_KEEP.successDays) / DAYS_PER_MONTH),
   };
   const companyBytes = Object.values(companyYear).reduce((a, b) => a + b, 0);
-  const companyGrowthPerMonth = COMPANY.employees * d1.scanLaterMonthPerEmployee;
+  const companyPeakBytes = Math.round(
+    companyBytes -
+      companyYear.scanHistory -
+      companyYear.deliveries +
+      COMPANY.employees * scanHistoryPerEmployee +
+      laterScanDeliveries,
+  );
+  // Nothing grows month on month: scans and deliveries are pruned, exposures are the listings.
+  const companyGrowthPerMonth = 0;
+  d1.listingKept = listingKept;
+  d1.scanHistoryPerEmployeePerScan = scanHistoryPerEmployee;
+
+  // A company of 100,000 employees (scripts/lib/big-company.mjs): built in SQLite, its pages timed.
+  step("A company of 100,000 employees, built directly in SQLite; its list pages timed");
+  const big = await measureBigCompany({ employees: Math.round(100_000 * Math.min(scale, 1)), log });
+  const bigCompany = {
+    employees: big.employees,
+    totals: big.totals.big,
+    sqliteBytes: big.bytes,
+    pageMs: big.pages.big,
+    beside500: big.pages.small,
+    removalChoice: big.removalChoice,
+    plans: big.plans,
+  };
+  // Its D1 bytes by the stated company's measured per-record figures (a year on, same retention).
+  bigCompany.bytesAfterAYear = Math.round(
+    ((companyBytes - companyYear.base - companyYear.phones - companyYear.webhooks) * big.employees) / COMPANY.employees,
+  );
 
   const months = 12; // activity is kept 365 days
   const userObject = {
@@ -909,12 +960,21 @@ try {
     target,
     company: {
       size: { ...COMPANY, webhooks: EVENTS.length },
+      keep: COMPANY_KEEP,
       afterOneYear: companyYear,
       bytes: companyBytes,
+      peakBytes: companyPeakBytes,
       growthPerMonth: companyGrowthPerMonth,
     },
+    company_bytes_after_a_year: companyBytes,
     companiesPerD1: Math.floor(D1_LIMIT / companyBytes),
     companiesPerD1At70Percent: Math.floor((0.7 * D1_LIMIT) / companyBytes),
+    bigCompany,
+    big_company_page_ms: {
+      exposures: bigCompany.pageMs.exposures_page_1.ms,
+      employees: bigCompany.pageMs.employees_page_1.ms,
+    },
+    bigCompaniesPerD1At70Percent: Math.floor((0.7 * D1_LIMIT) / bigCompany.bytesAfterAYear),
     appUser: { size: APP_USER, object: userObject, objectBytes: userObjectBytes, d1: userD1, d1Bytes: userD1Bytes },
     appUsersPerD1At70Percent: Math.floor((0.7 * D1_LIMIT) / userD1Bytes),
     appUserAccountsPerStatedCompany: Math.round(companyBytes / userD1Bytes),
@@ -971,9 +1031,26 @@ if (flags.json) {
     `Target as a whole: D1 +${t.d1TableBytes} B in tables (file +${t.d1FileBytes} B), limit ${t.limitBytes} B: ${t.met ? "met" : "NOT met"}`,
   );
   console.log(
-    `\nA company of ${COMPANY.employees} employees after a year: ${mb(r.company.bytes)} of D1 (+${mb(r.company.growthPerMonth)} a month); ` +
+    `\nA company of ${COMPANY.employees} employees after a year: ${mb(r.company.bytes)} of D1 (averaged over the month; ` +
+      `${mb(r.company.peakBytes)} in the days right after its scan; +${mb(r.company.growthPerMonth)} a month); ` +
       `one D1 holds ${r.companiesPerD1} (${r.companiesPerD1At70Percent} at 70 %)`,
   );
+  for (const [what, bytes] of Object.entries(r.company.afterOneYear))
+    console.log(`  ${what.padEnd(28)} ${mb(bytes).padStart(10)}`);
+  const b = r.bigCompany;
+  console.log(
+    `\nA company of ${b.employees.toLocaleString("en")} employees (${b.totals.exposures.toLocaleString("en")} current exposures), built in SQLite: ` +
+      `${mb(b.sqliteBytes)} as built; ${mb(b.bytesAfterAYear)} of D1 after a year at the stated company's rates ` +
+      `(${r.bigCompaniesPerD1At70Percent} such companies fill 70 % of one D1)`,
+  );
+  console.log(
+    `  the removal step's choice of its next 1,000 among ${b.removalChoice.pending.toLocaleString("en")} pending: ${b.removalChoice.ms} ms (${b.removalChoice.min})`,
+  );
+  console.log("  SQLite time per page (median and least of 9 runs; 100 a page unless said):");
+  for (const [what, time] of Object.entries(b.pageMs))
+    console.log(
+      `  ${what.padEnd(32)} ${`${time.ms} ms`.padStart(10)} ${`(${time.min})`.padStart(9)}   beside it, 500 employees: ${b.beside500[what].ms} ms`,
+    );
   console.log(
     `An app user of the stated size: ${kb(r.appUser.objectBytes)} in their object, ${r.appUser.d1Bytes} B in D1 (the account) ` +
       `(${r.appUsersPerD1At70Percent} app users fill 70 % of one D1; a stated company takes the room of ` +

@@ -139,10 +139,10 @@ describe("hourly cron: each job runs whatever another does", () => {
 });
 
 describe("daily cron: webhook history", () => {
-  it("prunes finished deliveries older than 90 days and keeps the rest", async () => {
+  it("prunes finished deliveries past their time (3 days after a success, 30 after a failure) and keeps the rest", async () => {
     const now = Date.now();
-    const old = now - 91 * day;
-    const recent = now - 89 * day;
+    const old = now - 31 * day;
+    const recent = now - 2 * day;
     await env.DB.prepare(
       `INSERT INTO webhook_deliveries (id, company_id, event, payload, status, created_at, updated_at) VALUES
        ('old-success', 1, 'scan:started', '{}', 'success', ?1, ?1),

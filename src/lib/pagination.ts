@@ -33,8 +33,12 @@ export type Page = { page: number; per_page: number };
 /** SQL `LIMIT` / `OFFSET` of a page. */
 export const pageWindow = ({ page, per_page }: Page) => ({ limit: per_page, offset: (page - 1) * per_page });
 
-/** Sets `X-Total-Count` and `Link` (`first`, `prev`, `next`, `last`) for a page of `total` items. */
-export function setPageHeaders(c: Context, { page, per_page }: Page, total: number) {
+/**
+ * Sets `X-Total-Count` and `Link` (`first`, `prev`, `next`, `last`) for a page of `total` items.
+ * With `keyset` (a request that used `after`), `next` continues after the page's last id
+ * (`keyset.last`), none after an empty page.
+ */
+export function setPageHeaders(c: Context, { page, per_page }: Page, total: number, keyset?: { last: number | null }) {
   c.header("X-Total-Count", String(total));
   const lastPage = Math.max(1, Math.ceil(total / per_page));
   const link = (n: number, rel: string) => {
@@ -45,7 +49,15 @@ export function setPageHeaders(c: Context, { page, per_page }: Page, total: numb
   };
   const links = [link(1, "first")];
   if (page > 1) links.push(link(Math.min(page - 1, lastPage), "prev"));
-  if (page < lastPage) links.push(link(page + 1, "next"));
+  if (keyset) {
+    if (keyset.last !== null) {
+      const url = new URL(c.req.url);
+      url.searchParams.set("after", String(keyset.last));
+      url.searchParams.set("page", "1");
+      url.searchParams.set("per_page", String(per_page));
+      links.push(`<${url.toString()}>; rel="next"`);
+    }
+  } else if (page < lastPage) links.push(link(page + 1, "next"));
   links.push(link(lastPage, "last"));
   c.header("Link", links.join(", "));
 }

@@ -1,7 +1,15 @@
 import { and, asc, count, eq, gte, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { inList } from "../db/sql";
-import { companies, exposureHistory, exposures, exposureStatuses, memberships } from "../db/schema";
+import {
+  companies,
+  companyExposureCounts,
+  companyExposures,
+  exposureHistory,
+  exposures,
+  exposureStatuses,
+  memberships,
+} from "../db/schema";
 import { pageWindow, type Page } from "../lib/pagination";
 import { iso } from "../lib/time";
 import { exposureQuery, siteColumns, toExposure, toSite, type Exposure } from "./exposures";
@@ -32,6 +40,13 @@ const ofEmployeesOf = (companyId: number) =>
  * GET /employees/exposures [seed 4.3 rule 7]: one page of the company's
  * employees' exposures, oldest change first, so a client polling with
  * `since` reads them in the order they happened.
+ *
+ * Without an employee filter the page is a range of the company's rows in
+ * `company_exposures` (its key is the page's order), and the total its
+ * counts by status (`company_exposure_counts`) or, with `since`, the range
+ * from `since` on: no read sorts or counts the company's whole set
+ * (docs/performance.md, "Big companies"). With an employee filter the
+ * named employees' exposures are read and sorted: a few people's.
  */
 export async function listExposures(
   db: Db,
@@ -39,15 +54,52 @@ export async function listExposures(
   filter: ExposureFilter,
   page: Page,
 ): Promise<{ items: Exposure[]; total: number }> {
+  if (filter.employees) return listExposuresOf(db, companyId, { ...filter, employees: filter.employees }, page);
+  const statuses = filter.statuses ?? exposureStatuses;
+  const mine = and(
+    eq(companyExposures.companyId, companyId),
+    inArray(companyExposures.status, [...statuses]),
+    filter.since ? gte(companyExposures.updatedAt, filter.since.getTime()) : undefined,
+  );
+  const { limit, offset } = pageWindow(page);
+  const ids = db
+    .select({ id: companyExposures.exposureId })
+    .from(companyExposures)
+    .where(mine)
+    .orderBy(asc(companyExposures.updatedAt), asc(companyExposures.exposureId))
+    .limit(limit)
+    .offset(offset);
+  const total = filter.since
+    ? db.select({ n: count() }).from(companyExposures).where(mine)
+    : db
+        .select({ n: sql<number>`coalesce(sum(${companyExposureCounts.n}), 0)` })
+        .from(companyExposureCounts)
+        .where(
+          and(eq(companyExposureCounts.companyId, companyId), inArray(companyExposureCounts.status, [...statuses])),
+        );
+  // Not one db.batch: drizzle maps D1 batch rows by column name, and this join
+  // selects `id` and `url` of both the exposure and the site.
+  const [rows, [counted]] = await Promise.all([
+    exposureQuery(db).where(inArray(exposures.id, ids)).orderBy(asc(exposures.updatedAt), asc(exposures.id)),
+    total,
+  ]);
+  return { items: rows.map(toExposure), total: counted?.n ?? 0 };
+}
+
+/** The page for named employees: their exposures, filtered by the company's employees in SQL (tenancy), sorted. */
+async function listExposuresOf(
+  db: Db,
+  companyId: number,
+  filter: ExposureFilter & { employees: number[] },
+  page: Page,
+): Promise<{ items: Exposure[]; total: number }> {
   const where = and(
     ofEmployeesOf(companyId),
-    filter.employees ? inList(exposures.personId, filter.employees) : undefined,
+    inList(exposures.personId, filter.employees),
     filter.statuses ? inArray(exposures.status, filter.statuses) : undefined,
     filter.since ? gte(exposures.updatedAt, filter.since) : undefined,
   );
   const { limit, offset } = pageWindow(page);
-  // Not one db.batch: drizzle maps D1 batch rows by column name, and this join
-  // selects `id` and `url` of both the exposure and the site.
   const [rows, [total]] = await Promise.all([
     exposureQuery(db).where(where).orderBy(asc(exposures.updatedAt), asc(exposures.id)).limit(limit).offset(offset),
     db.select({ n: count() }).from(exposures).where(where),

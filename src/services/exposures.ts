@@ -1,7 +1,7 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { inList } from "../db/sql";
-import { companies, exposureHistory, exposures } from "../db/schema";
+import { companies, exposureHistory, exposures, memberships } from "../db/schema";
 import { iso } from "../lib/time";
 import type { EventName } from "../domain/events";
 import { WriteBatch, type Deps } from "./outbox";
@@ -98,14 +98,63 @@ export const REMOVAL_BATCH_SIZE = 100;
 export const REMOVAL_BATCHES_PER_INVOCATION = 10;
 
 /**
+ * The pending exposures the removal step takes next, at most `limit`, taken
+ * in turns across companies (docs/decisions.md, "Removal requests"): every
+ * company's oldest pending exposure first, then every company's second, and
+ * so on, oldest first within a turn. So one company's backlog does not delay
+ * another's first removal past the first chunk. Read from the pending rows
+ * of `company_exposures` (a partial index by company and exposure): the
+ * companies with pending exposures one index seek each, then each one's
+ * oldest `ceil(limit / companies)`, so the read is bounded by the chunk and
+ * the number of such companies, not by the backlog. An exposure of a person
+ * in two companies takes its earlier turn. Exposures of people in no company
+ * take the turns left, among the oldest `limit` pending exposures. The
+ * set-based batches below re-check that each is still pending.
+ */
+export async function pendingInTurns(db: Db, limit: number): Promise<{ ids: number[]; more: boolean }> {
+  const rows = await db.all<{ id: number; turn: number; share: number | null }>(sql`
+    with recursive owners(id) as (
+      select (select min(company_id) from company_exposures where status = 'pending')
+      union all
+      select (select min(company_id) from company_exposures where status = 'pending' and company_id > owners.id)
+      from owners where owners.id is not null
+    ),
+    share(n) as (select cast(max(1, (${limit} + count(*) - 1) / max(count(*), 1)) as integer) from owners where id is not null),
+    turns(id, turn) as (
+      select q.exposure_id, row_number() over (partition by q.company_id order by q.exposure_id)
+      from owners join company_exposures q on q.company_id = owners.id and q.status = 'pending'
+      where q.exposure_id in (
+        select exposure_id from company_exposures
+        where company_id = owners.id and status = 'pending'
+        order by exposure_id limit (select n from share))
+    ),
+    memberless(id) as (
+      select oldest.id from (
+        select ${exposures.id} as id, ${exposures.personId} as person_id from ${exposures}
+        where ${exposures.status} = 'pending' order by ${exposures.id} limit cast(${limit} as integer)
+      ) oldest
+      where not exists (select 1 from ${memberships} where ${memberships.personId} = oldest.person_id)
+    )
+    select id, min(turn) as turn, (select n from share) as share from (
+      select id, turn from turns
+      union all select id, ${limit} + 1 from memberless
+    ) group by id order by min(turn), id limit cast(${limit} as integer)`);
+  // More may be pending when the chunk is full, or when some company gave its whole share.
+  const more = rows.length === limit || rows.some((row) => row.turn === row.share);
+  return { ids: rows.map((row) => row.id), more };
+}
+
+/**
  * The removal step (the hourly cron, then `removals` messages on the
  * background queue while a full chunk was moved): pending exposures move to
- * `in_progress` oldest first, `batchSize` per command, at most `maxBatches`
- * commands per invocation. A command is set-based whatever its size: the
- * history lines and the `exposure:requested` + `request:created` events of
- * the exposures still pending, then the move (only from `pending`), in one
- * batch, so a repeated or concurrent run moves and reports each exposure
- * once. `more`: the last batch was full, so pending exposures may remain.
+ * `in_progress` in turns across companies (`pendingInTurns`), `batchSize`
+ * per command, at most `maxBatches` commands per invocation. A command is
+ * set-based whatever its size: the history lines and the
+ * `exposure:requested` + `request:created` events of the exposures still
+ * pending, then the move (only from `pending`), in one batch, so a repeated
+ * or concurrent run moves and reports each exposure once. `more`: the
+ * invocation took a full chunk or some company's whole share, so pending
+ * exposures may remain.
  */
 export async function submitRemovalRequests(
   deps: Deps,
@@ -113,14 +162,14 @@ export async function submitRemovalRequests(
   { batchSize = REMOVAL_BATCH_SIZE, maxBatches = REMOVAL_BATCHES_PER_INVOCATION } = {},
 ): Promise<{ moved: number; more: boolean }> {
   const { db } = deps;
+  const chunk = batchSize * maxBatches;
+  const { ids: next, more } = await pendingInTurns(db, chunk);
   let moved = 0;
-  for (let round = 0; round < maxBatches; round++) {
+  for (let from = 0; from < next.length; from += batchSize) {
     const pending = await exposureQuery(db)
-      .where(eq(exposures.status, "pending"))
-      .orderBy(asc(exposures.id))
-      .limit(batchSize)
+      .where(and(inList(exposures.id, next.slice(from, from + batchSize)), eq(exposures.status, "pending")))
       .all();
-    if (pending.length === 0) return { moved, more: false };
+    if (pending.length === 0) continue;
     const ids = pending.map((row) => row.id);
     const batch = new WriteBatch(deps, now);
     batch.add(historyForMove(db, ids, "pending", historyPrefix.requested, now));
@@ -145,9 +194,8 @@ export async function submitRemovalRequests(
     );
     const { results } = await batch.commit();
     moved += (results[update] as unknown[]).length;
-    if (pending.length < batchSize) return { moved, more: false };
   }
-  return { moved, more: true };
+  return { moved, more };
 }
 
 type Move = { from: "pending" | "in_progress"; to: "in_progress" | "closed"; history: string; at: Date };

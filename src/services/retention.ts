@@ -3,6 +3,7 @@ import { pruneOlderThan, type PruneResult } from "../db/prune";
 import { activities, blockedCalls } from "../db/schema";
 import { logError } from "../lib/log";
 import { pruneExpiredClaims } from "./company-phones";
+import { pruneClosedExposures, pruneFinishedScans, pruneSupersededResults } from "./scan-retention";
 import { pruneIndexWritten } from "./trust-index";
 import { pruneDeliveredHistory } from "./webhook-history";
 
@@ -12,18 +13,19 @@ const DAY_MS = 24 * 3600 * 1000;
 export const RETENTION_DAYS = { blockedCalls: 90, activities: 365 } as const;
 
 /**
- * D1 statements each rule may run per invocation (× 1,000 rows each): five
- * rules stay under 500 of the invocation's 1,000, leaving room for the other
- * daily jobs.
+ * D1 statements each rule may run per invocation (× 1,000 rows each): the
+ * rules together stay under half of the invocation's 1,000, leaving room for
+ * the other daily jobs.
  */
-export const RETENTION_STATEMENTS_PER_RULE = 100;
+export const RETENTION_STATEMENTS_PER_RULE = 50;
 
 const before = (now: Date, days: number) => new Date(now.getTime() - days * DAY_MS);
 
 /**
  * The retention rules, each pruning its table's due rows oldest-time-first
- * through an index on the age column. Exposure history needs no rule: it
- * goes with its exposure (foreign key, ON DELETE CASCADE).
+ * through an index on the age column. Exposure history needs no rule of
+ * its own: it goes with its exposure (foreign key, ON DELETE CASCADE), and an
+ * open exposure is never pruned.
  */
 const RULES = {
   blockedCalls: (db: Db, now: Date, maxStatements: number) =>
@@ -40,11 +42,21 @@ const RULES = {
       cutoff: before(now, RETENTION_DAYS.activities),
       maxStatements,
     }),
-  webhookHistory: (db: Db, now: Date, maxStatements: number) => pruneDeliveredHistory(db, now, { maxStatements }),
+  deliveredWebhooks: (db: Db, now: Date, maxStatements: number) =>
+    pruneDeliveredHistory(db, now, "success", { maxStatements }),
+  failedWebhooks: (db: Db, now: Date, maxStatements: number) =>
+    pruneDeliveredHistory(db, now, "failed", { maxStatements }),
+  finishedScans: (db: Db, now: Date, maxStatements: number) => pruneFinishedScans(db, now, { maxStatements }),
+  supersededScanResults: (db: Db, now: Date, maxStatements: number) =>
+    pruneSupersededResults(db, now, { maxStatements }),
+  closedExposures: (db: Db, now: Date, maxStatements: number) => pruneClosedExposures(db, now, { maxStatements }),
   indexWritten: (db: Db, now: Date, maxStatements: number) => pruneIndexWritten(db, now, { maxStatements }),
   // Company phone claims still pending after 30 days have expired (docs/decisions.md, "Company phones").
   expiredPhoneClaims: pruneExpiredClaims,
 } satisfies Record<string, (db: Db, now: Date, maxStatements: number) => Promise<PruneResult>>;
+
+/** How many rules a pass runs (each at most `RETENTION_STATEMENTS_PER_RULE` statements). */
+export const RETENTION_RULE_COUNT = Object.keys(RULES).length;
 
 export type RetentionRun = {
   /** Rows deleted per rule; null when the rule failed (logged; its rows wait for the next run). */
@@ -65,13 +77,7 @@ export async function pruneExpired(
   maxStatementsPerRule = RETENTION_STATEMENTS_PER_RULE,
 ): Promise<RetentionRun> {
   const run: RetentionRun = {
-    pruned: {
-      blockedCalls: null,
-      activities: null,
-      webhookHistory: null,
-      indexWritten: null,
-      expiredPhoneClaims: null,
-    },
+    pruned: Object.fromEntries(Object.keys(RULES).map((name) => [name, null])) as RetentionRun["pruned"],
     statements: 0,
     more: false,
   };

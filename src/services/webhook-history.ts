@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, inArray, lt, sql } from "drizzle-orm";
+import { and, desc, eq, gte, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { pruneOlderThan, type PruneSpec } from "../db/prune";
 import { webhookDeliveries } from "../db/schema";
@@ -7,24 +7,31 @@ import { iso } from "../lib/time";
 import { inList } from "../db/sql";
 import { listAttempts } from "./webhook-delivery";
 
-export const HISTORY_RETENTION_DAYS = 90;
+/**
+ * How long a finished delivery is kept after it finished (docs/decisions.md,
+ * "Retention"): a success 3 days (the receiver has it; the history is for
+ * looking into what was just sent), a failure 30 days (time to see it, fix
+ * the endpoint and resend).
+ */
+export const HISTORY_RETENTION_DAYS = { success: 3, failed: 30 } as const;
 
 /**
- * Daily pruning of finished deliveries (success or failed) whose last change
- * is older than 90 days (docs/decisions.md), in bounded chunks (`pruneOlderThan`);
- * their attempts go with them (cascade). By `updated_at`, the time a delivery
- * finished: the `(status, updated_at)` index finds them without a scan.
+ * Daily pruning of the deliveries that finished with `status` longer ago
+ * than its time, in bounded chunks (`pruneOlderThan`); their attempts go
+ * with them (cascade). By `updated_at`, the time a delivery finished: the
+ * `(status, updated_at)` index finds them without a scan.
  */
 export async function pruneDeliveredHistory(
   db: Db,
   now: Date,
+  status: keyof typeof HISTORY_RETENTION_DAYS,
   limits: Pick<PruneSpec, "chunk" | "maxStatements"> = {},
 ) {
   return pruneOlderThan(db, {
     table: webhookDeliveries,
     column: webhookDeliveries.updatedAt,
-    cutoff: new Date(now.getTime() - HISTORY_RETENTION_DAYS * 24 * 3600 * 1000),
-    where: inArray(webhookDeliveries.status, ["success", "failed"]),
+    cutoff: new Date(now.getTime() - HISTORY_RETENTION_DAYS[status] * 24 * 3600 * 1000),
+    where: eq(webhookDeliveries.status, status),
     ...limits,
   });
 }

@@ -160,3 +160,13 @@ export const invitations = sqliteTable(
     index("invitations_company_person_idx").on(t.companyId, t.personId),
   ],
 );
+
+/**
+ * How many employees (memberships) a company has: the employee list's
+ * `X-Total-Count` in one read, whatever the company's size. Kept by triggers
+ * on `memberships` (drizzle/0023_company_list_counts_triggers.sql).
+ */
+export const companyEmployeeCounts = sqliteTable("company_employee_counts", {
+  companyId: integer("company_id").primaryKey(),
+  n: integer("n").notNull(),
+});

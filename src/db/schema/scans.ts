@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { companies } from "./companies";
 import { cascadeRef, createdAt, id, timestamp, updatedAt } from "./columns";
 import { people } from "./people";
@@ -16,7 +16,13 @@ export const scans = sqliteTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index("scans_person_idx").on(t.personId)],
+  (t) => [
+    index("scans_person_idx").on(t.personId),
+    // Retention (src/services/retention.ts): finished scans by the time they finished.
+    index("scans_completed_idx")
+      .on(t.completedAt)
+      .where(sql`${t.completedAt} is not null`),
+  ],
 );
 
 /**
@@ -39,6 +45,8 @@ export const scanResults = sqliteTable(
   (t) => [
     uniqueIndex("scan_results_scan_site_uq").on(t.scanId, t.siteId),
     index("scan_results_person_site_idx").on(t.personId, t.siteId, t.at),
+    // Retention (src/services/retention.ts): superseded results by the time they were recorded.
+    index("scan_results_created_idx").on(t.createdAt),
   ],
 );
 
@@ -63,6 +71,10 @@ export const exposures = sqliteTable(
     index("exposures_person_status_idx").on(t.personId, t.status),
     index("exposures_status_idx").on(t.status, t.id),
     index("exposures_updated_idx").on(t.updatedAt),
+    // Retention (src/services/retention.ts): closed exposures by the time they closed.
+    index("exposures_closed_idx")
+      .on(t.closedAt)
+      .where(sql`${t.closedAt} is not null`),
     // One open exposure per listing (person, site, url; a missing url is one listing):
     // a concurrent or redelivered `found` inserts with ON CONFLICT DO NOTHING.
     uniqueIndex("exposures_open_listing_uq")
@@ -81,4 +93,41 @@ export const exposureHistory = sqliteTable(
     createdAt: createdAt(),
   },
   (t) => [index("exposure_history_exposure_idx").on(t.exposureId, t.createdAt)],
+);
+
+/**
+ * Each company's employees' exposures in the order the company's exposures
+ * page reads them (`updated_at`, then id), so a page is an index range of its
+ * company, not a sort of the company's whole set (docs/performance.md,
+ * "Big companies"). A row per exposure and company of its person; kept by
+ * triggers on `exposures` and `memberships`
+ * (drizzle/0023_company_list_counts_triggers.sql), in the same transaction as
+ * every change, whoever writes it. No foreign keys: the triggers remove the
+ * rows with their exposure or membership.
+ */
+export const companyExposures = sqliteTable(
+  "company_exposures",
+  {
+    companyId: integer("company_id").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    exposureId: integer("exposure_id").notNull(),
+    status: text("status", { enum: exposureStatuses }).notNull(),
+  },
+  // The status is the key's last column so that the key's index answers a page alone.
+  (t) => [primaryKey({ columns: [t.companyId, t.updatedAt, t.exposureId, t.status] })],
+);
+
+/**
+ * How many exposures of each status a company's employees have: the
+ * exposures page's `X-Total-Count` in one read. Kept by triggers on
+ * `company_exposures` (drizzle/0023_company_list_counts_triggers.sql).
+ */
+export const companyExposureCounts = sqliteTable(
+  "company_exposure_counts",
+  {
+    companyId: integer("company_id").notNull(),
+    status: text("status", { enum: exposureStatuses }).notNull(),
+    n: integer("n").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.companyId, t.status] })],
 );

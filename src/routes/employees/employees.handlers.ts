@@ -1,4 +1,4 @@
-import { notFound } from "../../lib/errors";
+import { badRequest, notFound } from "../../lib/errors";
 import { setPageHeaders } from "../../lib/pagination";
 import * as employees from "../../services/employees";
 import { getExposureHistory, listExposures as listExposurePage } from "../../services/employee-exposures";
@@ -7,15 +7,17 @@ import type { AppRouteHandler } from "../../types";
 import type * as routes from "./employees.routes";
 
 export const listEmployees: AppRouteHandler<typeof routes.listEmployees> = async (c) => {
-  const { search, ...page } = c.req.valid("query");
-  const { body, total } = await employees.listEmployees(
+  const { search, after, ...page } = c.req.valid("query");
+  if (after !== undefined && page.page !== 1) throw badRequest("`after` continues from an id: use it with `page` 1");
+  const { body, total, last } = await employees.listEmployees(
     c.var.db,
     c.var.company.companyId,
     search || null,
     page,
     c.var.company.listVersion,
+    after ?? null,
   );
-  setPageHeaders(c, page, total);
+  setPageHeaders(c, page, total, after === undefined ? undefined : { last });
   // Already JSON, written straight from the rows (services/people.ts) and encoded: sent as it is,
   // never parsed and serialised again.
   return c.body(body, 200, { "Content-Type": "application/json" }) as unknown as ReturnType<

@@ -63,7 +63,8 @@ export const listEmployees = createRoute({
   path: "/companies/{company_id}/employees",
   tags,
   summary: "List the company's employees",
-  description: "Needs `read employees`. Ordered by id; `search` keeps employees with an email starting with it.",
+  description:
+    "Needs `read employees`. Ordered by id; `search` keeps employees with an email starting with it; `after` (with `page` 1) continues after an id without reading the pages before it.",
   security: bearerSecurity,
   middleware: [companyAccess("read employees")] as const,
   request: { params: CompanyParams, query: EmployeeListQuery },

@@ -331,6 +331,17 @@ export const EmployeeListQuery = pageQuery(100, 1000).extend({
       description: "Only employees with an email starting with this (case-insensitive)",
       example: "dana",
     }),
+  after: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .openapi({
+      param: { name: "after", in: "query" },
+      description:
+        "Keyset paging: only employees with an id greater than this (the last id of the page before), with `page` 1. It reads no page before it, however deep; the `Link` header's `next` carries it once a request uses it",
+      example: 1042,
+    }),
 });
 
 /** A comma-separated list in a query string, each item checked by `parse`. */

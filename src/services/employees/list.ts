@@ -1,6 +1,6 @@
-import { and, asc, count, eq, gte, inArray, lt, sql } from "drizzle-orm";
+import { and, asc, count, eq, gt, gte, inArray, lt, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
-import { memberships, personEmails } from "../../db/schema";
+import { companyEmployeeCounts, memberships, personEmails } from "../../db/schema";
 import { batchableAll } from "../../db/sql";
 import { pageWindow, type Page } from "../../lib/pagination";
 import { peopleReads, visibleEmail } from "../people";
@@ -27,14 +27,16 @@ export async function listEmployees(
   page: Page,
   /** The list version the caller read already (the access check reads it), so a cached page costs no read. */
   knownVersion: string | null,
+  /** Keyset paging: the employees with an id greater than this, from the first (`page` is then 1). */
+  after: number | null = null,
 ) {
   const { limit, offset } = pageWindow(page);
-  const key = pageKey(companyId, search, limit, offset);
+  const key = pageKey(companyId, search, limit, offset, after);
   const cached = pageCache.get(key);
   if (cached !== undefined) {
-    if (knownVersion === cached.version) {
+    if (knownVersion === cached.version && Date.now() - cached.renderedAt < PAGE_MAX_AGE_MS) {
       pageCache.touch(key, cached);
-      return { body: cached.body, total: cached.total };
+      return { body: cached.body, total: cached.total, last: cached.last };
     }
   }
   const upper = search ? prefixUpperBound(search) : null;
@@ -58,35 +60,62 @@ export async function listEmployees(
         )
       : undefined,
   );
+  // `after` seeks the (company_id, person_id) index: no walk over the pages before it.
   const ids = db
     .select({ personId: memberships.personId })
     .from(memberships)
-    .where(where)
+    .where(after === null ? where : and(where, gt(memberships.personId, after)))
     .orderBy(asc(memberships.personId))
     .limit(limit)
     .offset(offset);
   const reads = peopleReads(db, companyId, ids);
-  const [versions, [total], ...results] = await db.batch([
+  // Without a search the total is the company's count (kept by triggers), not a count of its memberships.
+  const total = search
+    ? db.select({ n: count() }).from(memberships).where(where)
+    : db
+        .select({ n: sql<number>`coalesce(max(${companyEmployeeCounts.n}), 0)` })
+        .from(companyEmployeeCounts)
+        .where(eq(companyEmployeeCounts.companyId, companyId));
+  const [versions, [counted], ...results] = await db.batch([
     batchableAll<{ version: string }>(
       db,
       sql`select version from company_list_versions where company_id = ${companyId}`,
     ),
-    db.select({ n: count() }).from(memberships).where(where),
+    total,
     ...reads.statements,
   ]);
   // Encoded once: a Response copies its bytes, so every answer of the page can be sent from them.
-  const rendered = { body: utf8.encode(reads.render(results)) as Uint8Array<ArrayBuffer>, total: total?.n ?? 0 };
+  const base = results[0] as { id: number }[];
+  const rendered = {
+    body: utf8.encode(reads.render(results)) as Uint8Array<ArrayBuffer>,
+    total: counted?.n ?? 0,
+    /** The page's last employee id, the `after` of the page following it; null on an empty page. */
+    last: base[base.length - 1]?.id ?? null,
+  };
   const version = (versions as { version: string }[])[0]?.version;
-  if (version !== undefined) pageCache.set(key, { version, ...rendered });
+  if (version !== undefined) pageCache.set(key, { version, renderedAt: Date.now(), ...rendered });
   return rendered;
 }
 
-const pageKey = (companyId: number, search: string | null, limit: number, offset: number) =>
-  JSON.stringify([companyId, search, limit, offset]);
+const pageKey = (companyId: number, search: string | null, limit: number, offset: number, after: number | null) =>
+  JSON.stringify([companyId, search, limit, offset, after]);
 
 const utf8 = new TextEncoder();
 
-type CachedPage = { version: string; body: Uint8Array<ArrayBuffer>; total: number };
+type CachedPage = {
+  version: string;
+  renderedAt: number;
+  body: Uint8Array<ArrayBuffer>;
+  total: number;
+  last: number | null;
+};
+
+/**
+ * How long a rendered page may be answered: a login (`last_login_at`, written at most hourly)
+ * does not change the list version (drizzle/0022_logins_keep_list_pages.sql), so the
+ * `last_login` a page shows is at most this much older than the hourly write.
+ */
+export const PAGE_MAX_AGE_MS = 3600 * 1000;
 
 /**
  * Rendered pages of this isolate, by company, search and window, each with
@@ -96,7 +125,8 @@ type CachedPage = { version: string; body: Uint8Array<ArrayBuffer>; total: numbe
  * change's own transaction). A page is answered from here only after D1 says
  * the version is still that one, so it is never staler than a fresh read:
  * what it holds is exactly what the page's reads give while the version
- * holds. One entry per page (a newer rendering replaces it), the least
+ * holds — except `last_login`, which logins change without a new version
+ * and which a page shows at most `PAGE_MAX_AGE_MS` old. One entry per page (a newer rendering replaces it), the least
  * recently used go first past `MAX_CACHED_BYTES` in all; a company's
  * version is its own, and the key starts with the company, so tenants
  * never share an entry.

@@ -53,7 +53,9 @@ export async function attemptDelivery(
   const gone = answer.status === 410;
   const final = ok || gone || answer.result === "invalid endpoint" || attempt >= MAX_ATTEMPTS;
 
-  const [, , health] = await db.batch([
+  // Two writes for a success of a webhook that was not failing: its attempt and its row.
+  const health = webhookHealth(db, webhook, ok, gone, now);
+  const [, , changed] = await db.batch([
     recordAttempt(db, deliveryId, now, answer),
     finishStatement(db, deliveryId, {
       status: ok ? "success" : final ? "failed" : "dispatched",
@@ -61,11 +63,11 @@ export async function attemptDelivery(
       attempts: attempt,
       ...(ok ? { deliveredAt: now } : {}),
     }),
-    webhookHealth(db, webhook.id, ok, gone, now),
+    ...(health ? [health] : []),
   ]);
   if (ok) return { action: "ack", status: "success" };
   // Deactivated by this answer (410, or failing for 5 days): nothing more is sent.
-  if (final || health[0]?.active === false) {
+  if (final || (changed as { active: boolean }[] | undefined)?.[0]?.active === false) {
     if (!final) await finishStatement(db, deliveryId, { status: "failed" });
     return { action: "ack", status: "failed" };
   }

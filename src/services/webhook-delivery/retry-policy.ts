@@ -1,4 +1,4 @@
-import { eq, sql } from "drizzle-orm";
+import { and, eq, isNotNull, isNull, or, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { webhooks } from "../../db/schema";
 
@@ -33,30 +33,47 @@ export function retryAfterSeconds(value: string | null, now: Date): number | nul
 }
 
 /**
- * The webhook's side of an attempt: a success clears the failing clock; a
- * failure starts it if needed; a 410, or a failure 5 days after the clock
- * started, deactivates the webhook with its reason (unless already inactive).
+ * The webhook's side of an attempt, as a statement that writes the row only
+ * when the attempt changes it (docs/performance.md, "Webhook bookkeeping"):
+ * a success clears the failing clock; a failure starts it if needed; a 410,
+ * or a failure 5 days after the clock started, deactivates the webhook with
+ * its reason (unless already inactive). Null when there is nothing to write:
+ * a success while the webhook was not failing (`failingSince` as the
+ * delivery read it). Its rows are those it changed: none when it changed
+ * nothing, so an empty answer means the webhook is still active.
  */
-export function webhookHealth(db: Db, webhookId: number, ok: boolean, gone: boolean, now: Date) {
+export function webhookHealth(
+  db: Db,
+  webhook: { id: number; failingSince: Date | null },
+  ok: boolean,
+  gone: boolean,
+  now: Date,
+) {
   if (ok) {
+    if (webhook.failingSince === null) return null;
     return db
       .update(webhooks)
       .set({ failingSince: null, updatedAt: sql`${webhooks.updatedAt}` })
-      .where(eq(webhooks.id, webhookId))
+      .where(and(eq(webhooks.id, webhook.id), isNotNull(webhooks.failingSince)))
       .returning({ active: webhooks.active });
   }
   const since = sql`coalesce(${webhooks.failingSince}, ${now.getTime()})`;
   const deactivate = gone ? sql`1` : sql`${since} <= ${now.getTime() - FAILING_LIMIT_MS}`;
   const reason = gone ? DISABLED_410 : DISABLED_FAILING;
   // Every right-hand side reads the row as it was before this statement.
-  return db
-    .update(webhooks)
-    .set({
-      failingSince: sql`${since}`,
-      active: sql`case when ${deactivate} then 0 else ${webhooks.active} end`,
-      disabledReason: sql`case when ${webhooks.active} and ${deactivate} then ${reason} else ${webhooks.disabledReason} end`,
-      updatedAt: sql`case when ${webhooks.active} and ${deactivate} then ${now.getTime()} else ${webhooks.updatedAt} end`,
-    })
-    .where(eq(webhooks.id, webhookId))
-    .returning({ active: webhooks.active });
+  return (
+    db
+      .update(webhooks)
+      .set({
+        failingSince: sql`${since}`,
+        active: sql`case when ${deactivate} then 0 else ${webhooks.active} end`,
+        disabledReason: sql`case when ${webhooks.active} and ${deactivate} then ${reason} else ${webhooks.disabledReason} end`,
+        updatedAt: sql`case when ${webhooks.active} and ${deactivate} then ${now.getTime()} else ${webhooks.updatedAt} end`,
+      })
+      // Only a row this failure changes: its clock not started yet, or an active webhook it deactivates.
+      .where(
+        and(eq(webhooks.id, webhook.id), or(isNull(webhooks.failingSince), and(eq(webhooks.active, true), deactivate))),
+      )
+      .returning({ active: webhooks.active })
+  );
 }
