@@ -14,6 +14,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   409: "Conflicts with the current state",
   410: "What was asked for is no longer kept; the message says what to do instead",
   413: "Request body larger than 1 MiB",
+  422: "The `Idempotency-Key` was used for another request",
   429: "Rate limit exceeded; see Retry-After",
   500: "Unexpected failure; reported with the request id",
 };

@@ -3,6 +3,7 @@ import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
 import { companyAccess } from "../../middleware/company-access";
 import { CompanyParams } from "./companies.schemas";
 import { CompanyPhoneInputSchema, CompanyPhoneParams, CompanyPhoneSchema } from "./phones.schemas";
+import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
 
 const tags = ["Companies"];
 
@@ -33,14 +34,15 @@ export const addCompanyPhone = createRoute({
     "the members' secure numbers trust calls from it (unless a member set the company to `negative`). " +
     "The same number twice in one company is 409.",
   security: bearerSecurity,
-  middleware: [companyAccess("write settings")] as const,
+  middleware: [companyAccess("write settings"), idempotent("company")] as const,
   request: {
     params: CompanyParams,
+    headers: IdempotencyHeaders,
     body: { content: { "application/json": { schema: CompanyPhoneInputSchema } }, required: true },
   },
   responses: {
-    201: jsonContent(CompanyPhoneSchema, "The phone added"),
-    ...errorResponses(400, 401, 403, 404, 409, 413, 429),
+    201: { ...jsonContent(CompanyPhoneSchema, "The phone added"), headers: replayedHeader },
+    ...errorResponses(400, 401, 403, 404, 409, 413, 422, 429),
   },
 });
 

@@ -21,6 +21,7 @@ import {
   TrustRequestCreateSchema,
   TrustRequestSchema,
 } from "./contacts.schemas";
+import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
 
 const tags = ["Contacts"];
 
@@ -73,11 +74,17 @@ const syncAt = (path: string, alias: boolean) =>
       "element is a 400 naming its index and nothing is written. Answers the resulting contacts in request order." +
       (alias ? " Same as `POST /contacts/sync`." : ""),
     security: bearerSecurity,
-    middleware: [requirePerson] as const,
-    request: { body: { required: true, content: { "application/json": { schema: ContactSyncSchema } } } },
+    middleware: [requirePerson, idempotent("person")] as const,
+    request: {
+      headers: IdempotencyHeaders,
+      body: { required: true, content: { "application/json": { schema: ContactSyncSchema } } },
+    },
     responses: {
-      200: jsonContent(z.array(ContactSchema), "The contacts as saved, in request order"),
-      ...errorResponses(400, 401, 403, 413, 429),
+      200: {
+        ...jsonContent(z.array(ContactSchema), "The contacts as saved, in request order"),
+        headers: replayedHeader,
+      },
+      ...errorResponses(400, 401, 403, 409, 413, 422, 429),
     },
   });
 
@@ -109,11 +116,14 @@ export const createTrustRequest = createRoute({
     "Names the person by exactly one of `user_id`, `phone` or `email`. Answers 201 whether or not anyone " +
     "matched, so it cannot be used to find out who is a user. Asking again while pending refreshes the request.",
   security: bearerSecurity,
-  middleware: [requirePerson] as const,
-  request: { body: { required: true, content: { "application/json": { schema: TrustRequestCreateSchema } } } },
+  middleware: [requirePerson, idempotent("person")] as const,
+  request: {
+    headers: IdempotencyHeaders,
+    body: { required: true, content: { "application/json": { schema: TrustRequestCreateSchema } } },
+  },
   responses: {
-    201: jsonContent(SuccessSchema, "The request was recorded (if anyone matched)"),
-    ...errorResponses(400, 401, 403, 413, 429),
+    201: { ...jsonContent(SuccessSchema, "The request was recorded (if anyone matched)"), headers: replayedHeader },
+    ...errorResponses(400, 401, 403, 409, 413, 422, 429),
   },
 });
 

@@ -15,6 +15,7 @@ import {
   PersonSchema,
   UpdateEmployeeSchema,
 } from "./employees.schemas";
+import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
 
 const tags = ["Employees"];
 
@@ -100,14 +101,15 @@ export const createEmployee = createRoute({
     "400 when an email already belongs to a person, a role or license is unknown, or no seat of the license is free; nothing is written then. " +
     "`ephemeral` employees are removed 24 hours later. Sends `person:created`.",
   security: bearerSecurity,
-  middleware: [companyAccess("write employees")] as const,
+  middleware: [companyAccess("write employees"), idempotent("company")] as const,
   request: {
     params: CompanyParams,
+    headers: IdempotencyHeaders,
     body: { required: true, content: { "application/json": { schema: CreateEmployeeSchema } } },
   },
   responses: {
-    200: jsonContent(PersonSchema, "The new employee"),
-    ...errorResponses(400, 401, 403, 404, 413, 429),
+    200: { ...jsonContent(PersonSchema, "The new employee"), headers: replayedHeader },
+    ...errorResponses(400, 401, 403, 404, 409, 413, 422, 429),
   },
 });
 
@@ -123,14 +125,15 @@ export const createEmployeesBulk = createRoute({
     "too few free seats of a license for the whole batch, or passing the company's 100,000 employees; nothing is written then and no seat is taken. " +
     "Answers the employees in request order and sends one `person:created` each. Onboarding guide: docs/onboarding.md in the repository.",
   security: bearerSecurity,
-  middleware: [companyAccess("write employees")] as const,
+  middleware: [companyAccess("write employees"), idempotent("company")] as const,
   request: {
     params: CompanyParams,
+    headers: IdempotencyHeaders,
     body: { required: true, content: { "application/json": { schema: BulkCreateEmployeesSchema } } },
   },
   responses: {
-    200: jsonContent(z.array(PersonSchema), "The new employees, in request order"),
-    ...errorResponses(400, 401, 403, 404, 413, 429),
+    200: { ...jsonContent(z.array(PersonSchema), "The new employees, in request order"), headers: replayedHeader },
+    ...errorResponses(400, 401, 403, 404, 409, 413, 422, 429),
   },
 });
 

@@ -4,6 +4,7 @@ import type { Permission } from "../../lib/permissions";
 import { companyAccess, soleCompanyAccess } from "../../middleware/company-access";
 import { CompanyParams } from "../companies/companies.schemas";
 import { CompanyLicenseParams, LicenseParams, LicenseSchema, PurchaseSchema } from "./licenses.schemas";
+import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
 
 const tags = ["Licenses"];
 
@@ -64,14 +65,18 @@ const purchaseAt = (scoped: boolean) =>
     summary: "Buy seats",
     description: `Needs \`write licenses\`. Adds each quantity (1–10 000) to the company's seats; an unknown id is a 400 and nothing is bought. Answers with all the company's licenses.${soleNote(scoped)}`,
     security: bearerSecurity,
-    middleware: [access(scoped, "write licenses")] as const,
+    middleware: [access(scoped, "write licenses"), idempotent("company")] as const,
     request: {
       params: scoped ? CompanyParams : z.object({}),
+      headers: IdempotencyHeaders,
       body: { required: true, content: { "application/json": { schema: PurchaseSchema } } },
     },
     responses: {
-      201: jsonContent(z.array(LicenseSchema), "The company's licenses after the purchase"),
-      ...errorResponses(400, 401, 403, 404, 413, 429),
+      201: {
+        ...jsonContent(z.array(LicenseSchema), "The company's licenses after the purchase"),
+        headers: replayedHeader,
+      },
+      ...errorResponses(400, 401, 403, 404, 409, 413, 422, 429),
     },
   });
 

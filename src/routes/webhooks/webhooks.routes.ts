@@ -15,6 +15,7 @@ import {
   WebhookParams,
   WebhookSchema,
 } from "./webhooks.schemas";
+import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
 
 const tags = ["Webhooks"];
 
@@ -82,14 +83,15 @@ export const createWebhook = createRoute({
     "generates the signing `secret`; deliveries follow the Standard Webhooks specification (`webhook-id`, " +
     "`webhook-timestamp`, `webhook-signature`).",
   security: bearerSecurity,
-  middleware: [companyAccess("write webhooks")] as const,
+  middleware: [companyAccess("write webhooks"), idempotent("company")] as const,
   request: {
     params: CompanyParams,
+    headers: IdempotencyHeaders,
     body: { required: true, content: { "application/json": { schema: CreateWebhookSchema } } },
   },
   responses: {
-    201: jsonContent(WebhookSchema, "The webhook, with its secret"),
-    ...errorResponses(400, 401, 403, 404, 413, 429),
+    201: { ...jsonContent(WebhookSchema, "The webhook, with its secret"), headers: replayedHeader },
+    ...errorResponses(400, 401, 403, 404, 409, 413, 422, 429),
   },
 });
 
