@@ -9,6 +9,7 @@ import { createRouter } from "./lib/create-router";
 import { documentFor } from "./lib/openapi";
 import { identify } from "./middleware/auth";
 import { database } from "./middleware/db";
+import { dateHeader } from "./middleware/date";
 import { rateLimit } from "./middleware/rate-limit";
 import buzz from "./routes/buzz/buzz.index";
 import companies, { seedFormRouter } from "./routes/companies/companies.index";
@@ -29,6 +30,7 @@ const areas = [health, buzz, companies, vcc, webhooks, scans, employees, license
 export function createApp() {
   const app = createRouter();
 
+  app.use(dateHeader);
   app.use(requestId());
   app.use(
     bodyLimit({

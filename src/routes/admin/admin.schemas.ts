@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { companyKinds } from "../../db/schema";
 import { EmailAddress } from "../../lib/email";
-import { pathId } from "../../lib/ids";
+import { pathId, int64Id } from "../../lib/ids";
 import { ContainerSchema } from "../vcc/vcc.routes";
 
 /*
@@ -86,7 +86,7 @@ export const CompanyChangesSchema = z
 
 export const PlatformCompanySchema = z
   .object({
-    id: z.number().int().openapi({ example: 11 }),
+    id: int64Id().openapi({ example: 11 }),
     kind: z.enum(companyKinds),
     name: z.string().openapi({ example: "Initech" }),
     slug: z.string().openapi({ example: "initech" }),
@@ -113,7 +113,7 @@ export const NewMemberSchema = z
   .openapi("NewPlatformMember");
 
 export const MemberCreatedSchema = z
-  .object({ person_id: z.number().int().openapi({ example: 4 }) })
+  .object({ person_id: int64Id().openapi({ example: 4 }) })
   .openapi("PlatformMemberCreated");
 
 export const ContainerConfigSchema = z

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { activityTypes, partyTypes } from "../../db/schema";
-import { IdSchema, pathId } from "../../lib/ids";
+import { IdSchema, pathId, int64Id } from "../../lib/ids";
 import { CompanyRefSchema } from "../companies/companies.schemas";
 import { ContactSchema } from "../contacts/contacts.schemas";
 
@@ -124,16 +124,16 @@ export const CallLookupQuery = z.object({
 export const TrustLookupResultSchema = z
   .object({
     trusted: z.boolean().openapi({ description: "Whether the call may ring the member's phone" }),
-    user_id: z
-      .number()
-      .int()
-      .openapi({ description: "The member holding the receiving number; 0 when none matched", example: 1 }),
+    user_id: int64Id().openapi({
+      description: "The member holding the receiving number; 0 when none matched",
+      example: 1,
+    }),
   })
   .openapi("TrustLookupResult");
 
 export const CallerPersonSchema = z
   .object({
-    id: z.number().int(),
+    id: int64Id(),
     first_name: z.string(),
     middle_name: z.string().nullable(),
     last_name: z.string(),
@@ -186,7 +186,7 @@ export const HeartbeatSchema = z
 
 export const BlockedCallSchema = z
   .object({
-    id: z.number().int().openapi({ description: "The authenticated person's id [seed 2.4]" }),
+    id: int64Id().openapi({ description: "The authenticated person's id [seed 2.4]" }),
     caller_id: z.string().openapi({ description: "Caller id the provider sent; empty when none" }),
     country_code: z.string().openapi({ example: "1" }),
     phone_number: z.string().openapi({ example: "4155550123" }),
@@ -222,10 +222,10 @@ export const ActivityCreateSchema = z
   .openapi("ActivityCreate");
 
 const activityFields = {
-  id: z.number().int(),
+  id: int64Id(),
   type: ActivityTypeSchema,
-  sendable_id: z.number().int(),
-  receivable_id: z.number().int(),
+  sendable_id: int64Id(),
+  receivable_id: int64Id(),
   call_time: z.number().int(),
   message: z.string().nullable(),
   message_id: z.string().nullable(),
@@ -244,12 +244,12 @@ const ReadPartyTypeSchema = z.enum(["AppModelsPerson", "AppModelsCompany"]);
 const PartySchema = z
   .union([
     z.object({
-      id: z.number().int(),
+      id: int64Id(),
       first_name: z.string().nullable(),
       middle_name: z.string().nullable(),
       last_name: z.string().nullable(),
     }),
-    z.object({ id: z.number().int(), name: z.string().nullable() }),
+    z.object({ id: int64Id(), name: z.string().nullable() }),
   ])
   .nullable()
   .openapi({

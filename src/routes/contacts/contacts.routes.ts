@@ -22,6 +22,7 @@ import {
   TrustRequestSchema,
 } from "./contacts.schemas";
 import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
+import { ConditionalHeaders, conditionalRead, notModified, withETag } from "../../middleware/conditional";
 
 const tags = ["Contacts"];
 
@@ -35,10 +36,11 @@ export const listContacts = createRoute({
     "Oldest first, paged (`X-Total-Count`, `Link`). Without `include` the contacts come without `email`, " +
     "`phone` and `address`; `include` adds the named ones.",
   security: bearerSecurity,
-  middleware: [requirePerson] as const,
-  request: { query: ContactsQuery },
+  middleware: [requirePerson, conditionalRead] as const,
+  request: { headers: ConditionalHeaders, query: ContactsQuery },
   responses: {
-    200: { ...jsonContent(z.array(ContactSchema), "One page of contacts"), headers: pageHeaders },
+    200: withETag({ ...jsonContent(z.array(ContactSchema), "One page of contacts"), headers: pageHeaders }),
+    ...notModified,
     ...errorResponses(400, 401, 403, 429),
   },
 });
@@ -211,10 +213,11 @@ export const getContact = createRoute({
   summary: "Read one of the caller's contacts",
   description: "With every field. Another person's contact is 404.",
   security: bearerSecurity,
-  middleware: [requirePerson] as const,
-  request: { params: ContactParams },
+  middleware: [requirePerson, conditionalRead] as const,
+  request: { headers: ConditionalHeaders, params: ContactParams },
   responses: {
-    200: jsonContent(ContactSchema, "The contact"),
+    200: withETag(jsonContent(ContactSchema, "The contact")),
+    ...notModified,
     ...errorResponses(400, 401, 403, 404, 429),
   },
 });

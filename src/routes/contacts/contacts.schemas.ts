@@ -2,7 +2,7 @@ import { CompanyRefSchema } from "../companies/companies.schemas";
 import { CONTACT_CAPS } from "../../services/contacts";
 import { z } from "@hono/zod-openapi";
 import { EmailAddress } from "../../lib/email";
-import { IdSchema, pathId } from "../../lib/ids";
+import { IdSchema, pathId, int64Id } from "../../lib/ids";
 import { pageQuery } from "../../lib/pagination";
 import { phoneFromInternational } from "../../lib/phone";
 import { CalendarDate, QueryTimestamp } from "../../lib/time";
@@ -12,7 +12,7 @@ const strings = (description: string) => z.array(z.string()).openapi({ descripti
 
 export const ContactSchema = z
   .object({
-    id: z.number().int().openapi({ example: 12 }),
+    id: int64Id().openapi({ example: 12 }),
     profile_icon: z.string().openapi({ description: "Avatar URL of the linked platform user; empty when none" }),
     display_name: z.string().openapi({ example: "Dana Doe" }),
     birthday: z.string().nullable().openapi({ description: "YYYY-MM-DD", example: "1991-04-12" }),
@@ -23,7 +23,7 @@ export const ContactSchema = z
     address: strings("One free-text line per address (with `include=addresses` when listing)").optional(),
     risk_score: z.number().int().openapi({ description: "The linked platform user's; 0 when none" }),
     labels: z.array(z.string()).openapi({ example: ["family"] }),
-    user_id: z.number().int().nullable().openapi({
+    user_id: int64Id().nullable().openapi({
       description: "The platform user whose phone, secure number or email matches the contact's; null when none",
     }),
     connected: z.boolean().openapi({ description: "Whether the contact is linked to a platform user" }),
@@ -127,7 +127,7 @@ export const DeletedContactsQuery = pageQuery(100, 1000).extend({
 
 export const DeletedContactSchema = z
   .object({
-    id: z.number().int().openapi({ description: "The deleted contact's id", example: 12 }),
+    id: int64Id().openapi({ description: "The deleted contact's id", example: 12 }),
     deleted_at: z.string().openapi({ format: "date-time" }),
   })
   .openapi("DeletedContact");
@@ -136,7 +136,7 @@ export const SuccessSchema = z.object({ success: z.literal(true) }).openapi("Suc
 
 export const TrustRequestSchema = z
   .object({
-    id: z.number().int().openapi({ description: "The person asking for trust" }),
+    id: int64Id().openapi({ description: "The person asking for trust" }),
     first_name: z.string(),
     middle_name: z.string().nullable(),
     last_name: z.string(),
@@ -171,7 +171,7 @@ export const TrustDecisionSchema = z
 
 export const TrustDecisionResultSchema = z
   .object({
-    id: z.number().int().openapi({ description: "The requester" }),
+    id: int64Id().openapi({ description: "The requester" }),
     trusted: z.boolean(),
   })
   .openapi("TrustDecisionResult");
@@ -181,7 +181,7 @@ export const RequesterParams = z.object({ id: pathId("id", "The requester's pers
 export const CompanyEmployeesSchema = z
   .object({
     company: CompanyRefSchema,
-    employees: z.array(z.object({ id: z.number().int(), first_name: z.string(), last_name: z.string() })),
+    employees: z.array(z.object({ id: int64Id(), first_name: z.string(), last_name: z.string() })),
   })
   .openapi("CompanyWithEmployees");
 

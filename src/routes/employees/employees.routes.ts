@@ -16,6 +16,7 @@ import {
   UpdateEmployeeSchema,
 } from "./employees.schemas";
 import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
+import { ConditionalHeaders, conditionalRead, notModified, withETag } from "../../middleware/conditional";
 
 const tags = ["Employees"];
 
@@ -66,10 +67,11 @@ export const listEmployees = createRoute({
   summary: "List the company's employees",
   description: "Needs `read employees`. Ordered by id; `search` keeps employees with an email starting with it.",
   security: bearerSecurity,
-  middleware: [companyAccess("read employees")] as const,
-  request: { params: CompanyParams, query: EmployeeListQuery },
+  middleware: [companyAccess("read employees"), conditionalRead] as const,
+  request: { headers: ConditionalHeaders, params: CompanyParams, query: EmployeeListQuery },
   responses: {
-    200: { ...jsonContent(z.array(PersonSchema), "One page of employees"), headers: pageHeaders },
+    200: withETag({ ...jsonContent(z.array(PersonSchema), "One page of employees"), headers: pageHeaders }),
+    ...notModified,
     ...errorResponses(400, 401, 403, 404, 429),
   },
 });
@@ -82,10 +84,11 @@ export const getEmployee = createRoute({
   summary: "Read one employee",
   description: "Needs `read employees`.",
   security: bearerSecurity,
-  middleware: [companyAccess("read employees")] as const,
-  request: { params: EmployeeParams },
+  middleware: [companyAccess("read employees"), conditionalRead] as const,
+  request: { headers: ConditionalHeaders, params: EmployeeParams },
   responses: {
-    200: jsonContent(PersonSchema, "The employee"),
+    200: withETag(jsonContent(PersonSchema, "The employee")),
+    ...notModified,
     ...errorResponses(400, 401, 403, 404, 429),
   },
 });

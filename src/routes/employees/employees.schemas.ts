@@ -2,7 +2,7 @@
 // helpers (Name, OptionalText, primaryList) and whose Person and Exposure the webhook payloads reuse.
 import { z } from "@hono/zod-openapi";
 import { EmailAddress } from "../../lib/email";
-import { pathId } from "../../lib/ids";
+import { pathId, int64Id } from "../../lib/ids";
 import { pageQuery } from "../../lib/pagination";
 import { isCountryCode, normalizeCallingCode, phoneFromInternational, phoneFromParts } from "../../lib/phone";
 import { CalendarDate, QueryTimestamp } from "../../lib/time";
@@ -384,7 +384,7 @@ export const ExposureListQuery = pageQuery(100, 1000).extend({
 
 export const PersonSchema = z
   .object({
-    id: z.number().int().openapi({ example: 12 }),
+    id: int64Id().openapi({ example: 12 }),
     first_name: z.string(),
     middle_name: z.string().nullable(),
     last_name: z.string(),
@@ -392,7 +392,7 @@ export const PersonSchema = z
     dob: z.string().nullable().openapi({ description: "YYYY-MM-DD" }),
     akas: z.array(
       z.object({
-        id: z.number().int(),
+        id: int64Id(),
         first_name: z.string(),
         middle_name: z.string().nullable(),
         last_name: z.string().nullable(),
@@ -400,7 +400,7 @@ export const PersonSchema = z
     ),
     addresses: z.array(
       z.object({
-        id: z.number().int(),
+        id: int64Id(),
         primary: z.boolean(),
         line_1: z.string(),
         line_2: z.string().nullable(),
@@ -410,10 +410,10 @@ export const PersonSchema = z
         country: z.string(),
       }),
     ),
-    emails: z.array(z.object({ id: z.number().int(), primary: z.boolean(), email: z.string() })),
+    emails: z.array(z.object({ id: int64Id(), primary: z.boolean(), email: z.string() })),
     phone_numbers: z.array(
       z.object({
-        id: z.number().int(),
+        id: int64Id(),
         primary: z.boolean(),
         country_code: z.string().openapi({ description: "Calling code, digits", example: "1" }),
         phone_number: z.string().openapi({ description: "National number, digits", example: "4155550123" }),
@@ -447,8 +447,8 @@ export const PersonSchema = z
 
 export const ExposureSchema = z
   .object({
-    id: z.number().int(),
-    employee_id: z.number().int(),
+    id: int64Id(),
+    employee_id: int64Id(),
     status: z.enum(exposureStatuses),
     site: CompanyRefSchema,
     url: z.string().nullable().openapi({ description: "The listing found" }),

@@ -5,6 +5,7 @@ import { companyAccess, soleCompanyAccess } from "../../middleware/company-acces
 import { CompanyParams } from "../companies/companies.schemas";
 import { CompanyLicenseParams, LicenseParams, LicenseSchema, PurchaseSchema } from "./licenses.schemas";
 import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
+import { ConditionalHeaders, conditionalRead, notModified, withETag } from "../../middleware/conditional";
 
 const tags = ["Licenses"];
 
@@ -31,10 +32,11 @@ const listAt = (scoped: boolean) =>
     summary: "List the licenses with the company's seats",
     description: `Needs \`read licenses\`. The whole catalog, cheapest first, with the company's seat counts (zero when none bought); no pagination.${soleNote(scoped)}`,
     security: bearerSecurity,
-    middleware: [access(scoped, "read licenses")] as const,
-    request: { params: scoped ? CompanyParams : z.object({}) },
+    middleware: [access(scoped, "read licenses"), conditionalRead] as const,
+    request: { headers: ConditionalHeaders, params: scoped ? CompanyParams : z.object({}) },
     responses: {
-      200: jsonContent(z.array(LicenseSchema), "Every license"),
+      200: withETag(jsonContent(z.array(LicenseSchema), "Every license")),
+      ...notModified,
       ...errorResponses(400, 401, 403, 404, 429),
     },
   });
@@ -48,10 +50,11 @@ const getAt = (scoped: boolean) =>
     summary: "Read one license with the company's seats",
     description: `Needs \`read licenses\`. The id is matched case-insensitively, also against the name.${soleNote(scoped)}`,
     security: bearerSecurity,
-    middleware: [access(scoped, "read licenses")] as const,
-    request: { params: scoped ? CompanyLicenseParams : LicenseParams },
+    middleware: [access(scoped, "read licenses"), conditionalRead] as const,
+    request: { headers: ConditionalHeaders, params: scoped ? CompanyLicenseParams : LicenseParams },
     responses: {
-      200: jsonContent(LicenseSchema, "The license"),
+      200: withETag(jsonContent(LicenseSchema, "The license")),
+      ...notModified,
       ...errorResponses(400, 401, 403, 404, 429),
     },
   });

@@ -16,6 +16,7 @@ import {
   WebhookSchema,
 } from "./webhooks.schemas";
 import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
+import { ConditionalHeaders, conditionalRead, notModified, withETag } from "../../middleware/conditional";
 
 const tags = ["Webhooks"];
 
@@ -27,10 +28,11 @@ export const listWebhooks = createRoute({
   summary: "List the company's webhooks",
   description: "Needs `read webhooks`.",
   security: bearerSecurity,
-  middleware: [companyAccess("read webhooks")] as const,
-  request: { params: CompanyParams },
+  middleware: [companyAccess("read webhooks"), conditionalRead] as const,
+  request: { headers: ConditionalHeaders, params: CompanyParams },
   responses: {
-    200: jsonContent(z.array(WebhookSchema), "The webhooks, oldest first"),
+    200: withETag(jsonContent(z.array(WebhookSchema), "The webhooks, oldest first")),
+    ...notModified,
     ...errorResponses(400, 401, 403, 404, 429),
   },
 });
@@ -62,10 +64,11 @@ export const getWebhook = createRoute({
   summary: "Read one webhook",
   description: "Needs `read webhooks`.",
   security: bearerSecurity,
-  middleware: [companyAccess("read webhooks")] as const,
-  request: { params: WebhookParams },
+  middleware: [companyAccess("read webhooks"), conditionalRead] as const,
+  request: { headers: ConditionalHeaders, params: WebhookParams },
   responses: {
-    200: jsonContent(WebhookSchema, "The webhook"),
+    200: withETag(jsonContent(WebhookSchema, "The webhook")),
+    ...notModified,
     ...errorResponses(400, 401, 403, 404, 429),
   },
 });

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { pathId } from "../../lib/ids";
+import { pathId, int64Id } from "../../lib/ids";
 import { pageQuery } from "../../lib/pagination";
 import { QueryTimestamp } from "../../lib/time";
 import { EVENT_NAMES, TEST_EVENT } from "../../domain/events";
@@ -14,7 +14,7 @@ export const EventNameSchema = z
 
 export const WebhookSchema = z
   .object({
-    id: z.number().int().openapi({ example: 1 }),
+    id: int64Id().openapi({ example: 1 }),
     endpoint: z.string().openapi({ example: "https://hooks.acme.example/privacy" }),
     event: z.string().openapi({ example: "scan:found" }),
     active: z.boolean(),
