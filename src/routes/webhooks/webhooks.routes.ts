@@ -12,6 +12,7 @@ import {
   UpdateWebhookSchema,
   WebhookHistoryDetailSchema,
   WebhookHistorySchema,
+  WebhookEventSchema,
   WebhookParams,
   WebhookSchema,
 } from "./webhooks.schemas";
@@ -33,6 +34,25 @@ export const listWebhooks = createRoute({
   responses: {
     200: withETag(jsonContent(z.array(WebhookSchema), "The webhooks, oldest first")),
     ...notModified,
+    ...errorResponses(400, 401, 403, 404, 429),
+  },
+});
+
+/** Declared (and registered) before `/webhooks/{id}`, which it must not be taken for. */
+export const listEvents = createRoute({
+  method: "get",
+  operationId: "listWebhookEvents",
+  path: "/companies/{company_id}/webhooks/events",
+  tags,
+  summary: "The events a webhook can subscribe to",
+  description:
+    "Needs `read webhooks`. Every event, with a one-line description and a sample delivery body " +
+    "(`type`, `timestamp`, `data`); docs/webhooks.md in the repository says more about each.",
+  security: bearerSecurity,
+  middleware: [companyAccess("read webhooks")] as const,
+  request: { params: CompanyParams },
+  responses: {
+    200: jsonContent(z.array(WebhookEventSchema), "Every event, in a stable order"),
     ...errorResponses(400, 401, 403, 404, 429),
   },
 });
@@ -103,10 +123,12 @@ export const updateWebhook = createRoute({
   operationId: "updateWebhook",
   path: "/companies/{company_id}/webhooks/{id}",
   tags,
-  summary: "Activate or deactivate a webhook",
+  summary: "Change a webhook's endpoint, event or state",
   description:
-    "Needs `write webhooks`. An inactive webhook receives nothing, including retries already scheduled. " +
-    "`active: true` clears `disabled_reason` (its endpoint must still be allowed, else 400).",
+    "Needs `write webhooks`. Any of `active`, `endpoint` and `event`, at least one; the others stay. A new " +
+    "`endpoint` follows the rules of creation (400 otherwise). An inactive webhook receives nothing, including " +
+    "retries already scheduled. `active` clears `disabled_reason`; `active: true` needs the endpoint to still be " +
+    "allowed (else 400). Attempts after the change, retries included, go to the new endpoint; an event change applies to events from then on.",
   security: bearerSecurity,
   middleware: [companyAccess("write webhooks")] as const,
   request: {
