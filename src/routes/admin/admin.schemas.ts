@@ -65,7 +65,23 @@ export const NewCompanySchema = z
     profile_url: HttpUrl.optional().openapi({ description: "Vendors: public trust profile" }),
   })
   .superRefine((body, ctx) => onlyForItsKind(body.kind, body, ctx))
-  .openapi("NewPlatformCompany");
+  .openapi("NewPlatformCompany", {
+    description: "`domain` only for publishers, `scanner` only for sites, `profile_url` only for vendors",
+    // One alternative per `kind` (a `discriminator` would need each as a named schema).
+    oneOf: companyKinds.map((kind) => ({
+      title: kind,
+      required: ["kind"],
+      properties: {
+        kind: { const: kind },
+        // A field of another kind: no value is allowed (`not: {}`).
+        ...Object.fromEntries(
+          Object.entries(KIND_OF_FIELD)
+            .filter(([, owner]) => owner !== kind)
+            .map(([field]) => [field, { not: {} }]),
+        ),
+      },
+    })),
+  });
 
 export const CompanyChangesSchema = z
   .object({

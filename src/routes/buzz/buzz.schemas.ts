@@ -219,7 +219,17 @@ export const ActivityCreateSchema = z
       }
     }
   })
-  .openapi("ActivityCreate");
+  .openapi("ActivityCreate", {
+    description: "`chat_*` types need `message` and `message_id`",
+    // JSON Schema's if/then (OpenAPI 3.1): the rule above, as a generated client reads it.
+    ...({
+      if: { properties: { type: { enum: activityTypes.filter((t) => t.startsWith("chat_")) } }, required: ["type"] },
+      then: {
+        properties: { message: { type: "string", minLength: 1 }, message_id: { type: "string", format: "uuid" } },
+        required: ["message", "message_id"],
+      },
+    } as object),
+  });
 
 const activityFields = {
   id: int64Id(),

@@ -86,6 +86,13 @@ export const ContactSyncSchema = z
 
 export const ContactParams = z.object({ id: pathId("id", "Contact id") });
 
+/** What `include` accepts: names of CONTACT_COLLECTIONS, comma-separated, blanks around them ignored. */
+const INCLUDE_ITEM = `\\s*(?:(?:${CONTACT_COLLECTIONS.join("|")})\\s*)?`;
+const INCLUDE_PATTERN = `^${INCLUDE_ITEM}(?:,${INCLUDE_ITEM})*$`;
+
+/** A day a week ago, so the example `since` stays inside the 90 days deletions are kept. */
+const A_WEEK_AGO = new Date(Date.now() - 7 * 24 * 3600 * 1000).toISOString().slice(0, 10) + "T00:00:00Z";
+
 export const ContactsQuery = pageQuery(10, 100).extend({
   updated_at: QueryTimestamp.optional().openapi({
     param: { name: "updated_at", in: "query" },
@@ -113,6 +120,7 @@ export const ContactsQuery = pageQuery(10, 100).extend({
       param: { name: "include", in: "query" },
       type: "string",
       description: "Comma-separated: emails, addresses, phone_numbers",
+      pattern: INCLUDE_PATTERN,
       example: "emails,phone_numbers",
     }),
 });
@@ -122,6 +130,7 @@ export const DeletedContactsQuery = pageQuery(100, 1000).extend({
     param: { name: "since", in: "query", required: true },
     description:
       "Contacts deleted at or after this time (inclusive). At most 90 days back; older is 410: resynchronise in full",
+    example: A_WEEK_AGO,
   }),
 });
 
@@ -158,7 +167,10 @@ export const TrustRequestCreateSchema = z
       ctx.addIssue({ code: "custom", message: "give exactly one of `user_id`, `phone` or `email`" });
     }
   })
-  .openapi("TrustRequestCreate");
+  .openapi("TrustRequestCreate", {
+    description: "Exactly one of `user_id`, `phone` or `email` names the person asked",
+    oneOf: [{ required: ["user_id"] }, { required: ["phone"] }, { required: ["email"] }],
+  });
 
 export const TrustDecisionSchema = z
   .object({

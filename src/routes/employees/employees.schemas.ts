@@ -107,7 +107,10 @@ export const PhoneInputSchema = z
     }
     return { primary: input.primary ?? false, ...phone };
   })
-  .openapi("PhoneInput");
+  .openapi("PhoneInput", {
+    description: "`country_code` and `phone_number`, or `phone_full` (both forms: they must agree)",
+    anyOf: [{ required: ["country_code", "phone_number"] }, { required: ["phone_full"] }],
+  });
 
 const AddressInputSchema = z
   .object({
@@ -314,7 +317,10 @@ export const UpdateEmployeeSchema = z
     }
     return changes;
   })
-  .openapi("UpdateEmployee");
+  .openapi("UpdateEmployee", {
+    description: "At least one field; `email` and `emails` are the same field, so not both",
+    not: { properties: { email: { type: "array" }, emails: { type: "array" } }, required: ["email", "emails"] },
+  });
 
 export const EmployeeParams = CompanyParams.extend({ id: pathId("id", "Employee (person) id") });
 export const ExposureParams = CompanyParams.extend({ id: pathId("id", "Exposure id") });
@@ -363,13 +369,21 @@ export const ExposureListQuery = pageQuery(100, 1000).extend({
     "employees",
     (item) => (/^[0-9]{1,15}$/.test(item) && Number(item) > 0 ? Number(item) : null),
     "an employee id",
-  ).openapi({ description: "Comma-separated employee ids", example: "12,15" }),
+  ).openapi({
+    description: "Comma-separated employee ids (positive, up to 15 digits)",
+    pattern: "^\\s*$|^\\s*[0-9]{1,15}\\s*(?:,\\s*[0-9]{1,15}\\s*)*$",
+    example: "12,15",
+  }),
   status: commaList(
     "status",
     (item) =>
       (exposureStatuses as readonly string[]).includes(item) ? (item as (typeof exposureStatuses)[number]) : null,
     "one of pending, in_progress, closed",
-  ).openapi({ description: "One or more of pending, in_progress, closed, comma-separated", example: "pending" }),
+  ).openapi({
+    description: "One or more of pending, in_progress, closed, comma-separated",
+    pattern: `^\\s*$|^\\s*(?:${exposureStatuses.join("|")})\\s*(?:,\\s*(?:${exposureStatuses.join("|")})\\s*)*$`,
+    example: "pending",
+  }),
   exposed: z
     .enum(["true", "false", "1", "0"], { error: "must be true or false" })
     .optional()

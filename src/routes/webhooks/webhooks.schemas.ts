@@ -169,7 +169,7 @@ export const HistoryQuery = pageQuery(100, 1000)
     }),
     end_date: QueryTimestamp.optional().openapi({
       param: { name: "end_date", in: "query" },
-      description: "Only events before this time",
+      description: "Only events before this time; must be later than `start_date` when both are given (else 400)",
     }),
     type: TypeList.optional(),
   })
