@@ -84,7 +84,7 @@ describe("RateLimit and RateLimit-Policy on successes", () => {
 describe("401 messages say what is wrong with the token", () => {
   it("a malformed token, an unknown token and a malformed header each say which", async () => {
     const malformed = await call("/companies/1", { token: "pk_nope" });
-    expect(await expectError(malformed, 401, "Unauthorized")).toMatch(/bearer token is malformed/);
+    expect(await expectError(malformed, 401, "Unauthorized")).toMatch(/the token is malformed/);
     const unknown = await call("/companies/1", { token: "pk_nope_but_long_enough" });
     expect(await expectError(unknown, 401, "Unauthorized")).toMatch(/bearer token is unknown/);
     const header = await call("/companies/1", { headers: { Authorization: "Token abc" } });

@@ -50,7 +50,7 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
     } else if (!tokenHasValidShape(token)) {
       c.set(
         "authFailure",
-        "the bearer token is malformed: this API's tokens are 8 to 256 letters, digits, `_` or `-` (send `Bearer <token>`)",
+        "the token is malformed: this API's tokens are 8 to 256 letters, digits, `_` or `-` (send `Bearer <token>`, or `Basic` with the token as the password)",
       );
     } else {
       const check = await verifyToken(c.var.db, token, new Date(), {
