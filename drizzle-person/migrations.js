@@ -4,6 +4,7 @@ import m0001 from './0001_contacts_trust_index.sql';
 import m0002 from './0002_receiving_budget.sql';
 import m0003 from './0003_facts_version.sql';
 import m0004 from './0004_caller_verification.sql';
+import m0005 from './0005_idempotency_keys.sql';
 
   export default {
     journal,
@@ -12,7 +13,8 @@ import m0004 from './0004_caller_verification.sql';
 m0001,
 m0002,
 m0003,
-m0004
+m0004,
+m0005
     }
   }
   

@@ -9,6 +9,7 @@ import { createRouter } from "./lib/create-router";
 import { documentFor } from "./lib/openapi";
 import { identify } from "./middleware/auth";
 import { database } from "./middleware/db";
+import { dateHeader } from "./middleware/date";
 import { rateLimit } from "./middleware/rate-limit";
 import { RINGING_PATH } from "./middleware/request-kind";
 import { twimlRefusals } from "./middleware/twiml-answers";
@@ -32,6 +33,7 @@ const areas = [health, me, buzz, companies, vcc, webhooks, scans, employees, lic
 export function createApp() {
   const app = createRouter();
 
+  app.use(dateHeader);
   app.use(requestId());
   // A trust-lookup that asked for TwiML is answered in TwiML, refusals included (docs/providers.md).
   app.use(RINGING_PATH, twimlRefusals);

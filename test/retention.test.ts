@@ -316,6 +316,7 @@ describe("retention finds due rows through an index", () => {
     scan_results: "SELECT rowid FROM scan_results WHERE created_at < ?1 LIMIT 1000",
     exposures: "SELECT rowid FROM exposures WHERE closed_at < ?1 AND status = 'closed' LIMIT 1000",
     index_written: "SELECT rowid FROM index_written WHERE written_at < ?1 LIMIT 1000",
+    company_idempotency_keys: "SELECT rowid FROM company_idempotency_keys WHERE claimed_at < ?1 LIMIT 1000",
   };
   for (const [table, query] of Object.entries(plans)) {
     it(`${table}: no table scan`, async () => {

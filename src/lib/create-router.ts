@@ -1,23 +1,54 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
+import { OpenAPIHono, type z } from "@hono/zod-openapi";
+import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../types";
 import { badRequest, describeZodError, notFound } from "./errors";
 
 /**
  * Every router of the app is made here, so every route validates input the
  * same way: a zod failure becomes one 400 naming each offending field (a
- * path parameter that fails is a 404: that path names nothing).
+ * path parameter that fails is a 404: that path names nothing), and the path
+ * is checked before the route's own middleware (see `pathFirst`).
  */
 export function createRouter() {
-  return new OpenAPIHono<AppEnv>({
+  const router = new OpenAPIHono<AppEnv>({
     defaultHook: (result, c) => {
       if (result.success) return;
-      // A path that does not name a resource (`/contacts/sync` on GET, `/site/abc`)
-      // is an unknown route, as docs/decisions.md answers unknown routes and wrong methods.
-      if (result.target === "param") {
-        throw notFound(`there is no route ${c.req.method} ${c.req.path} (${describeZodError(result.error, "param")})`);
-      }
+      if (result.target === "param") throw noRoute(c.req.method, c.req.path, result.error);
       throw badRequest(describeZodError(result.error, result.target));
     },
+  });
+  const openapi = router.openapi;
+  router.openapi = ((route, handler, hook) => {
+    const params = route.request?.params as z.ZodType | undefined;
+    if (!params) return openapi(route, handler, hook);
+    const middleware = route.middleware === undefined ? [] : [route.middleware].flat();
+    return openapi({ ...route, middleware: [pathFirst(params), ...middleware] }, handler, hook);
+  }) as typeof openapi;
+  return router;
+}
+
+/**
+ * A path that does not name a resource (`/contacts/sync` on GET, `/site/abc`)
+ * is an unknown route, as docs/decisions.md answers unknown routes and wrong
+ * methods.
+ */
+const noRoute = (method: string, path: string, error: z.ZodError) =>
+  notFound(`there is no route ${method} ${path} (${describeZodError(error, "param")})`);
+
+/**
+ * Runs before the route's middleware: a path whose ids are not ids is 404
+ * for everyone, before the token or permission checks (docs/decisions.md,
+ * "Unknown routes"); else a Viewer would get 403 where an Admin gets 404.
+ * `company_id` is left to `companyAccess`, which answers it as a company
+ * that does not exist.
+ */
+function pathFirst(params: z.ZodType) {
+  return createMiddleware<AppEnv>(async (c, next) => {
+    const result = params.safeParse(c.req.param());
+    if (!result.success && result.error.issues.some((issue) => issue.path[0] !== "company_id")) {
+      throw noRoute(c.req.method, c.req.path, result.error);
+    }
+    await next();
   });
 }
 

@@ -11,12 +11,13 @@ const PHRASES: Record<number, string> = {
   409: "Conflict",
   410: "Gone",
   413: "Payload Too Large",
+  422: "Unprocessable Content",
   426: "Upgrade Required",
   429: "Too Many Requests",
   500: "Internal Server Error",
 };
 
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 410 | 413 | 426 | 429 | 500;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 410 | 413 | 422 | 426 | 429 | 500;
 
 /** The one error body of the API: `{"error": {"code": "404", "message": "Not Found: …"}}`. */
 export const ErrorSchema = z

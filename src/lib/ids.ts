@@ -24,7 +24,7 @@ export const IdSchema = z
     }
     return id;
   })
-  .openapi({ type: "integer", minimum: 1, example: 1 });
+  .openapi({ type: "integer", format: "int64", minimum: 1, example: 1 });
 
 export const pathId = (name: string, description: string) =>
   z
@@ -33,4 +33,17 @@ export const pathId = (name: string, description: string) =>
     .regex(/^[0-9]{1,16}$/, { message: "must be a positive integer id" })
     .refine((text) => Number.isSafeInteger(Number(text)), { message: "must be a positive integer id" })
     .transform(Number)
-    .openapi({ param: { name, in: "path", required: true }, type: "integer", description, example: 1 });
+    .openapi({
+      param: { name, in: "path", required: true },
+      type: "integer",
+      format: "int64",
+      description,
+      example: 1,
+    });
+
+/**
+ * An id in an answer: a JSON integer that passes 2³¹ (activity ids are
+ * time-based, ~3.7×10¹⁵), so the document says `int64` and generated
+ * clients use 64-bit integers (docs/decisions.md, "Ids").
+ */
+export const int64Id = () => z.number().int().openapi({ format: "int64" });

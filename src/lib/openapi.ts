@@ -1,5 +1,5 @@
 import { z, type OpenAPIHono } from "@hono/zod-openapi";
-import { ErrorSchema, type ErrorStatus } from "./errors";
+import { errorBody, ErrorSchema, type ErrorStatus } from "./errors";
 
 export const jsonContent = <T extends z.ZodType>(schema: T, description: string) => ({
   content: { "application/json": { schema } },
@@ -14,9 +14,25 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   409: "Conflicts with the current state",
   410: "What was asked for is no longer kept; the message says what to do instead",
   413: "Request body larger than 1 MiB",
+  422: "The `Idempotency-Key` was used for another request",
   426: "A WebSocket endpoint asked without `Upgrade: websocket`",
   429: "Rate limit exceeded; see Retry-After",
   500: "Unexpected failure; reported with the request id",
+};
+
+/** A message each status really answers, for the document's examples (one per status, not one for all). */
+const ERROR_EXAMPLES: Record<ErrorStatus, string> = {
+  400: "invalid body: `email` must be an email address; `first_name` is required",
+  401: "the bearer token is unknown: this API never issued it, or it was deleted, so it is not valid",
+  403: "this needs the `write employees` permission, which your roles in company 1 do not grant",
+  404: "company 7 does not exist",
+  409: "the request first sent with this `Idempotency-Key` is still being answered; retry in a moment",
+  410: "deletions are remembered for 90 days and `since` is older; resynchronise the contacts in full",
+  413: "the request body is larger than 1 MiB",
+  422: "this `Idempotency-Key` was used for another request in the last 24 h; a new request needs a new key",
+  426: "this endpoint is a WebSocket: connect with `Upgrade: websocket` (see docs/realtime.md)",
+  429: "this token made more than 1000 requests in the last minute; retry after the Retry-After delay",
+  500: "something went wrong on our side; quote request id 8d3c2f0e-1b7a-4c55-9e61-0f2a7d9b4c13 when reporting it",
 };
 
 /** Every 429 carries it (lib/errors `tooManyRequests`): seconds until the budget allows a retry. */
@@ -31,11 +47,18 @@ export const retryAfterHeaders = z.object({
 export function errorResponses<S extends ErrorStatus>(...statuses: S[]) {
   return Object.fromEntries(
     statuses.map((status) => {
-      const response = jsonContent(ErrorSchema, ERROR_DESCRIPTIONS[status]);
+      const response = {
+        content: { "application/json": { schema: ErrorSchema, example: errorBody(status, ERROR_EXAMPLES[status]) } },
+        description: ERROR_DESCRIPTIONS[status],
+      };
       return [status, status === 429 ? { ...response, headers: retryAfterHeaders } : response];
     }),
   ) as {
-    [K in S]: ReturnType<typeof jsonContent<typeof ErrorSchema>> & { headers?: typeof retryAfterHeaders };
+    [K in S]: {
+      content: { "application/json": { schema: typeof ErrorSchema; example: ReturnType<typeof errorBody> } };
+      description: string;
+      headers?: typeof retryAfterHeaders;
+    };
   };
 }
 
@@ -73,7 +96,7 @@ export const DOCUMENT: Parameters<OpenAPIHono["getOpenAPI31Document"]>[0] = {
     title: "Privacy Platform API",
     version: "0.1.0",
     description:
-      'Secure calling, contacts, employee exposure, licenses, consent container and webhooks. Errors always have the body `{"error": {"code", "message"}}`. Threat model and limits: docs/security.md in the repository.',
+      'Secure calling, contacts, employee exposure, licenses, consent container and webhooks. Errors always have the body `{"error": {"code", "message"}}`. Every answer carries `Date`; successes carry the IETF `RateLimit` and `RateLimit-Policy` fields (the token\'s budget and what is left of it in this window). Ids are 64-bit integers (`format: int64`). Threat model and limits: docs/security.md in the repository.',
     license,
   },
   servers: [{ url: "/", description: "The deployment serving this document" }],

@@ -48,10 +48,15 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
     c.set("authFailure", "HTTP Basic is accepted only by trust-lookup and call-lookup; send `Bearer <token>`");
   } else if (header !== undefined) {
     const token = tokenFromAuthorization(header);
-    if (!token || !tokenHasValidShape(token)) {
+    if (!token) {
       c.set(
         "authFailure",
         "the Authorization header must be `Bearer <token>` (or `Basic` with the token as the password)",
+      );
+    } else if (!tokenHasValidShape(token)) {
+      c.set(
+        "authFailure",
+        "the token is malformed: this API's tokens are 8 to 256 letters, digits, `_` or `-` (send `Bearer <token>`, or `Basic` with the token as the password)",
       );
     } else {
       const check = await verifyToken(c.var.db, token, new Date(), {

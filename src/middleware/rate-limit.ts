@@ -39,16 +39,41 @@ export const rateLimit = createMiddleware<AppEnv>(async (c, next) => {
     );
   if (!readsOnly(c)) {
     if (!(await admission)) throw refused();
-    return next();
+    await next();
+  } else {
+    // A read (and the ringing path, a question) does its work while its budget is checked: one
+    // round of I/O less. A refused read's answer is replaced by the 429; it changed nothing.
+    await next();
+    if (!(await admission)) {
+      const error = refused();
+      c.res = c.json(errorBody(429, error.detail), 429, error.headers);
+      return;
+    }
   }
-  // A read (and the ringing path, a question) does its work while its budget is checked: one
-  // round of I/O less. A refused read's answer is replaced by the 429; it changed nothing.
-  await next();
-  if (!(await admission)) {
-    const error = refused();
-    c.res = c.json(errorBody(429, error.detail), 429, error.headers);
-  }
+  if (c.res.status < 400) setRateLimitHeaders(c.res.headers, budget, principal.tokenId);
 });
+
+/**
+ * The IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers) on a
+ * success: the token's policy (`q` requests per `w` seconds) and what is
+ * left of it (`r`) until the window ends (`t` seconds). `r` is what this
+ * isolate counted in the current window: other isolates serving the same
+ * token may have spent part of it (docs/decisions.md, "Rate limits").
+ */
+function setRateLimitHeaders(headers: Headers, budget: Budget, tokenId: number) {
+  const now = Date.now();
+  const used = budget.state.used.get(tokenId);
+  const spent = used && used.window === windowOf(now) ? used.count : 0;
+  const reset = Math.ceil(((windowOf(now) + 1) * WINDOW_SECONDS * 1000 - now) / 1000);
+  try {
+    headers.set("RateLimit-Policy", `"${budget.name}";q=${budget.perMinute};w=${WINDOW_SECONDS}`);
+    headers.set("RateLimit", `"${budget.name}";r=${Math.max(0, budget.perMinute - spent)};t=${reset}`);
+  } catch {
+    // An immutable answer (none today) goes without them.
+  }
+}
+
+const windowOf = (ms: number) => Math.floor(ms / (WINDOW_SECONDS * 1000));
 
 /**
  * A token budget and how it is sampled: each isolate asks the binding for
@@ -61,13 +86,18 @@ export const rateLimit = createMiddleware<AppEnv>(async (c, next) => {
  * requests more, and an isolate's first request always counts, so the
  * budget is never lenient at low volume.
  */
-type Budget = { perMinute: number; sample: number; state: SampleState };
-type SampleState = { seen: Map<number, number>; refusedUntil: Map<number, number> };
-const sampleState = (): SampleState => ({ seen: new Map(), refusedUntil: new Map() });
+type Budget = { name: string; perMinute: number; sample: number; state: SampleState };
+/** `used`: requests per token in the current window, for the RateLimit header. */
+type SampleState = {
+  seen: Map<number, number>;
+  refusedUntil: Map<number, number>;
+  used: Map<number, { window: number; count: number }>;
+};
+const sampleState = (): SampleState => ({ seen: new Map(), refusedUntil: new Map(), used: new Map() });
 
 /** Binding limits in wrangler.toml: SERVICE_RATE_LIMIT 7,500 (60,000 / 8), TOKEN_RATE_LIMIT 125 (1,000 / 8). */
-const SERVICE_BUDGET: Budget = { perMinute: 60_000, sample: 8, state: sampleState() };
-const PERSON_BUDGET: Budget = { perMinute: 1_000, sample: 8, state: sampleState() };
+const SERVICE_BUDGET: Budget = { name: "service", perMinute: 60_000, sample: 8, state: sampleState() };
+const PERSON_BUDGET: Budget = { name: "person", perMinute: 1_000, sample: 8, state: sampleState() };
 /** Entries kept per budget; a full map starts over (an isolate rarely sees this many tokens a minute). */
 const MAX_TRACKED_TOKENS = 10_000;
 
@@ -76,6 +106,10 @@ async function admit(limiter: RateLimit, { sample, state }: Budget, tokenId: num
   if ((state.refusedUntil.get(tokenId) ?? 0) > now) return false;
   if (state.seen.size >= MAX_TRACKED_TOKENS) state.seen.clear();
   if (state.refusedUntil.size >= MAX_TRACKED_TOKENS) state.refusedUntil.clear();
+  if (state.used.size >= MAX_TRACKED_TOKENS) state.used.clear();
+  const used = state.used.get(tokenId);
+  if (used && used.window === windowOf(now)) used.count++;
+  else state.used.set(tokenId, { window: windowOf(now), count: 1 });
   const seen = state.seen.get(tokenId) ?? 0;
   state.seen.set(tokenId, seen + 1);
   if (seen % sample !== 0) return true;

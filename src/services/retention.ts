@@ -3,6 +3,7 @@ import { pruneOlderThan, type PruneResult } from "../db/prune";
 import { activities, blockedCalls } from "../db/schema";
 import { logError } from "../lib/log";
 import { pruneExpiredClaims } from "./company-phones";
+import { pruneCompanyKeys } from "./idempotency";
 import { pruneClosedExposures, pruneFinishedScans, pruneSupersededResults } from "./scan-retention";
 import { pruneIndexWritten } from "./trust-index";
 import { pruneDeliveredHistory } from "./webhook-history";
@@ -53,6 +54,7 @@ const RULES = {
   indexWritten: (db: Db, now: Date, maxStatements: number) => pruneIndexWritten(db, now, { maxStatements }),
   // Company phone claims still pending after 30 days have expired (docs/decisions.md, "Company phones").
   expiredPhoneClaims: pruneExpiredClaims,
+  idempotencyKeys: pruneCompanyKeys,
 } satisfies Record<string, (db: Db, now: Date, maxStatements: number) => Promise<PruneResult>>;
 
 /** How many rules a pass runs (each at most `RETENTION_STATEMENTS_PER_RULE` statements). */

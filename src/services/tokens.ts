@@ -176,7 +176,11 @@ function toCheck(
     | undefined,
   now: Date,
 ): TokenCheck {
-  if (!row) return { ok: false, reason: "the bearer token is not valid" };
+  if (!row)
+    return {
+      ok: false,
+      reason: "the bearer token is unknown: this API never issued it, or it was deleted, so it is not valid",
+    };
   if (row.revokedAt) return { ok: false, reason: "the bearer token has been revoked" };
   if (row.expiresAt && row.expiresAt.getTime() <= now.getTime())
     return { ok: false, reason: "the bearer token has expired" };

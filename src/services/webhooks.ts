@@ -91,16 +91,28 @@ export async function createWebhook(
   return row ? toWebhook(row) : null;
 }
 
+/** What a PATCH may change; absent fields stay. */
+export type WebhookChanges = { active?: boolean; endpoint?: string; event?: EventName };
+
 /**
- * PATCH: only `active` moves (seed §3). Switching on clears why the service
- * had switched it off, and its failing clock. Null when the company has no such webhook.
+ * PATCH: `active`, `endpoint` and `event` (docs/decisions.md, "Webhooks").
+ * Setting `active` clears why the service had switched it off, and switching
+ * on clears its failing clock; a new endpoint or event leaves both alone.
+ * One UPDATE; null when the company has no such webhook.
  */
-export async function setWebhookActive(deps: Deps, companyId: number, id: number, active: boolean) {
+export async function updateWebhook(deps: Deps, companyId: number, id: number, changes: WebhookChanges) {
+  const { active, endpoint, event } = changes;
   const batch = new WriteBatch(deps);
   const update = batch.add(
     deps.db
       .update(webhooks)
-      .set({ active, disabledReason: null, ...(active ? { failingSince: null } : {}), updatedAt: batch.now })
+      .set({
+        ...(endpoint === undefined ? {} : { endpoint }),
+        ...(event === undefined ? {} : { event }),
+        ...(active === undefined ? {} : { active, disabledReason: null }),
+        ...(active ? { failingSince: null } : {}),
+        updatedAt: batch.now,
+      })
       .where(and(eq(webhooks.companyId, companyId), eq(webhooks.id, id)))
       .returning(),
   );

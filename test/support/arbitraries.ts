@@ -13,7 +13,14 @@ export function fromSchema(schema: JsonSchema | undefined, name = "", depth = 0)
   if ("const" in schema) return fc.constant(schema.const);
   if (Array.isArray(schema.enum)) return fc.constantFrom(...(schema.enum as unknown[]));
   const alternatives = (schema.anyOf ?? schema.oneOf) as JsonSchema[] | undefined;
+  if (alternatives?.length && schema.properties) {
+    // An object whose alternatives only add rules (which fields are required or forbidden, a `kind`):
+    // each alternative refines the object itself.
+    return fc.oneof(...alternatives.map((alternative) => fromSchema(refine(schema, alternative), name, depth + 1)));
+  }
   if (alternatives?.length) return fc.oneof(...alternatives.map((s) => fromSchema(s, name, depth + 1)));
+  if (schema.if && schema.then)
+    return fromSchema(refine({ ...schema, if: undefined }, schema.then as JsonSchema), name, depth);
   if (Array.isArray(schema.allOf))
     return fromSchema(Object.assign({}, ...(schema.allOf as JsonSchema[])), name, depth + 1);
   const type = schema.type;
@@ -103,3 +110,24 @@ export const nastyNumbers = [-1, 0, 1.5, 2 ** 31, 2 ** 53 + 2, 1e308, -1e308, Nu
 
 /** Values of the wrong type for any field. */
 export const wrongTypes: unknown[] = [null, true, 0, -7, "text", [], {}, [1, "a"], { nested: { deep: [null] } }];
+
+/**
+ * `base` under one of its alternatives (or its `then`): the alternative's
+ * `required` added, its properties merged in; a property it forbids
+ * (`not: {}`) or another alternative requires (under `oneOf`, exactly one
+ * may hold) is left out.
+ */
+function refine(base: JsonSchema, alternative: JsonSchema): JsonSchema {
+  const { anyOf: _any, oneOf, ...rest } = base;
+  const properties = { ...((rest.properties ?? {}) as Record<string, JsonSchema>) };
+  for (const [key, value] of Object.entries((alternative.properties ?? {}) as Record<string, JsonSchema>)) {
+    if (value.not && Object.keys(value.not as object).length === 0) delete properties[key];
+    else properties[key] = { ...properties[key], ...value };
+  }
+  const required = (alternative.required ?? []) as string[];
+  for (const other of (oneOf ?? []) as JsonSchema[]) {
+    if (other === alternative) continue;
+    for (const key of (other.required ?? []) as string[]) if (!required.includes(key)) delete properties[key];
+  }
+  return { ...rest, properties, required: [...new Set([...((rest.required ?? []) as string[]), ...required])] };
+}

@@ -10,3 +10,4 @@ export * from "./webhooks";
 export * from "./outbox";
 export * from "./guards";
 export * from "./person-moves";
+export * from "./idempotency";

@@ -27,6 +27,8 @@ import {
 import * as book from "./contacts";
 import type { ContactInput, MovedContact, Refusal, StoredContact } from "./contacts";
 import * as keys from "./index-keys";
+import * as idempotency from "./idempotency";
+import type { IdempotencyClaim, KeptAnswer } from "../../domain/idempotency";
 import type { Facts } from "./index-keys";
 import { contactBucketKey, NOBODY, receiverKey, type ReceiverRecord } from "../../domain/trust-records";
 import type { BlockReason, CallPolicy } from "../../domain/caller-verification";
@@ -901,6 +903,20 @@ export class Person extends DurableObject<Env> {
     };
   }
 
+  /* ---------- Idempotency-Key of this person's writes (idempotency.ts) ---------- */
+
+  /** Claims `key` for a request with `fingerprint` (a row in idempotency_keys), or answers why not. */
+  async claimIdempotencyKey(key: string, fingerprint: string): Promise<IdempotencyClaim> {
+    const claimed = this.ctx.storage.transactionSync(() => idempotency.claim(this.db, key, fingerprint, Date.now()));
+    this.scheduleCare();
+    return claimed;
+  }
+
+  /** Keeps the claim's first answer, or (`answer` null) deletes the claim. */
+  async settleIdempotencyKey(key: string, fingerprint: string, answer: KeptAnswer | null): Promise<void> {
+    this.ctx.storage.transactionSync(() => idempotency.settle(this.db, key, fingerprint, answer));
+  }
+
   /* ---------- retention: the object's own alarm ---------- */
 
   /**
@@ -928,6 +944,7 @@ export class Person extends DurableObject<Env> {
       chunk(feed, feed.createdAt, KEEP.activityDays),
       chunk(trustRequests, trustRequests.updatedAt, KEEP.trustRequestDays),
       chunk(contactTombstones, contactTombstones.deletedAt, KEEP.tombstoneDays),
+      idempotency.prune(this.db, now, PRUNE_CHUNK),
     ];
     // Daily counters: today's and yesterday's are kept.
     for (const counter of [activityDays, receivedDays, trustRequestDays]) {

@@ -238,3 +238,24 @@ export const settings = sqliteTable("settings", {
   calls: text("calls", { enum: callPolicies }).notNull(),
   updatedAt: timestamp("updated_at").notNull(),
 });
+
+/* ---------- Idempotency-Key of this person's writes (idempotency.ts) ---------- */
+
+/**
+ * One row per key this person sent on a creating POST: the request's
+ * fingerprint, when it was claimed, and the first answer (null while that
+ * request runs). Pruned 24 h after the claim by the alarm.
+ */
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    key: text("key").primaryKey(),
+    fingerprint: text("fingerprint").notNull(),
+    claimedAt: integer("claimed_at").notNull(),
+    status: integer("status"),
+    body: text("body"),
+    contentType: text("content_type"),
+    location: text("location"),
+  },
+  (t) => [index("idempotency_keys_claimed_at_idx").on(t.claimedAt)],
+);

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { companyKinds } from "../../db/schema";
 import { EmailAddress } from "../../lib/email";
-import { pathId } from "../../lib/ids";
+import { pathId, int64Id } from "../../lib/ids";
 import { ContainerSchema } from "../vcc/vcc.routes";
 
 /*
@@ -65,7 +65,23 @@ export const NewCompanySchema = z
     profile_url: HttpUrl.optional().openapi({ description: "Vendors: public trust profile" }),
   })
   .superRefine((body, ctx) => onlyForItsKind(body.kind, body, ctx))
-  .openapi("NewPlatformCompany");
+  .openapi("NewPlatformCompany", {
+    description: "`domain` only for publishers, `scanner` only for sites, `profile_url` only for vendors",
+    // One alternative per `kind` (a `discriminator` would need each as a named schema).
+    oneOf: companyKinds.map((kind) => ({
+      title: kind,
+      required: ["kind"],
+      properties: {
+        kind: { const: kind },
+        // A field of another kind: no value is allowed (`not: {}`).
+        ...Object.fromEntries(
+          Object.entries(KIND_OF_FIELD)
+            .filter(([, owner]) => owner !== kind)
+            .map(([field]) => [field, { not: {} }]),
+        ),
+      },
+    })),
+  });
 
 export const CompanyChangesSchema = z
   .object({
@@ -86,7 +102,7 @@ export const CompanyChangesSchema = z
 
 export const PlatformCompanySchema = z
   .object({
-    id: z.number().int().openapi({ example: 11 }),
+    id: int64Id().openapi({ example: 11 }),
     kind: z.enum(companyKinds),
     name: z.string().openapi({ example: "Initech" }),
     slug: z.string().openapi({ example: "initech" }),
@@ -113,7 +129,7 @@ export const NewMemberSchema = z
   .openapi("NewPlatformMember");
 
 export const MemberCreatedSchema = z
-  .object({ person_id: z.number().int().openapi({ example: 4 }) })
+  .object({ person_id: int64Id().openapi({ example: 4 }) })
   .openapi("PlatformMemberCreated");
 
 export const ContainerConfigSchema = z

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { companyPhoneStatuses } from "../../db/schema";
-import { pathId } from "../../lib/ids";
+import { pathId, int64Id } from "../../lib/ids";
 import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
 import { pageHeaders, pageQuery } from "../../lib/pagination";
 import { requireAuth } from "../../middleware/auth";
@@ -16,7 +16,7 @@ const requireAdmin = requireAuth({ scope: "platform:admin" });
 const NEEDS = "Needs a service token with scope `platform:admin` (the operator; `npm run admin`). ";
 
 const PlatformCompanyPhoneSchema = CompanyPhoneSchema.extend({
-  company_id: z.number().int().openapi({ description: "The company that added the number", example: 1 }),
+  company_id: int64Id().openapi({ description: "The company that added the number", example: 1 }),
 }).openapi("PlatformCompanyPhone");
 
 export const listCompanyPhones = createRoute({

@@ -19,6 +19,7 @@ import {
   TrustLookupQuery,
   TrustLookupResultSchema,
 } from "./buzz.schemas";
+import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
 
 const tags = ["Secure calling"];
 
@@ -187,13 +188,19 @@ export const createActivity = createRoute({
   summary: "Record a chat or call activity",
   description:
     "The caller must be the sender or the receiver (else 403). `chat_*` types need `message` and `message_id`. " +
-    "Idempotent on (sender, `message_id`): a retry answers the first record and creates nothing.",
+    "Idempotent on (sender, `message_id`): a retry answers the first record and creates nothing; `Idempotency-Key` as on every creating POST.",
   security: bearerSecurity,
-  middleware: [requirePerson] as const,
-  request: { body: { required: true, content: { "application/json": { schema: ActivityCreateSchema } } } },
+  middleware: [requirePerson, idempotent("person")] as const,
+  request: {
+    headers: IdempotencyHeaders,
+    body: { required: true, content: { "application/json": { schema: ActivityCreateSchema } } },
+  },
   responses: {
-    200: jsonContent(ActivityCreatedSchema, "The recorded activity (the first one, on a retry)"),
-    ...errorResponses(400, 401, 403, 413, 429),
+    200: {
+      ...jsonContent(ActivityCreatedSchema, "The recorded activity (the first one, on a retry)"),
+      headers: replayedHeader,
+    },
+    ...errorResponses(400, 401, 403, 409, 413, 422, 429),
   },
 });
 

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { activityTypes, partyTypes } from "../../db/schema";
 import { blockReasons, callerVerifications } from "../../domain/caller-verification";
-import { IdSchema, pathId } from "../../lib/ids";
+import { IdSchema, pathId, int64Id } from "../../lib/ids";
 import { CompanyRefSchema } from "../companies/companies.schemas";
 import { ContactSchema } from "../contacts/contacts.schemas";
 
@@ -166,17 +166,17 @@ export const CallerVerificationSchema = z
 export const TrustLookupResultSchema = z
   .object({
     trusted: z.boolean().openapi({ description: "Whether the call may ring the member's phone" }),
-    user_id: z
-      .number()
-      .int()
-      .openapi({ description: "The member holding the receiving number; 0 when none matched", example: 1 }),
+    user_id: int64Id().openapi({
+      description: "The member holding the receiving number; 0 when none matched",
+      example: 1,
+    }),
     caller_verification: CallerVerificationSchema,
   })
   .openapi("TrustLookupResult");
 
 export const CallerPersonSchema = z
   .object({
-    id: z.number().int(),
+    id: int64Id(),
     first_name: z.string(),
     middle_name: z.string().nullable(),
     last_name: z.string(),
@@ -230,7 +230,7 @@ export const HeartbeatSchema = z
 
 export const BlockedCallSchema = z
   .object({
-    id: z.number().int().openapi({ description: "The authenticated person's id [seed 2.4]" }),
+    id: int64Id().openapi({ description: "The authenticated person's id [seed 2.4]" }),
     caller_id: z.string().openapi({ description: "Caller id the provider sent; empty when none" }),
     country_code: z.string().openapi({ example: "1" }),
     phone_number: z.string().openapi({ example: "4155550123" }),
@@ -273,13 +273,23 @@ export const ActivityCreateSchema = z
       }
     }
   })
-  .openapi("ActivityCreate");
+  .openapi("ActivityCreate", {
+    description: "`chat_*` types need `message` and `message_id`",
+    // JSON Schema's if/then (OpenAPI 3.1): the rule above, as a generated client reads it.
+    ...({
+      if: { properties: { type: { enum: activityTypes.filter((t) => t.startsWith("chat_")) } }, required: ["type"] },
+      then: {
+        properties: { message: { type: "string", minLength: 1 }, message_id: { type: "string", format: "uuid" } },
+        required: ["message", "message_id"],
+      },
+    } as object),
+  });
 
 const activityFields = {
-  id: z.number().int(),
+  id: int64Id(),
   type: ActivityTypeSchema,
-  sendable_id: z.number().int(),
-  receivable_id: z.number().int(),
+  sendable_id: int64Id(),
+  receivable_id: int64Id(),
   call_time: z.number().int(),
   message: z.string().nullable(),
   message_id: z.string().nullable(),
@@ -298,12 +308,12 @@ const ReadPartyTypeSchema = z.enum(["AppModelsPerson", "AppModelsCompany"]);
 const PartySchema = z
   .union([
     z.object({
-      id: z.number().int(),
+      id: int64Id(),
       first_name: z.string().nullable(),
       middle_name: z.string().nullable(),
       last_name: z.string().nullable(),
     }),
-    z.object({ id: z.number().int(), name: z.string().nullable() }),
+    z.object({ id: int64Id(), name: z.string().nullable() }),
   ])
   .nullable()
   .openapi({

@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { companyAccess } from "../../middleware/company-access";
 import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
 import { CompanyParams, CompanySchema, RoleSchema, SiteParams } from "./companies.schemas";
+import { ConditionalHeaders, conditionalRead, notModified, withETag } from "../../middleware/conditional";
 
 const tags = ["Companies"];
 
@@ -13,10 +14,11 @@ export const getCompany = createRoute({
   summary: "Read the caller's company",
   description: "Needs `read settings` in that company.",
   security: bearerSecurity,
-  middleware: [companyAccess("read settings")] as const,
-  request: { params: CompanyParams },
+  middleware: [companyAccess("read settings"), conditionalRead] as const,
+  request: { headers: ConditionalHeaders, params: CompanyParams },
   responses: {
-    200: jsonContent(CompanySchema, "The company"),
+    200: withETag(jsonContent(CompanySchema, "The company")),
+    ...notModified,
     ...errorResponses(400, 401, 403, 404, 429),
   },
 });

@@ -1,9 +1,9 @@
 import { z } from "@hono/zod-openapi";
-import { pathId } from "../../lib/ids";
+import { pathId, int64Id } from "../../lib/ids";
 
 export const CompanySchema = z
   .object({
-    id: z.number().int().openapi({ example: 1 }),
+    id: int64Id().openapi({ example: 1 }),
     name: z.string().openapi({ example: "Acme Corp" }),
     status: z.enum(["enabled", "disabled"]).openapi({ example: "enabled" }),
     url: z.string().openapi({ example: "https://acme.example" }),
@@ -15,7 +15,7 @@ export const CompanySchema = z
 /** The short company reference `{id, name, slug, logo, url}` (coworkers, exposure history, sites in exposures). */
 export const CompanyRefSchema = z
   .object({
-    id: z.number().int(),
+    id: int64Id(),
     name: z.string().openapi({ example: "Acme Corp" }),
     slug: z.string().openapi({ example: "acme" }),
     logo: z.string().openapi({ description: "Logo URL; empty when none" }),

@@ -3,6 +3,7 @@ import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
 import { companyAccess } from "../../middleware/company-access";
 import { CompanyParams } from "./companies.schemas";
 import { CompanyPhoneInputSchema, CompanyPhoneParams, CompanyPhoneSchema } from "./phones.schemas";
+import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
 
 const tags = ["Companies"];
 
@@ -35,14 +36,15 @@ export const addCompanyPhone = createRoute({
     "twice in one company, or a number another company's phone is verified for, is 409; a company may have 20 " +
     "claims pending at once (400 beyond), and a claim still pending after 30 days expires.",
   security: bearerSecurity,
-  middleware: [companyAccess("write settings")] as const,
+  middleware: [companyAccess("write settings"), idempotent("company")] as const,
   request: {
     params: CompanyParams,
+    headers: IdempotencyHeaders,
     body: { content: { "application/json": { schema: CompanyPhoneInputSchema } }, required: true },
   },
   responses: {
-    201: jsonContent(CompanyPhoneSchema, "The phone added"),
-    ...errorResponses(400, 401, 403, 404, 409, 413, 429),
+    201: { ...jsonContent(CompanyPhoneSchema, "The phone added"), headers: replayedHeader },
+    ...errorResponses(400, 401, 403, 404, 409, 413, 422, 429),
   },
 });
 

@@ -1,12 +1,12 @@
 import { z } from "@hono/zod-openapi";
 import { companyPhoneStatuses } from "../../db/schema";
-import { pathId } from "../../lib/ids";
+import { pathId, int64Id } from "../../lib/ids";
 import { PhoneInputSchema } from "../employees/employees.schemas";
 import { CompanyParams } from "./companies.schemas";
 
 export const CompanyPhoneSchema = z
   .object({
-    id: z.number().int().openapi({ example: 1 }),
+    id: int64Id().openapi({ example: 1 }),
     country_code: z.string().openapi({ description: "Calling code, digits", example: "1" }),
     phone_number: z.string().openapi({ description: "National number, digits", example: "4155550100" }),
     phone_full: z.string().openapi({ description: "E.164", example: "+14155550100" }),

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { pathId } from "../../lib/ids";
+import { pathId, int64Id } from "../../lib/ids";
 import { CompanyRefSchema } from "../companies/companies.schemas";
 
 /** `"trusted"`, `"negative"`, or null for no setting (membership rules apply). */
@@ -19,7 +19,7 @@ export const CompanyTrustSchema = z
   .openapi("CompanyTrust");
 
 export const CompanyTrustResultSchema = z
-  .object({ company_id: z.number().int().openapi({ example: 8 }), trust: TrustSettingSchema })
+  .object({ company_id: int64Id().openapi({ example: 8 }), trust: TrustSettingSchema })
   .openapi("CompanyTrustResult");
 
 export const TrustCompanyParams = z.object({ company_id: pathId("company_id", "Company id") });

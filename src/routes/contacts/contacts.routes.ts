@@ -21,6 +21,8 @@ import {
   TrustRequestCreateSchema,
   TrustRequestSchema,
 } from "./contacts.schemas";
+import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
+import { ConditionalHeaders, conditionalRead, notModified, withETag } from "../../middleware/conditional";
 
 const tags = ["Contacts"];
 
@@ -34,10 +36,11 @@ export const listContacts = createRoute({
     "Oldest first, paged (`X-Total-Count`, `Link`). Without `include` the contacts come without `email`, " +
     "`phone` and `address`; `include` adds the named ones.",
   security: bearerSecurity,
-  middleware: [requirePerson] as const,
-  request: { query: ContactsQuery },
+  middleware: [requirePerson, conditionalRead] as const,
+  request: { headers: ConditionalHeaders, query: ContactsQuery },
   responses: {
-    200: { ...jsonContent(z.array(ContactSchema), "One page of contacts"), headers: pageHeaders },
+    200: withETag({ ...jsonContent(z.array(ContactSchema), "One page of contacts"), headers: pageHeaders }),
+    ...notModified,
     ...errorResponses(400, 401, 403, 429),
   },
 });
@@ -73,11 +76,17 @@ const syncAt = (path: string, alias: boolean) =>
       "element is a 400 naming its index and nothing is written. Answers the resulting contacts in request order." +
       (alias ? " Same as `POST /contacts/sync`." : ""),
     security: bearerSecurity,
-    middleware: [requirePerson] as const,
-    request: { body: { required: true, content: { "application/json": { schema: ContactSyncSchema } } } },
+    middleware: [requirePerson, idempotent("person")] as const,
+    request: {
+      headers: IdempotencyHeaders,
+      body: { required: true, content: { "application/json": { schema: ContactSyncSchema } } },
+    },
     responses: {
-      200: jsonContent(z.array(ContactSchema), "The contacts as saved, in request order"),
-      ...errorResponses(400, 401, 403, 413, 429),
+      200: {
+        ...jsonContent(z.array(ContactSchema), "The contacts as saved, in request order"),
+        headers: replayedHeader,
+      },
+      ...errorResponses(400, 401, 403, 409, 413, 422, 429),
     },
   });
 
@@ -112,11 +121,14 @@ export const createTrustRequest = createRoute({
     "else the one person holding it; a number several people hold and none confirmed is a 409 " +
     "(`ambiguous recipient`), charged nothing.",
   security: bearerSecurity,
-  middleware: [requirePerson] as const,
-  request: { body: { required: true, content: { "application/json": { schema: TrustRequestCreateSchema } } } },
+  middleware: [requirePerson, idempotent("person")] as const,
+  request: {
+    headers: IdempotencyHeaders,
+    body: { required: true, content: { "application/json": { schema: TrustRequestCreateSchema } } },
+  },
   responses: {
-    201: jsonContent(SuccessSchema, "The request was recorded (if anyone matched)"),
-    ...errorResponses(400, 401, 403, 409, 413, 429),
+    201: { ...jsonContent(SuccessSchema, "The request was recorded (if anyone matched)"), headers: replayedHeader },
+    ...errorResponses(400, 401, 403, 409, 413, 422, 429),
   },
 });
 
@@ -204,10 +216,11 @@ export const getContact = createRoute({
   summary: "Read one of the caller's contacts",
   description: "With every field. Another person's contact is 404.",
   security: bearerSecurity,
-  middleware: [requirePerson] as const,
-  request: { params: ContactParams },
+  middleware: [requirePerson, conditionalRead] as const,
+  request: { headers: ConditionalHeaders, params: ContactParams },
   responses: {
-    200: jsonContent(ContactSchema, "The contact"),
+    200: withETag(jsonContent(ContactSchema, "The contact")),
+    ...notModified,
     ...errorResponses(400, 401, 403, 404, 429),
   },
 });

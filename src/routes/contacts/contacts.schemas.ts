@@ -2,7 +2,7 @@ import { CompanyRefSchema } from "../companies/companies.schemas";
 import { CONTACT_CAPS } from "../../services/contacts";
 import { z } from "@hono/zod-openapi";
 import { EmailAddress } from "../../lib/email";
-import { IdSchema, pathId } from "../../lib/ids";
+import { IdSchema, pathId, int64Id } from "../../lib/ids";
 import { pageQuery } from "../../lib/pagination";
 import { phoneFromInternational } from "../../lib/phone";
 import { CalendarDate, QueryTimestamp } from "../../lib/time";
@@ -12,7 +12,7 @@ const strings = (description: string) => z.array(z.string()).openapi({ descripti
 
 export const ContactSchema = z
   .object({
-    id: z.number().int().openapi({ example: 12 }),
+    id: int64Id().openapi({ example: 12 }),
     profile_icon: z.string().openapi({ description: "Avatar URL of the linked platform user; empty when none" }),
     display_name: z.string().openapi({ example: "Dana Doe" }),
     birthday: z.string().nullable().openapi({ description: "YYYY-MM-DD", example: "1991-04-12" }),
@@ -23,7 +23,7 @@ export const ContactSchema = z
     address: strings("One free-text line per address (with `include=addresses` when listing)").optional(),
     risk_score: z.number().int().openapi({ description: "The linked platform user's; 0 when none" }),
     labels: z.array(z.string()).openapi({ example: ["family"] }),
-    user_id: z.number().int().nullable().openapi({
+    user_id: int64Id().nullable().openapi({
       description: "The platform user whose phone, secure number or email matches the contact's; null when none",
     }),
     connected: z.boolean().openapi({ description: "Whether the contact is linked to a platform user" }),
@@ -86,6 +86,13 @@ export const ContactSyncSchema = z
 
 export const ContactParams = z.object({ id: pathId("id", "Contact id") });
 
+/** What `include` accepts: names of CONTACT_COLLECTIONS, comma-separated, blanks around them ignored. */
+const INCLUDE_ITEM = `\\s*(?:(?:${CONTACT_COLLECTIONS.join("|")})\\s*)?`;
+const INCLUDE_PATTERN = `^${INCLUDE_ITEM}(?:,${INCLUDE_ITEM})*$`;
+
+/** A day a week ago, so the example `since` stays inside the 90 days deletions are kept. */
+const A_WEEK_AGO = new Date(Date.now() - 7 * 24 * 3600 * 1000).toISOString().slice(0, 10) + "T00:00:00Z";
+
 export const ContactsQuery = pageQuery(10, 100).extend({
   updated_at: QueryTimestamp.optional().openapi({
     param: { name: "updated_at", in: "query" },
@@ -113,6 +120,7 @@ export const ContactsQuery = pageQuery(10, 100).extend({
       param: { name: "include", in: "query" },
       type: "string",
       description: "Comma-separated: emails, addresses, phone_numbers",
+      pattern: INCLUDE_PATTERN,
       example: "emails,phone_numbers",
     }),
 });
@@ -122,12 +130,13 @@ export const DeletedContactsQuery = pageQuery(100, 1000).extend({
     param: { name: "since", in: "query", required: true },
     description:
       "Contacts deleted at or after this time (inclusive). At most 90 days back; older is 410: resynchronise in full",
+    example: A_WEEK_AGO,
   }),
 });
 
 export const DeletedContactSchema = z
   .object({
-    id: z.number().int().openapi({ description: "The deleted contact's id", example: 12 }),
+    id: int64Id().openapi({ description: "The deleted contact's id", example: 12 }),
     deleted_at: z.string().openapi({ format: "date-time" }),
   })
   .openapi("DeletedContact");
@@ -136,7 +145,7 @@ export const SuccessSchema = z.object({ success: z.literal(true) }).openapi("Suc
 
 export const TrustRequestSchema = z
   .object({
-    id: z.number().int().openapi({ description: "The person asking for trust" }),
+    id: int64Id().openapi({ description: "The person asking for trust" }),
     first_name: z.string(),
     middle_name: z.string().nullable(),
     last_name: z.string(),
@@ -158,7 +167,10 @@ export const TrustRequestCreateSchema = z
       ctx.addIssue({ code: "custom", message: "give exactly one of `user_id`, `phone` or `email`" });
     }
   })
-  .openapi("TrustRequestCreate");
+  .openapi("TrustRequestCreate", {
+    description: "Exactly one of `user_id`, `phone` or `email` names the person asked",
+    oneOf: [{ required: ["user_id"] }, { required: ["phone"] }, { required: ["email"] }],
+  });
 
 export const TrustDecisionSchema = z
   .object({
@@ -171,7 +183,7 @@ export const TrustDecisionSchema = z
 
 export const TrustDecisionResultSchema = z
   .object({
-    id: z.number().int().openapi({ description: "The requester" }),
+    id: int64Id().openapi({ description: "The requester" }),
     trusted: z.boolean(),
   })
   .openapi("TrustDecisionResult");
@@ -181,7 +193,7 @@ export const RequesterParams = z.object({ id: pathId("id", "The requester's pers
 export const CompanyEmployeesSchema = z
   .object({
     company: CompanyRefSchema,
-    employees: z.array(z.object({ id: z.number().int(), first_name: z.string(), last_name: z.string() })),
+    employees: z.array(z.object({ id: int64Id(), first_name: z.string(), last_name: z.string() })),
   })
   .openapi("CompanyWithEmployees");
 

@@ -15,6 +15,8 @@ import {
   PersonSchema,
   UpdateEmployeeSchema,
 } from "./employees.schemas";
+import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
+import { ConditionalHeaders, conditionalRead, notModified, withETag } from "../../middleware/conditional";
 
 const tags = ["Employees"];
 
@@ -66,10 +68,11 @@ export const listEmployees = createRoute({
   description:
     "Needs `read employees`. Ordered by id; `search` keeps employees with an email starting with it; `after` (with `page` 1) continues after an id without reading the pages before it.",
   security: bearerSecurity,
-  middleware: [companyAccess("read employees")] as const,
-  request: { params: CompanyParams, query: EmployeeListQuery },
+  middleware: [companyAccess("read employees"), conditionalRead] as const,
+  request: { headers: ConditionalHeaders, params: CompanyParams, query: EmployeeListQuery },
   responses: {
-    200: { ...jsonContent(z.array(PersonSchema), "One page of employees"), headers: pageHeaders },
+    200: withETag({ ...jsonContent(z.array(PersonSchema), "One page of employees"), headers: pageHeaders }),
+    ...notModified,
     ...errorResponses(400, 401, 403, 404, 429),
   },
 });
@@ -82,10 +85,11 @@ export const getEmployee = createRoute({
   summary: "Read one employee",
   description: "Needs `read employees`.",
   security: bearerSecurity,
-  middleware: [companyAccess("read employees")] as const,
-  request: { params: EmployeeParams },
+  middleware: [companyAccess("read employees"), conditionalRead] as const,
+  request: { headers: ConditionalHeaders, params: EmployeeParams },
   responses: {
-    200: jsonContent(PersonSchema, "The employee"),
+    200: withETag(jsonContent(PersonSchema, "The employee")),
+    ...notModified,
     ...errorResponses(400, 401, 403, 404, 429),
   },
 });
@@ -101,14 +105,15 @@ export const createEmployee = createRoute({
     "400 when an email already belongs to a person, a role or license is unknown, or no seat of the license is free; nothing is written then. " +
     "`ephemeral` employees are removed 24 hours later. Sends `person:created`.",
   security: bearerSecurity,
-  middleware: [companyAccess("write employees")] as const,
+  middleware: [companyAccess("write employees"), idempotent("company")] as const,
   request: {
     params: CompanyParams,
+    headers: IdempotencyHeaders,
     body: { required: true, content: { "application/json": { schema: CreateEmployeeSchema } } },
   },
   responses: {
-    200: jsonContent(PersonSchema, "The new employee"),
-    ...errorResponses(400, 401, 403, 404, 413, 429),
+    200: { ...jsonContent(PersonSchema, "The new employee"), headers: replayedHeader },
+    ...errorResponses(400, 401, 403, 404, 409, 413, 422, 429),
   },
 });
 
@@ -124,14 +129,15 @@ export const createEmployeesBulk = createRoute({
     "too few free seats of a license for the whole batch, or passing the company's 100,000 employees; nothing is written then and no seat is taken. " +
     "Answers the employees in request order and sends one `person:created` each. Onboarding guide: docs/onboarding.md in the repository.",
   security: bearerSecurity,
-  middleware: [companyAccess("write employees")] as const,
+  middleware: [companyAccess("write employees"), idempotent("company")] as const,
   request: {
     params: CompanyParams,
+    headers: IdempotencyHeaders,
     body: { required: true, content: { "application/json": { schema: BulkCreateEmployeesSchema } } },
   },
   responses: {
-    200: jsonContent(z.array(PersonSchema), "The new employees, in request order"),
-    ...errorResponses(400, 401, 403, 404, 413, 429),
+    200: { ...jsonContent(z.array(PersonSchema), "The new employees, in request order"), headers: replayedHeader },
+    ...errorResponses(400, 401, 403, 404, 409, 413, 422, 429),
   },
 });
 

@@ -2,7 +2,7 @@
 // helpers (Name, OptionalText, primaryList) and whose Person and Exposure the webhook payloads reuse.
 import { z } from "@hono/zod-openapi";
 import { EmailAddress } from "../../lib/email";
-import { pathId } from "../../lib/ids";
+import { pathId, int64Id } from "../../lib/ids";
 import { pageQuery } from "../../lib/pagination";
 import { isCountryCode, normalizeCallingCode, phoneFromInternational, phoneFromParts } from "../../lib/phone";
 import { CalendarDate, QueryTimestamp } from "../../lib/time";
@@ -107,7 +107,10 @@ export const PhoneInputSchema = z
     }
     return { primary: input.primary ?? false, ...phone };
   })
-  .openapi("PhoneInput");
+  .openapi("PhoneInput", {
+    description: "`country_code` and `phone_number`, or `phone_full` (both forms: they must agree)",
+    anyOf: [{ required: ["country_code", "phone_number"] }, { required: ["phone_full"] }],
+  });
 
 const AddressInputSchema = z
   .object({
@@ -314,7 +317,10 @@ export const UpdateEmployeeSchema = z
     }
     return changes;
   })
-  .openapi("UpdateEmployee");
+  .openapi("UpdateEmployee", {
+    description: "At least one field; `email` and `emails` are the same field, so not both",
+    not: { properties: { email: { type: "array" }, emails: { type: "array" } }, required: ["email", "emails"] },
+  });
 
 export const EmployeeParams = CompanyParams.extend({ id: pathId("id", "Employee (person) id") });
 export const ExposureParams = CompanyParams.extend({ id: pathId("id", "Exposure id") });
@@ -374,13 +380,21 @@ export const ExposureListQuery = pageQuery(100, 1000).extend({
     "employees",
     (item) => (/^[0-9]{1,15}$/.test(item) && Number(item) > 0 ? Number(item) : null),
     "an employee id",
-  ).openapi({ description: "Comma-separated employee ids", example: "12,15" }),
+  ).openapi({
+    description: "Comma-separated employee ids (positive, up to 15 digits)",
+    pattern: "^\\s*$|^\\s*[0-9]{1,15}\\s*(?:,\\s*[0-9]{1,15}\\s*)*$",
+    example: "12,15",
+  }),
   status: commaList(
     "status",
     (item) =>
       (exposureStatuses as readonly string[]).includes(item) ? (item as (typeof exposureStatuses)[number]) : null,
     "one of pending, in_progress, closed",
-  ).openapi({ description: "One or more of pending, in_progress, closed, comma-separated", example: "pending" }),
+  ).openapi({
+    description: "One or more of pending, in_progress, closed, comma-separated",
+    pattern: `^\\s*$|^\\s*(?:${exposureStatuses.join("|")})\\s*(?:,\\s*(?:${exposureStatuses.join("|")})\\s*)*$`,
+    example: "pending",
+  }),
   exposed: z
     .enum(["true", "false", "1", "0"], { error: "must be true or false" })
     .optional()
@@ -395,7 +409,7 @@ export const ExposureListQuery = pageQuery(100, 1000).extend({
 
 export const PersonSchema = z
   .object({
-    id: z.number().int().openapi({ example: 12 }),
+    id: int64Id().openapi({ example: 12 }),
     first_name: z.string(),
     middle_name: z.string().nullable(),
     last_name: z.string(),
@@ -403,7 +417,7 @@ export const PersonSchema = z
     dob: z.string().nullable().openapi({ description: "YYYY-MM-DD" }),
     akas: z.array(
       z.object({
-        id: z.number().int(),
+        id: int64Id(),
         first_name: z.string(),
         middle_name: z.string().nullable(),
         last_name: z.string().nullable(),
@@ -411,7 +425,7 @@ export const PersonSchema = z
     ),
     addresses: z.array(
       z.object({
-        id: z.number().int(),
+        id: int64Id(),
         primary: z.boolean(),
         line_1: z.string(),
         line_2: z.string().nullable(),
@@ -421,10 +435,10 @@ export const PersonSchema = z
         country: z.string(),
       }),
     ),
-    emails: z.array(z.object({ id: z.number().int(), primary: z.boolean(), email: z.string() })),
+    emails: z.array(z.object({ id: int64Id(), primary: z.boolean(), email: z.string() })),
     phone_numbers: z.array(
       z.object({
-        id: z.number().int(),
+        id: int64Id(),
         primary: z.boolean(),
         country_code: z.string().openapi({ description: "Calling code, digits", example: "1" }),
         phone_number: z.string().openapi({ description: "National number, digits", example: "4155550123" }),
@@ -458,8 +472,8 @@ export const PersonSchema = z
 
 export const ExposureSchema = z
   .object({
-    id: z.number().int(),
-    employee_id: z.number().int(),
+    id: int64Id(),
+    employee_id: int64Id(),
     status: z.enum(exposureStatuses),
     site: CompanyRefSchema,
     url: z.string().nullable().openapi({ description: "The listing found" }),

@@ -4,6 +4,8 @@ import type { Permission } from "../../lib/permissions";
 import { companyAccess, soleCompanyAccess } from "../../middleware/company-access";
 import { CompanyParams } from "../companies/companies.schemas";
 import { CompanyLicenseParams, LicenseParams, LicenseSchema, PurchaseSchema } from "./licenses.schemas";
+import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
+import { ConditionalHeaders, conditionalRead, notModified, withETag } from "../../middleware/conditional";
 
 const tags = ["Licenses"];
 
@@ -30,10 +32,11 @@ const listAt = (scoped: boolean) =>
     summary: "List the licenses with the company's seats",
     description: `Needs \`read licenses\`. The whole catalog, cheapest first, with the company's seat counts (zero when none bought); no pagination.${soleNote(scoped)}`,
     security: bearerSecurity,
-    middleware: [access(scoped, "read licenses")] as const,
-    request: { params: scoped ? CompanyParams : z.object({}) },
+    middleware: [access(scoped, "read licenses"), conditionalRead] as const,
+    request: { headers: ConditionalHeaders, params: scoped ? CompanyParams : z.object({}) },
     responses: {
-      200: jsonContent(z.array(LicenseSchema), "Every license"),
+      200: withETag(jsonContent(z.array(LicenseSchema), "Every license")),
+      ...notModified,
       ...errorResponses(400, 401, 403, 404, 429),
     },
   });
@@ -47,10 +50,11 @@ const getAt = (scoped: boolean) =>
     summary: "Read one license with the company's seats",
     description: `Needs \`read licenses\`. The id is matched case-insensitively, also against the name.${soleNote(scoped)}`,
     security: bearerSecurity,
-    middleware: [access(scoped, "read licenses")] as const,
-    request: { params: scoped ? CompanyLicenseParams : LicenseParams },
+    middleware: [access(scoped, "read licenses"), conditionalRead] as const,
+    request: { headers: ConditionalHeaders, params: scoped ? CompanyLicenseParams : LicenseParams },
     responses: {
-      200: jsonContent(LicenseSchema, "The license"),
+      200: withETag(jsonContent(LicenseSchema, "The license")),
+      ...notModified,
       ...errorResponses(400, 401, 403, 404, 429),
     },
   });
@@ -64,14 +68,18 @@ const purchaseAt = (scoped: boolean) =>
     summary: "Buy seats",
     description: `Needs \`write licenses\`. Adds each quantity (1–10 000) to the company's seats; an unknown id is a 400 and nothing is bought. Answers with all the company's licenses.${soleNote(scoped)}`,
     security: bearerSecurity,
-    middleware: [access(scoped, "write licenses")] as const,
+    middleware: [access(scoped, "write licenses"), idempotent("company")] as const,
     request: {
       params: scoped ? CompanyParams : z.object({}),
+      headers: IdempotencyHeaders,
       body: { required: true, content: { "application/json": { schema: PurchaseSchema } } },
     },
     responses: {
-      201: jsonContent(z.array(LicenseSchema), "The company's licenses after the purchase"),
-      ...errorResponses(400, 401, 403, 404, 413, 429),
+      201: {
+        ...jsonContent(z.array(LicenseSchema), "The company's licenses after the purchase"),
+        headers: replayedHeader,
+      },
+      ...errorResponses(400, 401, 403, 404, 409, 413, 422, 429),
     },
   });
 

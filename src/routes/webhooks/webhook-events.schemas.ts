@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { EVENT_NAMES, TEST_EVENT, type EventName } from "../../domain/events";
 import { CompanyRefSchema } from "../companies/companies.schemas";
 import { ExposureSchema, PersonSchema } from "../employees/employees.schemas";
+import { int64Id } from "../../lib/ids";
 
 /**
  * The `data` of every event a webhook can receive, as the services build it
@@ -12,7 +13,7 @@ import { ExposureSchema, PersonSchema } from "../employees/employees.schemas";
 /** `scan:started`, `scan:completed`; with `site` for the per-site `scan:not_found`, `scan:failed`. */
 export const ScanEventPayload = z.object({
   scan_id: z.string(),
-  person_id: z.number().int(),
+  person_id: int64Id(),
   site: CompanyRefSchema.optional(),
   at: z.string().openapi({ format: "date-time" }),
 });
@@ -25,9 +26,9 @@ export const ScanResultPayload = ScanSiteEventPayload.extend({
   data: z.record(z.string(), z.unknown()),
 });
 
-export const PersonRemovedPayload = z.object({ id: z.number().int() });
+export const PersonRemovedPayload = z.object({ id: int64Id() });
 
-export const TestPayload = z.object({ webhook_id: z.number().int() });
+export const TestPayload = z.object({ webhook_id: int64Id() });
 
 export const EVENT_PAYLOADS: Record<EventName | typeof TEST_EVENT, z.ZodType> = {
   "scan:started": ScanEventPayload,

@@ -1,4 +1,5 @@
 import { badRequest, conflict, notFound } from "../../lib/errors";
+import { eventCatalog } from "../../domain/events";
 import { endpointProblem } from "../../lib/outbound-url";
 import { setPageHeaders } from "../../lib/pagination";
 import * as delivery from "../../services/webhook-delivery";
@@ -43,19 +44,25 @@ export const createWebhook: AppRouteHandler<typeof routes.createWebhook> = async
 
 export const updateWebhook: AppRouteHandler<typeof routes.updateWebhook> = async (c) => {
   const { id } = c.req.valid("param");
-  const { active } = c.req.valid("json");
+  const changes = c.req.valid("json");
   const { companyId } = c.var.company;
-  if (active) {
-    // Switching on re-checks the endpoint: one registered before a rule was tightened stays off.
+  // A new endpoint is checked as at creation; switching on re-checks the endpoint it will have
+  // (one registered before a rule was tightened stays off).
+  if (changes.endpoint !== undefined) {
+    const problem = endpointProblem(changes.endpoint, c.var.deps.environment);
+    if (problem) throw badRequest(`invalid body: \`endpoint\` ${problem}`);
+  } else if (changes.active) {
     const current = await webhooks.getWebhook(c.var.db, companyId, id);
     if (!current) throw notFound(`webhook ${id} does not exist`);
     const problem = endpointProblem(current.endpoint, c.var.deps.environment);
     if (problem) throw badRequest(`webhook ${id} cannot be activated: its endpoint ${problem}`);
   }
-  const webhook = await webhooks.setWebhookActive(c.var.deps, companyId, id, active);
+  const webhook = await webhooks.updateWebhook(c.var.deps, companyId, id, changes);
   if (!webhook) throw notFound(`webhook ${id} does not exist`);
   return c.json(webhook, 200);
 };
+
+export const listEvents: AppRouteHandler<typeof routes.listEvents> = (c) => c.json(eventCatalog(), 200);
 
 export const deleteWebhook: AppRouteHandler<typeof routes.deleteWebhook> = async (c) => {
   const { id } = c.req.valid("param");

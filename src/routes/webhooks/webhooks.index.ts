@@ -5,6 +5,7 @@ import * as routes from "./webhooks.routes";
 // `/webhooks/history…` goes before `/webhooks/{id}` so the literal path wins.
 const router = createRouter()
   .openapi(routes.listWebhooks, handlers.listWebhooks)
+  .openapi(routes.listEvents, handlers.listEvents)
   .openapi(routes.listHistory, handlers.listHistory)
   .openapi(routes.getHistoryEntry, handlers.getHistoryEntry)
   .openapi(routes.resendDelivery, handlers.resendDelivery)

@@ -12,9 +12,12 @@ import {
   UpdateWebhookSchema,
   WebhookHistoryDetailSchema,
   WebhookHistorySchema,
+  WebhookEventSchema,
   WebhookParams,
   WebhookSchema,
 } from "./webhooks.schemas";
+import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
+import { ConditionalHeaders, conditionalRead, notModified, withETag } from "../../middleware/conditional";
 
 const tags = ["Webhooks"];
 
@@ -26,10 +29,30 @@ export const listWebhooks = createRoute({
   summary: "List the company's webhooks",
   description: "Needs `read webhooks`.",
   security: bearerSecurity,
+  middleware: [companyAccess("read webhooks"), conditionalRead] as const,
+  request: { headers: ConditionalHeaders, params: CompanyParams },
+  responses: {
+    200: withETag(jsonContent(z.array(WebhookSchema), "The webhooks, oldest first")),
+    ...notModified,
+    ...errorResponses(400, 401, 403, 404, 429),
+  },
+});
+
+/** Declared (and registered) before `/webhooks/{id}`, which it must not be taken for. */
+export const listEvents = createRoute({
+  method: "get",
+  operationId: "listWebhookEvents",
+  path: "/companies/{company_id}/webhooks/events",
+  tags,
+  summary: "The events a webhook can subscribe to",
+  description:
+    "Needs `read webhooks`. Every event, with a one-line description and a sample delivery body " +
+    "(`type`, `timestamp`, `data`); docs/webhooks.md in the repository says more about each.",
+  security: bearerSecurity,
   middleware: [companyAccess("read webhooks")] as const,
   request: { params: CompanyParams },
   responses: {
-    200: jsonContent(z.array(WebhookSchema), "The webhooks, oldest first"),
+    200: jsonContent(z.array(WebhookEventSchema), "Every event, in a stable order"),
     ...errorResponses(400, 401, 403, 404, 429),
   },
 });
@@ -61,10 +84,11 @@ export const getWebhook = createRoute({
   summary: "Read one webhook",
   description: "Needs `read webhooks`.",
   security: bearerSecurity,
-  middleware: [companyAccess("read webhooks")] as const,
-  request: { params: WebhookParams },
+  middleware: [companyAccess("read webhooks"), conditionalRead] as const,
+  request: { headers: ConditionalHeaders, params: WebhookParams },
   responses: {
-    200: jsonContent(WebhookSchema, "The webhook"),
+    200: withETag(jsonContent(WebhookSchema, "The webhook")),
+    ...notModified,
     ...errorResponses(400, 401, 403, 404, 429),
   },
 });
@@ -82,14 +106,15 @@ export const createWebhook = createRoute({
     "generates the signing `secret`; deliveries follow the Standard Webhooks specification (`webhook-id`, " +
     "`webhook-timestamp`, `webhook-signature`).",
   security: bearerSecurity,
-  middleware: [companyAccess("write webhooks")] as const,
+  middleware: [companyAccess("write webhooks"), idempotent("company")] as const,
   request: {
     params: CompanyParams,
+    headers: IdempotencyHeaders,
     body: { required: true, content: { "application/json": { schema: CreateWebhookSchema } } },
   },
   responses: {
-    201: jsonContent(WebhookSchema, "The webhook, with its secret"),
-    ...errorResponses(400, 401, 403, 404, 413, 429),
+    201: { ...jsonContent(WebhookSchema, "The webhook, with its secret"), headers: replayedHeader },
+    ...errorResponses(400, 401, 403, 404, 409, 413, 422, 429),
   },
 });
 
@@ -98,10 +123,12 @@ export const updateWebhook = createRoute({
   operationId: "updateWebhook",
   path: "/companies/{company_id}/webhooks/{id}",
   tags,
-  summary: "Activate or deactivate a webhook",
+  summary: "Change a webhook's endpoint, event or state",
   description:
-    "Needs `write webhooks`. An inactive webhook receives nothing, including retries already scheduled. " +
-    "`active: true` clears `disabled_reason` (its endpoint must still be allowed, else 400).",
+    "Needs `write webhooks`. Any of `active`, `endpoint` and `event`, at least one; the others stay. A new " +
+    "`endpoint` follows the rules of creation (400 otherwise). An inactive webhook receives nothing, including " +
+    "retries already scheduled. `active` clears `disabled_reason`; `active: true` needs the endpoint to still be " +
+    "allowed (else 400). Attempts after the change, retries included, go to the new endpoint; an event change applies to events from then on.",
   security: bearerSecurity,
   middleware: [companyAccess("write webhooks")] as const,
   request: {

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { pathId } from "../../lib/ids";
+import { pathId, int64Id } from "../../lib/ids";
 import { pageQuery } from "../../lib/pagination";
 import { QueryTimestamp } from "../../lib/time";
 import { EVENT_NAMES, TEST_EVENT } from "../../domain/events";
@@ -14,7 +14,7 @@ export const EventNameSchema = z
 
 export const WebhookSchema = z
   .object({
-    id: z.number().int().openapi({ example: 1 }),
+    id: int64Id().openapi({ example: 1 }),
     endpoint: z.string().openapi({ example: "https://hooks.acme.example/privacy" }),
     event: z.string().openapi({ example: "scan:found" }),
     active: z.boolean(),
@@ -36,18 +36,46 @@ export const WebhookSchema = z
   })
   .openapi("Webhook");
 
+/** Checked further by lib/outbound-url.ts (public host, no credentials), at creation and on PATCH. */
+const EndpointSchema = z.string().trim().min(1).max(MAX_ENDPOINT_LENGTH).openapi({
+  description: "Absolute https:// URL without credentials",
+  format: "uri",
+  example: "https://hooks.acme.example/privacy",
+});
+
 export const CreateWebhookSchema = z
   .object({
-    endpoint: z.string().trim().min(1).max(MAX_ENDPOINT_LENGTH).openapi({
-      description: "Absolute https:// URL without credentials",
-      example: "https://hooks.acme.example/privacy",
-    }),
+    endpoint: EndpointSchema,
     event: EventNameSchema,
     active: z.boolean().default(true).openapi({ description: "Defaults to true" }),
   })
   .openapi("CreateWebhook");
 
-export const UpdateWebhookSchema = z.object({ active: z.boolean() }).openapi("UpdateWebhook");
+export const UpdateWebhookSchema = z
+  .object({
+    active: z.boolean().optional(),
+    endpoint: EndpointSchema.optional(),
+    event: EventNameSchema.optional(),
+  })
+  .refine((body) => Object.values(body).some((value) => value !== undefined), {
+    message: "name at least one of `active`, `endpoint`, `event`",
+  })
+  .openapi("UpdateWebhook", { minProperties: 1 });
+
+/** One event of `GET …/webhooks/events`. */
+export const WebhookEventSchema = z
+  .object({
+    event: EventNameSchema,
+    description: z.string().openapi({ example: "A people-search site lists the person" }),
+    sample: z
+      .object({
+        type: EventNameSchema,
+        timestamp: z.string().openapi({ format: "date-time" }),
+        data: z.record(z.string(), z.unknown()),
+      })
+      .openapi({ description: "A delivery body of this event (docs/webhooks.md shows each too)" }),
+  })
+  .openapi("WebhookEvent");
 
 export const WebhookParams = CompanyParams.extend({ id: pathId("id", "Webhook id") });
 
@@ -141,7 +169,7 @@ export const HistoryQuery = pageQuery(100, 1000)
     }),
     end_date: QueryTimestamp.optional().openapi({
       param: { name: "end_date", in: "query" },
-      description: "Only events before this time",
+      description: "Only events before this time; must be later than `start_date` when both are given (else 400)",
     }),
     type: TypeList.optional(),
   })

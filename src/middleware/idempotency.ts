@@ -1,0 +1,99 @@
+import { z } from "@hono/zod-openapi";
+import { createMiddleware } from "hono/factory";
+import { MAX_KEPT_ANSWER_BYTES, type KeptAnswer } from "../domain/idempotency";
+import { sha256Hex } from "../lib/crypto";
+import { ApiError, badRequest, conflict } from "../lib/errors";
+import { logError } from "../lib/log";
+import { companyKeys, personKeys } from "../services/idempotency";
+import type { AppEnv } from "../types";
+import { personId } from "./auth";
+
+const KEY = /^[\x21-\x7e]{1,255}$/;
+
+/**
+ * The header as the document declares it on every creating POST. The
+ * `idempotent` middleware reads and checks it (route middleware runs before
+ * the validators, and it must know the key before the write).
+ */
+export const IdempotencyHeaders = z.object({
+  "Idempotency-Key": z
+    .string()
+    .regex(KEY)
+    .optional()
+    .openapi({
+      description:
+        "Makes a retry safe: the same key with the same request within 24 h answers the first answer again " +
+        "(with `Idempotent-Replayed: true`) and writes nothing; with another request it is 422; while the first " +
+        "is still being answered, 409. Only a success is kept: after a 4xx or 5xx the key is free again. " +
+        "1 to 255 visible ASCII characters, e.g. a UUID.",
+      example: "9b2f6c1e-4f0a-4c7e-9a57-2d1f0f3e8b61",
+    }),
+});
+
+/** Declares the replay marker on a creating POST's success. */
+export const replayedHeader = z.object({
+  "Idempotent-Replayed": z
+    .string()
+    .optional()
+    .openapi({ description: "`true` when this is the first answer to the same `Idempotency-Key`, given again" }),
+});
+
+/**
+ * Idempotency-Key on a creating POST (docs/decisions.md, "Idempotency keys",
+ * Stripe's rule): the key is claimed where the write goes — the caller's own
+ * object (`person`) or D1 beside the company's rows (`company`) — before
+ * the handler runs, and the success it answers is kept for 24 h. Goes after
+ * the route's access middleware (it needs the caller, and the company).
+ */
+export function idempotent(owner: "person" | "company") {
+  return createMiddleware<AppEnv>(async (c, next) => {
+    const key = c.req.header("Idempotency-Key");
+    if (key === undefined) return next();
+    if (!KEY.test(key)) {
+      throw badRequest("`Idempotency-Key` must be 1 to 255 visible ASCII characters (a UUID, for example)");
+    }
+    const me = personId(c.var.principal);
+    const store =
+      owner === "person" ? personKeys(c.var.deps.persons, me) : companyKeys(c.var.db, c.var.company.companyId, me);
+    const fingerprint = await sha256Hex(`${c.req.method} ${c.req.path}\n${await c.req.text()}`);
+    const claim = await store.claim(key, fingerprint);
+    if (claim.state === "mismatch") {
+      throw new ApiError(
+        422,
+        "this `Idempotency-Key` was used for another request in the last 24 h; a new request needs a new key",
+      );
+    }
+    if (claim.state === "busy") {
+      throw conflict("the request first sent with this `Idempotency-Key` is still being answered; retry in a moment");
+    }
+    if (claim.state === "replay") return replay(claim.answer);
+
+    await next();
+    try {
+      await store.settle(key, fingerprint, await keepable(c.res));
+    } catch (err) {
+      // The write is done and answered; the claim stays until it counts as abandoned (a minute).
+      logError("keeping the answer to an Idempotency-Key failed", err);
+    }
+  });
+}
+
+/** A success small enough to keep; anything else releases the key. */
+async function keepable(res: Response): Promise<KeptAnswer | null> {
+  if (res.status < 200 || res.status > 299) return null;
+  const body = await res.clone().text();
+  if (new TextEncoder().encode(body).length > MAX_KEPT_ANSWER_BYTES) return null;
+  return {
+    status: res.status,
+    body,
+    contentType: res.headers.get("Content-Type"),
+    location: res.headers.get("Location"),
+  };
+}
+
+function replay(answer: KeptAnswer): Response {
+  const headers = new Headers({ "Idempotent-Replayed": "true" });
+  if (answer.contentType) headers.set("Content-Type", answer.contentType);
+  if (answer.location) headers.set("Location", answer.location);
+  return new Response(answer.status === 204 ? null : answer.body, { status: answer.status, headers });
+}
