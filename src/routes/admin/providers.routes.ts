@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { pathId } from "../../lib/ids";
+import { int64Id, pathId } from "../../lib/ids";
 import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
 import { requireAuth } from "../../middleware/auth";
 
@@ -42,7 +42,7 @@ export const ProviderSigningSchema = z
 
 const SigningStateSchema = z
   .object({
-    token_id: z.number().int().openapi({ example: 4 }),
+    token_id: int64Id().openapi({ example: 4 }),
     kind: z
       .enum(["twilio", "telnyx"])
       .nullable()

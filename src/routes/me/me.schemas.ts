@@ -1,13 +1,13 @@
 import { z } from "@hono/zod-openapi";
 import { callPolicies } from "../../domain/caller-verification";
-import { pathId } from "../../lib/ids";
+import { int64Id, pathId } from "../../lib/ids";
 import { SecureNumberSchema } from "../buzz/buzz.schemas";
 
 /* ---------- GET /me ---------- */
 
 export const MeSchema = z
   .object({
-    id: z.number().int().openapi({ description: "The caller's person id (the `sendable_id` of what they send)" }),
+    id: int64Id().openapi({ description: "The caller's person id (the `sendable_id` of what they send)" }),
     first_name: z.string(),
     middle_name: z.string().nullable(),
     last_name: z.string(),
@@ -17,7 +17,7 @@ export const MeSchema = z
     companies: z
       .array(
         z.object({
-          id: z.number().int(),
+          id: int64Id(),
           name: z.string(),
           roles: z.array(z.string()).openapi({ description: "The roles the caller holds there", example: ["Admin"] }),
         }),
@@ -33,7 +33,7 @@ export const MeSchema = z
 
 export const MyPhoneSchema = z
   .object({
-    id: z.number().int().openapi({ example: 1 }),
+    id: int64Id().openapi({ example: 1 }),
     country_code: z.string().openapi({ description: "Calling code, digits", example: "1" }),
     phone_number: z.string().openapi({ description: "National number, digits", example: "4155550199" }),
     phone_full: z.string().openapi({ description: "E.164", example: "+14155550199" }),
