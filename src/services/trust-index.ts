@@ -22,6 +22,7 @@ import type { Facts } from "../objects/person/index-keys";
 import { groupBy } from "../lib/group";
 import { logError } from "../lib/log";
 import type { Persons } from "./persons";
+import { computeTokenRecords } from "./token-records";
 
 /**
  * The trust-lookup index (docs/architecture.md, "The trust index"): KV
@@ -267,6 +268,18 @@ export const workForNumbersOf = (db: Db, personId: number | SQL, now: Date) =>
 export const workForKeys = (db: Db, keys: string[], now: Date) =>
   upsertWork(db, sql`select distinct value as k from json_each(${JSON.stringify(keys)})`, now);
 
+/**
+ * The verification records (`tok:` keys, services/token-records.ts) of the
+ * person's tokens, when `condition` holds at this point of the batch (their
+ * account is about to go): rewritten as refused after the commit.
+ */
+export const workForTokensOf = (db: Db, personId: number, condition: SQL, now: Date) =>
+  upsertWork(
+    db,
+    sql`select 'tok:' || token_hash as k from access_tokens where person_id = ${personId} and ${condition}`,
+    now,
+  );
+
 /* ---------- applying the work ---------- */
 
 /**
@@ -320,7 +333,9 @@ export async function applyIndexWork(
   const people = claimedKeys.filter((key) => key.startsWith("prs:")).map((key) => Number(key.slice(4)));
   // Only `num:` keys are put in KV here (their digests in `index_written`); `prs:` work tells objects.
   const numberKeys = claimedKeys.filter((key) => key.startsWith("num:"));
-  const [records, written, told] = await Promise.all([
+  // `tok:` keys: token verification records (services/token-records.ts), put without a TTL.
+  const tokenKeys = claimedKeys.filter((key) => key.startsWith("tok:"));
+  const [records, written, told, tokens] = await Promise.all([
     computeRecords(db, numberKeys),
     force || numberKeys.length === 0
       ? []
@@ -330,11 +345,14 @@ export async function applyIndexWork(
           .where(sql`${inList(indexWritten.key, numberKeys)} and ${indexWritten.writtenAt} > ${t - WRITTEN_TRUSTED_MS}`)
           .all(),
     people.length > 0 ? tellObjects(db, persons, people) : new Set<number>(),
+    computeTokenRecords(db, tokenKeys, now),
   ]);
   const lastPut = new Map(written.map((row) => [row.key, row.digest]));
   const outcomes = await Promise.all(
     claimed.map(async (row) => {
       if (row.key.startsWith("prs:")) return { ...row, digest: "", ok: told.has(Number(row.key.slice(4))), put: false };
+      const token = tokens.get(row.key);
+      if (token !== undefined) return { ...row, digest: "", ok: await safePut(kv, row.key, token), put: false };
       const value = records.get(row.key);
       // A receiver or bucket key of an older version: its person's object owns it now.
       if (value === undefined) return { ...row, digest: "", ok: true, put: false };
@@ -421,9 +439,9 @@ export const pruneIndexWritten = (db: Db, now: Date, { maxStatements }: { maxSta
   });
 
 /** KV allows one write per second per key; a refused write is reported, never thrown. */
-async function safePut(kv: KVNamespace, key: string, value: string, ttlSeconds: number): Promise<boolean> {
+async function safePut(kv: KVNamespace, key: string, value: string, ttlSeconds?: number): Promise<boolean> {
   try {
-    await kv.put(key, value, { expirationTtl: ttlSeconds });
+    await kv.put(key, value, ttlSeconds === undefined ? {} : { expirationTtl: ttlSeconds });
     return true;
   } catch (err) {
     logError("trust index write refused; retried later", err, { key });
