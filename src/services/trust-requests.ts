@@ -7,6 +7,7 @@ import type { Deps } from "./outbox";
 import { people, personEmails } from "../db/schema";
 import { iso } from "../lib/time";
 import { holdersOfNumber } from "./people";
+import type { RequestCursor } from "../objects/person/requests";
 
 /** Who a trust request is addressed to: exactly one of these (docs/decisions.md). */
 export type TrustRequestTarget = { user_id?: number; phone?: string; email?: string };
@@ -18,20 +19,21 @@ export { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
  * several people; the requester never learns whether anyone matched. Every
  * request counts toward the requester's day (100, counted in their own object,
  * where their requests run one at a time); a request past it is a 429 and
- * reaches no one. Each match receives it in their own object: asking again
- * while a request is pending refreshes its reason and time (one pending
- * request per pair); asking oneself does nothing.
+ * reaches no one. The charge and the request to each match are one
+ * transaction in the requester's object, which delivers them (its alarm
+ * retries a delivery that failed). Each match receives it in their own
+ * object: asking again while a request is pending refreshes its reason and
+ * time (one pending request per pair); asking oneself does nothing.
  */
 export async function askForTrust(deps: Deps, requesterId: number, target: TrustRequestTarget, reason: string) {
-  const charged = await (await deps.persons.toWrite(requesterId)).chargeTrustRequest();
-  if (!charged.ok) {
+  const targets = (await matchPeople(deps.db, target)).filter((id) => id !== requesterId);
+  const sent = await (await deps.persons.toWrite(requesterId)).sendTrustRequest(requesterId, targets, reason);
+  if (!sent.ok) {
     throw tooManyRequests(
       `a person may send at most ${MAX_TRUST_REQUESTS_PER_DAY} trust requests per day (UTC) and you sent ${MAX_TRUST_REQUESTS_PER_DAY} today; retry after midnight UTC (see Retry-After)`,
-      charged.retryAfter,
+      sent.retryAfter,
     );
   }
-  const targets = (await matchPeople(deps.db, target)).filter((id) => id !== requesterId);
-  await Promise.all(targets.map((id) => deps.persons.of(id).receiveTrustRequest(id, requesterId, reason)));
 }
 
 async function matchPeople(db: Db, target: TrustRequestTarget): Promise<number[]> {
@@ -54,24 +56,42 @@ async function matchPeople(db: Db, target: TrustRequestTarget): Promise<number[]
   return [];
 }
 
+/** Where a page of `GET /contacts/requests` starts: `<updated_at ms>_<id>` of the last request of the page before. */
+export const REQUEST_CURSOR = /^\d{1,16}_\d{1,17}$/;
+
+const cursorOf = (cursor: RequestCursor) => `${cursor.at}_${cursor.id}`;
+function parseCursor(cursor: string): RequestCursor {
+  const [at, id] = cursor.split("_").map(Number);
+  return { at: at!, id: id! };
+}
+
 /**
- * Pending requests addressed to `personId`, newest first [seed 2.8]: from
- * their object, with the requesters' names from D1 in one read. A requester
- * whose account is gone is left out.
+ * One page of the pending requests addressed to `personId`, newest first
+ * [seed 2.8; paged by cursor, docs/decisions.md]: from their object, with the
+ * requesters' names from D1 in one read of the page's ids. A requester whose
+ * account is gone is left out. `next`: the cursor of the following page.
  */
-export async function pendingRequests(deps: Deps, personId: number) {
-  const requests = await deps.persons.of(personId).pendingTrustRequests();
-  if (requests.length === 0) return [];
+export async function pendingRequests(
+  deps: Deps,
+  personId: number,
+  { cursor, limit }: { cursor?: string | undefined; limit: number },
+) {
+  const page = await deps.persons
+    .of(personId)
+    .pendingTrustRequests({ cursor: cursor === undefined ? null : parseCursor(cursor), limit });
+  const next = page.next ? cursorOf(page.next) : null;
+  if (page.rows.length === 0) return { items: [], next };
   const names = await deps.db.all<{ id: number; first_name: string; middle_name: string | null; last_name: string }>(
     sql`select id, first_name, middle_name, last_name from people
-        where ${inList(sql`id`, [...new Set(requests.map((r) => r.requesterId))])}`,
+        where ${inList(sql`id`, [...new Set(page.rows.map((r) => r.requesterId))])}`,
   );
   const byId = new Map(names.map((row) => [row.id, row]));
-  return requests.flatMap((request) => {
+  const items = page.rows.flatMap((request) => {
     const person = byId.get(request.requesterId);
     if (!person) return [];
     return [{ ...person, contact_reason: request.contactReason, updated_at: iso(new Date(request.updatedAt))! }];
   });
+  return { items, next };
 }
 
 /**
