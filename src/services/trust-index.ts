@@ -302,9 +302,9 @@ export type ApplyResult = { applied: string[]; unchanged: string[]; failed: stri
  *
  * `keys`: those keys (after a commit); else the oldest due rows, at most
  * `limit` (the sweep). Cost in D1: 1 claim; in one round, for `num:` keys
- * a read batch (3 reads) and their last digests, for `prs:` keys the
+ * a read batch (3 reads) and their last digests, for `tok:` keys 1 read, for `prs:` keys the
  * people's facts (2 reads, then one RPC per object); 1 write batch (4
- * statements) — at most 11 statements. At most one KV put per key, so
+ * statements) — at most 12 statements. At most one KV put per key, so
  * `limit` bounds the KV operations and the object calls.
  */
 export async function applyIndexWork(
