@@ -55,7 +55,7 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
         // (revocation, a removed person: 401, nothing written); a trust-lookup POST is a
         // question, not a write.
         write: !readsOnly(c),
-        index: c.var.deps,
+        kv: c.var.deps.kv,
         // A token in neither cache costs the caller's IP budget before it costs a D1 read.
         beforeDatabase: () => limitByIp(c),
       });

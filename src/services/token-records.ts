@@ -6,12 +6,13 @@ import type { Principal } from "../types";
 
 /*
  * The verification record of a token in KV (docs/architecture.md, "Tokens"):
- * `tok:<sha256 of the token>`, written only by the index work (the fill after
- * a token's first verification, its daily bookkeeping, and every command
- * that invalidates it), never with a TTL. A request whose token has a record
- * reads no D1. Invalid is final — a token is never un-revoked, a deleted one
- * never comes back, an expiry only passes — so a `refused` record may be
- * written directly too.
+ * `tok:<sha256 of the token>`, never with a TTL. Written by the verification
+ * that read D1 (then checked against D1 once more, services/tokens.ts), by
+ * the daily bookkeeping, and by the index work of every command that
+ * invalidates the token, which retries a refused put until it lands. A
+ * request whose token has a record reads no D1. Invalid is final — a token
+ * is never un-revoked, a deleted one never comes back, an expiry only
+ * passes — so a `refused` record may be written directly.
  */
 
 export const tokenKey = (hash: string) => `tok:${hash}`;

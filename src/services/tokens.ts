@@ -6,14 +6,22 @@ import { base64url, sha256Hex } from "../lib/crypto";
 import { unauthorized } from "../lib/errors";
 import type { Principal } from "../types";
 import { WriteBatch, type Deps } from "./outbox";
-import { checkOfRecord, CONTAINER_SCOPE, tokenKey, toCheck, type TokenCheck, type TokenRecord } from "./token-records";
-import { applyIndexWork, workForKeys, type IndexDeps } from "./trust-index";
+import {
+  checkOfRecord,
+  computeTokenRecords,
+  CONTAINER_SCOPE,
+  recordOf,
+  tokenKey,
+  toCheck,
+  type TokenCheck,
+  type TokenRecord,
+} from "./token-records";
 
 export type { TokenCheck } from "./token-records";
 
 /**
  * A verified token's record lives in KV (`tok:<sha256>`, docs/architecture.md,
- * "Tokens"), written by the index work with no TTL: once a token has been
+ * "Tokens"), written with no TTL: once a token has been
  * verified, no request reads D1 for it again, however long ago that was.
  * Every command that invalidates a token (its revocation, its person's
  * removal) overwrites the record as refused, and KV's reads are cached at
@@ -27,7 +35,7 @@ const CACHE_TTL_MS = 30_000;
 /** The edge cache of a KV read: KV's minimum. */
 const KV_CACHE_TTL_SECONDS = 30;
 const CACHE_MAX = 5_000;
-type Cached = { principal: Principal; until: number; usedAt: number | null };
+type Cached = { principal: Principal; until: number; expiresAt: number | null; usedAt: number | null };
 const cache = new Map<string, Cached>();
 
 /** Tokens are opaque base64url strings with a readable prefix; anything else is malformed. */
@@ -51,8 +59,8 @@ export type VerifyOptions = {
    * On a database without a guard it reads D1 now, like `fresh`.
    */
   write?: boolean;
-  /** Where the records live and how they are written (KV, through the index work). */
-  index?: IndexDeps;
+  /** Where the verification records live. */
+  kv?: KVNamespace;
   /** Runs before the D1 read; a thrown error (429) stops it. */
   beforeDatabase?: () => Promise<void>;
 };
@@ -66,7 +74,7 @@ export async function verifyToken(
   db: Db,
   token: string,
   now: Date,
-  { onFirstUse, fresh = false, write = false, index, beforeDatabase }: VerifyOptions = {},
+  { onFirstUse, fresh = false, write = false, kv, beforeDatabase }: VerifyOptions = {},
 ): Promise<TokenCheck> {
   const hash = await sha256Hex(token);
   const cached = cache.get(hash);
@@ -74,23 +82,27 @@ export async function verifyToken(
   // Bookkeeping and fills are not the request's write: they never ride its guard.
   const inner = writeGuardOf(db.$client)?.inner;
   const plain = inner ? createDb(inner as D1Database) : db;
-  const records = index && { ...index, db: plain };
   if (!fresh && (!write || guard)) {
     let entry = cached && cached.until > now.getTime() ? cached : null;
-    if (!entry && index) {
-      const record = await readRecord(index.kv, hash);
+    if (!entry && kv) {
+      const record = await readRecord(kv, hash);
       const check = checkOfRecord(record, now);
       if (check && !check.ok) return check;
       if (check?.ok && record && "principal" in record) {
-        const until = Math.min(now.getTime() + CACHE_TTL_MS, record.expiresAt ?? Infinity);
-        entry = remember(hash, check.principal, until, record.usedAt);
+        entry = remember(hash, check.principal, record.expiresAt, record.usedAt, now);
       }
     }
     if (entry) {
-      guard?.arm(tokenGuard(entry.principal.tokenId, hash, now, index?.kv));
-      if (records && onFirstUse && useIsDue(entry.usedAt, now)) {
+      guard?.arm(tokenGuard(entry.principal.tokenId, hash, now, kv));
+      if (kv && onFirstUse && useIsDue(entry.usedAt, now)) {
         entry.usedAt = now.getTime(); // this isolate records it once
-        onFirstUse(recordUse(plain, entry.principal, now).then(() => rewriteRecord(records, hash, now)));
+        const record: TokenRecord = {
+          v: 1,
+          principal: entry.principal,
+          expiresAt: entry.expiresAt,
+          usedAt: entry.usedAt,
+        };
+        onFirstUse(Promise.all([recordUse(plain, entry.principal, now), fill(plain, kv, hash, record, now)]));
       }
       return { ok: true, principal: entry.principal };
     }
@@ -113,38 +125,41 @@ export async function verifyToken(
     .get();
 
   const check = toCheck(row, now);
+  const bookkeeping = check.ok && onFirstUse !== undefined && useIsDue(row!.lastUsedAt?.getTime() ?? null, now);
   // A token D1 holds gets its record, refused or not (unknown ones do not: they would fill KV).
-  const fill = row && records && !fresh ? () => rewriteRecord(records, hash, now) : null;
-  if (!check.ok) {
-    if (fill) onFirstUse?.(fill());
-    return check;
+  if (row && kv && !fresh) {
+    const record = recordOf({ ...row, lastUsedAt: bookkeeping ? now : row.lastUsedAt }, now);
+    onFirstUse?.(fill(plain, kv, hash, record, now));
   }
-  const until = Math.min(now.getTime() + CACHE_TTL_MS, row?.expiresAt?.getTime() ?? Infinity);
-  const bookkeeping = onFirstUse !== undefined && useIsDue(row!.lastUsedAt?.getTime() ?? null, now);
-  remember(hash, check.principal, until, bookkeeping ? now.getTime() : (row!.lastUsedAt?.getTime() ?? null));
-  if (bookkeeping || fill) {
-    // The fill after the bookkeeping, so the record carries the new `last_used`.
-    onFirstUse?.((bookkeeping ? recordUse(plain, check.principal, now) : Promise.resolve()).then(() => fill?.()));
-  }
+  if (!check.ok) return check;
+  const usedAt = bookkeeping ? now.getTime() : (row!.lastUsedAt?.getTime() ?? null);
+  remember(hash, check.principal, row!.expiresAt?.getTime() ?? null, usedAt, now);
+  if (bookkeeping) onFirstUse?.(recordUse(plain, check.principal, now));
   return check;
 }
 
-function remember(hash: string, principal: Principal, until: number, usedAt: number | null): Cached {
+function remember(hash: string, principal: Principal, expiresAt: number | null, usedAt: number | null, now: Date) {
   if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
-  const entry = { principal, until, usedAt };
+  const until = Math.min(now.getTime() + CACHE_TTL_MS, expiresAt ?? Infinity);
+  const entry: Cached = { principal, until, expiresAt, usedAt };
   cache.set(hash, entry);
   return entry;
 }
 
 /**
- * Writes the token's record from D1 through the index work (leased, read
- * after claiming, so a fill that read D1 before a revocation never
- * overwrites it; a refused put stays due and the sweep retries it).
+ * Puts the token's record as D1 had it. A refused record is final and needs
+ * nothing more. A valid one could land after a revocation's own put (the
+ * revocation committed after D1 was read, its record written before this
+ * one), so D1 is read again after the put, and the record rewritten if the
+ * token is no longer valid: one D1 statement, once per token (and per day,
+ * with its bookkeeping). Failures are left to the next verification.
  */
-async function rewriteRecord(index: IndexDeps, hash: string, now: Date) {
+async function fill(db: Db, kv: KVNamespace, hash: string, record: TokenRecord, now: Date) {
   const key = tokenKey(hash);
-  await index.db.batch([workForKeys(index.db, [key], now)]);
-  await applyIndexWork(index, { keys: [key], now });
+  await kv.put(key, JSON.stringify(record));
+  if ("refused" in record) return;
+  const current = (await computeTokenRecords(db, [key], now)).get(key)!;
+  if ("refused" in (JSON.parse(current) as TokenRecord)) await kv.put(key, current);
 }
 
 /**

@@ -99,7 +99,7 @@ export const listTrustRequests = createRoute({
   request: { query: TrustRequestsQuery },
   responses: {
     200: { ...jsonContent(z.array(TrustRequestSchema), "One page of pending requests"), headers: cursorHeaders },
-    ...errorResponses(401, 403, 429),
+    ...errorResponses(400, 401, 403, 429),
   },
 });
 
