@@ -61,8 +61,14 @@ try {
     `Removing what an earlier run created (companies ${slugs.join(", ")}; people ${emails.join(", ")}; licenses ${licenseIds.join(", ")})`,
   );
   // Removing the companies removes their seats; a license some other local company still holds stays (the block replaces it).
+  const earlier = `SELECT person_id FROM person_emails WHERE email IN (${[...emails, EMPLOYEE_EMAIL].map(sqlString).join(", ")})`;
+  const now = Date.now();
   d1(
-    `DELETE FROM people WHERE id IN (SELECT person_id FROM person_emails WHERE email IN (${[...emails, EMPLOYEE_EMAIL].map(sqlString).join(", ")}));` +
+    // Their tokens go with them: the index work rewrites the tokens' KV records as refused (the dev server's minute cron).
+    `INSERT INTO index_work (key, version, attempts, due_at, created_at)` +
+      ` SELECT 'tok:' || token_hash, 1, 0, ${now}, ${now} FROM access_tokens WHERE person_id IN (${earlier})` +
+      ` ON CONFLICT (key) DO UPDATE SET version = version + 1, due_at = excluded.due_at;` +
+      ` DELETE FROM people WHERE id IN (${earlier});` +
       ` DELETE FROM companies WHERE slug IN (${slugs.map(sqlString).join(", ")});` +
       ` DELETE FROM licenses WHERE id IN (${licenseIds.map(sqlString).join(", ")}) AND id NOT IN (SELECT license_id FROM company_seats);`,
   );

@@ -2,7 +2,7 @@
 // (docs/decisions.md). Works on the local D1 by default, `--remote` on production.
 // A minted token is printed once, on stdout; only its SHA-256 is stored.
 import { createHash, randomBytes } from "node:crypto";
-import { d1, fail, parseArgs, sqlString } from "./lib/cli.mjs";
+import { d1, fail, kvPut, parseArgs, sqlString } from "./lib/cli.mjs";
 
 const SCOPES = ["calls:lookup", "scans:write", "platform:admin"];
 const USAGE = `Usage:
@@ -90,12 +90,24 @@ function revoke() {
       : rest[0]
         ? `token_hash = ${sqlString(hash(rest[0]))}`
         : fail(`revoke needs a token or --id <token id>.\n\n${USAGE}`);
+  // The revocation and the index work that rewrites the token's KV record as refused, in one
+  // command: if the KV put below fails, the minute sweep writes the record (docs/architecture.md, "Tokens").
   const [rows] = d1(
-    `UPDATE access_tokens SET revoked_at = ${now} WHERE ${where} AND revoked_at IS NULL RETURNING id, prefix`,
+    `UPDATE access_tokens SET revoked_at = ${now} WHERE ${where} AND revoked_at IS NULL RETURNING id, prefix, token_hash;
+     INSERT INTO index_work (key, version, attempts, due_at, created_at)
+       SELECT 'tok:' || token_hash, 1, 0, ${now}, ${now} FROM access_tokens WHERE ${where} AND revoked_at = ${now}
+       ON CONFLICT (key) DO UPDATE SET version = version + 1, due_at = excluded.due_at`,
     { remote },
   );
   if (!rows.length) fail("no active token matched; nothing was revoked.");
-  console.error(`Revoked token ${rows[0].id} (${rows[0].prefix}…). Cached verifications end within 30 s.`);
+  const record = JSON.stringify({ v: 1, refused: "the bearer token has been revoked" });
+  const written = kvPut(`tok:${rows[0].token_hash}`, record, { remote });
+  console.error(
+    `Revoked token ${rows[0].id} (${rows[0].prefix}…). ` +
+      (written
+        ? "Its record in KV says so: requests are refused everywhere within 60 s."
+        : "Writing its KV record failed; the Worker's minute sweep writes it (then within 60 s)."),
+  );
 }
 
 function list() {

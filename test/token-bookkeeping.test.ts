@@ -7,7 +7,7 @@ import { call, countInPersonObject, countRows, DEMO, expectError, insertToken } 
  * What a write costs in token work (docs/decisions.md, "Auth"): a token
  * verified from the cache is checked again inside the write's own first D1
  * round trip, not by a round trip of its own; `last_used`/`last_login` are
- * written at most once an hour; the bookmark is the write's own session's.
+ * written at most once a day; the bookmark is the write's own session's.
  * A revoked token still never changes data.
  */
 
@@ -100,14 +100,14 @@ describe("token work of 100 writes with one token", () => {
     expect(await lastUsed(token)).toBeGreaterThanOrEqual(started);
   });
 
-  it("records use when the last record is an hour old, not when it is younger", async () => {
+  it("records use when the last record is a day old, not when it is younger", async () => {
     const now = Date.now();
-    const recent = await newToken("recent", DEMO.people.bob, { lastUsedAt: new Date(now - 59 * 60_000) });
-    const old = await newToken("old", DEMO.people.bob, { lastUsedAt: new Date(now - 61 * 60_000) });
+    const recent = await newToken("recent", DEMO.people.bob, { lastUsedAt: new Date(now - 23 * 3_600_000) });
+    const old = await newToken("old", DEMO.people.bob, { lastUsedAt: new Date(now - 25 * 3_600_000) });
     expect((await encrypt(recent, 1)).status).toBe(200);
     expect((await encrypt(old, 2)).status).toBe(200);
     await settle();
-    expect(await lastUsed(recent)).toBe(now - 59 * 60_000);
+    expect(await lastUsed(recent)).toBe(now - 23 * 3_600_000);
     expect(await lastUsed(old)).toBeGreaterThanOrEqual(now);
   });
 });

@@ -67,3 +67,50 @@ export const pageHeaders = z.object({
   "X-Total-Count": z.string().openapi({ description: "Number of items across all pages", example: "42" }),
   Link: z.string().openapi({ description: 'RFC 8288 links: rel="first", "prev", "next", "last"' }),
 });
+
+/**
+ * The cursor variant of the paging scheme (docs/decisions.md), for lists that
+ * grow with other people's choices and are read newest first: `cursor` (from
+ * the previous answer's `Link: <…>; rel="next"`) and `limit` with a default
+ * and a maximum; an out-of-range limit or a malformed cursor is a 400.
+ */
+export function cursorQuery(defaultLimit: number, maxLimit: number, cursorShape: RegExp) {
+  return z.object({
+    cursor: z
+      .string()
+      .regex(cursorShape, 'must be the cursor of a previous answer\'s `Link` (rel="next")')
+      .optional()
+      .openapi({
+        param: { name: "cursor", in: "query" },
+        description: 'Where the page starts: from the previous page\'s `Link` header (rel="next"); omit for the first',
+      }),
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(maxLimit)
+      .default(defaultLimit)
+      .openapi({
+        param: { name: "limit", in: "query" },
+        description: `Results per page (default ${defaultLimit}, at most ${maxLimit})`,
+        example: defaultLimit,
+      }),
+  });
+}
+
+/** Sets `Link: <…?cursor=…&limit=…>; rel="next"` when there is a next page (none on the last). */
+export function setNextCursor(c: Context, next: string | null, limit: number) {
+  if (next === null) return;
+  const url = new URL(c.req.url);
+  url.searchParams.set("cursor", next);
+  url.searchParams.set("limit", String(limit));
+  c.header("Link", `<${url.toString()}>; rel="next"`);
+}
+
+/** Documents the cursor paging header on a list response. */
+export const cursorHeaders = z.object({
+  Link: z
+    .string()
+    .optional()
+    .openapi({ description: 'RFC 8288 link to the next page: rel="next"; absent on the last page' }),
+});

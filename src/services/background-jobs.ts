@@ -95,7 +95,7 @@ export async function runBackgroundJob(deps: Deps, body: BackgroundMessage, now:
     case "move-person":
       return movePersonChunk(deps, body, now);
     case "erase-persons": {
-      const { erased, more } = await eraseGonePersons(deps);
+      const { erased, more } = await eraseGonePersons(deps, undefined, now);
       return { done: { erased }, ...continues(more, body) };
     }
     case "rebuild-index":

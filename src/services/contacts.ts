@@ -53,9 +53,10 @@ export type Contact = {
   updated: string;
 };
 
-/** A platform person holding one of a page's phones or (knowing the owner) emails. */
+/** A platform person holding one of a page's phones or emails (an email links only a person who knows the owner). */
 type Match = {
   value: string;
+  via: "phone" | "email";
   personId: number;
   avatarUrl: string | null;
   riskScore: number;
@@ -71,9 +72,13 @@ type Match = {
  * avatar and risk score. Linking by phone alone reveals no more than a
  * secure messenger does: that the number can be called securely. The page's
  * phones and emails travel as two JSON parameters, each probing its unique
- * index; the matches are assigned to the contacts here. Returns the statement
- * (to run alone or in a caller's batch) and the function that turns its rows
- * into Contacts with the collections named in `include`.
+ * index; the matches are assigned to the contacts here. Who trusted the owner
+ * comes with the read, at most `MIRROR_INLINE` of them (objects/person); past
+ * that, `unresolved` names the matched people the read could not decide, the
+ * caller asks the owner's object about them (`trustedMe(ids)`) and hands the
+ * answer to `assemble`. Returns the statement (to run alone or in a caller's
+ * batch) and the functions that turn its rows into Contacts with the
+ * collections named in `include`.
  */
 export function contactsRead(
   db: Db,
@@ -88,20 +93,31 @@ export function contactsRead(
   const statement = batchableAll<Match>(
     db,
     sql`
-    select m.value, people.id as personId, people.avatar_url as avatarUrl, people.risk_score as riskScore,
+    select m.value, m.via, people.id as personId, people.avatar_url as avatarUrl, people.risk_score as riskScore,
            ${e2eeColumn} as e2ee, ${knows(sql`people.id`)} as known
     from (
-      select pp.e164 as value, pp.person_id from person_phones pp
+      select pp.e164 as value, 'phone' as via, pp.person_id from person_phones pp
         where pp.e164 in (select value from json_each(${phoneList}))
       union all
-      select sn.e164, sn.person_id from secure_numbers sn
+      select sn.e164, 'phone', sn.person_id from secure_numbers sn
         where sn.e164 in (select value from json_each(${phoneList})) and sn.person_id is not null
       union all
-      select pe.email, pe.person_id from person_emails pe
-        where pe.email in (select value from json_each(${JSON.stringify(emails)})) and ${knows(sql`pe.person_id`)}
+      select pe.email, 'email', pe.person_id from person_emails pe
+        where pe.email in (select value from json_each(${JSON.stringify(emails)}))
     ) m join people on people.id = m.person_id`,
   );
-  const assemble = (matches: Match[]): Contact[] => {
+  const unresolved = (matches: Match[]): number[] => {
+    const answered = read.trustedMeOf;
+    if (answered === undefined) return [];
+    return [...new Set(matches.filter((m) => !m.known && !answered.includes(m.personId)).map((m) => m.personId))];
+  };
+  const assemble = (rows: Match[], trustedAmong: number[] = []): Contact[] => {
+    const trusted = new Set(trustedAmong);
+    // An email links only a person who knows the owner.
+    const matches = rows.flatMap((match) => {
+      const known = match.known || trusted.has(match.personId) ? 1 : 0;
+      return match.via === "email" && !known ? [] : [{ ...match, known }];
+    });
     const byValue = groupBy(matches, (match) => match.value);
     return read.items.map((stored: StoredContact) => {
       const candidates = [...stored.phones, ...stored.emails].flatMap((value) => byValue.get(value) ?? []);
@@ -128,23 +144,30 @@ export function contactsRead(
       return contact;
     });
   };
-  return { statement: phones.length + emails.length === 0 ? null : statement, assemble };
+  return { statement: phones.length + emails.length === 0 ? null : statement, assemble, unresolved };
 }
 
-/** The object's contacts as the API shows them: one D1 read when any has a phone or an email. */
+/**
+ * The object's contacts as the API shows them: one D1 read when any has a
+ * phone or an email (and, only for a person trusted by more than
+ * `MIRROR_INLINE` people, one question to their object about the people the
+ * page links to).
+ */
 async function render(
-  db: Db,
+  deps: Deps,
   ownerId: number,
   read: ContactRead,
   include: ReadonlySet<ContactCollection> = ALL_COLLECTIONS,
 ): Promise<Contact[]> {
-  const { statement, assemble } = contactsRead(db, ownerId, read, include);
-  return assemble(statement ? ((await db.batch([statement]))[0] as Match[]) : []);
+  const { statement, assemble, unresolved } = contactsRead(deps.db, ownerId, read, include);
+  const rows = statement ? ((await deps.db.batch([statement]))[0] as Match[]) : [];
+  const ask = unresolved(rows);
+  return assemble(rows, ask.length > 0 ? await deps.persons.of(ownerId).trustedMe(ask) : []);
 }
 
 /** One of the owner's contacts; 404 when it is not theirs. */
 export async function getContact(deps: Deps, ownerId: number, id: number): Promise<Contact> {
-  const [contact] = await render(deps.db, ownerId, await deps.persons.of(ownerId).contacts([id]));
+  const [contact] = await render(deps, ownerId, await deps.persons.of(ownerId).contacts([id]));
   if (!contact) throw notFound(`contact ${id} does not exist`);
   return contact;
 }
@@ -160,7 +183,7 @@ export async function listContacts(
     limit: options.limit,
     offset: options.offset,
   });
-  return { items: await render(deps.db, ownerId, page, options.include), total: page.total };
+  return { items: await render(deps, ownerId, page, options.include), total: page.total };
 }
 
 /**
@@ -174,14 +197,14 @@ export async function saveContacts(deps: Deps, ownerId: number, inputs: ContactI
   if (inputs.length === 0) return [];
   const saved = await (await deps.persons.toWrite(ownerId)).saveContacts(ownerId, inputs);
   if (!saved.ok) throw badRequest(saved.message);
-  return render(deps.db, ownerId, saved);
+  return render(deps, ownerId, saved);
 }
 
 /** PUT /contacts/{id}: updates one of the owner's contacts; 404 when it is not theirs. */
 export async function updateContact(deps: Deps, ownerId: number, id: number, input: ContactInput): Promise<Contact> {
   const saved = await (await deps.persons.toWrite(ownerId)).saveContacts(ownerId, [{ ...input, id }]);
   if (!saved.ok) throw notFound(`contact ${id} does not exist`);
-  const [contact] = await render(deps.db, ownerId, saved);
+  const [contact] = await render(deps, ownerId, saved);
   return contact!;
 }
 

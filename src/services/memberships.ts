@@ -45,6 +45,8 @@ export function addRemoval(batch: WriteBatch, companyId: number, personId: numbe
       .set({ releasedAt: batch.now })
       .where(and(eq(secureNumbers.personId, personId), ...accountGoes)),
   );
+  // Their tokens go with the account (cascade): their verification records in KV say so.
+  batch.reindexTokensOf(personId, and(...accountGoes)!);
   batch.add(db.delete(people).where(and(eq(people.id, personId), ...accountGoes)));
   // The account went: so does everything in the person's own object (activity, blocked calls).
   batch.eraseObjectIfDeleted(personId);

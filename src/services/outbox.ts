@@ -193,6 +193,23 @@ export class WriteBatch {
     this.#index(trustIndex.workForNumbersOfCompany(this.deps.db, companyId, this.now));
   }
 
+  /** The verification records of these tokens (by SHA-256): a command that revokes them. */
+  reindexTokens(hashes: string[]) {
+    if (hashes.length > 0)
+      this.#index(
+        trustIndex.workForKeys(
+          this.deps.db,
+          hashes.map((hash) => `tok:${hash}`),
+          this.now,
+        ),
+      );
+  }
+
+  /** The verification records of the person's tokens, when `condition` holds here (their account goes). */
+  reindexTokensOf(personId: number, condition: SQL) {
+    this.#index(trustIndex.workForTokensOf(this.deps.db, personId, condition, this.now));
+  }
+
   #index(statement: BatchItem<"sqlite">) {
     this.#items.push({ statement, role: "index" });
   }

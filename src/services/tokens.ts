@@ -4,39 +4,52 @@ import { accessTokens, people } from "../db/schema";
 import { writeGuardOf, type WriteCondition } from "../db/write-guard";
 import { base64url, sha256Hex } from "../lib/crypto";
 import { unauthorized } from "../lib/errors";
-import type { ProviderSigning } from "../domain/provider-signing";
 import type { Principal } from "../types";
 import { WriteBatch, type Deps } from "./outbox";
+import {
+  checkOfRecord,
+  computeTokenRecords,
+  CONTAINER_SCOPE,
+  recordOf,
+  tokenKey,
+  toCheck,
+  type TokenCheck,
+  type TokenRecord,
+} from "./token-records";
 
-export type TokenCheck = { ok: true; principal: Principal } | { ok: false; reason: string };
+export type { TokenCheck } from "./token-records";
 
 /**
- * Verified tokens are cached in two layers (docs/security.md, "Tokens"): in
- * the isolate for at most 30 s, and in KV (`tok:<sha256>`) for at most 30 s
- * of validity, so a revocation takes effect within 60 s while a busy token
- * costs no D1 read at all on the ringing path. Only valid tokens are cached:
- * unknown ones cannot evict them, and are limited per IP before they reach D1
- * (`verifyToken`'s `beforeDatabase`). A write served from the cache is checked
- * again inside its own first D1 write (`write`), so a revoked token never
- * changes data.
+ * A verified token's record lives in KV (`tok:<sha256>`, docs/architecture.md,
+ * "Tokens"), written with no TTL: once a token has been
+ * verified, no request reads D1 for it again, however long ago that was.
+ * Every command that invalidates a token (its revocation, its person's
+ * removal) overwrites the record as refused, and KV's reads are cached at
+ * the edge for at most 30 s (`cacheTtl`), as is this isolate's copy, so a
+ * revocation takes effect everywhere within 60 s. Unknown tokens are never
+ * recorded and are limited per IP before they reach D1 (`verifyToken`'s
+ * `beforeDatabase`). A write served from a record is checked again inside its
+ * own first D1 write (`write`), so a revoked token never changes data.
  */
 const CACHE_TTL_MS = 30_000;
+/** The edge cache of a KV read: KV's minimum. */
+const KV_CACHE_TTL_SECONDS = 30;
 const CACHE_MAX = 5_000;
-const cache = new Map<string, { principal: Principal; until: number }>();
-const kvKey = (hash: string) => `tok:${hash}`;
+type Cached = { principal: Principal; until: number; expiresAt: number | null; usedAt: number | null };
+const cache = new Map<string, Cached>();
 
 /** Tokens are opaque base64url strings with a readable prefix; anything else is malformed. */
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{8,256}$/;
 
 export const tokenHasValidShape = (token: string) => TOKEN_SHAPE.test(token);
 
-/** `last_used` and `last_login` are written at most once an hour per token (`recordUse`). */
-const USE_RECORDED_EVERY_MS = 3_600_000;
+/** `last_used` and `last_login` are written at most once a day per token (`recordUse`). */
+const USE_RECORDED_EVERY_MS = 86_400_000;
 
 export type VerifyOptions = {
-  /** Runs the bookkeeping off the hot path: `last_used`/`last_login`, at most hourly, and the KV fill. */
+  /** Runs the bookkeeping off the hot path: `last_used`/`last_login`, at most daily, and the record's fill. */
   onFirstUse?: (work: Promise<unknown>) => void;
-  /** Skip both caches and read D1 now. */
+  /** Skip the isolate's cache and KV and read D1 now. */
   fresh?: boolean;
   /**
    * The request may write: a verification served from a cache arms the
@@ -46,15 +59,16 @@ export type VerifyOptions = {
    * On a database without a guard it reads D1 now, like `fresh`.
    */
   write?: boolean;
-  /** The KV namespace of the second cache layer. */
+  /** Where the verification records live. */
   kv?: KVNamespace;
   /** Runs before the D1 read; a thrown error (429) stops it. */
   beforeDatabase?: () => Promise<void>;
 };
 
 /**
- * Resolves a bearer token to its principal: SHA-256 lookup, then expiry and
- * revocation, through the caches unless `fresh`.
+ * Resolves a bearer token to its principal: the isolate's cache, then the
+ * token's record in KV, and only for a token without one, D1 (SHA-256
+ * lookup, then expiry and revocation), whose answer is then recorded.
  */
 export async function verifyToken(
   db: Db,
@@ -65,19 +79,32 @@ export async function verifyToken(
   const hash = await sha256Hex(token);
   const cached = cache.get(hash);
   const guard = write ? writeGuardOf(db.$client) : undefined;
+  // Bookkeeping and fills are not the request's write: they never ride its guard.
+  const inner = writeGuardOf(db.$client)?.inner;
+  const plain = inner ? createDb(inner as D1Database) : db;
   if (!fresh && (!write || guard)) {
-    let principal: Principal | null = null;
-    if (cached && cached.until > now.getTime()) principal = cached.principal;
-    else {
-      const shared = kv ? await readShared(kv, hash, now) : null;
-      if (shared) {
-        remember(hash, shared.principal, Math.min(shared.until, now.getTime() + CACHE_TTL_MS));
-        principal = shared.principal;
+    let entry = cached && cached.until > now.getTime() ? cached : null;
+    if (!entry && kv) {
+      const record = await readRecord(kv, hash);
+      const check = checkOfRecord(record, now);
+      if (check && !check.ok) return check;
+      if (check?.ok && record && "principal" in record) {
+        entry = remember(hash, check.principal, record.expiresAt, record.usedAt, now);
       }
     }
-    if (principal) {
-      guard?.arm(tokenGuard(principal.tokenId, hash, now, kv));
-      return { ok: true, principal };
+    if (entry) {
+      guard?.arm(tokenGuard(entry.principal.tokenId, hash, now, kv));
+      if (kv && onFirstUse && useIsDue(entry.usedAt, now)) {
+        entry.usedAt = now.getTime(); // this isolate records it once
+        const record: TokenRecord = {
+          v: 1,
+          principal: entry.principal,
+          expiresAt: entry.expiresAt,
+          usedAt: entry.usedAt,
+        };
+        onFirstUse(Promise.all([recordUse(plain, entry.principal, now), fill(plain, kv, hash, record, now)]));
+      }
+      return { ok: true, principal: entry.principal };
     }
   }
   // A token this isolate never saw valid pays the IP budget first (a write re-reads known ones freely).
@@ -99,17 +126,51 @@ export async function verifyToken(
     .get();
 
   const check = toCheck(row, now);
+  const bookkeeping = check.ok && onFirstUse !== undefined && useIsDue(row!.lastUsedAt?.getTime() ?? null, now);
+  // A token D1 holds gets its record, refused or not (unknown ones do not: they would fill KV).
+  if (row && kv && !fresh) {
+    const record = recordOf({ ...row, lastUsedAt: bookkeeping ? now : row.lastUsedAt }, now);
+    onFirstUse?.(fill(plain, kv, hash, record, now));
+  }
   if (!check.ok) return check;
-  if (onFirstUse && useIsDue(row!.lastUsedAt, now)) onFirstUse(recordUse(db, check.principal, now));
-  const until = Math.min(now.getTime() + CACHE_TTL_MS, row?.expiresAt?.getTime() ?? Infinity);
-  remember(hash, check.principal, until);
-  if (kv && !fresh) onFirstUse?.(writeShared(kv, hash, check.principal, until));
+  const usedAt = bookkeeping ? now.getTime() : (row!.lastUsedAt?.getTime() ?? null);
+  remember(hash, check.principal, row!.expiresAt?.getTime() ?? null, usedAt, now);
+  if (bookkeeping) onFirstUse?.(recordUse(plain, check.principal, now));
   return check;
 }
 
-function remember(hash: string, principal: Principal, until: number) {
+/**
+ * Forgets a token's verification in this isolate and its record in KV: the
+ * next request reads D1 again and records the token anew (its signing
+ * configuration changed). Other isolates follow within 30 s.
+ */
+export async function forgetVerifiedToken(kv: KVNamespace, tokenHash: string): Promise<void> {
+  cache.delete(tokenHash);
+  await kv.delete(tokenKey(tokenHash)).catch(() => undefined);
+}
+
+function remember(hash: string, principal: Principal, expiresAt: number | null, usedAt: number | null, now: Date) {
   if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
-  cache.set(hash, { principal, until });
+  const until = Math.min(now.getTime() + CACHE_TTL_MS, expiresAt ?? Infinity);
+  const entry: Cached = { principal, until, expiresAt, usedAt };
+  cache.set(hash, entry);
+  return entry;
+}
+
+/**
+ * Puts the token's record as D1 had it. A refused record is final and needs
+ * nothing more. A valid one could land after a revocation's own put (the
+ * revocation committed after D1 was read, its record written before this
+ * one), so D1 is read again after the put, and the record rewritten if the
+ * token is no longer valid: one D1 statement, once per token (and per day,
+ * with its bookkeeping). Failures are left to the next verification.
+ */
+async function fill(db: Db, kv: KVNamespace, hash: string, record: TokenRecord, now: Date) {
+  const key = tokenKey(hash);
+  await kv.put(key, JSON.stringify(record));
+  if ("refused" in record) return;
+  const current = (await computeTokenRecords(db, [key], now)).get(key)!;
+  if ("refused" in (JSON.parse(current) as TokenRecord)) await kv.put(key, current);
 }
 
 /**
@@ -117,8 +178,9 @@ function remember(hash: string, principal: Principal, until: number) {
  * round trip starts with `TOKEN_STILL_VALID`, which fails (SQLite's `json()`
  * of a text that is not JSON) unless the token still exists (a removed
  * person's tokens go with them), is not revoked and has not expired. When
- * that is what failed, the token is forgotten by both caches and the request
- * answers 401 with the reason.
+ * that is what failed, the isolate forgets the token, its record in KV is
+ * overwritten as refused (invalid is final, so a direct put is safe), and the
+ * request answers 401 with the reason.
  */
 const TOKEN_STILL_VALID = `select json(case when exists (select 1 from access_tokens where id = ? and revoked_at is null
   and (expires_at is null or expires_at > ?)) then '1' else 'the token is no longer valid' end) as token_valid`;
@@ -142,86 +204,32 @@ function tokenGuard(tokenId: number, hash: string, now: Date, kv: KVNamespace | 
       const check = toCheck(row, now);
       if (check.ok) return null;
       cache.delete(hash);
-      await kv?.delete(kvKey(hash)).catch(() => undefined);
+      const refused: TokenRecord = { v: 1, refused: check.reason };
+      await kv?.put(tokenKey(hash), JSON.stringify(refused)).catch(() => undefined);
       return unauthorized(check.reason);
     },
   };
 }
 
-async function readShared(kv: KVNamespace, hash: string, now: Date) {
+async function readRecord(kv: KVNamespace, hash: string): Promise<TokenRecord | null> {
   try {
-    const entry = await kv.get<{ principal: Principal; until: number }>(kvKey(hash), "json");
-    return entry && entry.until > now.getTime() ? entry : null;
+    return await kv.get<TokenRecord>(tokenKey(hash), { type: "json", cacheTtl: KV_CACHE_TTL_SECONDS });
   } catch {
     return null; // the D1 read decides
   }
 }
 
-/** KV's minimum TTL is 60 s; `until` inside the value is what bounds its use to 30 s. */
-async function writeShared(kv: KVNamespace, hash: string, principal: Principal, until: number) {
-  await kv.put(kvKey(hash), JSON.stringify({ principal, until }), { expirationTtl: 60 });
-}
-
-function toCheck(
-  row:
-    | {
-        id: number;
-        personId: number | null;
-        serviceName: string | null;
-        scopes: string[];
-        expiresAt: Date | null;
-        revokedAt: Date | null;
-        signing?: ProviderSigning | null;
-      }
-    | undefined,
-  now: Date,
-): TokenCheck {
-  if (!row)
-    return {
-      ok: false,
-      reason: "the bearer token is unknown: this API never issued it, or it was deleted, so it is not valid",
-    };
-  if (row.revokedAt) return { ok: false, reason: "the bearer token has been revoked" };
-  if (row.expiresAt && row.expiresAt.getTime() <= now.getTime())
-    return { ok: false, reason: "the bearer token has expired" };
-  if (row.personId !== null)
-    return {
-      ok: true,
-      principal: row.scopes.includes(CONTAINER_SCOPE)
-        ? { kind: "person", tokenId: row.id, personId: row.personId, scope: CONTAINER_SCOPE }
-        : { kind: "person", tokenId: row.id, personId: row.personId },
-    };
-  // A provider token's signing configuration travels with its principal (and its cached verification).
-  const principal: Principal = {
-    kind: "service",
-    tokenId: row.id,
-    service: row.serviceName ?? "service",
-    scopes: row.scopes,
-  };
-  return { ok: true, principal: row.signing ? { ...principal, signing: row.signing } : principal };
-}
-
-/**
- * Forgets a token's cached verification in this isolate and in KV: the next
- * request reads D1 again (its signing configuration changed). Other
- * isolates follow within 30 s.
- */
-export async function forgetVerifiedToken(kv: KVNamespace, tokenHash: string): Promise<void> {
-  cache.delete(tokenHash);
-  await kv.delete(kvKey(tokenHash)).catch(() => undefined);
-}
-
-const useIsDue = (lastUsedAt: Date | null, now: Date) =>
-  lastUsedAt === null || lastUsedAt.getTime() <= now.getTime() - USE_RECORDED_EVERY_MS;
+const useIsDue = (lastUsedAt: number | null, now: Date) =>
+  lastUsedAt === null || lastUsedAt <= now.getTime() - USE_RECORDED_EVERY_MS;
 
 /**
  * `last_used` of the token and `last_login` of its person, when the token's
- * was written an hour ago or more (docs/decisions.md, "Auth"): one round trip
- * an hour per token, not one per request. Conditional, so isolates that read
+ * was written a day ago or more (docs/decisions.md, "Auth"): one round trip
+ * a day per token, not one per request. Conditional, so isolates that read
  * the old time together change the rows once.
  */
 async function recordUse(db: Db, principal: Principal, now: Date) {
-  const hourAgo = now.getTime() - USE_RECORDED_EVERY_MS;
+  const dayAgo = now.getTime() - USE_RECORDED_EVERY_MS;
   const statements = [
     db
       .update(accessTokens)
@@ -229,7 +237,7 @@ async function recordUse(db: Db, principal: Principal, now: Date) {
       .where(
         and(
           eq(accessTokens.id, principal.tokenId),
-          sql`(${accessTokens.lastUsedAt} is null or ${accessTokens.lastUsedAt} <= ${hourAgo})`,
+          sql`(${accessTokens.lastUsedAt} is null or ${accessTokens.lastUsedAt} <= ${dayAgo})`,
         ),
       ),
   ] as const;
@@ -243,7 +251,7 @@ async function recordUse(db: Db, principal: Principal, now: Date) {
         .where(
           and(
             eq(people.id, principal.personId),
-            sql`(${people.lastLoginAt} is null or ${people.lastLoginAt} <= ${hourAgo})`,
+            sql`(${people.lastLoginAt} is null or ${people.lastLoginAt} <= ${dayAgo})`,
           ),
         ),
     ]);
@@ -252,12 +260,7 @@ async function recordUse(db: Db, principal: Principal, now: Date) {
   }
 }
 
-/**
- * Container-scoped person tokens (docs/consent.md): the consent container's
- * `session` cookie holds one, so a stolen cookie cannot call the rest of the
- * API. Stored like any person token, with `scopes: ["vcc"]`.
- */
-export const CONTAINER_SCOPE = "vcc";
+export { CONTAINER_SCOPE };
 const CONTAINER_PATHS = "/apps/vcc/";
 const CONTAINER_TOKEN_DAYS = 30;
 
@@ -288,8 +291,9 @@ export async function mintContainerToken(deps: Deps, personId: number, now: Date
 /**
  * Revokes `token` if it is a container-scoped token (a full person token in
  * the cookie is left alone: signing out of the container must not end the
- * person's other sessions). Forgets it in this isolate's cache and in the
- * shared KV cache at once; other isolates forget it within 30 s.
+ * person's other sessions). This isolate forgets it at once; its record in KV
+ * is rewritten as refused by the command's index work (other isolates within
+ * 60 s).
  */
 export async function revokeContainerToken(deps: Deps, token: string, now: Date): Promise<void> {
   const hash = await sha256Hex(token);
@@ -307,9 +311,8 @@ export async function revokeContainerToken(deps: Deps, token: string, now: Date)
         ),
       ),
   );
+  batch.reindexTokens([hash]);
   await batch.commit();
-  const { kv } = deps;
   // After the write, so no verification in between can cache it as valid again.
   cache.delete(hash);
-  await kv.delete(kvKey(hash)).catch(() => undefined);
 }

@@ -22,6 +22,7 @@ import type { Facts } from "../objects/person/index-keys";
 import { groupBy } from "../lib/group";
 import { logError } from "../lib/log";
 import type { Persons } from "./persons";
+import { computeTokenRecords } from "./token-records";
 
 /**
  * The trust-lookup index (docs/architecture.md, "The trust index"): KV
@@ -288,6 +289,18 @@ export const workForNumbersOfCompany = (db: Db, companyId: number, now: Date) =>
 export const workForKeys = (db: Db, keys: string[], now: Date) =>
   upsertWork(db, sql`select distinct value as k from json_each(${JSON.stringify(keys)})`, now);
 
+/**
+ * The verification records (`tok:` keys, services/token-records.ts) of the
+ * person's tokens, when `condition` holds at this point of the batch (their
+ * account is about to go): rewritten as refused after the commit.
+ */
+export const workForTokensOf = (db: Db, personId: number, condition: SQL, now: Date) =>
+  upsertWork(
+    db,
+    sql`select 'tok:' || token_hash as k from access_tokens where person_id = ${personId} and ${condition}`,
+    now,
+  );
+
 /* ---------- applying the work ---------- */
 
 /**
@@ -310,9 +323,9 @@ export type ApplyResult = { applied: string[]; unchanged: string[]; failed: stri
  *
  * `keys`: those keys (after a commit); else the oldest due rows, at most
  * `limit` (the sweep). Cost in D1: 1 claim; in one round, for `num:` keys
- * a read batch (3 reads) and their last digests, for `prs:` keys the
+ * a read batch (3 reads) and their last digests, for `tok:` keys 1 read, for `prs:` keys the
  * people's facts (2 reads, then one RPC per object); 1 write batch (4
- * statements) — at most 11 statements. At most one KV put per key, so
+ * statements) — at most 12 statements. At most one KV put per key, so
  * `limit` bounds the KV operations and the object calls.
  */
 export async function applyIndexWork(
@@ -341,7 +354,9 @@ export async function applyIndexWork(
   const people = claimedKeys.filter((key) => key.startsWith("prs:")).map((key) => Number(key.slice(4)));
   // Only `num:` keys are put in KV here (their digests in `index_written`); `prs:` work tells objects.
   const numberKeys = claimedKeys.filter((key) => key.startsWith("num:"));
-  const [records, written, told] = await Promise.all([
+  // `tok:` keys: token verification records (services/token-records.ts), put without a TTL.
+  const tokenKeys = claimedKeys.filter((key) => key.startsWith("tok:"));
+  const [records, written, told, tokens] = await Promise.all([
     computeRecords(db, numberKeys),
     force || numberKeys.length === 0
       ? []
@@ -351,11 +366,14 @@ export async function applyIndexWork(
           .where(sql`${inList(indexWritten.key, numberKeys)} and ${indexWritten.writtenAt} > ${t - WRITTEN_TRUSTED_MS}`)
           .all(),
     people.length > 0 ? tellObjects(db, persons, people) : new Set<number>(),
+    computeTokenRecords(db, tokenKeys, now),
   ]);
   const lastPut = new Map(written.map((row) => [row.key, row.digest]));
   const outcomes = await Promise.all(
     claimed.map(async (row) => {
       if (row.key.startsWith("prs:")) return { ...row, digest: "", ok: told.has(Number(row.key.slice(4))), put: false };
+      const token = tokens.get(row.key);
+      if (token !== undefined) return { ...row, digest: "", ok: await safePut(kv, row.key, token), put: false };
       const value = records.get(row.key);
       // A receiver or bucket key of an older version: its person's object owns it now.
       if (value === undefined) return { ...row, digest: "", ok: true, put: false };

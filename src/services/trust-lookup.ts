@@ -221,7 +221,7 @@ export async function lookupCall(
   const isContact = hasContactPhone(bucket, caller.e164);
   const object = deps.persons.of(receiverId);
   const own: ContactRead = isContact
-    ? await object.contactsWithPhone(caller.e164)
+    ? await object.contactsWithPhone(caller.e164, holders.p)
     : { items: [], total: 0, trustedMe: holders.p.length > 0 ? await object.trustedMe(holders.p) : [] };
   const reads = new ReadBatch();
   const contacts = contactsRead(deps.db, receiverId, own);
@@ -231,10 +231,11 @@ export async function lookupCall(
   const companyRows = companyIds.length > 0 ? reads.add([companyRefs(deps.db, companyIds)] as const) : null;
   const results = await reads.run(deps.db);
   const people = peopleRows ? peopleRows(results)[0] : [];
+  const linked = contactRows ? (contactRows(results)[0] as Parameters<typeof contacts.assemble>[0]) : [];
+  // People a contact's email links to, beyond the holders: asked of the receiver's object only then.
+  const ask = contacts.unresolved(linked);
   return {
-    contacts: contacts.assemble(
-      contactRows ? (contactRows(results)[0] as Parameters<typeof contacts.assemble>[0]) : [],
-    ),
+    contacts: contacts.assemble(linked, ask.length > 0 ? await object.trustedMe(ask) : []),
     people: people.map(toCallerPerson),
     companies: companyRows ? companyRows(results)[0].map(toCompanyRef) : [],
     caller_verification: verification,

@@ -7,6 +7,7 @@ import type { Deps } from "./outbox";
 import { people, personEmails } from "../db/schema";
 import { trustRequestView, type RequesterNames } from "../domain/activity";
 import { holdersOfNumber, ownerOfNumber } from "./people";
+import type { RequestCursor } from "../objects/person/requests";
 
 /** Who a trust request is addressed to: exactly one of these (docs/decisions.md). */
 export type TrustRequestTarget = { user_id?: number; phone?: string; email?: string };
@@ -22,9 +23,11 @@ export { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
  * never learns whether anyone matched otherwise. Every other request counts
  * toward the requester's day (100, counted in their own object, where their
  * requests run one at a time); a request past it is a 429 and reaches no one.
- * The match receives it in their own object: asking again while a request is
- * pending refreshes its reason and time (one pending request per pair);
- * asking oneself does nothing.
+ * The charge and the request are one transaction in the requester's object,
+ * which delivers it (its alarm retries a delivery that failed). The match
+ * receives it in their own object: asking again while a request is pending
+ * refreshes its reason and time (one pending request per pair); asking
+ * oneself does nothing.
  */
 export async function askForTrust(deps: Deps, requesterId: number, target: TrustRequestTarget, reason: string) {
   // The requester's names go along for the receiver's live stream (docs/realtime.md), read beside the match.
@@ -34,15 +37,17 @@ export async function askForTrust(deps: Deps, requesterId: number, target: Trust
       "ambiguous recipient: this number reaches no single person; ask by `user_id` or `email`, or ask its holder to confirm it in their app",
     );
   }
-  const charged = await (await deps.persons.toWrite(requesterId)).chargeTrustRequest();
-  if (!charged.ok) {
+  // The charge and the request are one transaction in the requester's object, which delivers it (its
+  // alarm retries a delivery that failed, docs/architecture.md "What crosses people").
+  const targets = match !== null && match !== requesterId ? [match] : [];
+  const sent = await (
+    await deps.persons.toWrite(requesterId)
+  ).sendTrustRequest(requesterId, targets, reason, requester[0]);
+  if (!sent.ok) {
     throw tooManyRequests(
       `a person may send at most ${MAX_TRUST_REQUESTS_PER_DAY} trust requests per day (UTC) and you sent ${MAX_TRUST_REQUESTS_PER_DAY} today; retry after midnight UTC (see Retry-After)`,
-      charged.retryAfter,
+      sent.retryAfter,
     );
-  }
-  if (match !== null && match !== requesterId) {
-    await deps.persons.of(match).receiveTrustRequest(match, requesterId, reason, requester[0]);
   }
 }
 
@@ -73,20 +78,38 @@ async function matchPerson(db: Db, target: TrustRequestTarget): Promise<number |
   return null;
 }
 
+/** Where a page of `GET /contacts/requests` starts: `<updated_at ms>_<id>` of the last request of the page before. */
+export const REQUEST_CURSOR = /^\d{1,16}_\d{1,17}$/;
+
+const cursorOf = (cursor: RequestCursor) => `${cursor.at}_${cursor.id}`;
+function parseCursor(cursor: string): RequestCursor {
+  const [at, id] = cursor.split("_").map(Number);
+  return { at: at!, id: id! };
+}
+
 /**
- * Pending requests addressed to `personId`, newest first [seed 2.8]: from
- * their object, with the requesters' names from D1 in one read. A requester
- * whose account is gone is left out.
+ * One page of the pending requests addressed to `personId`, newest first
+ * [seed 2.8; paged by cursor, docs/decisions.md]: from their object, with the
+ * requesters' names from D1 in one read of the page's ids. A requester whose
+ * account is gone is left out. `next`: the cursor of the following page.
  */
-export async function pendingRequests(deps: Deps, personId: number) {
-  const requests = await deps.persons.of(personId).pendingTrustRequests();
-  if (requests.length === 0) return [];
-  const names = await namesOf(deps.db, [...new Set(requests.map((r) => r.requesterId))]);
+export async function pendingRequests(
+  deps: Deps,
+  personId: number,
+  { cursor, limit }: { cursor?: string | undefined; limit: number },
+) {
+  const page = await deps.persons
+    .of(personId)
+    .pendingTrustRequests({ cursor: cursor === undefined ? null : parseCursor(cursor), limit });
+  const next = page.next ? cursorOf(page.next) : null;
+  if (page.rows.length === 0) return { items: [], next };
+  const names = await namesOf(deps.db, [...new Set(page.rows.map((r) => r.requesterId))]);
   const byId = new Map(names.map((row) => [row.id, row]));
-  return requests.flatMap((request) => {
+  const items = page.rows.flatMap((request) => {
     const person = byId.get(request.requesterId);
     return person ? [trustRequestView(person, request)] : [];
   });
+  return { items, next };
 }
 
 /** The names of these people (those that exist). */

@@ -32,3 +32,9 @@ export const KEEP = {
   tombstoneDays: 90,
   trustRequestDays: 365,
 } as const;
+
+export const DAY_MS = 24 * 3600 * 1000;
+/** Days since 1970-01-01 in UTC: the key of the daily counters. */
+export const utcDay = (ms: number) => Math.floor(ms / DAY_MS);
+/** Seconds from `ms` until the next UTC day starts (the `Retry-After` of a spent daily budget). */
+export const secondsToNextDay = (ms: number) => Math.ceil(((utcDay(ms) + 1) * DAY_MS - ms) / 1000);

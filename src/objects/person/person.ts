@@ -6,7 +6,7 @@ import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import migrations from "../../../drizzle-person/migrations.js";
 import type { ActivityInput } from "../../services/activities";
 import { nextId } from "./ids";
-import { ACTIVITY_BUDGET, KEEP, MAX_TRUST_REQUESTS_PER_DAY, STRANGERS_BUDGET } from "./limits";
+import { ACTIVITY_BUDGET, DAY_MS, KEEP, secondsToNextDay, STRANGERS_BUDGET, utcDay } from "./limits";
 import { isAcquainted, type Sender } from "./senders";
 import { personStub } from "./name";
 import {
@@ -15,6 +15,7 @@ import {
   companyTrust,
   contacts,
   contactTombstones,
+  erasure,
   feed,
   mirrorOutbox,
   personTrust,
@@ -29,6 +30,8 @@ import type { ContactInput, MovedContact, Refusal, StoredContact } from "./conta
 import * as keys from "./index-keys";
 import * as idempotency from "./idempotency";
 import type { IdempotencyClaim, KeptAnswer } from "../../domain/idempotency";
+import * as requests from "./requests";
+import type { RequestCursor, TrustRequestRow } from "./requests";
 import type { Facts } from "./index-keys";
 import { contactBucketKey, NOBODY, receiverKey, type ReceiverRecord } from "../../domain/trust-records";
 import type { BlockReason, CallPolicy } from "../../domain/caller-verification";
@@ -72,10 +75,22 @@ export type MovedTrustRequestRow = Omit<TrustRequestRow, "decidedAt" | "createdA
 /** A row moved in from D1: its D1 id, its time in milliseconds. */
 export type MovedFeedRow = Omit<FeedRow, "createdAt"> & { createdAt: number };
 
-export type TrustRequestRow = typeof trustRequests.$inferSelect;
+export type { TrustRequestRow } from "./requests";
 
-/** Contacts as a read answers them, with the people who trusted this person (`trustedMe`). */
-export type ContactRead = { items: StoredContact[]; total: number; trustedMe: number[] };
+/**
+ * Contacts as a read answers them, with the people who trusted this person
+ * (`trustedMe`). `trustedMeOf`: whom `trustedMe` answers for when it is not
+ * everyone (past `MIRROR_INLINE` people, or a list asked about); the reader
+ * asks `trustedMe(ids)` about anyone else it needs (services/contacts.ts).
+ */
+export type ContactRead = { items: StoredContact[]; total: number; trustedMe: number[]; trustedMeOf?: number[] };
+
+/**
+ * At most this many people who trusted the person travel with a read of
+ * their contacts (and are bound into its D1 read as one JSON value): what a
+ * read binds never grows with how many people chose to trust them.
+ */
+export const MIRROR_INLINE = 1_000;
 
 /** One chunk of a person's rows moved in from D1 (services/person-moves.ts): D1 ids, times in ms. */
 export type MovedRows = {
@@ -108,13 +123,8 @@ export type HeldCounts = {
 const PRUNE_CHUNK = 1_000;
 /** Ids below this came from D1 (the move); ids this object makes are time-based and far above (ids.ts). */
 export const MOVED_ID_LIMIT = 2 ** 40;
-const DAY_MS = 24 * 3600 * 1000;
 /** The object's own key-value storage: set once the one-time move of this person finished. */
 const MOVE_FINISHED = "move:finished";
-/** Days since 1970-01-01 in UTC: the key of the daily counters. */
-const utcDay = (ms: number) => Math.floor(ms / DAY_MS);
-/** Seconds from `ms` until the next UTC day starts (the `Retry-After` of a spent daily budget). */
-const secondsToNextDay = (ms: number) => Math.ceil(((utcDay(ms) + 1) * DAY_MS - ms) / 1000);
 
 /** A chat the receiving object refused: its daily receiving budget is spent. */
 export type ChatRefusal = { refused: string; retryAfter: number };
@@ -137,6 +147,8 @@ export class Person extends DurableObject<Env> {
   private flushing: Promise<unknown> = Promise.resolve();
   /** The person's live streams (stream.ts): every write below tells it what landed. */
   private readonly stream: Stream;
+  /** When the object was erased (ms), null while its person exists; read from storage on start. */
+  private erasedAt: number | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -149,6 +161,7 @@ export class Person extends DurableObject<Env> {
     // The object's own tables, migrated before any call reaches it.
     void ctx.blockConcurrencyWhile(async () => {
       await migrate(this.db, migrations);
+      this.erasedAt = this.db.select().from(erasure).get()?.erasedAt ?? null;
     });
   }
 
@@ -355,73 +368,86 @@ export class Person extends DurableObject<Env> {
   /* ---------- trust requests ---------- */
 
   /**
-   * Counts one trust request this person sends against today, or answers how
-   * long until they may send again (100 a day, matched or not).
+   * `me` asks `targets` for trust: the request is counted against today (100
+   * a day, matched or not) and queued for each target in one transaction,
+   * then delivered; a delivery that fails stays queued and the alarm retries
+   * it until it lands (docs/architecture.md, "What crosses people").
    */
-  chargeTrustRequest(): { ok: true } | { ok: false; retryAfter: number } {
-    const now = Date.now();
-    const day = utcDay(now);
-    const sent = this.db.select().from(trustRequestDays).where(eq(trustRequestDays.day, day)).get()?.sent ?? 0;
-    if (sent >= MAX_TRUST_REQUESTS_PER_DAY) {
-      return { ok: false, retryAfter: secondsToNextDay(now) };
-    }
-    this.db
-      .insert(trustRequestDays)
-      .values({ day, sent: 1 })
-      .onConflictDoUpdate({ target: trustRequestDays.day, set: { sent: sql`${trustRequestDays.sent} + 1` } })
-      .run();
+  async sendTrustRequest(
+    me: number,
+    targets: number[],
+    reason: string,
+    requester?: Requester,
+  ): Promise<{ ok: true } | { ok: false; retryAfter: number }> {
+    const charged = this.ctx.storage.transactionSync(() =>
+      requests.chargeAndQueue(this.db, me, targets, reason, Date.now()),
+    );
+    if (!charged.ok) return charged;
     this.scheduleCare();
+    await this.sendRequests(requester);
     return { ok: true };
   }
 
   /**
-   * `requesterId` asks this person (`me`) for trust: a new pending request,
-   * or, while one is pending, its reason and time refreshed.
+   * `requesterId` asks this person (`me`) for trust (asked at `askedAt`, ms):
+   * a new pending request, or, while one is pending, its reason and time
+   * refreshed. An erased object takes nothing (the sender's outbox is done).
    */
-  receiveTrustRequest(me: number, requesterId: number, reason: string, requester?: Requester): void {
-    const now = new Date();
-    if (requester) this.stream.trustRequest(requester, reason, now);
-    const pending = this.db
-      .select({ id: trustRequests.id })
-      .from(trustRequests)
-      .where(and(eq(trustRequests.requesterId, requesterId), eq(trustRequests.status, "pending")))
-      .get();
-    if (pending) {
-      this.db
-        .update(trustRequests)
-        .set({ contactReason: reason, updatedAt: now })
-        .where(eq(trustRequests.id, pending.id))
-        .run();
-      return;
-    }
-    const newest = this.db
-      .select({ id: trustRequests.id })
-      .from(trustRequests)
-      .orderBy(desc(trustRequests.id))
-      .limit(1)
-      .get();
-    this.db
-      .insert(trustRequests)
-      .values({
-        id: nextId(me, newest?.id ?? 0),
-        requesterId,
-        contactReason: reason,
-        status: "pending",
-        createdAt: now,
-        updatedAt: now,
-      })
-      .run();
+  receiveTrustRequest(
+    me: number,
+    requesterId: number,
+    reason: string,
+    askedAt = Date.now(),
+    requester?: Requester,
+  ): void {
+    if (this.erased) return;
+    requests.receive(this.db, me, requesterId, reason, askedAt);
+    // The person's live streams hear of it (a delivery the sender's alarm retried carries no names: no event).
+    if (requester) this.stream.trustRequest(requester, reason, new Date(askedAt));
     this.scheduleCare();
   }
 
-  /** Pending requests, newest first. */
-  pendingTrustRequests(): TrustRequestRow[] {
-    return this.db
-      .select()
-      .from(trustRequests)
-      .where(eq(trustRequests.status, "pending"))
-      .orderBy(desc(trustRequests.updatedAt), desc(trustRequests.id))
-      .all();
+  /** One page of pending requests, newest first, after `cursor`; `next`: where the next page starts. */
+  pendingTrustRequests(page: { cursor: RequestCursor | null; limit: number }) {
+    return requests.pendingPage(this.db, page);
+  }
+
+  /** Sends the trust requests not yet delivered; a failure waits for the alarm. */
+  private async sendRequests(requester?: Requester): Promise<void> {
+    const due = requests.queued(this.db);
+    if (due.length === 0) return;
+    const failed = await Promise.all(
+      due.map(async (row) => {
+        try {
+          await this.peer(row.personId).receiveTrustRequest(
+            row.personId,
+            row.requesterId,
+            row.reason,
+            row.askedAt,
+            row.requesterId === requester?.id ? requester : undefined,
+          );
+          requests.delivered(this.db, row);
+          return false;
+        } catch (err) {
+          logError("a trust request did not reach the person asked; the alarm retries it", err, {
+            personId: row.personId,
+          });
+          return true;
+        }
+      }),
+    );
+    if (failed.some(Boolean)) await this.retryLater();
+  }
+
+  /** Whether this object was erased (its person's account is gone): it then refuses every write. */
+  private get erased(): boolean {
+    return this.erasedAt !== null;
+  }
+
+  /** Remembers, in storage and here, that the object was erased. */
+  private markErased(at: number) {
+    this.erasedAt = at;
+    this.db.insert(erasure).values({ one: 1, erasedAt: at }).onConflictDoNothing().run();
   }
 
   /** Whether `requesterId` ever asked this person (pending or decided). */
@@ -461,7 +487,7 @@ export class Person extends DurableObject<Env> {
       if (refused) return refused;
       const { ids, touchedPhones } = book.writeContacts(this.db, me, inputs, Date.now());
       keys.markDue(this.db, keys.keysOfPhones(this.db, touchedPhones));
-      return { ok: true as const, items: book.readContacts(this.db, ids), total: 0, trustedMe: this.trustedMe() };
+      return { ok: true as const, items: book.readContacts(this.db, ids), total: 0, ...this.mirrorForRead() };
     });
     if (written.ok) {
       this.stream.contactsChanged(Date.now());
@@ -493,17 +519,34 @@ export class Person extends DurableObject<Env> {
 
   /** Contacts of `ids` (those that are here), in that order. */
   contacts(ids: number[]): ContactRead {
-    return { items: book.readContacts(this.db, ids), total: 0, trustedMe: this.trustedMe() };
+    return { items: book.readContacts(this.db, ids), total: 0, ...this.mirrorForRead() };
   }
 
   /** One page of contacts, oldest id first, optionally changed since `since` (ms). */
   contactPage(options: { since: number | null; limit: number; offset: number }): ContactRead {
-    return { ...book.contactPage(this.db, options), trustedMe: this.trustedMe() };
+    return { ...book.contactPage(this.db, options), ...this.mirrorForRead() };
   }
 
-  /** The contacts having `e164` among their phones. */
-  contactsWithPhone(e164: string): ContactRead {
-    return { items: book.contactsWithPhone(this.db, e164), total: 0, trustedMe: this.trustedMe() };
+  /** The contacts having `e164` among their phones, and who of `among` trusted this person. */
+  contactsWithPhone(e164: string, among: number[]): ContactRead {
+    return {
+      items: book.contactsWithPhone(this.db, e164),
+      total: 0,
+      trustedMe: this.trustedMe(among),
+      trustedMeOf: among,
+    };
+  }
+
+  /** Who trusted this person, as a read carries it: everyone up to `MIRROR_INLINE`, else nobody (`trustedMeOf: []`). */
+  private mirrorForRead(): Pick<ContactRead, "trustedMe" | "trustedMeOf"> {
+    const ids = this.db
+      .select({ id: trustedBy.personId })
+      .from(trustedBy)
+      .where(eq(trustedBy.trusted, true))
+      .limit(MIRROR_INLINE + 1)
+      .all()
+      .map((row) => row.id);
+    return ids.length > MIRROR_INLINE ? { trustedMe: [], trustedMeOf: [] } : { trustedMe: ids };
   }
 
   /** One page of deletions at or after `since` (ms), oldest first. */
@@ -561,6 +604,7 @@ export class Person extends DurableObject<Env> {
    * changes nothing.
    */
   receiveMirror(from: number, trusted: boolean, decidedAt: number): void {
+    if (this.erased) return;
     this.db
       .insert(trustedBy)
       .values({ personId: from, trusted, decidedAt })
@@ -572,7 +616,7 @@ export class Person extends DurableObject<Env> {
       .run();
   }
 
-  /** The people who trusted this person (the mirror), among `ids` or all. */
+  /** The people among `ids` who trusted this person (the mirror); all of them only for tests and the operator. */
   trustedMe(ids?: number[]): number[] {
     return this.db
       .select({ id: trustedBy.personId })
@@ -656,6 +700,7 @@ export class Person extends DurableObject<Env> {
 
   /** D1's facts about this person (their number, their companies) changed: the keys follow. */
   async takeFacts(next: Facts): Promise<void> {
+    if (this.erased) return;
     this.ctx.storage.transactionSync(() => keys.takeFacts(this.db, next));
     await this.flushIndex();
   }
@@ -682,6 +727,7 @@ export class Person extends DurableObject<Env> {
     bucket: number | null,
     missed: string[],
   ): Promise<{ receiver: ReceiverRecord; bucket: string }> {
+    if (this.erased) return { receiver: NOBODY, bucket: "" };
     const answer = this.ctx.storage.transactionSync(() => {
       keys.takeFacts(this.db, next);
       // What this object holds now: the facts just pushed, or newer ones it had (a lagging replica's are ignored).
@@ -744,6 +790,7 @@ export class Person extends DurableObject<Env> {
 
   /** Appends calls the provider was told not to put through; keeps the newest `KEEP.blockedCalls`. */
   recordBlockedCalls(me: number, calls: BlockedCallRow[]): void {
+    if (this.erased) return;
     let last =
       this.db.select({ id: blockedCalls.id }).from(blockedCalls).orderBy(desc(blockedCalls.id)).limit(1).get()?.id ?? 0;
     for (const call of calls) {
@@ -782,17 +829,26 @@ export class Person extends DurableObject<Env> {
   }
 
   /**
-   * The person's account is gone: their streams close, their index keys are
-   * deleted from KV, and everything here goes (rows and alarm). The
-   * empty tables are made again at once, so a late call (a blocked call
-   * still on its way) finds a working object, not a broken one.
+   * The person's account is gone: the object is marked erased first (in
+   * storage, before any await), so from then on it refuses every write — a
+   * blocked call or a peer's delivery arriving late, a fact push, a key
+   * rewrite; then a key write already under way lands, their index keys are
+   * deleted from KV, and everything here goes (rows and alarm). The empty
+   * tables are made again at once, with the mark, so a late call finds a
+   * working object that takes nothing. A failure (KV) throws, the mark and
+   * the rows stay, and the sweep erases again.
    */
   async erase(): Promise<void> {
+    const at = this.erasedAt ?? Date.now();
+    this.markErased(at);
+    // Their live streams close (stream.ts).
     this.stream.closeAll();
+    await this.flushing;
     await keys.deleteAllKeys(this.db, this.env.TRUST_INDEX);
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     await migrate(this.db, migrations);
+    this.markErased(at);
   }
 
   /**
@@ -802,8 +858,8 @@ export class Person extends DurableObject<Env> {
    * nothing. Answers how many rows of each kind the object now holds.
    */
   importRows(rows: MovedRows): HeldCounts {
-    // The move finished for this person: what they changed since is theirs, D1's old rows never come back.
-    if (this.ctx.storage.kv.get(MOVE_FINISHED) === true) return this.counts();
+    // Erased, or the move finished for this person: what they changed since is theirs, D1's old rows never come back.
+    if (this.erased || this.ctx.storage.kv.get(MOVE_FINISHED) === true) return this.counts();
     this.ctx.storage.transactionSync(() => this.importOwnRows(rows));
     if ((rows.feed?.length ?? 0) + (rows.blockedCalls?.length ?? 0) + (rows.tombstones?.length ?? 0) > 0) {
       this.scheduleCare();
@@ -927,7 +983,7 @@ export class Person extends DurableObject<Env> {
    */
   override async alarm(): Promise<void> {
     // First what others wait for: index keys and mirrors not yet delivered.
-    await Promise.all([this.flushIndex(), this.sendMirrors()]);
+    await Promise.all([this.flushIndex(), this.sendMirrors(), this.sendRequests()]);
     const now = Date.now();
     const chunk = (
       table: typeof feed | typeof blockedCalls | typeof trustRequests | typeof contactTombstones,
@@ -1018,6 +1074,7 @@ export class Person extends DurableObject<Env> {
    * is retried by the alarm.
    */
   private flushIndex(): Promise<void> {
+    if (this.erased) return Promise.resolve();
     const run = this.flushing.then(() => keys.flushKeys(this.db, this.env.TRUST_INDEX));
     this.flushing = run.catch(() => undefined);
     return run.then(
@@ -1057,7 +1114,7 @@ export class Person extends DurableObject<Env> {
   /** Brings the alarm forward while index writes or mirrors are due: 1 s, doubling with the attempts, at most 60 s. */
   private async retryLater(): Promise<void> {
     const { due, attempts } = keys.dueState(this.db);
-    if (!due && this.rowsIn(mirrorOutbox) === 0) return;
+    if (!due && this.rowsIn(mirrorOutbox) === 0 && requests.queuedCount(this.db) === 0) return;
     await this.alarmBy(Date.now() + Math.min(60_000, 1_000 * 2 ** Math.min(attempts, 6)));
   }
 

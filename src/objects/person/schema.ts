@@ -96,6 +96,10 @@ export const trustRequests = sqliteTable(
       .where(sql`status = 'pending'`),
     index("trust_requests_requester_idx").on(t.requesterId),
     index("trust_requests_updated_idx").on(t.updatedAt),
+    // `GET /contacts/requests` pages the pending ones newest first by (updated_at, id).
+    index("trust_requests_pending_page_idx")
+      .on(t.updatedAt, t.id)
+      .where(sql`status = 'pending'`),
   ],
 );
 
@@ -191,6 +195,29 @@ export const mirrorOutbox = sqliteTable("mirror_outbox", {
   personId: integer("person_id").primaryKey(),
   trusted: integer("trusted", { mode: "boolean" }).notNull(),
   decidedAt: integer("decided_at").notNull(),
+});
+
+/**
+ * Trust requests this person sent that have not reached the other person's
+ * object yet (one row per recipient: asking again replaces it); written in
+ * the transaction that charges the request, delivered after it and retried
+ * by the alarm until it lands (docs/architecture.md, "What crosses people").
+ */
+export const requestOutbox = sqliteTable("request_outbox", {
+  personId: integer("person_id").primaryKey(),
+  requesterId: integer("requester_id").notNull(),
+  reason: text("reason").notNull(),
+  askedAt: integer("asked_at").notNull(),
+});
+
+/**
+ * One row once the person's account is gone and this object was erased:
+ * from then on it refuses every write (a late blocked call, a delivery
+ * retried by a peer, a fact push, a key rewrite). Ids are never reused.
+ */
+export const erasure = sqliteTable("erasure", {
+  one: integer("one").primaryKey(),
+  erasedAt: integer("erased_at").notNull(),
 });
 
 /* ---------- the trust-lookup keys this object owns ---------- */

@@ -1,5 +1,5 @@
 import { notFound } from "../../lib/errors";
-import { pageWindow, setPageHeaders } from "../../lib/pagination";
+import { pageWindow, setNextCursor, setPageHeaders } from "../../lib/pagination";
 import { personId } from "../../middleware/auth";
 import * as contacts from "../../services/contacts";
 import { companiesWithEmployees } from "../../services/coworkers";
@@ -62,7 +62,10 @@ export const clearContactsOf: AppRouteHandler<typeof routes.clearContactsOf> = a
 };
 
 export const listTrustRequests: AppRouteHandler<typeof routes.listTrustRequests> = async (c) => {
-  return c.json(await trustRequests.pendingRequests(c.var.deps, personId(c.var.principal)), 200);
+  const query = c.req.valid("query");
+  const page = await trustRequests.pendingRequests(c.var.deps, personId(c.var.principal), query);
+  setNextCursor(c, page.next, query.limit);
+  return c.json(page.items, 200);
 };
 
 export const createTrustRequest: AppRouteHandler<typeof routes.createTrustRequest> = async (c) => {

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
-import { pageHeaders } from "../../lib/pagination";
+import { cursorHeaders, pageHeaders } from "../../lib/pagination";
 import { requirePerson } from "../../middleware/auth";
 import { developmentOnly } from "../../middleware/development-only";
 import {
@@ -20,6 +20,7 @@ import {
   TrustDecisionSchema,
   TrustRequestCreateSchema,
   TrustRequestSchema,
+  TrustRequestsQuery,
 } from "./contacts.schemas";
 import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
 import { ConditionalHeaders, conditionalRead, notModified, withETag } from "../../middleware/conditional";
@@ -99,12 +100,15 @@ export const listTrustRequests = createRoute({
   path: "/contacts/requests",
   tags,
   summary: "Pending trust requests to the caller",
-  description: "Newest first. A decided request leaves the list.",
+  description:
+    "Newest first (by when last asked), paged by cursor: `limit` (default 100), and the next page's URL in " +
+    '`Link` (rel="next"), absent on the last page. A decided request leaves the list.',
   security: bearerSecurity,
   middleware: [requirePerson] as const,
+  request: { query: TrustRequestsQuery },
   responses: {
-    200: jsonContent(z.array(TrustRequestSchema), "Pending requests"),
-    ...errorResponses(401, 403, 429),
+    200: { ...jsonContent(z.array(TrustRequestSchema), "One page of pending requests"), headers: cursorHeaders },
+    ...errorResponses(400, 401, 403, 429),
   },
 });
 

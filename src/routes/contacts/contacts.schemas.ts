@@ -3,7 +3,8 @@ import { CONTACT_CAPS } from "../../services/contacts";
 import { z } from "@hono/zod-openapi";
 import { EmailAddress } from "../../lib/email";
 import { IdSchema, pathId, int64Id } from "../../lib/ids";
-import { pageQuery } from "../../lib/pagination";
+import { cursorQuery, pageQuery } from "../../lib/pagination";
+import { REQUEST_CURSOR } from "../../services/trust-requests";
 import { phoneFromInternational } from "../../lib/phone";
 import { CalendarDate, QueryTimestamp } from "../../lib/time";
 import { CONTACT_COLLECTIONS, type ContactCollection } from "../../services/contacts";
@@ -124,6 +125,9 @@ export const ContactsQuery = pageQuery(10, 100).extend({
       example: "emails,phone_numbers",
     }),
 });
+
+/** `GET /contacts/requests`: newest first, 100 a page by default (docs/decisions.md, "Paging"). */
+export const TrustRequestsQuery = cursorQuery(100, 500, REQUEST_CURSOR);
 
 export const DeletedContactsQuery = pageQuery(100, 1000).extend({
   since: QueryTimestamp.openapi({

@@ -1,0 +1,130 @@
+import { and, desc, eq, lt, or, sql } from "drizzle-orm";
+import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import { nextId } from "./ids";
+import { MAX_TRUST_REQUESTS_PER_DAY, secondsToNextDay, utcDay } from "./limits";
+import { requestOutbox, trustRequestDays, trustRequests } from "./schema";
+
+/*
+ * Trust requests in a person's object (docs/architecture.md, "What crosses
+ * people"): on the sender's side the day's count and the outbox of requests
+ * on their way, on the receiver's side the requests received, paged newest
+ * first. Functions over the object's database, run inside its methods.
+ */
+
+type Db = DrizzleSqliteDODatabase;
+
+/** A trust request this person received. */
+export type TrustRequestRow = typeof trustRequests.$inferSelect;
+export type OutboxRequest = typeof requestOutbox.$inferSelect;
+
+/** Where a page of pending requests starts: after this request (its `updated_at` in ms and id). */
+export type RequestCursor = { at: number; id: number };
+
+/**
+ * Counts one trust request sent today and queues it for each of `targets`
+ * (one outbox row per recipient; asking again replaces the row), or answers
+ * how long until the sender may send again (100 a day, matched or not).
+ * Run in one transaction, so a charge never stands without its deliveries.
+ */
+export function chargeAndQueue(
+  db: Db,
+  requesterId: number,
+  targets: number[],
+  reason: string,
+  now: number,
+): { ok: true } | { ok: false; retryAfter: number } {
+  const day = utcDay(now);
+  const sent = db.select().from(trustRequestDays).where(eq(trustRequestDays.day, day)).get()?.sent ?? 0;
+  if (sent >= MAX_TRUST_REQUESTS_PER_DAY) return { ok: false, retryAfter: secondsToNextDay(now) };
+  db.insert(trustRequestDays)
+    .values({ day, sent: 1 })
+    .onConflictDoUpdate({ target: trustRequestDays.day, set: { sent: sql`${trustRequestDays.sent} + 1` } })
+    .run();
+  for (const personId of new Set(targets)) {
+    db.insert(requestOutbox)
+      .values({ personId, requesterId, reason, askedAt: now })
+      .onConflictDoUpdate({ target: requestOutbox.personId, set: { requesterId, reason, askedAt: now } })
+      .run();
+  }
+  return { ok: true };
+}
+
+/** The requests on their way. */
+export const queued = (db: Db): OutboxRequest[] => db.select().from(requestOutbox).all();
+
+/** A request landed: its row goes, unless it was asked again meanwhile (then that one is still to send). */
+export function delivered(db: Db, row: OutboxRequest) {
+  db.delete(requestOutbox)
+    .where(and(eq(requestOutbox.personId, row.personId), eq(requestOutbox.askedAt, row.askedAt)))
+    .run();
+}
+
+/** How many requests are on their way. */
+export const queuedCount = (db: Db): number =>
+  db
+    .select({ n: sql<number>`count(*)` })
+    .from(requestOutbox)
+    .get()?.n ?? 0;
+
+/**
+ * `requesterId` asks this person (`me`) for trust at `askedAt`: a new pending
+ * request, or, while one is pending, its reason and time refreshed. A
+ * delivery retried after it landed changes nothing (same reason and time).
+ */
+export function receive(db: Db, me: number, requesterId: number, reason: string, askedAt: number) {
+  const at = new Date(askedAt);
+  const pending = db
+    .select({ id: trustRequests.id, updatedAt: trustRequests.updatedAt })
+    .from(trustRequests)
+    .where(and(eq(trustRequests.requesterId, requesterId), eq(trustRequests.status, "pending")))
+    .get();
+  if (pending) {
+    // A late retry of an older ask does not undo a newer one.
+    if (pending.updatedAt.getTime() <= askedAt) {
+      db.update(trustRequests)
+        .set({ contactReason: reason, updatedAt: at })
+        .where(eq(trustRequests.id, pending.id))
+        .run();
+    }
+    return;
+  }
+  const newest = db.select({ id: trustRequests.id }).from(trustRequests).orderBy(desc(trustRequests.id)).limit(1).get();
+  db.insert(trustRequests)
+    .values({
+      id: nextId(me, newest?.id ?? 0),
+      requesterId,
+      contactReason: reason,
+      status: "pending",
+      createdAt: at,
+      updatedAt: at,
+    })
+    .run();
+}
+
+/**
+ * One page of pending requests, newest first (by when they were last
+ * asked, then id), after `cursor`; `next` is where the following page
+ * starts, null on the last. Read through the partial index on pending
+ * requests, so a page costs the same with 300,000 pending.
+ */
+export function pendingPage(
+  db: Db,
+  { cursor, limit }: { cursor: RequestCursor | null; limit: number },
+): { rows: TrustRequestRow[]; next: RequestCursor | null } {
+  const after = cursor
+    ? or(
+        lt(trustRequests.updatedAt, new Date(cursor.at)),
+        and(eq(trustRequests.updatedAt, new Date(cursor.at)), lt(trustRequests.id, cursor.id)),
+      )
+    : undefined;
+  const rows = db
+    .select()
+    .from(trustRequests)
+    .where(and(eq(trustRequests.status, "pending"), after))
+    .orderBy(desc(trustRequests.updatedAt), desc(trustRequests.id))
+    .limit(limit + 1)
+    .all();
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return { rows: page, next: rows.length > limit && last ? { at: last.updatedAt.getTime(), id: last.id } : null };
+}

@@ -1,0 +1,117 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { accessTokens } from "../db/schema";
+import { inList } from "../db/sql";
+import type { Principal } from "../types";
+import type { ProviderSigning } from "../domain/provider-signing";
+
+/*
+ * The verification record of a token in KV (docs/architecture.md, "Tokens"):
+ * `tok:<sha256 of the token>`, never with a TTL. Written by the verification
+ * that read D1 (then checked against D1 once more, services/tokens.ts), by
+ * the daily bookkeeping, and by the index work of every command that
+ * invalidates the token, which retries a refused put until it lands. A
+ * request whose token has a record reads no D1. Invalid is final — a token
+ * is never un-revoked, a deleted one never comes back, an expiry only
+ * passes — so a `refused` record may be written directly.
+ */
+
+export const tokenKey = (hash: string) => `tok:${hash}`;
+
+/** `usedAt`: the token's `last_used` as D1 had it when the record was written (ms; null: never). */
+export type TokenRecord =
+  { v: 1; principal: Principal; expiresAt: number | null; usedAt: number | null } | { v: 1; refused: string };
+
+export type TokenCheck = { ok: true; principal: Principal } | { ok: false; reason: string };
+
+/**
+ * Container-scoped person tokens (docs/consent.md): the consent container's
+ * `session` cookie holds one, so a stolen cookie cannot call the rest of the
+ * API. Stored like any person token, with `scopes: ["vcc"]`.
+ */
+export const CONTAINER_SCOPE = "vcc";
+
+export type TokenRow = {
+  id: number;
+  personId: number | null;
+  serviceName: string | null;
+  scopes: string[];
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  /** A provider token's signing configuration (docs/providers.md); absent where not read. */
+  signing?: ProviderSigning | null;
+};
+
+/** A token row (undefined: no such token) checked at `now`. */
+export function toCheck(row: TokenRow | undefined, now: Date): TokenCheck {
+  if (!row)
+    return {
+      ok: false,
+      reason: "the bearer token is unknown: this API never issued it, or it was deleted, so it is not valid",
+    };
+  if (row.revokedAt) return { ok: false, reason: "the bearer token has been revoked" };
+  if (row.expiresAt && row.expiresAt.getTime() <= now.getTime())
+    return { ok: false, reason: "the bearer token has expired" };
+  if (row.personId !== null)
+    return {
+      ok: true,
+      principal: row.scopes.includes(CONTAINER_SCOPE)
+        ? { kind: "person", tokenId: row.id, personId: row.personId, scope: CONTAINER_SCOPE }
+        : { kind: "person", tokenId: row.id, personId: row.personId },
+    };
+  // A provider token's signing configuration travels with its principal (and so with its record).
+  const principal: Principal = {
+    kind: "service",
+    tokenId: row.id,
+    service: row.serviceName ?? "service",
+    scopes: row.scopes,
+  };
+  return { ok: true, principal: row.signing ? { ...principal, signing: row.signing } : principal };
+}
+
+/** The record of a token row as D1 has it now. */
+export function recordOf(row: (TokenRow & { lastUsedAt: Date | null }) | undefined, now: Date): TokenRecord {
+  const check = toCheck(row, now);
+  if (!check.ok) return { v: 1, refused: check.reason };
+  return {
+    v: 1,
+    principal: check.principal,
+    expiresAt: row!.expiresAt?.getTime() ?? null,
+    usedAt: row!.lastUsedAt?.getTime() ?? null,
+  };
+}
+
+/** What a record says at `now`; null: it is not one this version reads (a miss). */
+export function checkOfRecord(record: TokenRecord | null, now: Date): TokenCheck | null {
+  if (record === null || record.v !== 1) return null;
+  if ("refused" in record) return { ok: false, reason: record.refused };
+  if (record.expiresAt !== null && record.expiresAt <= now.getTime())
+    return { ok: false, reason: "the bearer token has expired" };
+  return { ok: true, principal: record.principal };
+}
+
+/**
+ * The records of these `tok:` keys from D1, in one read whatever their number
+ * (the hashes bound as one JSON value). A token D1 does not hold is refused.
+ */
+export async function computeTokenRecords(db: Db, keys: string[], now: Date): Promise<Map<string, string>> {
+  const hashes = keys.filter((key) => key.startsWith("tok:")).map((key) => key.slice(4));
+  if (hashes.length === 0) return new Map();
+  const rows = await db
+    .select({
+      hash: accessTokens.tokenHash,
+      id: accessTokens.id,
+      personId: accessTokens.personId,
+      serviceName: accessTokens.serviceName,
+      scopes: accessTokens.scopes,
+      expiresAt: accessTokens.expiresAt,
+      revokedAt: accessTokens.revokedAt,
+      lastUsedAt: accessTokens.lastUsedAt,
+      signing: accessTokens.signing,
+    })
+    .from(accessTokens)
+    .where(sql`${inList(accessTokens.tokenHash, hashes)}`)
+    .all();
+  const byHash = new Map(rows.map((row) => [row.hash, row]));
+  return new Map(hashes.map((hash) => [tokenKey(hash), JSON.stringify(recordOf(byHash.get(hash), now))]));
+}
