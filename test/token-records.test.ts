@@ -154,7 +154,10 @@ describe("a token made invalid", () => {
     expect((await call("/contacts", { token })).status).toBe(200);
     await settle();
     expect((await as("alice").send("DELETE", `/companies/1/employees/${id}`)).status).toBe(204);
-    expect(await recordOf(token)).toEqual({ v: 1, refused: "the bearer token is not valid" });
+    expect(await recordOf(token)).toEqual({
+      v: 1,
+      refused: "the bearer token is unknown: this API never issued it, or it was deleted, so it is not valid",
+    });
 
     later(31_000); // this isolate's copy is gone; KV's edge copy lasts at most another 30 s
     const statements = d1Statements();
@@ -180,7 +183,10 @@ describe("a token made invalid", () => {
     refuse.mockRestore();
     later(61_000); // past the row's backoff
     await minuteCron();
-    expect(await recordOf(token)).toEqual({ v: 1, refused: "the bearer token is not valid" });
+    expect(await recordOf(token)).toEqual({
+      v: 1,
+      refused: "the bearer token is unknown: this API never issued it, or it was deleted, so it is not valid",
+    });
     expect(await countRows("SELECT count(*) AS n FROM index_work WHERE key = ?", key)).toBe(0);
     later(92_000);
     await expectError(await call("/contacts", { token }), 401, "Unauthorized");

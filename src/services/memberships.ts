@@ -67,7 +67,7 @@ export const PURGE_CHUNK = 50;
  * batch. Returns the removed pairs and whether more may be due (a full
  * chunk): the caller then continues in another invocation.
  *
- * Budget per chunk of 50: ≈ 400 D1 statements in the batch, one index
+ * Budget per chunk of 50: ≈ 350 D1 statements in the batch, one index
  * application (≈ 12 D1 statements, one KV put per key), one queue send.
  */
 export async function purgeExpiredEphemeral(deps: Deps, now: Date, chunk = PURGE_CHUNK) {

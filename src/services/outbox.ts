@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { createDb, type Db } from "../db/client";
-import { people, personErasures, webhookDeliveries } from "../db/schema";
+import { personErasures, webhookDeliveries } from "../db/schema";
 import { batchableAll } from "../db/sql";
 import { logError } from "../lib/log";
 import type { BackgroundMessage, ScanEventsMessage } from "../queue/messages";
@@ -168,13 +168,8 @@ export class WriteBatch {
    * their receiver keys (docs/architecture.md, "The trust index").
    */
   retellPerson(personId: number | SQL) {
-    // A new version of the facts: an object told an older one later (a lagging replica) ignores it.
-    this.add(
-      this.deps.db
-        .update(people)
-        .set({ factsVersion: sql`${people.factsVersion} + 1` })
-        .where(sql`${people.id} = ${personId}`),
-    );
+    // Its `prs:` row also raises the person's facts version (a trigger, drizzle/0025): an object told
+    // older facts later (a lagging replica) ignores them.
     this.#index(trustIndex.workForPerson(this.deps.db, personId, this.now));
   }
 

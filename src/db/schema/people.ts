@@ -22,8 +22,9 @@ export const people = sqliteTable("people", {
   lastScanAt: timestamp("last_scan_at"),
   lastLoginAt: timestamp("last_login_at"),
   /**
-   * Grows with every change of the facts the person's object is told (secure number, memberships):
-   * an object ignores facts older than those it holds (docs/architecture.md, "Fact versions").
+   * Grows with every change of the facts the person's object is told (secure number, memberships),
+   * raised by a trigger on their `prs:` index work (drizzle/0025): an object ignores facts older
+   * than those it holds (docs/architecture.md, "Fact versions").
    */
   factsVersion: integer("facts_version").notNull().default(0),
   createdAt: createdAt(),
