@@ -71,6 +71,10 @@ describe("architecture", () => {
     expect(outside).toEqual([]);
   });
 
+  it("src/objects/ imports nothing from src/services/ or src/routes/: the object is a service of its own", () => {
+    expect(importsInto(under("src/objects/"), ["src/services/", "src/routes/"])).toEqual([]);
+  });
+
   it("nothing in the Worker imports the fixtures (the demo world)", () => {
     const worker = files.filter((file) => !file.path.startsWith("src/fixtures/"));
     expect(importsInto(worker, ["src/fixtures/"])).toEqual([]);

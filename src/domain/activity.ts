@@ -1,6 +1,36 @@
 import { iso } from "../lib/time";
 import type { BlockReason } from "./caller-verification";
 
+/** The kinds of activity records (the contract's list). */
+export const activityTypes = [
+  "chat_message",
+  "chat_read_indicator",
+  "chat_reaction_emoji",
+  "incoming_call_missed",
+  "incoming_call_connected_insecure",
+  "incoming_call_connected_secure",
+  "outgoing_call_missed",
+  "outgoing_call_connected_insecure",
+  "outgoing_call_connected_secure",
+] as const;
+
+export const partyTypes = ["person", "company"] as const;
+
+export type ActivityType = (typeof activityTypes)[number];
+export type PartyType = (typeof partyTypes)[number];
+
+/** An activity as recorded (`POST /apps/buzz/activity`), shared by the Worker and the person's object. */
+export type ActivityInput = {
+  type: ActivityType;
+  sendable_type: PartyType;
+  sendable_id: number;
+  receivable_type: PartyType;
+  receivable_id: number;
+  call_time: number;
+  message?: string;
+  message_id?: string;
+};
+
 /*
  * The wire shapes of a person's own records, rendered once: GET /activity,
  * GET /apps/buzz/blocked and GET /contacts/requests answer them, and the live

@@ -1,8 +1,14 @@
 import { sql } from "drizzle-orm";
-import { activityTypes, partyTypes } from "../db/schema";
 import { batchableAll, inList } from "../db/sql";
 import { conflict, tooManyRequests } from "../lib/errors";
-import { createdActivity, readActivity, type PersonParty } from "../domain/activity";
+import {
+  createdActivity,
+  readActivity,
+  type ActivityInput,
+  type ActivityType,
+  type PartyType,
+  type PersonParty,
+} from "../domain/activity";
 import type { ChatParties } from "../domain/stream";
 import type { FeedRow } from "../objects/person/person";
 import { knowsMember, knowsPerson } from "./acquaintance";
@@ -14,19 +20,7 @@ import type { Deps } from "./outbox";
  * answer time, in one batched read per page.
  */
 
-export type ActivityType = (typeof activityTypes)[number];
-export type PartyType = (typeof partyTypes)[number];
-
-export type ActivityInput = {
-  type: ActivityType;
-  sendable_type: PartyType;
-  sendable_id: number;
-  receivable_type: PartyType;
-  receivable_id: number;
-  call_time: number;
-  message?: string;
-  message_id?: string;
-};
+export type { ActivityInput, ActivityType, PartyType } from "../domain/activity";
 
 /**
  * Who records an activity, and whose log a call record is (docs/decisions.md,

@@ -18,8 +18,10 @@ import {
   type NumberRecord,
   type ReceiverRecord,
 } from "../domain/trust-records";
-import type { Facts } from "../objects/person/index-keys";
-import { groupBy } from "../lib/group";
+import type { Facts } from "../domain/facts";
+import { factsOf } from "../db/facts";
+
+export { factsOf };
 import { logError } from "../lib/log";
 import type { Persons } from "./persons";
 import { computeTokenRecords } from "./token-records";
@@ -153,29 +155,6 @@ async function factsOfNumber(db: Db, e164: string): Promise<Facts | null> {
   const personId = holders[0]?.personId ?? null;
   if (personId === null) return null;
   return { personId, e164, companies: companies.map((row) => row.id), version: holders[0]!.version };
-}
-
-/** D1's facts about these people (a person gone, or without a number, has `e164` null), in one batch. */
-export async function factsOf(db: Db, personIds: number[]): Promise<Facts[]> {
-  const [numbers, companies, versions] = await db.batch([
-    db
-      .select({ personId: secureNumbers.personId, e164: secureNumbers.e164 })
-      .from(secureNumbers)
-      .where(inList(secureNumbers.personId, personIds)),
-    db
-      .select({ personId: memberships.personId, id: memberships.companyId })
-      .from(memberships)
-      .where(inList(memberships.personId, personIds)),
-    db.select({ personId: people.id, version: people.factsVersion }).from(people).where(inList(people.id, personIds)),
-  ]);
-  const companiesOf = groupBy(companies, (row) => row.personId);
-  return personIds.map((personId) => ({
-    personId,
-    e164: numbers.find((row) => row.personId === personId)?.e164 ?? null,
-    companies: (companiesOf.get(personId) ?? []).map((row) => row.id),
-    // A person D1 does not know (gone, or not yet on a lagging replica): the lowest version.
-    version: versions.find((row) => row.personId === personId)?.version ?? 0,
-  }));
 }
 
 /**

@@ -44,19 +44,9 @@ export const blockedCalls = sqliteTable(
   ],
 );
 
-export const activityTypes = [
-  "chat_message",
-  "chat_read_indicator",
-  "chat_reaction_emoji",
-  "incoming_call_missed",
-  "incoming_call_connected_insecure",
-  "incoming_call_connected_secure",
-  "outgoing_call_missed",
-  "outgoing_call_connected_insecure",
-  "outgoing_call_connected_secure",
-] as const;
-
-export const partyTypes = ["person", "company"] as const;
+// The activity and party types are the domain's (src/domain/activity.ts).
+import { activityTypes, partyTypes } from "../../domain/activity";
+export { activityTypes, partyTypes } from "../../domain/activity";
 
 /**
  * Chat and call records. Parties are polymorphic (person or company), so no

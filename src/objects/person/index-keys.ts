@@ -12,6 +12,7 @@ import {
 import { logError } from "../../lib/log";
 import { contactPhones, nonEmptyBuckets } from "./contacts";
 import { companyTrust, facts, indexKeys, personTrust, settings } from "./schema";
+import type { Facts } from "../../domain/facts";
 
 /*
  * The trust-lookup keys a person's object owns (docs/architecture.md, "The
@@ -24,11 +25,7 @@ import { companyTrust, facts, indexKeys, personTrust, settings } from "./schema"
 
 type Db = DrizzleSqliteDODatabase;
 
-/**
- * What D1 says about the person: their secure number (null: none) and the companies they belong to,
- * with D1's version of them (`people.facts_version`, which only grows).
- */
-export type Facts = { personId: number; e164: string | null; companies: number[]; version: number };
+export type { Facts } from "../../domain/facts";
 
 export const readFacts = (db: Db): Facts | null => {
   const row = db.select().from(facts).where(eq(facts.one, 1)).get();

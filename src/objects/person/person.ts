@@ -4,7 +4,7 @@ import { drizzle, type DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlit
 import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import migrations from "../../../drizzle-person/migrations.js";
-import type { ActivityInput } from "../../services/activities";
+import type { ActivityInput } from "../../domain/activity";
 import { nextId } from "./ids";
 import { ACTIVITY_BUDGET, DAY_MS, KEEP, secondsToNextDay, STRANGERS_BUDGET, utcDay } from "./limits";
 import { isAcquainted, type Sender } from "./senders";
@@ -38,7 +38,7 @@ import type { BlockReason, CallPolicy } from "../../domain/caller-verification";
 import { logError } from "../../lib/log";
 import { createDb } from "../../db/client";
 import { inList } from "../../db/sql";
-import { factsOf } from "../../services/trust-index";
+import { factsOf } from "../../db/facts";
 import { TOKEN_RECHECK_MS, type ChatParties, type Requester } from "../../domain/stream";
 import { Stream, type Backlog, type ConnectParams } from "./stream";
 
