@@ -45,7 +45,7 @@ export default defineConfig(async () => ({
     setupFiles: ["test/setup.ts"],
     // The logs of passing tests (the failures many of them provoke on purpose) are not printed:
     // a green run reads as one (a failing test still shows its logs).
-    silent: "passed-only",
+    silent: "passed-only" as const,
     // Twilio's own library, in Node, for the tests of signed requests and TwiML answers.
     globalSetup: ["test/support/twilio-reference.ts"],
     // Generous bounds: CI has two cores and each file boots its own workerd.
