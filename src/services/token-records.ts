@@ -42,6 +42,18 @@ export type TokenRow = {
   signing?: ProviderSigning | null;
 };
 
+/** The columns a token's check and record read: one set for every read of a token. */
+export const TOKEN_COLUMNS = {
+  id: accessTokens.id,
+  personId: accessTokens.personId,
+  serviceName: accessTokens.serviceName,
+  scopes: accessTokens.scopes,
+  expiresAt: accessTokens.expiresAt,
+  revokedAt: accessTokens.revokedAt,
+  lastUsedAt: accessTokens.lastUsedAt,
+  signing: accessTokens.signing,
+};
+
 /** A token row (undefined: no such token) checked at `now`. */
 export function toCheck(row: TokenRow | undefined, now: Date): TokenCheck {
   if (!row)
@@ -98,17 +110,7 @@ export async function computeTokenRecords(db: Db, keys: string[], now: Date): Pr
   const hashes = keys.filter((key) => key.startsWith("tok:")).map((key) => key.slice(4));
   if (hashes.length === 0) return new Map();
   const rows = await db
-    .select({
-      hash: accessTokens.tokenHash,
-      id: accessTokens.id,
-      personId: accessTokens.personId,
-      serviceName: accessTokens.serviceName,
-      scopes: accessTokens.scopes,
-      expiresAt: accessTokens.expiresAt,
-      revokedAt: accessTokens.revokedAt,
-      lastUsedAt: accessTokens.lastUsedAt,
-      signing: accessTokens.signing,
-    })
+    .select({ hash: accessTokens.tokenHash, ...TOKEN_COLUMNS })
     .from(accessTokens)
     .where(sql`${inList(accessTokens.tokenHash, hashes)}`)
     .all();

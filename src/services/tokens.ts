@@ -11,6 +11,7 @@ import {
   computeTokenRecords,
   CONTAINER_SCOPE,
   recordOf,
+  TOKEN_COLUMNS,
   tokenKey,
   toCheck,
   type TokenCheck,
@@ -110,20 +111,7 @@ export async function verifyToken(
   // A token this isolate never saw valid pays the IP budget first (a write re-reads known ones freely).
   if (!cached) await beforeDatabase?.();
 
-  const row = await db
-    .select({
-      id: accessTokens.id,
-      personId: accessTokens.personId,
-      serviceName: accessTokens.serviceName,
-      scopes: accessTokens.scopes,
-      expiresAt: accessTokens.expiresAt,
-      revokedAt: accessTokens.revokedAt,
-      lastUsedAt: accessTokens.lastUsedAt,
-      signing: accessTokens.signing,
-    })
-    .from(accessTokens)
-    .where(eq(accessTokens.tokenHash, hash))
-    .get();
+  const row = await db.select(TOKEN_COLUMNS).from(accessTokens).where(eq(accessTokens.tokenHash, hash)).get();
 
   const check = toCheck(row, now);
   const bookkeeping = check.ok && onFirstUse !== undefined && useIsDue(row!.lastUsedAt?.getTime() ?? null, now);
@@ -190,14 +178,7 @@ function tokenGuard(tokenId: number, hash: string, now: Date, kv: KVNamespace | 
     statement: (database) => database.prepare(TOKEN_STILL_VALID).bind(tokenId, now.getTime()),
     refusal: async (database) => {
       const row = await createDb(database as D1Database)
-        .select({
-          id: accessTokens.id,
-          personId: accessTokens.personId,
-          serviceName: accessTokens.serviceName,
-          scopes: accessTokens.scopes,
-          expiresAt: accessTokens.expiresAt,
-          revokedAt: accessTokens.revokedAt,
-        })
+        .select(TOKEN_COLUMNS)
         .from(accessTokens)
         .where(eq(accessTokens.id, tokenId))
         .get();
