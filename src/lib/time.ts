@@ -1,6 +1,9 @@
 import { z } from "@hono/zod-openapi";
 
 /** Wire form of a timestamp: ISO 8601 UTC with `Z`; null stays null. */
+/** A day in milliseconds (UTC days: no daylight saving). */
+export const DAY_MS = 24 * 3600 * 1000;
+
 export const iso = (date: Date | null | undefined): string | null => (date ? date.toISOString() : null);
 
 /**

@@ -8,7 +8,7 @@ import type { ContactRead } from "../objects/person/person";
 import { KEEP } from "../objects/person/limits";
 import { badRequest, gone, notFound } from "../lib/errors";
 import { groupBy } from "../lib/group";
-import { iso } from "../lib/time";
+import { DAY_MS, iso } from "../lib/time";
 import { knowsPerson } from "./acquaintance";
 import type { Deps } from "./outbox";
 import { e2eeColumn } from "./people";
@@ -30,7 +30,6 @@ const ALL_COLLECTIONS = new Set<ContactCollection>(CONTACT_COLLECTIONS);
 
 /** How long a deleted contact is remembered for `GET /contacts/deleted` (docs/decisions.md). */
 export const TOMBSTONE_RETENTION_DAYS = KEEP.tombstoneDays;
-const DAY_MS = 24 * 3600 * 1000;
 
 /** What one contact may hold (docs/decisions.md): a write with more is a 400 and changes nothing. */
 export const CONTACT_CAPS = { phone_numbers: 20, emails: 20, addresses: 10 } as const;

@@ -15,6 +15,7 @@ import type { MovedFeedRow, MovedRows, MovedTrustRequestRow } from "../objects/p
 import type { BackgroundMessage } from "../queue/messages";
 import type { Deps } from "./outbox";
 import { applyIndexWork, factsKey, workForPerson } from "./trust-index";
+import { DAY_MS } from "../lib/time";
 
 /*
  * The one-time move of each person's own rows (activity, blocked calls, the
@@ -41,8 +42,6 @@ import { applyIndexWork, factsKey, workForPerson } from "./trust-index";
 /** People per `move-people` message; rows per `move-person` chunk (contacts: with their values). */
 export const MOVE_PEOPLE_CHUNK = 100;
 export const MOVE_ROWS_CHUNK = 500;
-
-const DAY_MS = 24 * 3600 * 1000;
 
 type BlockedSource = {
   id: number;

@@ -7,8 +7,7 @@ import { pruneCompanyKeys } from "./idempotency";
 import { pruneClosedExposures, pruneFinishedScans, pruneSupersededResults } from "./scan-retention";
 import { pruneIndexWritten } from "./trust-index";
 import { pruneDeliveredHistory } from "./webhook-history";
-
-const DAY_MS = 24 * 3600 * 1000;
+import { DAY_MS } from "../lib/time";
 
 /** How long records are kept (docs/decisions.md). */
 export const RETENTION_DAYS = { blockedCalls: 90, activities: 365 } as const;

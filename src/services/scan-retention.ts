@@ -2,6 +2,7 @@ import { eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { pruneOlderThan, type PruneSpec } from "../db/prune";
 import { exposures, scanResults, scans } from "../db/schema";
+import { DAY_MS } from "../lib/time";
 
 /**
  * Retention of what scans leave in D1 (docs/decisions.md, "Retention"): what
@@ -23,7 +24,6 @@ export const SCAN_RETENTION_DAYS = {
 
 type Limits = Pick<PruneSpec, "chunk" | "maxStatements">;
 
-const DAY_MS = 24 * 3600 * 1000;
 const before = (now: Date, days: number) => new Date(now.getTime() - days * DAY_MS);
 
 /** Scans finished more than 7 days ago, by `completed_at` (partial index). A scan never completed stays. */

@@ -33,7 +33,8 @@ export const KEEP = {
   trustRequestDays: 365,
 } as const;
 
-export const DAY_MS = 24 * 3600 * 1000;
+export { DAY_MS } from "../../lib/time";
+import { DAY_MS } from "../../lib/time";
 /** Days since 1970-01-01 in UTC: the key of the daily counters. */
 export const utcDay = (ms: number) => Math.floor(ms / DAY_MS);
 /** Seconds from `ms` until the next UTC day starts (the `Retry-After` of a spent daily budget). */
