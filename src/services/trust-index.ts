@@ -78,23 +78,15 @@ export async function readRecords(
   // A receiver record this version cannot read (written by an older one) counts as missed.
   let receiver = readableReceiver(found.get(rcv) ?? null);
   let bucket = bucketKey && receiver && bucketNeeded(receiver) ? (found.get(bucketKey) ?? null) : "";
-  if ((found.get(INDEX_COMPLETE_KEY) ?? null) !== null) {
-    // The index is complete: an absent key is the answer (nobody holds the number, no such contact),
-    // with no D1 statement and no write.
-    const callerValue = num ? (found.get(num) ?? null) : null;
-    return {
-      receiver: receiver ?? NOBODY,
-      caller: callerValue ? (JSON.parse(callerValue) as NumberRecord) : NO_HOLDERS,
-      bucket: receiver ? (bucket ?? "") : "",
-    };
-  }
   const askObject = receiver === null || bucket === null;
   const numMissed = num !== null && (found.get(num) ?? null) === null;
-  if (!askObject && !numMissed) {
+  // Warm, or the index is complete (an absent key is then the answer: nobody holds the number, no
+  // such contact): no D1 statement and no write.
+  if ((!askObject && !numMissed) || (found.get(INDEX_COMPLETE_KEY) ?? null) !== null) {
     return {
-      receiver: receiver!,
-      caller: num ? (JSON.parse(found.get(num)!) as NumberRecord) : NO_HOLDERS,
-      bucket: bucket!,
+      receiver: receiver ?? NOBODY,
+      caller: numberRecord(num ? found.get(num) : null),
+      bucket: (receiver && bucket) || "",
     };
   }
   const [holder, numbers] = await Promise.all([
@@ -121,13 +113,16 @@ export async function readRecords(
       bucket = bucketNeeded(receiver) ? asked.bucket : "";
     }
   }
-  const callerValue = num ? (numbers?.get(num) ?? found.get(num)!) : null;
   return {
     receiver: receiver!,
-    caller: callerValue ? (JSON.parse(callerValue) as NumberRecord) : NO_HOLDERS,
+    caller: numberRecord(num ? (numbers?.get(num) ?? found.get(num)) : null),
     bucket: bucket ?? "",
   };
 }
+
+/** A `num:` value as a record; none (an absent key): nobody calls from the number. */
+const numberRecord = (value: string | null | undefined): NumberRecord =>
+  value ? (JSON.parse(value) as NumberRecord) : NO_HOLDERS;
 
 function readableReceiver(value: string | null): ReceiverRecord | null {
   if (value === null) return null;
