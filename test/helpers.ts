@@ -95,10 +95,11 @@ export async function startOfUsableWindow(neededMs: number) {
  * Counts what the Worker asks of D1 from now on, on the binding and on every
  * session opened from it (reads run in D1 sessions): `statements` prepared,
  * and `rounds`, the round trips (each `batch`, and each statement run on its
- * own by `first`, `all`, `run` or `raw`). Restore with `vi.restoreAllMocks()`.
+ * own by `first`, `all`, `run` or `raw`), and the SQL of each statement in
+ * `queries` (what a failing count names). Restore with `vi.restoreAllMocks()`.
  */
-export function countD1(): { readonly statements: number; readonly rounds: number } {
-  const counts = { statements: 0, rounds: 0 };
+export function countD1(): { readonly statements: number; readonly rounds: number; readonly queries: string[] } {
+  const counts = { statements: 0, rounds: 0, queries: [] as string[] };
   const statement = Object.getPrototypeOf(env.DB.prepare("select 1")) as D1PreparedStatement;
   for (const method of ["first", "all", "run", "raw"] as const) {
     const original = statement[method] as (...args: unknown[]) => unknown;
@@ -113,6 +114,7 @@ export function countD1(): { readonly statements: number; readonly rounds: numbe
     return {
       prepare: (query: string) => {
         counts.statements++;
+        counts.queries.push(query);
         return prepare(query);
       },
       batch: (statements: D1PreparedStatement[]) => {

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { sha256Hex } from "../src/lib/crypto";
-import { call, countInPersonObject, countRows, DEMO, expectError, insertToken } from "./helpers";
+import { call, countD1, countInPersonObject, countRows, DEMO, expectError, insertToken } from "./helpers";
 
 /**
  * What a write costs in token work (docs/decisions.md, "Auth"): a token
@@ -82,10 +82,9 @@ describe("token work of 100 writes with one token", () => {
     const lookups = statements.filter((sql) => TOKEN_LOOKUP.test(sql)).length;
     expect(lookups).toBeGreaterThanOrEqual(1);
     expect(lookups).toBeLessThanOrEqual(1 + Math.floor(elapsedMs / 30_000));
-    // last_used and last_login: one round (the token's row and its person's), once.
+    // last_used and last_login: one statement (the person's row follows by trigger), once.
     const bookkeeping = rounds.filter((round) => round.some((sql) => BOOKKEEPING.test(sql)));
-    expect(bookkeeping).toHaveLength(1);
-    expect(bookkeeping[0]!.every((sql) => BOOKKEEPING.test(sql))).toBe(true);
+    expect(bookkeeping).toEqual([[expect.stringMatching(BOOKKEEPING)]]);
     // Every write served from the cache checks its token inside the write's own round trip.
     const checks = rounds.filter((round) => round.some((sql) => TOKEN_CHECK.test(sql)));
     expect(checks.length).toBe(100 - lookups);
@@ -109,6 +108,29 @@ describe("token work of 100 writes with one token", () => {
     await settle();
     expect(await lastUsed(recent)).toBe(now - 23 * 3_600_000);
     expect(await lastUsed(old)).toBeGreaterThanOrEqual(now);
+  });
+
+  it("the person's last_login follows the token's daily write, in the same statement, and is no profile change", async () => {
+    const person = DEMO.people.carol;
+    const row = () =>
+      env.DB.prepare("SELECT last_login_at AS login, updated_at AS updated FROM people WHERE id = ?")
+        .bind(person)
+        .first<{ login: number | null; updated: number }>();
+    await env.DB.prepare("UPDATE people SET last_login_at = ? WHERE id = ?")
+      .bind(Date.now() - 2 * 86_400_000, person)
+      .run();
+    const before = (await row())!;
+    const token = await newToken("login", person, { lastUsedAt: new Date(Date.now() - 25 * 3_600_000) });
+    const d1 = countD1();
+    expect((await call("/contacts", { token })).status).toBe(200);
+    await settle();
+    expect(d1.queries.filter((sql) => BOOKKEEPING.test(sql))).toEqual([
+      expect.stringMatching(/update "access_tokens"/),
+    ]);
+    vi.restoreAllMocks();
+    const after = (await row())!;
+    expect(after.login).toBe(await lastUsed(token));
+    expect(after.updated).toBe(before.updated);
   });
 });
 

@@ -1,50 +1,41 @@
-import { asc, eq, sql } from "drizzle-orm";
-import { companies, membershipRoles, memberships, people, roles, secureNumbers } from "../db/schema";
+import { sql } from "drizzle-orm";
 import type { Deps } from "./outbox";
+
+type Row = {
+  id: number;
+  first_name: string;
+  middle_name: string | null;
+  last_name: string;
+  number: string | null;
+  places: string;
+};
 
 /**
  * The caller's own account as `GET /me` answers it (docs/decisions.md,
- * "Me"): their names, secure number and companies with the roles they hold,
- * read in one D1 batch. Null when the person is gone (the token outlived them
- * within the token cache's window).
+ * "Me"): their names, secure number and companies with the roles they hold
+ * (companies by id, roles by name), read in one D1 statement (docs/capacity.md
+ * counts an app's daily `/me` in D1 statements). Null when the person is gone
+ * (the token outlived them within the token record's window).
  */
 export async function ownAccount(deps: Deps, personId: number) {
-  const [person, numbers, places] = await deps.db.batch([
-    deps.db
-      .select({
-        id: people.id,
-        first_name: people.firstName,
-        middle_name: people.middleName,
-        last_name: people.lastName,
-      })
-      .from(people)
-      .where(eq(people.id, personId)),
-    deps.db
-      .select({ country_code: secureNumbers.countryCode, number: secureNumbers.number, e164: secureNumbers.e164 })
-      .from(secureNumbers)
-      .where(eq(secureNumbers.personId, personId))
-      .limit(1),
-    deps.db
-      // Aliased: D1 answers a batch's rows by column name, and both are `name`.
-      .select({
-        id: companies.id,
-        name: sql<string>`${companies.name}`.as("company_name"),
-        role: sql<string | null>`${roles.name}`.as("role_name"),
-      })
-      .from(memberships)
-      .innerJoin(companies, eq(companies.id, memberships.companyId))
-      .leftJoin(membershipRoles, eq(membershipRoles.membershipId, memberships.id))
-      .leftJoin(roles, eq(roles.id, membershipRoles.roleId))
-      .where(eq(memberships.personId, personId))
-      .orderBy(asc(companies.id), asc(roles.name)),
-  ]);
-  const me = person[0];
-  if (!me) return null;
-  const byCompany = new Map<number, { id: number; name: string; roles: string[] }>();
-  for (const place of places) {
-    const company = byCompany.get(place.id) ?? { id: place.id, name: place.name, roles: [] };
-    if (place.role !== null) company.roles.push(place.role);
-    byCompany.set(place.id, company);
-  }
-  return { ...me, secure_number: numbers[0] ?? null, companies: [...byCompany.values()] };
+  const row = await deps.db.get<Row | undefined>(sql`
+    select p.id, p.first_name, p.middle_name, p.last_name,
+      (select json_object('country_code', sn.country_code, 'number', sn.number, 'e164', sn.e164)
+         from secure_numbers sn where sn.person_id = p.id limit 1) as number,
+      (select json_group_array(json(place)) from (
+         select json_object('id', c.id, 'name', c.name, 'roles',
+                  (select json_group_array(name) from (
+                     select r.name from membership_roles mr join roles r on r.id = mr.role_id
+                     where mr.membership_id = m.id order by r.name))) as place
+         from memberships m join companies c on c.id = m.company_id
+         where m.person_id = p.id order by c.id)) as places
+    from people p where p.id = ${personId}`);
+  if (!row) return null;
+  const { number, places, ...names } = row;
+  return {
+    ...names,
+    secure_number:
+      number === null ? null : (JSON.parse(number) as { country_code: string; number: string; e164: string }),
+    companies: JSON.parse(places) as { id: number; name: string; roles: string[] }[],
+  };
 }

@@ -1,6 +1,6 @@
 import { and, eq, isNotNull, isNull, sql } from "drizzle-orm";
 import { createDb, type Db } from "../db/client";
-import { accessTokens, people } from "../db/schema";
+import { accessTokens } from "../db/schema";
 import { writeGuardOf, type WriteCondition } from "../db/write-guard";
 import { base64url, sha256Hex } from "../lib/crypto";
 import { unauthorized } from "../lib/errors";
@@ -205,40 +205,23 @@ const useIsDue = (lastUsedAt: number | null, now: Date) =>
 
 /**
  * `last_used` of the token and `last_login` of its person, when the token's
- * was written a day ago or more (docs/decisions.md, "Auth"): one round trip
+ * was written a day ago or more (docs/decisions.md, "Auth"): one D1 statement
  * a day per token, not one per request. Conditional, so isolates that read
  * the old time together change the rows once.
  */
 async function recordUse(db: Db, principal: Principal, now: Date) {
   const dayAgo = now.getTime() - USE_RECORDED_EVERY_MS;
-  const statements = [
-    db
-      .update(accessTokens)
-      .set({ lastUsedAt: now })
-      .where(
-        and(
-          eq(accessTokens.id, principal.tokenId),
-          sql`(${accessTokens.lastUsedAt} is null or ${accessTokens.lastUsedAt} <= ${dayAgo})`,
-        ),
+  // One statement: a person's `last_login_at` follows in the same statement (trigger
+  // `token_use_is_a_login`, drizzle/0026), without touching their `updated_at`.
+  await db
+    .update(accessTokens)
+    .set({ lastUsedAt: now })
+    .where(
+      and(
+        eq(accessTokens.id, principal.tokenId),
+        sql`(${accessTokens.lastUsedAt} is null or ${accessTokens.lastUsedAt} <= ${dayAgo})`,
       ),
-  ] as const;
-  if (principal.kind === "person") {
-    await db.batch([
-      ...statements,
-      // A login is not a profile change: keep `updated_at` (heartbeat's last_user_update).
-      db
-        .update(people)
-        .set({ lastLoginAt: now, updatedAt: sql`${people.updatedAt}` })
-        .where(
-          and(
-            eq(people.id, principal.personId),
-            sql`(${people.lastLoginAt} is null or ${people.lastLoginAt} <= ${dayAgo})`,
-          ),
-        ),
-    ]);
-  } else {
-    await db.batch(statements);
-  }
+    );
 }
 
 export { CONTAINER_SCOPE };

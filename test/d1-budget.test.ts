@@ -1,0 +1,105 @@
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { as, countD1, DEMO } from "./helpers";
+
+/**
+ * What an active app user costs the one D1, in statements (docs/capacity.md,
+ * "D1 statements per active app user"): each thing the app does, counted in
+ * its steady state (the token verified before, the person's object told its
+ * facts), at the figure the capacity page multiplies out (the token's daily
+ * bookkeeping, one statement, is counted in test/token-bookkeeping.test.ts). A change that adds a
+ * statement to one of these fails here and names the statements it ran.
+ */
+
+afterEach(() => vi.restoreAllMocks());
+
+const chat = () => ({
+  type: "chat_message",
+  sendable_type: "person",
+  sendable_id: DEMO.people.bob,
+  receivable_type: "person",
+  receivable_id: DEMO.people.alice,
+  message: "Y2lwaGVydGV4dA==",
+  message_id: crypto.randomUUID(),
+});
+const callRecord = () => ({
+  type: "outgoing_call_connected_secure",
+  sendable_type: "person",
+  sendable_id: DEMO.people.bob,
+  receivable_type: "person",
+  receivable_id: DEMO.people.alice,
+  call_time: 42,
+});
+const tenContacts = Array.from({ length: 10 }, (_, i) => ({
+  display_name: `Budget ${i}`,
+  phone_numbers: [`+1415555${7000 + i}`],
+  emails: [`budget${i}@example.com`],
+}));
+
+/** Runs `action` once to reach its steady state, then counts the D1 statements of a second run. */
+async function statementsOf(action: () => Promise<Response>, expectedStatus: number) {
+  expect((await action()).status).toBe(expectedStatus);
+  await scheduler.wait(20); // the first run's work after the answer (bookkeeping, facts) lands
+  const d1 = countD1();
+  const response = await action();
+  expect(response.status).toBe(expectedStatus);
+  await response.arrayBuffer();
+  vi.restoreAllMocks();
+  return d1.queries.map((sql) => sql.replace(/\s+/g, " ").trim().slice(0, 120));
+}
+
+describe("D1 statements of what an app user does, in the steady state", () => {
+  beforeAll(async () => {
+    // A trust request for Bob to answer (asking is counted in test/trust-request-quota.test.ts).
+    expect((await as("carol").send("POST", "/contacts/requests", { user_id: DEMO.people.bob })).status).toBe(201);
+  });
+
+  // Writes carry the token's write guard (one statement) in their first round trip.
+  it.each([
+    { label: "GET /me", action: () => as("bob").get("/me"), status: 200, expected: 1 },
+    {
+      label: "GET /apps/buzz/activity/{id} (the feed after an id)",
+      action: () => as("bob").get("/apps/buzz/activity/0"),
+      status: 200,
+      expected: 0,
+    },
+    { label: "GET /apps/buzz/blocked", action: () => as("bob").get("/apps/buzz/blocked"), status: 200, expected: 0 },
+    {
+      label: "GET /contacts/requests (the askers' names)",
+      action: () => as("bob").get("/contacts/requests"),
+      status: 200,
+      expected: 1,
+    },
+    {
+      label: "GET /contacts (the links of the page's contacts)",
+      action: () => as("bob").get("/contacts"),
+      status: 200,
+      expected: 1,
+    },
+    {
+      label: "POST /apps/buzz/activity, a call record",
+      action: () => as("bob").send("POST", "/apps/buzz/activity", callRecord()),
+      status: 200,
+      expected: 1,
+    },
+    {
+      label: "POST /apps/buzz/activity, a chat (both parties' names)",
+      action: () => as("bob").send("POST", "/apps/buzz/activity", chat()),
+      status: 200,
+      expected: 2,
+    },
+    {
+      label: "POST /contacts/sync of 10 contacts (their links)",
+      action: () => as("bob").send("POST", "/contacts/sync", tenContacts),
+      status: 200,
+      expected: 2,
+    },
+    {
+      label: "POST /contacts/trust/{id} (answering a request)",
+      action: () => as("bob").send("POST", `/contacts/trust/${DEMO.people.carol}`, { trusted: true }),
+      status: 201,
+      expected: 1,
+    },
+  ])("$label: $expected statement(s)", async ({ action, status, expected }) => {
+    expect(await statementsOf(action, status)).toHaveLength(expected);
+  });
+});
