@@ -13,7 +13,7 @@ import {
   personPhones,
   secureNumbers,
 } from "../db/schema";
-import { type CompanyRecord } from "../domain/company-records";
+import { companyKey, type CompanyRecord } from "../domain/company-records";
 import { pruneOlderThan } from "../db/prune";
 import { batchableAll, inList } from "../db/sql";
 import {
@@ -256,10 +256,10 @@ export async function computeCompanyRecords(db: Db, keys: string[]): Promise<Map
     .leftJoin(companyRosters, sql`${companyRosters.companyId} = ${companies.id}`)
     .where(inList(companies.id, ids))
     .all();
-  const records = new Map<string, string | null>(ids.map((id) => [`co:${id}`, null]));
+  const records = new Map<string, string | null>(keys.filter((key) => key.startsWith("co:")).map((key) => [key, null]));
   for (const row of rows) {
     const record: CompanyRecord = { u: row.u.getTime(), f: row.f, a: row.a, b: row.b };
-    records.set(`co:${row.id}`, JSON.stringify(record));
+    records.set(companyKey(row.id), JSON.stringify(record));
   }
   return records;
 }
@@ -318,7 +318,7 @@ export const workForNumbersOfCompany = (db: Db, companyId: number, now: Date) =>
 
 /** The heartbeat's record of the company (its row or its roster changed). */
 export const workForCompany = (db: Db, companyId: number, now: Date) =>
-  upsertWork(db, sql`select 'co:' || ${companyId} as k`, now);
+  upsertWork(db, sql`select ${companyKey(companyId)} as k`, now);
 
 /** The heartbeat's records of every company the person belongs to at this point of the batch. */
 export const workForCompaniesOf = (db: Db, personId: number | SQL, now: Date) =>
@@ -362,9 +362,9 @@ export type ApplyResult = { applied: string[]; unchanged: string[]; failed: stri
  *
  * `keys`: those keys (after a commit); else the oldest due rows, at most
  * `limit` (the sweep). Cost in D1: 1 claim; in one round, for `num:` keys
- * a read batch (3 reads) and their last digests, for `tok:` keys 1 read, for `prs:` keys the
- * people's facts (2 reads, then one RPC per object); 1 write batch (4
- * statements) — at most 12 statements. At most one KV put per key, so
+ * a read batch (3 reads) and their last digests (shared with `co:` keys), for `tok:` keys 1 read,
+ * for `co:` keys (the heartbeat's company records) 1 read, for `prs:` keys the people's facts
+ * (3 reads, then one RPC per object); 1 write batch (4 statements) — at most 14 statements. At most one KV put per key, so
  * `limit` bounds the KV operations and the object calls.
  */
 export async function applyIndexWork(
