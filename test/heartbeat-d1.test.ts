@@ -105,6 +105,15 @@ describe("the heartbeat, once the person holds a secure number", () => {
     expect(ms(bob.beat.last_coworker_update) ?? 0).toBeLessThan(before);
   });
 
+  it("saving one's encryption identifiers (which moves the record's time) reaches last_user_update", async () => {
+    const before = Date.now();
+    const saved = await as("carol").send("PUT", "/apps/buzz/encryption", { hash: "hb-hash", e2e_id: "hb-e2e" });
+    expect(saved.status).toBe(200);
+    const { beat, statements } = await heartbeat("carol");
+    expect(statements).toBe(0);
+    expect(ms(beat.last_user_update)).toBeGreaterThanOrEqual(before);
+  });
+
   it("joining a company reaches last_company_update and last_coworker_update", async () => {
     const carolBefore = await heartbeat("carol");
     expect(carolBefore.beat.last_coworker_update).toBeNull();
