@@ -136,6 +136,12 @@ function floors(/** @type {{ code: string, number: string }} */ secure) {
       headers: alice,
     },
     {
+      key: "object-kv",
+      name: "floor: object call, then KV bulk get",
+      path: "/__bench/floor/object-kv",
+      headers: alice,
+    },
+    {
       key: "kv-blocked",
       name: "floor: KV get, blocked call appended after",
       path: `/__bench/floor/kv-blocked?${keys}`,
@@ -249,7 +255,7 @@ function scenarios(/** @type {{ code: string, number: string }} */ secure) {
       path: "/apps/buzz/heartbeat",
       headers: alice,
       expected: 200,
-      floor: "floor-d1-object",
+      floor: "floor-object-kv",
       target: { ratio: 0.8, of: "floor" },
     },
     {

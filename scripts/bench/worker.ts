@@ -16,6 +16,8 @@
 //   /__bench/floor/object-d1  the object call, then the D1 query (a contacts page's rounds)
 //   /__bench/floor/kv-blocked the KV bulk get, then, after the answer, a blocked call appended
 //                             to the receiver's object (an untrusted lookup's storage)
+//   /__bench/floor/object-kv  the object call, then one KV bulk get of two keys (the heartbeat's
+//                             rounds: the caller's object, then the `co:` records and their mark)
 import { eq } from "drizzle-orm";
 import type { Context } from "hono";
 import { createApp } from "../../src/app";
@@ -26,6 +28,7 @@ import { handleQueue } from "../../src/queue/consumer";
 import { rebuildNow } from "../../src/services/index-rebuild";
 import { recordBlockedCall } from "../../src/services/trust-lookup";
 import { bucketOf, contactBucketKey, numberKey, receiverKey } from "../../src/domain/trust-records";
+import { COMPANIES_COMPLETE_KEY, companyKey } from "../../src/domain/company-records";
 import type { AppEnv } from "../../src/types";
 
 const app = createApp();
@@ -80,6 +83,11 @@ app.get("/__bench/floor/d1-object", caller, async (c) => {
 app.get("/__bench/floor/object-d1", caller, async (c) => {
   await objectRound(c);
   await d1Round(c);
+  return ok(c);
+});
+app.get("/__bench/floor/object-kv", caller, async (c) => {
+  await objectRound(c);
+  await c.var.deps.kv.get([companyKey(1), COMPANIES_COMPLETE_KEY], "json");
   return ok(c);
 });
 app.get("/__bench/floor/kv-blocked", caller, async (c) => {

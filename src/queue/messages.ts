@@ -45,8 +45,8 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("erase-persons") }),
   z.object({
     kind: z.literal("rebuild-index"),
-    stage: z.enum(["people", "numbers"]),
-    /** The last person id (`people`) or number (`numbers`) done. */
+    stage: z.enum(["people", "numbers", "companies"]),
+    /** The last person id (`people`), number (`numbers`) or company id (`companies`) done. */
     after: z.string().max(40),
   }),
 ]);

@@ -154,6 +154,8 @@ export async function updateCompany(deps: Deps, companyId: number, changes: Comp
   // Trust-lookup reads no company detail, but a disabled company's phones count for nobody:
   // their caller records are rewritten when the status changes (docs/decisions.md).
   if (changes.status !== undefined) batch.reindexPhonesOfCompany(companyId);
+  // Its members' heartbeats (`last_company_update`).
+  batch.reindexCompany(companyId);
   const { results } = await batch.commit();
   const [row] = results[update] as Row[];
   if (!row) throw notFound(`company ${companyId} does not exist`);
@@ -219,6 +221,7 @@ export async function addMember(deps: Deps, companyId: number, input: NewMember)
   }
   batch.add(db.insert(memberships).values({ companyId, personId, createdAt: now, updatedAt: now }));
   batch.add(touchRosters(db, { personIds: personId, companyId, at: now }));
+  batch.reindexCompany(companyId);
   const membershipId = sql`(select ${memberships.id} from ${memberships} where ${memberships.companyId} = ${companyId} and ${memberships.personId} = ${personId})`;
   for (const roleId of roleIds) batch.add(db.insert(membershipRoles).values({ membershipId, roleId }));
   batch.retellPerson(personId);

@@ -3,6 +3,9 @@ import { alias } from "drizzle-orm/sqlite-core";
 import { WriteBatch, type Deps } from "./outbox";
 import { secureNumbers } from "../db/schema";
 import { iso } from "../lib/time";
+import { logError } from "../lib/log";
+import { newestOf } from "../db/facts";
+import { companyKey, COMPANIES_COMPLETE_KEY, coworkerTime, type CompanyRecord } from "../domain/company-records";
 
 /**
  * How long a released secure number rests before it is assigned again: long
@@ -90,20 +93,91 @@ type Times = {
   coworker: number | null;
 };
 
+type Own = Awaited<ReturnType<ReturnType<Deps["persons"]["of"]>["heartbeatTimes"]>>;
+/** The times the answer is made of (ms, or null: none). */
+type Parts = { user: number | null; company: number | null; coworker: number | null; secure: SecureNumber | null };
+
+/** KV's bulk get reads at most 100 keys a call. */
+const KV_BULK_KEYS = 100;
+
 /**
- * The heartbeat (docs/decisions.md): the `last_*` fields, the newest change
- * time of what each names for this person (null when there is none), and
- * their secure number. One D1 query of scalar subqueries, each served by an
- * index, and one call to the person's object (the newest activity id, the
- * last trust request, the newest contact change, their company settings),
- * made together. Two cases read a little more: a person with companies set
- * to `trusted` they do not belong to reads those companies' times (one more
- * D1 query), and a person without a secure number (their first heartbeat)
- * makes a write, the assignment. Null when the person is gone.
+ * The heartbeat (docs/decisions.md, "The heartbeat reads no D1"): the
+ * `last_*` fields, the newest change time of what each names for this person
+ * (null when there is none), and their secure number. Once the person holds
+ * a secure number it is one call to their object (their facts as D1 last
+ * told them — number, companies, own and membership times — and the object's
+ * own times: the newest activity id, the last trust request, the newest
+ * contact change, their company settings) and one KV bulk get of the `co:`
+ * records of their companies and of those they set to `trusted`
+ * (domain/company-records.ts): no D1 statement. D1 answers instead when the
+ * object cannot (no facts yet, no number: the first heartbeat, which assigns
+ * one) or KV lacks a record before the rebuild marked them all written.
+ * Null when the person is gone.
  */
 export async function heartbeat(deps: Deps, personId: number) {
-  const me = personId;
-  const times = deps.db.get<Times & { memberOf: string }>(sql`
+  const own = await deps.persons.of(personId).heartbeatTimes();
+  const parts = (await fromObjectAndKv(deps, personId, own)) ?? (await fromD1(deps, personId, own));
+  if (parts === null) return null;
+  const at = (ms: number | null) => iso(ms === null ? null : new Date(ms));
+  return {
+    last_contact_update: at(own.contact),
+    last_trust_request: at(own.trustRequest),
+    last_company_update: at(parts.company),
+    last_coworker_update: at(parts.coworker),
+    last_user_update: at(parts.user),
+    last_activity_id: String(own.activity),
+    secure_number: parts.secure ?? (await assignSecureNumber(deps, personId)),
+  };
+}
+
+/** The answer's times from the object's facts and the `co:` records; null when D1 must answer. */
+async function fromObjectAndKv(deps: Deps, me: number, own: Own): Promise<Parts | null> {
+  const facts = own.facts;
+  if (facts === null) return null;
+  const ids = [...new Set([...facts.companies, ...own.trustedCompanies])];
+  const records = new Map<number, CompanyRecord>();
+  if (ids.length > 0) {
+    const keys = [COMPANIES_COMPLETE_KEY, ...ids.map(companyKey)];
+    let found: Map<string, CompanyRecord | null>;
+    try {
+      const parts = [];
+      for (let i = 0; i < keys.length; i += KV_BULK_KEYS) parts.push(keys.slice(i, i + KV_BULK_KEYS));
+      const maps = await Promise.all(parts.map((part) => deps.kv.get<CompanyRecord>(part, "json")));
+      found = new Map(maps.flatMap((map) => [...map]));
+    } catch (err) {
+      logError("heartbeat company records read failed; read from D1", err, { personId: me });
+      return null;
+    }
+    const complete = (found.get(COMPANIES_COMPLETE_KEY) ?? null) !== null;
+    for (const id of ids) {
+      const record = found.get(companyKey(id)) ?? null;
+      // Absent before every record was written: D1 answers. After: no such company.
+      if (record === null && !complete) return null;
+      if (record !== null) records.set(id, record);
+    }
+  }
+  const member = facts.companies.flatMap((id) => records.get(id) ?? []);
+  const trusted = own.trustedCompanies.flatMap((id) => records.get(id) ?? []);
+  return {
+    user: facts.userAt,
+    company: newestOf([
+      ...member.map((record) => record.u),
+      facts.membershipAt,
+      own.companySetting,
+      ...trusted.map((record) => record.u),
+    ]),
+    coworker: newestOf(member.map((record) => coworkerTime(record, me))),
+    secure: facts.secure,
+  };
+}
+
+/**
+ * The answer's times from D1: one query of scalar subqueries, each served by
+ * an index, and one more when the person set to `trusted` companies they do
+ * not belong to. Null when the person is gone.
+ */
+async function fromD1(deps: Deps, me: number, own: Own): Promise<Parts | null> {
+  const row = await deps.db.get<Times & { memberOf: string }>(sql`
     select
       sn.country_code as secure_country_code,
       sn.number as secure_number,
@@ -118,8 +192,6 @@ export async function heartbeat(deps: Deps, personId: number) {
          from company_rosters r
          where r.company_id in (select company_id from memberships where person_id = ${me})) as coworker
     from (select 1) left join secure_numbers sn on sn.person_id = ${me}`);
-  // The rest is in the person's object: asked at the same time as D1.
-  const [row, own] = await Promise.all([times, deps.persons.of(me).heartbeatTimes()]);
   if (!row || row.user === null) return null;
   const memberOf = new Set(JSON.parse(row.memberOf) as number[]);
   const elsewhere = own.trustedCompanies.filter((id) => !memberOf.has(id));
@@ -131,19 +203,13 @@ export async function heartbeat(deps: Deps, personId: number) {
             sql`select max(updated_at) as t from companies where id in (select value from json_each(${JSON.stringify(elsewhere)}))`,
           )
         )?.t ?? null);
-  const newest = (...times: (number | null)[]) =>
-    times.reduce<number | null>((max, t) => (t === null ? max : max === null ? t : Math.max(max, t)), null);
-  const at = (ms: number | null) => iso(ms === null ? null : new Date(ms));
   return {
-    last_contact_update: at(own.contact),
-    last_trust_request: at(own.trustRequest),
-    last_company_update: at(newest(row.company, own.companySetting, trustedTimes)),
-    last_coworker_update: at(row.coworker),
-    last_user_update: at(row.user),
-    last_activity_id: String(own.activity),
-    secure_number:
+    user: row.user,
+    company: newestOf([row.company, own.companySetting, trustedTimes]),
+    coworker: row.coworker,
+    secure:
       row.secure_e164 === null
-        ? await assignSecureNumber(deps, me)
+        ? null
         : { country_code: row.secure_country_code!, number: row.secure_number!, e164: row.secure_e164 },
   };
 }

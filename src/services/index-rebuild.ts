@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { INDEX_COMPLETE_KEY } from "../domain/trust-records";
+import { companyKey, COMPANIES_COMPLETE_KEY } from "../domain/company-records";
 import type { BackgroundMessage } from "../queue/messages";
 import type { Chunk } from "./background-jobs";
 import type { Deps } from "./outbox";
@@ -18,7 +19,10 @@ import { applyIndexWork, factsOf, workForKeys } from "./trust-index";
  * - `numbers`: 200 numbers that name someone (a confirmed personal phone, a
  *   held secure number, a verified phone of an enabled company) at a time,
  *   their `num:` keys written from D1 through the index work;
- * - then the mark (`INDEX_COMPLETE_KEY`) is put.
+ * - `companies`: 200 companies at a time, their `co:` records (the
+ *   heartbeat's, domain/company-records.ts) written from D1 through the index
+ *   work; the last numbers chunk starts them, so a small deployment ends there;
+ * - then the marks: `COMPANIES_COMPLETE_KEY`, then `INDEX_COMPLETE_KEY`.
  * Where the rebuild stands is one KV record (`REBUILD_KEY`), written once per
  * chunk; starting again while it runs resumes from there.
  */
@@ -26,8 +30,9 @@ import { applyIndexWork, factsOf, workForKeys } from "./trust-index";
 export const REBUILD_KEY = "idx:rebuild";
 const PEOPLE_CHUNK = 100;
 const NUMBERS_CHUNK = 200;
+const COMPANIES_CHUNK = 200;
 
-type Stage = "people" | "numbers";
+type Stage = "people" | "numbers" | "companies";
 export type RebuildMessage = Extract<BackgroundMessage, { kind: "rebuild-index" }>;
 
 /** Where the rebuild stands (`GET /internal/trust-index/rebuild`). */
@@ -129,6 +134,7 @@ export async function rebuildChunk(deps: Deps, body: RebuildMessage, now: Date):
     await save(deps, { ...progress, stage: next.stage, after: next.after, people: progress.people + ids.length });
     return { done: { stage: "people", people: ids.length }, next };
   }
+  if (body.stage === "companies") return companiesChunk(deps, progress, Number(body.after), now);
   const numbers = await deps.db.all<{ e164: string }>(sql`
     select e164 from (
       select e164 from person_phones where confirmed = 1
@@ -150,16 +156,30 @@ export async function rebuildChunk(deps: Deps, body: RebuildMessage, now: Date):
       next: { kind: "rebuild-index", stage: "numbers", after },
     };
   }
+  // The numbers are done: the companies start in this chunk (a small deployment finishes here).
+  const companies = await companiesChunk(deps, { ...progress, numbers: progress.numbers + keys.length }, 0, now);
+  return { ...companies, done: { stage: "numbers", numbers: keys.length, ...companies.done } };
+}
+
+/** The `co:` records of the next companies after `after`; the marks once none is left. */
+async function companiesChunk(deps: Deps, progress: Stored, after: number, now: Date): Promise<Chunk> {
+  const rows = await deps.db.all<{ id: number }>(
+    sql`select id from companies where id > ${after} order by id limit ${COMPANIES_CHUNK}`,
+  );
+  const keys = rows.map((row) => companyKey(row.id));
+  if (keys.length > 0) {
+    await deps.db.batch([workForKeys(deps.db, keys, now)]);
+    await applyIndexWork(deps, { keys, now, force: true });
+  }
+  if (keys.length >= COMPANIES_CHUNK) {
+    const next: RebuildMessage = { kind: "rebuild-index", stage: "companies", after: String(rows.at(-1)!.id) };
+    await save(deps, { ...progress, stage: "companies", after: next.after });
+    return { done: { stage: "companies", companies: keys.length }, next };
+  }
+  await deps.kv.put(COMPANIES_COMPLETE_KEY, JSON.stringify({ at: now.toISOString() }));
   await deps.kv.put(INDEX_COMPLETE_KEY, JSON.stringify({ at: now.toISOString() }));
-  await save(deps, {
-    ...progress,
-    state: "complete",
-    stage: null,
-    after: 0,
-    numbers: progress.numbers + keys.length,
-    finished_at: now.toISOString(),
-  });
-  return { done: { stage: "numbers", numbers: keys.length, complete: true } };
+  await save(deps, { ...progress, state: "complete", stage: null, after: 0, finished_at: now.toISOString() });
+  return { done: { stage: "companies", companies: keys.length, complete: true } };
 }
 
 const save = (deps: Pick<Deps, "kv">, stored: Stored) => deps.kv.put(REBUILD_KEY, JSON.stringify(stored));

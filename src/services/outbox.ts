@@ -173,6 +173,26 @@ export class WriteBatch {
     this.#index(trustIndex.workForPerson(this.deps.db, personId, this.now));
   }
 
+  /**
+   * The person's own record or a membership's times changed: their object is
+   * told again, if they hold a secure number (the heartbeat reads the times
+   * there; without a number it reads D1). D1 triggers queue the same work
+   * (drizzle/0026); recording it here applies it right after the commit.
+   */
+  retellTimesOf(personId: number) {
+    this.#index(trustIndex.workForPersonIfNumbered(this.deps.db, personId, this.now));
+  }
+
+  /** The heartbeat's record of the company (its row or its roster changed; domain/company-records.ts). */
+  reindexCompany(companyId: number) {
+    this.#index(trustIndex.workForCompany(this.deps.db, companyId, this.now));
+  }
+
+  /** The heartbeat's records of every company the person belongs to at this point of the batch (their roster moved). */
+  reindexCompaniesOf(personId: number | SQL) {
+    this.#index(trustIndex.workForCompaniesOf(this.deps.db, personId, this.now));
+  }
+
   /** The trust-lookup records of these caller numbers (who holds them). */
   reindexNumbers(e164s: string[]) {
     if (e164s.length > 0) this.#index(trustIndex.workForNumbers(this.deps.db, e164s, this.now));

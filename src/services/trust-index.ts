@@ -2,7 +2,18 @@
 // make them stale and the applier that writes them (and tells objects their facts) are one contract.
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { companyPhones, indexWork, indexWritten, memberships, people, personPhones, secureNumbers } from "../db/schema";
+import {
+  companies,
+  companyPhones,
+  companyRosters,
+  indexWork,
+  indexWritten,
+  memberships,
+  people,
+  personPhones,
+  secureNumbers,
+} from "../db/schema";
+import { companyKey, type CompanyRecord } from "../domain/company-records";
 import { pruneOlderThan } from "../db/prune";
 import { batchableAll, inList } from "../db/sql";
 import {
@@ -19,7 +30,7 @@ import {
   type ReceiverRecord,
 } from "../domain/trust-records";
 import type { Facts } from "../domain/facts";
-import { factsOf } from "../db/facts";
+import { factsOf, newestOf } from "../db/facts";
 
 export { factsOf };
 import { logError } from "../lib/log";
@@ -138,18 +149,33 @@ function readableReceiver(value: string | null): ReceiverRecord | null {
 async function factsOfNumber(db: Db, e164: string): Promise<Facts | null> {
   const [holders, companies] = await db.batch([
     db
-      .select({ personId: secureNumbers.personId, version: people.factsVersion })
+      .select({
+        personId: secureNumbers.personId,
+        version: people.factsVersion,
+        countryCode: secureNumbers.countryCode,
+        number: secureNumbers.number,
+        userAt: people.updatedAt,
+      })
       .from(secureNumbers)
       .innerJoin(people, sql`${people.id} = ${secureNumbers.personId}`)
       .where(sql`${secureNumbers.e164} = ${e164}`),
     db
-      .select({ id: memberships.companyId })
+      .select({ id: memberships.companyId, at: memberships.updatedAt })
       .from(memberships)
       .where(sql`${memberships.personId} = (select person_id from ${secureNumbers} where e164 = ${e164})`),
   ]);
-  const personId = holders[0]?.personId ?? null;
-  if (personId === null) return null;
-  return { personId, e164, companies: companies.map((row) => row.id), version: holders[0]!.version };
+  const holder = holders[0];
+  if (!holder?.personId) return null;
+  return {
+    personId: holder.personId,
+    e164,
+    companies: companies.map((row) => row.id),
+    version: holder.version,
+    countryCode: holder.countryCode,
+    number: holder.number,
+    userAt: holder.userAt.getTime(),
+    membershipAt: newestOf(companies.map((row) => row.at.getTime())),
+  };
 }
 
 /**
@@ -211,6 +237,33 @@ export async function computeRecords(db: Db, keys: string[]): Promise<Map<string
   return records;
 }
 
+/**
+ * The `co:` records of `keys` as D1 has them now (domain/company-records.ts), in one read; a
+ * company that no longer exists has none (its key is deleted).
+ */
+export async function computeCompanyRecords(db: Db, keys: string[]): Promise<Map<string, string | null>> {
+  const ids = keys.filter((key) => key.startsWith("co:")).map((key) => Number(key.slice(3)));
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .select({
+      id: companies.id,
+      u: companies.updatedAt,
+      f: companyRosters.firstPersonId,
+      a: companyRosters.firstAt,
+      b: companyRosters.secondAt,
+    })
+    .from(companies)
+    .leftJoin(companyRosters, sql`${companyRosters.companyId} = ${companies.id}`)
+    .where(inList(companies.id, ids))
+    .all();
+  const records = new Map<string, string | null>(keys.filter((key) => key.startsWith("co:")).map((key) => [key, null]));
+  for (const row of rows) {
+    const record: CompanyRecord = { u: row.u.getTime(), f: row.f, a: row.a, b: row.b };
+    records.set(companyKey(row.id), JSON.stringify(record));
+  }
+  return records;
+}
+
 /* ---------- index work: statements a write adds to its own batch ---------- */
 
 /**
@@ -238,6 +291,10 @@ function upsertWork(db: Db, keys: SQL, now: Date) {
 export const workForPerson = (db: Db, personId: number | SQL, now: Date) =>
   upsertWork(db, sql`select 'prs:' || ${personId} as k`, now);
 
+/** `workForPerson`, only if the person holds a secure number at this point of the batch. */
+export const workForPersonIfNumbered = (db: Db, personId: number, now: Date) =>
+  upsertWork(db, sql`select 'prs:' || person_id as k from ${secureNumbers} where person_id = ${personId}`, now);
+
 /** The caller records of these numbers. */
 export const workForNumbers = (db: Db, e164s: string[], now: Date) =>
   upsertWork(db, sql`select distinct 'num:' || value as k from json_each(${JSON.stringify(e164s)})`, now);
@@ -258,6 +315,14 @@ export const workForNumbersOf = (db: Db, personId: number | SQL, now: Date) =>
 /** The caller records of every phone of the company (it was disabled or enabled). */
 export const workForNumbersOfCompany = (db: Db, companyId: number, now: Date) =>
   upsertWork(db, sql`select distinct 'num:' || e164 as k from ${companyPhones} where company_id = ${companyId}`, now);
+
+/** The heartbeat's record of the company (its row or its roster changed). */
+export const workForCompany = (db: Db, companyId: number, now: Date) =>
+  upsertWork(db, sql`select ${companyKey(companyId)} as k`, now);
+
+/** The heartbeat's records of every company the person belongs to at this point of the batch. */
+export const workForCompaniesOf = (db: Db, personId: number | SQL, now: Date) =>
+  upsertWork(db, sql`select distinct 'co:' || company_id as k from ${memberships} where person_id = ${personId}`, now);
 
 /** Any keys (a fill, a test). */
 export const workForKeys = (db: Db, keys: string[], now: Date) =>
@@ -297,9 +362,9 @@ export type ApplyResult = { applied: string[]; unchanged: string[]; failed: stri
  *
  * `keys`: those keys (after a commit); else the oldest due rows, at most
  * `limit` (the sweep). Cost in D1: 1 claim; in one round, for `num:` keys
- * a read batch (3 reads) and their last digests, for `tok:` keys 1 read, for `prs:` keys the
- * people's facts (2 reads, then one RPC per object); 1 write batch (4
- * statements) — at most 12 statements. At most one KV put per key, so
+ * a read batch (3 reads) and their last digests (shared with `co:` keys), for `tok:` keys 1 read,
+ * for `co:` keys (the heartbeat's company records) 1 read, for `prs:` keys the people's facts
+ * (3 reads, then one RPC per object); 1 write batch (4 statements) — at most 14 statements. At most one KV put per key, so
  * `limit` bounds the KV operations and the object calls.
  */
 export async function applyIndexWork(
@@ -330,17 +395,21 @@ export async function applyIndexWork(
   const numberKeys = claimedKeys.filter((key) => key.startsWith("num:"));
   // `tok:` keys: token verification records (services/token-records.ts), put without a TTL.
   const tokenKeys = claimedKeys.filter((key) => key.startsWith("tok:"));
-  const [records, written, told, tokens] = await Promise.all([
+  // `co:` keys: the heartbeat's company records (domain/company-records.ts), put like `num:` keys.
+  const companyKeys = claimedKeys.filter((key) => key.startsWith("co:"));
+  const digested = [...numberKeys, ...companyKeys];
+  const [records, written, told, tokens, companyRecords] = await Promise.all([
     computeRecords(db, numberKeys),
-    force || numberKeys.length === 0
+    force || digested.length === 0
       ? []
       : db
           .select({ key: indexWritten.key, digest: indexWritten.digest })
           .from(indexWritten)
-          .where(sql`${inList(indexWritten.key, numberKeys)} and ${indexWritten.writtenAt} > ${t - WRITTEN_TRUSTED_MS}`)
+          .where(sql`${inList(indexWritten.key, digested)} and ${indexWritten.writtenAt} > ${t - WRITTEN_TRUSTED_MS}`)
           .all(),
     people.length > 0 ? tellObjects(db, persons, people) : new Set<number>(),
     computeTokenRecords(db, tokenKeys, now),
+    computeCompanyRecords(db, companyKeys),
   ]);
   const lastPut = new Map(written.map((row) => [row.key, row.digest]));
   const outcomes = await Promise.all(
@@ -348,7 +417,10 @@ export async function applyIndexWork(
       if (row.key.startsWith("prs:")) return { ...row, digest: "", ok: told.has(Number(row.key.slice(4))), put: false };
       const token = tokens.get(row.key);
       if (token !== undefined) return { ...row, digest: "", ok: await safePut(kv, row.key, token), put: false };
-      const value = records.get(row.key);
+      const company = companyRecords.get(row.key);
+      // A company that no longer exists: its record goes (no index_written row is kept for it).
+      if (company === null) return { ...row, digest: "", ok: await safeDelete(kv, row.key), put: false };
+      const value = company ?? records.get(row.key);
       // A receiver or bucket key of an older version: its person's object owns it now.
       if (value === undefined) return { ...row, digest: "", ok: true, put: false };
       const digest = await digestOf(value);

@@ -29,8 +29,43 @@ export type { Facts } from "../../domain/facts";
 
 export const readFacts = (db: Db): Facts | null => {
   const row = db.select().from(facts).where(eq(facts.one, 1)).get();
-  return row ? { personId: row.personId, e164: row.e164, companies: row.companies, version: row.version } : null;
+  return row
+    ? {
+        personId: row.personId,
+        e164: row.e164,
+        companies: row.companies,
+        version: row.version,
+        countryCode: row.countryCode,
+        number: row.number,
+        userAt: row.userAt,
+        membershipAt: row.membershipAt,
+      }
+    : null;
 };
+
+/** What the heartbeat reads of the facts (docs/decisions.md, "The heartbeat reads no D1"). */
+export type HeartbeatFacts = {
+  secure: { country_code: string; number: string; e164: string };
+  companies: number[];
+  userAt: number;
+  membershipAt: number | null;
+};
+
+/**
+ * The facts the heartbeat answers from; null when they do not let it answer
+ * without D1: no facts yet, no secure number (the first heartbeat assigns
+ * one), or facts told without the heartbeat's part.
+ */
+export function heartbeatFacts(db: Db): HeartbeatFacts | null {
+  const current = readFacts(db);
+  if (!current?.e164 || !current.countryCode || !current.number || current.userAt == null) return null;
+  return {
+    secure: { country_code: current.countryCode, number: current.number, e164: current.e164 },
+    companies: current.companies,
+    userAt: current.userAt,
+    membershipAt: current.membershipAt ?? null,
+  };
+}
 
 /**
  * Takes D1's facts; marks due what they change: every key of the old and the
@@ -42,7 +77,20 @@ export function takeFacts(db: Db, next: Facts): boolean {
   // Older than what this object holds (read from a lagging replica): ignored, never a rollback.
   if (before && next.version < before.version) return false;
   const companies = [...new Set(next.companies)].sort((a, b) => a - b);
-  const row = { personId: next.personId, e164: next.e164, companies, version: next.version };
+  // The heartbeat's part: facts told without it (older callers) keep what this version held, else unknown.
+  const same = before?.version === next.version;
+  const told = <T>(value: T | undefined, held: T | null | undefined): T | null =>
+    value !== undefined ? value : same ? (held ?? null) : null;
+  const row = {
+    personId: next.personId,
+    e164: next.e164,
+    companies,
+    version: next.version,
+    countryCode: told(next.countryCode, before?.countryCode),
+    number: told(next.number, before?.number),
+    userAt: told(next.userAt, before?.userAt),
+    membershipAt: told(next.membershipAt, before?.membershipAt),
+  };
   db.insert(facts)
     .values({ one: 1, ...row })
     .onConflictDoUpdate({ target: facts.one, set: row })

@@ -769,6 +769,7 @@ export class Person extends DurableObject<Env> {
     contact: number | null;
     companySetting: number | null;
     trustedCompanies: number[];
+    facts: keys.HeartbeatFacts | null;
   } {
     const asked = this.db
       .select({ at: trustRequests.updatedAt })
@@ -783,6 +784,7 @@ export class Person extends DurableObject<Env> {
       contact: book.lastContactUpdate(this.db),
       companySetting: settings.length === 0 ? null : Math.max(...settings.map((row) => row.updatedAt)),
       trustedCompanies: settings.filter((row) => row.trust === "trusted").map((row) => row.companyId),
+      facts: keys.heartbeatFacts(this.db),
     };
   }
 

@@ -234,6 +234,13 @@ export const facts = sqliteTable("facts", {
   companies: text("companies", { mode: "json" }).$type<number[]>().notNull(),
   /** D1's version of these facts (`people.facts_version`): an older push is ignored. */
   version: integer("version").notNull().default(0),
+  /** The secure number's parts, as the heartbeat answers them (null with `e164`, or not told yet). */
+  countryCode: text("country_code"),
+  number: text("number"),
+  /** `people.updated_at` (ms); null: not told yet (the heartbeat reads D1). */
+  userAt: integer("user_at"),
+  /** The newest `memberships.updated_at` of the person (ms); null: none. */
+  membershipAt: integer("membership_at"),
 });
 
 /**

@@ -17,7 +17,7 @@ export const RebuildStatusSchema = z
       example: true,
     }),
     stage: z
-      .enum(["people", "numbers"])
+      .enum(["people", "numbers", "companies"])
       .nullable()
       .openapi({ description: "The stage running now; null when none", example: null }),
     people: z.number().int().openapi({ description: "Secure-number holders whose keys were written", example: 3 }),

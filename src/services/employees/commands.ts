@@ -273,6 +273,9 @@ export async function updateEmployee(
 
   for (const statement of statements) batch.add(statement);
   if (changes.phones) batch.reindexNumbersOf(personId);
+  // Their own heartbeat (their record's time) and their coworkers' (the rosters), at once.
+  batch.retellTimesOf(personId);
+  batch.reindexCompaniesOf(personId);
   batch.emitPerson("person:updated", companyId, personId);
   const { deliveries } = await runBatch(batch, companyId, guardedLicense ? [guardedLicense] : [], {
     settings: { access, personId, target: membership },

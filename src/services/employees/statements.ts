@@ -154,6 +154,7 @@ export async function addNewEmployees(
       at: batch.now,
     }),
   );
+  batch.reindexCompany(companyId);
   children(
     "roles",
     (json) => sql`insert into ${membershipRoles} (membership_id, role_id)
