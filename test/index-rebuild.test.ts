@@ -2,7 +2,8 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { INDEX_COMPLETE_KEY } from "../src/domain/trust-records";
-import { rebuildChunk, REBUILD_KEY, startRebuild } from "../src/services/index-rebuild";
+import { COMPANIES_COMPLETE_KEY } from "../src/domain/company-records";
+import { rebuildChunk, rebuildNow, REBUILD_KEY, startRebuild } from "../src/services/index-rebuild";
 import { createDeps } from "../src/services/outbox";
 import type { BackgroundMessage } from "../src/queue/messages";
 import worker from "../src/index";
@@ -126,5 +127,37 @@ describe("the rebuild", () => {
     expect(sent.filter((m) => m.kind === "rebuild-index")).toHaveLength(1);
     await tick();
     expect(sent.filter((m) => m.kind === "rebuild-index")).toHaveLength(1);
+  });
+
+  it("the minute cron rebuilds an index older code finished without the company records, once", async () => {
+    const sent: BackgroundMessage[] = [];
+    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation(
+      (async (body: BackgroundMessage) => void sent.push(body)) as never,
+    );
+    const finished = {
+      state: "complete",
+      stage: null,
+      people: 2,
+      numbers: 4,
+      started_at: new Date(Date.now() - 86_400_000).toISOString(),
+      finished_at: new Date(Date.now() - 86_300_000).toISOString(),
+      after: 0,
+    };
+    await env.TRUST_INDEX.put(REBUILD_KEY, JSON.stringify(finished));
+    await env.TRUST_INDEX.delete(COMPANIES_COMPLETE_KEY);
+    const tick = async () => {
+      const ctx = createExecutionContext();
+      await worker.scheduled!(createScheduledController({ cron: "* * * * *", scheduledTime: Date.now() }), env, ctx);
+      await waitOnExecutionContext(ctx);
+    };
+    await tick();
+    const rebuilds = () => sent.filter((m) => m.kind === "rebuild-index");
+    expect(rebuilds()).toEqual([{ kind: "rebuild-index", stage: "people", after: "0" }]);
+    await tick(); // running: left to finish
+    expect(rebuilds()).toHaveLength(1);
+    // Run to the end as the queue would: the marks are set, and the cron asks for nothing more.
+    vi.restoreAllMocks();
+    await rebuildNow(createDeps(env));
+    expect(await env.TRUST_INDEX.get(COMPANIES_COMPLETE_KEY)).not.toBeNull();
   });
 });

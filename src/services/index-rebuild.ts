@@ -96,11 +96,14 @@ export async function requestRebuild(deps: Deps, now: Date): Promise<void> {
 }
 
 /**
- * The minute cron's check: an index that was never built (a new deployment) starts its rebuild by
- * itself; one KV read a minute otherwise.
+ * The minute cron's check: an index that was never built (a new deployment), or one a finished
+ * rebuild of older code left without the marks this code reads (no `COMPANIES_COMPLETE_KEY`: a
+ * deployment upgraded to the heartbeat's company records), starts its rebuild by itself; two KV
+ * reads a minute otherwise. A running rebuild is left to finish.
  */
 export async function rebuildIfNever(deps: Deps, now: Date): Promise<boolean> {
-  if ((await deps.kv.get(REBUILD_KEY)) !== null) return false;
+  const [stored, companies] = await Promise.all([readStored(deps), deps.kv.get(COMPANIES_COMPLETE_KEY)]);
+  if (stored !== null && (stored.state === "running" || companies !== null)) return false;
   await requestRebuild(deps, now);
   return true;
 }

@@ -212,7 +212,7 @@ const useIsDue = (lastUsedAt: number | null, now: Date) =>
 async function recordUse(db: Db, principal: Principal, now: Date) {
   const dayAgo = now.getTime() - USE_RECORDED_EVERY_MS;
   // One statement: a person's `last_login_at` follows in the same statement (trigger
-  // `token_use_is_a_login`, drizzle/0026), without touching their `updated_at`.
+  // `token_use_is_a_login`, drizzle/0027), without touching their `updated_at`.
   await db
     .update(accessTokens)
     .set({ lastUsedAt: now })
