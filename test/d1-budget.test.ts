@@ -55,6 +55,12 @@ describe("D1 statements of what an app user does, in the steady state", () => {
 
   // Writes carry the token's write guard (one statement) in their first round trip.
   it.each([
+    {
+      label: "GET /apps/buzz/heartbeat",
+      action: () => as("bob").get("/apps/buzz/heartbeat"),
+      status: 200,
+      expected: 0,
+    },
     { label: "GET /me", action: () => as("bob").get("/me"), status: 200, expected: 1 },
     {
       label: "GET /apps/buzz/activity/{id} (the feed after an id)",
