@@ -75,6 +75,14 @@ describe("architecture", () => {
     expect(importsInto(under("src/objects/"), ["src/services/", "src/routes/"])).toEqual([]);
   });
 
+  it("Deps and createDeps are defined in one place, src/services/deps.ts: one dependency handle", () => {
+    const defining = files.filter((file) =>
+      /^export\s+(?:type\s+Deps\b|(?:const|function)\s+createDeps\b)/m.test(file.text),
+    );
+    expect(defining.map((file) => file.path)).toEqual(["src/services/deps.ts"]);
+    expect(files.filter((file) => /^\s*(?:export\s+)?(?:type|interface)\s+Deps\b/m.test(file.text)).length).toBe(1);
+  });
+
   it("nothing in the Worker imports the fixtures (the demo world)", () => {
     const worker = files.filter((file) => !file.path.startsWith("src/fixtures/"));
     expect(importsInto(worker, ["src/fixtures/"])).toEqual([]);

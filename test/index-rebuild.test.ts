@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { INDEX_COMPLETE_KEY } from "../src/domain/trust-records";
 import { rebuildChunk, REBUILD_KEY, startRebuild } from "../src/services/index-rebuild";
-import { createDeps } from "../src/services/outbox";
+import { createDeps } from "../src/services/deps";
 import type { BackgroundMessage } from "../src/queue/messages";
 import worker from "../src/index";
 import { as, call, countD1, DEMO, insertToken } from "./helpers";

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
 import { applyIndexWork, EMPTY_FILL_TTL_SECONDS, workForKeys } from "../src/services/trust-index";
-import { createDeps } from "../src/services/outbox";
+import { createDeps } from "../src/services/deps";
 import type { Persons } from "../src/services/persons";
 import { recordBlockedCall } from "../src/services/trust-lookup";
 import { as, call, countD1, countInPersonObject, DEMO, expectError, inPersonObject, personObject } from "./helpers";

@@ -59,7 +59,7 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
         "the token is malformed: this API's tokens are 8 to 256 letters, digits, `_` or `-` (send `Bearer <token>`, or `Basic` with the token as the password)",
       );
     } else {
-      const check = await verifyToken(c.var.db, token, new Date(), {
+      const check = await verifyToken(c.var.deps, token, new Date(), {
         onFirstUse: (work) =>
           c.executionCtx.waitUntil(work.catch((err: unknown) => logError("recording token use failed", err))),
         // A write served from the cache re-checks the token inside its own first D1 write

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { WriteGuard } from "../db/write-guard";
 import { badRequest } from "../lib/errors";
-import { createDeps, type Deps } from "../services/outbox";
+import { createDeps, type Deps } from "../services/deps";
 import type { AppEnv } from "../types";
 import { readsOnly } from "./request-kind";
 
@@ -42,7 +42,7 @@ export const database = createMiddleware<AppEnv>(async (c, next) => {
   }
   const session = c.env.DB.withSession("first-primary");
   const guard = new WriteGuard(session);
-  useDeps(c, createDeps(c.env, guard.database));
+  useDeps(c, createDeps(c.env, guard.database, guard));
   await next();
   // A request that wrote nothing runs its guard now: a revoked token answers 401 whatever it did.
   if (c.res.status !== 401) await guard.finish();

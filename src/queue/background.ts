@@ -1,7 +1,7 @@
 import { describeZodError } from "../lib/errors";
 import { logError, logInfo } from "../lib/log";
 import { runBackgroundJob } from "../services/background-jobs";
-import { createDeps } from "../services/outbox";
+import { createDeps } from "../services/deps";
 import { backgroundMessage } from "./messages";
 
 /**

@@ -12,7 +12,7 @@ import {
 import type { ChatParties } from "../domain/stream";
 import type { FeedRow } from "../objects/person/person";
 import { knowsMember, knowsPerson } from "./acquaintance";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 
 /*
  * Activity (docs/decisions.md, "Activity"): each person's feed lives in their

@@ -5,7 +5,7 @@ import { pruneContactTombstones } from "./contacts";
 import { claimDeadLetter, deadLetterDue, finishDeadLetter } from "./dead-letters";
 import { submitRemovalRequests } from "./exposures";
 import { purgeExpiredEphemeral } from "./memberships";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 import { rebuildChunk } from "./index-rebuild";
 import { movePeopleChunk, movePersonChunk } from "./person-moves";
 import { eraseGonePersons } from "./persons";

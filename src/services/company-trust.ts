@@ -3,7 +3,7 @@ import { companies, companyPhones, memberships } from "../db/schema";
 import { inList } from "../db/sql";
 import { notFound } from "../lib/errors";
 import { companyRefColumns, toCompanyRef, type CompanyRef } from "./companies";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 
 /**
  * A person's trust in a company: whether its phones may ring them, and, for a

@@ -4,7 +4,7 @@ import type { Db } from "../db/client";
 import { companies, consentContainers, containerVendors } from "../db/schema";
 import { notFound } from "../lib/errors";
 import { type TrustSetting, writeCompanyTrust } from "./company-trust";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 
 const vendors = alias(companies, "vendors");
 

@@ -10,7 +10,7 @@ import { badRequest, gone, notFound } from "../lib/errors";
 import { groupBy } from "../lib/group";
 import { DAY_MS, iso } from "../lib/time";
 import { knowsPerson } from "./acquaintance";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 import { e2eeColumn } from "./people";
 
 /*

@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { webhookDeliveries } from "../db/schema";
 import { batchableAll } from "../db/sql";
 import { logError } from "../lib/log";
-import type { DeliveryMessage } from "../queue/messages";
+import type { Deps } from "./deps";
 import { loadPerson, type Person } from "./people";
 
 /**
@@ -76,7 +76,7 @@ export async function renderedPayload(
 }
 
 /** Enqueues deliveries; a failure is logged and left to the outbox sweep. */
-export async function enqueueDeliveries(queue: Queue<DeliveryMessage>, deliveryIds: string[]) {
+export async function enqueueDeliveries({ webhookQueue: queue }: Pick<Deps, "webhookQueue">, deliveryIds: string[]) {
   if (deliveryIds.length === 0) return;
   try {
     // sendBatch takes at most 100 messages.

@@ -1,6 +1,7 @@
 import { and, asc, eq, inArray, isNull, lte, notExists, or, sql } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
-import { WriteBatch, type Deps } from "./outbox";
+import { WriteBatch } from "./outbox";
+import type { Deps } from "./deps";
 import { secureNumbers } from "../db/schema";
 import { iso } from "../lib/time";
 

@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { INDEX_COMPLETE_KEY } from "../domain/trust-records";
 import type { BackgroundMessage } from "../queue/messages";
 import type { Chunk } from "./background-jobs";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 import { applyIndexWork, factsOf, workForKeys } from "./trust-index";
 
 /*

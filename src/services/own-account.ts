@@ -1,6 +1,6 @@
 import { asc, eq, sql } from "drizzle-orm";
 import { companies, membershipRoles, memberships, people, roles, secureNumbers } from "../db/schema";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 
 /**
  * The caller's own account as `GET /me` answers it (docs/decisions.md,

@@ -13,7 +13,7 @@ import { KEEP } from "../objects/person/limits";
 import type { MovedContact } from "../objects/person/contacts";
 import type { MovedFeedRow, MovedRows, MovedTrustRequestRow } from "../objects/person/person";
 import type { BackgroundMessage } from "../queue/messages";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 import { applyIndexWork, factsKey, workForPerson } from "./trust-index";
 import { DAY_MS } from "../lib/time";
 

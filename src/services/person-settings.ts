@@ -1,5 +1,5 @@
 import type { CallPolicy } from "../domain/caller-verification";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 
 /** A person's settings on the wire (`GET`/`PUT /me/settings`). */
 export type PersonSettings = { calls: CallPolicy };

@@ -1,10 +1,10 @@
 import { asc, lte } from "drizzle-orm";
-import type { Db } from "../db/client";
 import { personErasures } from "../db/schema";
 import { inList } from "../db/sql";
 import { logError } from "../lib/log";
 import { personStub } from "../objects/person/name";
 import type { Person } from "../objects/person/person";
+import type { Deps } from "./deps";
 
 /**
  * The way to a person's own Durable Object (docs/architecture.md, "Where
@@ -49,7 +49,7 @@ export const ERASE_RETRY_MS = 10 * 60_000;
  * Never throws.
  */
 export async function eraseGonePersons(
-  deps: { db: Db; persons: Persons },
+  deps: Pick<Deps, "db" | "persons">,
   personIds?: number[],
   now = new Date(),
 ): Promise<{ erased: number; more: boolean }> {

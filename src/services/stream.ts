@@ -1,7 +1,7 @@
 import { personOfTicket, RESUME_LIMIT, TICKET_TTL_MS, ticketFor } from "../domain/stream";
 import type { Backlog, ConnectParams } from "../objects/person/stream";
 import { activitiesAfter } from "./activities";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 
 /*
  * The live stream of a person (docs/realtime.md): the Worker authenticates

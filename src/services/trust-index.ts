@@ -23,6 +23,7 @@ import { factsOf } from "../db/facts";
 
 export { factsOf };
 import { logError } from "../lib/log";
+import type { Deps } from "./deps";
 import type { Persons } from "./persons";
 import { computeTokenRecords } from "./token-records";
 
@@ -52,7 +53,7 @@ const LEASE_MS = 30_000;
 export const factsKey = (personId: number) => `prs:${personId}`;
 
 export type Defer = (work: Promise<unknown>) => void;
-export type IndexDeps = { db: Db; kv: KVNamespace; persons: Persons };
+export type IndexDeps = Pick<Deps, "db" | "kv" | "persons">;
 
 /**
  * The records for a lookup: one round of KV reads (the receiver, the caller's

@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { inList } from "../db/sql";
 import { conflict, notFound, tooManyRequests } from "../lib/errors";
 import { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 import { people, personEmails } from "../db/schema";
 import { trustRequestView, type RequesterNames } from "../domain/activity";
 import { holdersOfNumber, ownerOfNumber } from "./people";

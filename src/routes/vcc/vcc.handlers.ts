@@ -16,15 +16,15 @@ import type * as routes from "./vcc.routes";
 export const loadContainer: AppRouteHandler<typeof routes.loadContainer> = async (c) => {
   const { container_id } = c.req.valid("param");
   const { session } = c.req.valid("cookie");
-  const db = c.var.db;
+  const { deps } = c.var;
 
-  const container = await findEnabledContainer(db, container_id);
+  const container = await findEnabledContainer(deps.db, container_id);
   if (!container) throw notFound(`container ${JSON.stringify(container_id)} does not exist or is disabled`);
 
   // A bad or missing cookie is not an error here: the visitor is simply anonymous.
   let personId: number | null = null;
   if (session && tokenHasValidShape(session)) {
-    const check = await verifyToken(db, session, new Date());
+    const check = await verifyToken(deps, session, new Date());
     if (check.ok && check.principal.kind === "person") personId = check.principal.personId;
   }
 

@@ -41,7 +41,9 @@ export const containerVisitor = createMiddleware<AppEnv>(async (c, next) => {
     if (c.var.authFailure) throw unauthorized(c.var.authFailure);
     const session = getCookie(c, "session");
     const check =
-      session && tokenHasValidShape(session) ? await verifyToken(c.var.db, session, new Date(), { write: true }) : null;
+      session && tokenHasValidShape(session)
+        ? await verifyToken(c.var.deps, session, new Date(), { write: true })
+        : null;
     if (!check?.ok || check.principal.kind !== "person")
       throw unauthorized("sign in first: this needs the `session` cookie or a person's bearer token");
     c.set("principal", check.principal);
