@@ -1,5 +1,4 @@
 import type { RouteConfig, RouteHandler } from "@hono/zod-openapi";
-import type { Db } from "./db/client";
 import type { ProviderSigning } from "./domain/provider-signing";
 import type { CompanyRow } from "./services/companies";
 import type { Deps } from "./services/deps";
@@ -28,7 +27,6 @@ export type AppEnv = {
   Bindings: Env;
   Variables: {
     requestId: string;
-    db: Db;
     /** What a command needs: db, trust index, queues, person objects, the write guard (services/deps.ts). */
     deps: Deps;
     /** null when the request carried no usable token; see `authFailure`. */

@@ -58,6 +58,16 @@ describe("architecture", () => {
     expect(offenders.map((file) => file.path)).toEqual([]);
   });
 
+  it("no handler or middleware reads a bare c.var.db: D1 is reached through c.var.deps, like every binding", () => {
+    const offenders = [...under("src/routes/"), ...under("src/middleware/")].filter(
+      (file) =>
+        /\bc\s*\.\s*var\s*\.\s*db\b/.test(file.text) ||
+        /\bc\s*\.\s*get\(\s*["']db["']\s*\)/.test(file.text) ||
+        /\{[^}]*\bdb\b[^}]*\}\s*=\s*c\s*\.\s*var\b/.test(file.text),
+    );
+    expect(offenders.map((file) => file.path)).toEqual([]);
+  });
+
   it("src/services/ and src/db/ never import from src/routes/", () => {
     expect(importsInto([...under("src/services/"), ...under("src/db/")], ["src/routes/"])).toEqual([]);
   });
@@ -91,6 +101,8 @@ describe("architecture", () => {
   it("the checks catch what they look for", () => {
     const handler = { path: "src/routes/x/x.handlers.ts", text: 'import { a } from "../../routes/y";\nc.env.DB;' };
     expect(/\bc\s*\.\s*env\b/.test(handler.text)).toBe(true);
+    expect(/\bc\s*\.\s*var\s*\.\s*db\b/.test("await list(c.var.db, 1)")).toBe(true);
+    expect(/\bc\s*\.\s*var\s*\.\s*db\b/.test("await list(c.var.deps.db, 1)")).toBe(false);
     expect(importsOf({ path: "src/services/x.ts", text: 'import { a } from "../routes/y/y.schemas";' })).toEqual([
       "src/routes/y/y.schemas",
     ]);

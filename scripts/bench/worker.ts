@@ -42,7 +42,7 @@ function lookupKeys(c: Context<AppEnv>): string[] {
 
 const kvRound = (c: Context<AppEnv>) => c.var.deps.kv.get(lookupKeys(c), "text");
 const d1Round = (c: Context<AppEnv>) =>
-  c.var.db.select({ id: companies.id, name: companies.name }).from(companies).where(eq(companies.id, 1)).get();
+  c.var.deps.db.select({ id: companies.id, name: companies.name }).from(companies).where(eq(companies.id, 1)).get();
 const objectRound = (c: Context<AppEnv>) => {
   const principal = c.var.principal;
   return c.var.deps.persons.of(principal?.kind === "person" ? principal.personId : 1).lastActivityId();

@@ -12,8 +12,8 @@ export const BOOKMARK_HEADER = "x-d1-bookmark";
 const BOOKMARK_SHAPE = /^[0-9A-Za-z-]{1,128}$/;
 
 /**
- * Puts the drizzle client and the command dependencies on the context, once
- * per request. Reads go through a D1 session
+ * Puts the dependency handle (`c.var.deps`, services/deps.ts: the drizzle
+ * client among the rest) on the context, once per request. Reads go through a D1 session
  * (https://developers.cloudflare.com/d1/best-practices/read-replication/), so
  * a read replica near the caller may serve them:
  * - a read starts anywhere (`first-unconstrained`), or, when the client
@@ -53,5 +53,4 @@ export const database = createMiddleware<AppEnv>(async (c, next) => {
 
 function useDeps(c: Context<AppEnv>, deps: Deps) {
   c.set("deps", deps);
-  c.set("db", deps.db);
 }
