@@ -3,6 +3,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { personErasures, webhookDeliveries } from "../db/schema";
 import { batchableAll } from "../db/sql";
+import { backoff } from "../lib/backoff";
 import { logError } from "../lib/log";
 import type { EventName } from "../domain/events";
 import { enqueueDeliveries } from "./events";
@@ -263,7 +264,7 @@ export async function settleIndexWork(deps: Deps, keys: string[]) {
   let failed: string[] = [];
   try {
     for (let round = 0; pending.length > 0 && round < 5; round++) {
-      if (round > 0) await scheduler.wait(20 * 2 ** round);
+      if (round > 0) await scheduler.wait(backoff(round, { base: 20, cap: 320 }));
       const result = await trustIndex.applyIndexWork(deps, { keys: pending });
       failed = [...failed, ...result.failed];
       pending = result.busy;

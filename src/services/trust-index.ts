@@ -4,7 +4,7 @@ import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { companyPhones, indexWork, indexWritten, memberships, people, personPhones, secureNumbers } from "../db/schema";
 import { pruneOlderThan } from "../db/prune";
-import { batchableAll, inList } from "../db/sql";
+import { backoffSql, batchableAll, inList } from "../db/sql";
 import {
   bucketOf,
   contactBucketKey,
@@ -385,7 +385,7 @@ export async function applyIndexWork(
     batchableAll(
       db,
       sql`
-      update ${indexWork} set due_at = ${t} + min(60000, 1000 * (1 << min(attempts - 1, 6)))
+      update ${indexWork} set due_at = ${t} + ${backoffSql(sql`attempts - 1`, { base: 1000, cap: 60_000 })}
       where lease_id = ${lease} and ${inList(indexWork.key, failed)}`,
     ),
     batchableAll(db, sql`update ${indexWork} set lease_id = null, lease_until = null where lease_id = ${lease}`),
