@@ -8,7 +8,7 @@ import { purgeExpiredEphemeral } from "./memberships";
 import type { Deps } from "./deps";
 import { rebuildChunk } from "./index-rebuild";
 import { movePeopleChunk, movePersonChunk } from "./person-moves";
-import { eraseGonePersons } from "./persons";
+import { eraseGonePersons } from "./person-objects";
 import { pruneExpired } from "./retention";
 import { applyScanEvents } from "./scans";
 import { applyIndexWork } from "./trust-index";

@@ -2,7 +2,7 @@ import { createDb, type Db } from "../db/client";
 import type { WriteGuard } from "../db/write-guard";
 import { twimlSettings, type TwimlSettings } from "../lib/twiml";
 import type { BackgroundMessage, DeliveryMessage, ScanEventsMessage } from "../queue/messages";
-import { personsOf, type Persons } from "./persons";
+import { personObjectsOf, type PersonObjects } from "./person-objects";
 
 /**
  * The one dependency handle: the database, the trust index, the queues that
@@ -18,8 +18,8 @@ export type Deps = {
   backgroundQueue: Queue<BackgroundMessage>;
   /** The scanner's events on their way to the `scan-events` consumer (services/scans.ts). */
   scanQueue: Queue<ScanEventsMessage>;
-  /** Each person's own Durable Object (services/persons.ts). */
-  persons: Persons;
+  /** Each person's own Durable Object (services/person-objects.ts). */
+  objects: PersonObjects;
   /** `ENVIRONMENT` (wrangler.toml): development allows local webhook endpoints and plain-http publisher pages. */
   environment: Env["ENVIRONMENT"];
   /** How a trust-lookup answered in TwiML puts a trusted call through (`TWIML_*` in wrangler.toml). */
@@ -27,7 +27,7 @@ export type Deps = {
   /**
    * A write request's guard (db/write-guard.ts), which `db` runs on: a token
    * verified from a cache arms it (services/tokens.ts), and a write to a
-   * person's object runs it first (`persons.toWrite`). Absent for reads,
+   * person's object runs it first (`objects.toWrite`). Absent for reads,
    * queue consumers and cron runs.
    */
   guard?: WriteGuard | undefined;
@@ -44,7 +44,7 @@ export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = 
   webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
   backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
   scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
-  persons: personsOf(env.PERSON, guard && (() => guard.finish())),
+  objects: personObjectsOf(env.PERSON, guard && (() => guard.finish())),
   environment: env.ENVIRONMENT,
   twiml: twimlSettings(env),
   guard,

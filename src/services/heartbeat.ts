@@ -120,8 +120,10 @@ export async function heartbeat(deps: Deps, personId: number) {
          where r.company_id in (select company_id from memberships where person_id = ${me})) as coworker
     from (select 1) left join secure_numbers sn on sn.person_id = ${me}`);
   // The rest is in the person's object: asked at the same time as D1.
-  const [row, own] = await Promise.all([times, deps.persons.of(me).heartbeatTimes()]);
+  const [row, own] = await Promise.all([times, deps.objects.of(me).heartbeatTimes()]);
   if (!row || row.user === null) return null;
+  // The object's `activity` is the id of the person's newest activity (0: none yet).
+  const lastActivityId = own.activity;
   const memberOf = new Set(JSON.parse(row.memberOf) as number[]);
   const elsewhere = own.trustedCompanies.filter((id) => !memberOf.has(id));
   const trustedTimes =
@@ -141,7 +143,7 @@ export async function heartbeat(deps: Deps, personId: number) {
     last_company_update: at(newest(row.company, own.companySetting, trustedTimes)),
     last_coworker_update: at(row.coworker),
     last_user_update: at(row.user),
-    last_activity_id: String(own.activity),
+    last_activity_id: String(lastActivityId),
     secure_number:
       row.secure_e164 === null
         ? await assignSecureNumber(deps, me)

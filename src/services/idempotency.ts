@@ -15,9 +15,9 @@ export type IdempotencyStore = {
   settle(key: string, fingerprint: string, answer: KeptAnswer | null): Promise<void>;
 };
 
-export const personKeys = ({ persons }: Pick<Deps, "persons">, personId: number): IdempotencyStore => ({
-  claim: (key, fingerprint) => persons.of(personId).claimIdempotencyKey(key, fingerprint),
-  settle: (key, fingerprint, answer) => persons.of(personId).settleIdempotencyKey(key, fingerprint, answer),
+export const personKeys = ({ objects }: Pick<Deps, "objects">, personId: number): IdempotencyStore => ({
+  claim: (key, fingerprint) => objects.of(personId).claimIdempotencyKey(key, fingerprint),
+  settle: (key, fingerprint, answer) => objects.of(personId).settleIdempotencyKey(key, fingerprint, answer),
 });
 
 /**

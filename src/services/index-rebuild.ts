@@ -119,7 +119,7 @@ export async function rebuildChunk(deps: Deps, body: RebuildMessage, now: Date):
     if (ids.length > 0) {
       // Each object writes its own keys (its own KV operations); a failed write is retried by its alarm.
       await Promise.all(
-        (await factsOf(deps.db, ids)).map((facts) => deps.persons.of(facts.personId).rewriteKeys(facts)),
+        (await factsOf(deps.db, ids)).map((facts) => deps.objects.of(facts.personId).rewriteKeys(facts)),
       );
     }
     const full = ids.length >= PEOPLE_CHUNK;

@@ -8,7 +8,7 @@ import { logError } from "../lib/log";
 import type { EventName } from "../domain/events";
 import { enqueueDeliveries } from "./events";
 import type { Deps } from "./deps";
-import { eraseGonePersons } from "./persons";
+import { eraseGonePersons } from "./person-objects";
 import * as trustIndex from "./trust-index";
 
 /** An event to record: for one company, or for every company a person belongs to (scan and exposure events). */
@@ -51,7 +51,7 @@ export class WriteBatch {
    * The person's own Durable Object is erased when the statement added just
    * before this one (the delete of their account) removed a row: recorded in
    * `person_erasures` in this batch, erased right after the commit, and by
-   * the `erase-persons` sweep if that fails (services/persons.ts).
+   * the `erase-persons` sweep if that fails (services/person-objects.ts).
    */
   eraseObjectIfDeleted(personId: number) {
     const statement = batchableAll<{ personId: number }>(

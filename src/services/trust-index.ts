@@ -24,7 +24,7 @@ import { factsOf } from "../db/facts";
 export { factsOf };
 import { logError } from "../lib/log";
 import type { Deps } from "./deps";
-import type { Persons } from "./persons";
+import type { PersonObjects } from "./person-objects";
 import { computeTokenRecords } from "./token-records";
 
 /**
@@ -53,7 +53,7 @@ const LEASE_MS = 30_000;
 export const factsKey = (personId: number) => `prs:${personId}`;
 
 export type Defer = (work: Promise<unknown>) => void;
-export type IndexDeps = Pick<Deps, "db" | "kv" | "persons">;
+export type IndexDeps = Pick<Deps, "db" | "kv" | "objects">;
 
 /**
  * The records for a lookup: one round of KV reads (the receiver, the caller's
@@ -107,7 +107,7 @@ export async function readRecords(
         ...(receiver === null ? [rcv] : []),
         ...(bucketKey && (found.get(bucketKey) ?? null) === null ? [bucketKey] : []),
       ];
-      const asked = await deps.persons
+      const asked = await deps.objects
         .of(holder.personId)
         .receiverRecords(holder, callerE164 === null ? null : bucketOf(callerE164), missed);
       receiver = asked.receiver;
@@ -304,7 +304,7 @@ export type ApplyResult = { applied: string[]; unchanged: string[]; failed: stri
  * `limit` bounds the KV operations and the object calls.
  */
 export async function applyIndexWork(
-  { db, kv, persons }: IndexDeps,
+  { db, kv, objects }: IndexDeps,
   {
     keys,
     now = new Date(),
@@ -340,7 +340,7 @@ export async function applyIndexWork(
           .from(indexWritten)
           .where(sql`${inList(indexWritten.key, numberKeys)} and ${indexWritten.writtenAt} > ${t - WRITTEN_TRUSTED_MS}`)
           .all(),
-    people.length > 0 ? tellObjects(db, persons, people) : new Set<number>(),
+    people.length > 0 ? tellObjects(db, objects, people) : new Set<number>(),
     computeTokenRecords(db, tokenKeys, now),
   ]);
   const lastPut = new Map(written.map((row) => [row.key, row.digest]));
@@ -399,12 +399,12 @@ export async function applyIndexWork(
 }
 
 /** Tells these people's objects D1's facts about them; answers those that took them (a failure is logged). */
-async function tellObjects(db: Db, persons: Persons, personIds: number[]): Promise<Set<number>> {
+async function tellObjects(db: Db, objects: PersonObjects, personIds: number[]): Promise<Set<number>> {
   const told = new Set<number>();
   await Promise.all(
     (await factsOf(db, personIds)).map(async (facts) => {
       try {
-        await persons.of(facts.personId).takeFacts(facts);
+        await objects.of(facts.personId).takeFacts(facts);
         told.add(facts.personId);
       } catch (err) {
         logError("telling a person's object its facts failed; retried later", err, { personId: facts.personId });

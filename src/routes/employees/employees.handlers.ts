@@ -2,7 +2,7 @@ import { badRequest, notFound } from "../../lib/errors";
 import { setPageHeaders } from "../../lib/pagination";
 import * as employees from "../../services/employees";
 import { getExposureHistory, listExposures as listExposurePage } from "../../services/employee-exposures";
-import { loadPerson, type Person } from "../../services/people";
+import { loadPerson, type PersonBody } from "../../services/people";
 import type { AppRouteHandler } from "../../types";
 import type * as routes from "./employees.routes";
 
@@ -21,7 +21,7 @@ export const listEmployees: AppRouteHandler<typeof routes.listEmployees> = async
   // Already JSON, written straight from the rows (services/people.ts) and encoded: sent as it is,
   // never parsed and serialised again.
   return c.body(body, 200, { "Content-Type": "application/json" }) as unknown as ReturnType<
-    typeof c.json<Person[], 200>
+    typeof c.json<PersonBody[], 200>
   >;
 };
 

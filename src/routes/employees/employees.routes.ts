@@ -12,7 +12,7 @@ import {
   ExposureParams,
   ExposureSchema,
   HistoryEntrySchema,
-  PersonSchema,
+  PersonBodySchema,
   UpdateEmployeeSchema,
 } from "./employees.schemas";
 import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
@@ -71,7 +71,7 @@ export const listEmployees = createRoute({
   middleware: [companyAccess("read employees"), conditionalRead] as const,
   request: { headers: ConditionalHeaders, params: CompanyParams, query: EmployeeListQuery },
   responses: {
-    200: withETag({ ...jsonContent(z.array(PersonSchema), "One page of employees"), headers: pageHeaders }),
+    200: withETag({ ...jsonContent(z.array(PersonBodySchema), "One page of employees"), headers: pageHeaders }),
     ...notModified,
     ...errorResponses(400, 401, 403, 404, 429),
   },
@@ -88,7 +88,7 @@ export const getEmployee = createRoute({
   middleware: [companyAccess("read employees"), conditionalRead] as const,
   request: { headers: ConditionalHeaders, params: EmployeeParams },
   responses: {
-    200: withETag(jsonContent(PersonSchema, "The employee")),
+    200: withETag(jsonContent(PersonBodySchema, "The employee")),
     ...notModified,
     ...errorResponses(400, 401, 403, 404, 429),
   },
@@ -112,7 +112,7 @@ export const createEmployee = createRoute({
     body: { required: true, content: { "application/json": { schema: CreateEmployeeSchema } } },
   },
   responses: {
-    200: { ...jsonContent(PersonSchema, "The new employee"), headers: replayedHeader },
+    200: { ...jsonContent(PersonBodySchema, "The new employee"), headers: replayedHeader },
     ...errorResponses(400, 401, 403, 404, 409, 413, 422, 429),
   },
 });
@@ -136,7 +136,7 @@ export const createEmployeesBulk = createRoute({
     body: { required: true, content: { "application/json": { schema: BulkCreateEmployeesSchema } } },
   },
   responses: {
-    200: { ...jsonContent(z.array(PersonSchema), "The new employees, in request order"), headers: replayedHeader },
+    200: { ...jsonContent(z.array(PersonBodySchema), "The new employees, in request order"), headers: replayedHeader },
     ...errorResponses(400, 401, 403, 404, 409, 413, 422, 429),
   },
 });
@@ -160,7 +160,7 @@ export const updateEmployee = createRoute({
     body: { required: true, content: { "application/json": { schema: UpdateEmployeeSchema } } },
   },
   responses: {
-    200: jsonContent(PersonSchema, "The employee as changed"),
+    200: jsonContent(PersonBodySchema, "The employee as changed"),
     ...errorResponses(400, 401, 403, 404, 409, 413, 429),
   },
 });

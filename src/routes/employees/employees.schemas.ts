@@ -407,7 +407,7 @@ export const ExposureListQuery = pageQuery(100, 1000).extend({
     }),
 });
 
-export const PersonSchema = z
+export const PersonBodySchema = z
   .object({
     id: int64Id().openapi({ example: 12 }),
     first_name: z.string(),

@@ -25,7 +25,7 @@ import { findLicense, matchLicense } from "../licenses";
 import { addRemoval, removedBy } from "../memberships";
 import { WriteBatch } from "../outbox";
 import type { Deps } from "../deps";
-import { loadPeople, loadPerson, type Person } from "../people";
+import { loadPeople, loadPerson, type PersonBody } from "../people";
 import {
   assertSeatAvailable,
   assertSeatsAvailable,
@@ -85,7 +85,7 @@ export async function removeEmployee(deps: Deps, access: CompanyAccess, personId
 }
 
 /** POST /employees: `createEmployees` with one employee. */
-export async function createEmployee(deps: Deps, access: CompanyAccess, input: NewEmployee): Promise<Person> {
+export async function createEmployee(deps: Deps, access: CompanyAccess, input: NewEmployee): Promise<PersonBody> {
   const [person] = await createEmployees(deps, access, [input], { bulk: false });
   return person!;
 }
@@ -103,7 +103,7 @@ export async function createEmployees(
   access: CompanyAccess,
   inputs: NewEmployee[],
   { bulk }: { bulk: boolean },
-): Promise<Person[]> {
+): Promise<PersonBody[]> {
   const { db } = deps;
   const { companyId } = access;
   const batch = new WriteBatch(deps);
@@ -191,7 +191,7 @@ export async function updateEmployee(
   access: CompanyAccess,
   personId: number,
   requested: EmployeeChanges,
-): Promise<Person> {
+): Promise<PersonBody> {
   const { db } = deps;
   const batch = new WriteBatch(deps);
   const { now } = batch;
