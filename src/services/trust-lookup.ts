@@ -18,8 +18,9 @@ import { applyVerification, type BlockReason, type CallerVerification } from "..
 
 /**
  * The lookup parameters of [seed 4.1], as the provider sent them (any may be
- * missing), and the names Twilio and Telnyx give the two numbers (§11.3 of the
- * contract): `To`/`Called` for the receiver, `From`/`Caller` for the caller.
+ * missing), and the names Twilio and Telnyx give the two numbers
+ * (docs/decisions.md, "trust-lookup's number forms"; docs/providers.md, "The
+ * fields"): `To`/`Called` for the receiver, `From`/`Caller` for the caller.
  */
 export type LookupFields = {
   number_code?: string;
@@ -88,7 +89,7 @@ const CALLER_FIELDS = ["inbound_code", "inbound", "From", "Caller"];
 const repeatedAny = (fields: LookupFields, names: string[]) => names.some((name) => fields.repeated?.includes(name));
 
 /**
- * The `Lookup-Problem` header's value (contract §11.3), or null when both
+ * The `Lookup-Problem` header's value (docs/decisions.md, "`Lookup-Problem`"), or null when both
  * numbers were readable: `receiver missing`, `caller unreadable`, both joined
  * with `, `. A well-formed receiver nobody holds is no problem.
  */

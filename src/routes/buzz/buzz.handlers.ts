@@ -31,7 +31,7 @@ export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async
 
 /**
  * Answers a trust lookup; the blocked call and KV fills happen after the answer.
- * A missing or unreadable number is named in `Lookup-Problem` (contract §11.3).
+ * A missing or unreadable number is named in `Lookup-Problem` (docs/decisions.md, "`Lookup-Problem`").
  */
 async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields, verification: CallerVerification) {
   const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
