@@ -3,9 +3,8 @@ import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
 import { pageHeaders } from "../../lib/pagination";
 import { companyAccess } from "../../middleware/company-access";
 import { CompanyParams } from "../companies/companies.schemas";
+import { BulkCreateEmployeesSchema, CreateEmployeeSchema, UpdateEmployeeSchema } from "./employee-input.schemas";
 import {
-  BulkCreateEmployeesSchema,
-  CreateEmployeeSchema,
   EmployeeListQuery,
   EmployeeParams,
   ExposureListQuery,
@@ -13,7 +12,6 @@ import {
   ExposureSchema,
   HistoryEntrySchema,
   PersonBodySchema,
-  UpdateEmployeeSchema,
 } from "./employees.schemas";
 import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
 import { ConditionalHeaders, conditionalRead, notModified, withETag } from "../../middleware/conditional";
