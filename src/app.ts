@@ -5,7 +5,7 @@ import { matchedRoutes } from "hono/route";
 import type { Context } from "hono";
 import { API_REFERENCE_PATH, apiReferenceAsset, apiReferencePage } from "./lib/api-reference";
 import { ApiError, errorBody, loggableError, type ErrorStatus } from "./lib/errors";
-import { createRouter } from "./lib/create-router";
+import { createRouter } from "./routes/create-router";
 import { documentFor } from "./lib/openapi";
 import { identify } from "./middleware/auth";
 import { database } from "./middleware/db";

@@ -1,8 +1,7 @@
 import type { RouteConfig, RouteHandler } from "@hono/zod-openapi";
-import type { Db } from "./db/client";
 import type { ProviderSigning } from "./domain/provider-signing";
 import type { CompanyRow } from "./services/companies";
-import type { Deps } from "./services/outbox";
+import type { Deps } from "./services/deps";
 
 /** Who is calling, resolved from the bearer token (docs/decisions.md). */
 export type Principal =
@@ -28,8 +27,7 @@ export type AppEnv = {
   Bindings: Env;
   Variables: {
     requestId: string;
-    db: Db;
-    /** What a command needs: db, trust index, queues (services/outbox.ts). */
+    /** What a command needs: db, trust index, queues, person objects, the write guard (services/deps.ts). */
     deps: Deps;
     /** null when the request carried no usable token; see `authFailure`. */
     principal: Principal | null;

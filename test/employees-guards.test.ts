@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { Person } from "../src/services/people";
+import type { PersonBody } from "../src/services/people";
 import { as, call, DEMO, employeeAddress, employeeBody, expectError, fresh, insertToken } from "./helpers";
 
 /*
@@ -15,10 +15,10 @@ const ALICE = `${ACME}/${DEMO.people.alice}`;
 /** `employeeBody` without a license: this file's employees take no seat. */
 const body = (local: string, extra: Record<string, unknown> = {}) => employeeBody(local, { license: null, ...extra });
 
-async function create(payload: unknown): Promise<Person> {
+async function create(payload: unknown): Promise<PersonBody> {
   const response = await as("alice").send("POST", ACME, payload);
   if (response.status !== 200) throw new Error(`create failed: ${response.status} ${await response.text()}`);
-  return response.json<Person>();
+  return response.json<PersonBody>();
 }
 
 /** A new Acme member with the roles given, created by Alice, and a token of their own. */
@@ -31,8 +31,8 @@ async function member(roles: string[]) {
 }
 
 /** A Person as read back, without `last_login` (Alice reading herself moves it). */
-async function read(path: string, who: "alice" | "carol" = "alice"): Promise<Person> {
-  const person = await (await as(who).get(path)).json<Person>();
+async function read(path: string, who: "alice" | "carol" = "alice"): Promise<PersonBody> {
+  const person = await (await as(who).get(path)).json<PersonBody>();
   return { ...person, last_login: null };
 }
 
@@ -89,7 +89,7 @@ describe("a member may only change or remove members whose permissions they hold
 
     const changed = await hr.send("PUT", `${ACME}/${viewer.person.id}`, { last_name: "Mulder", roles: [] });
     expect(changed.status).toBe(200);
-    expect(await changed.json<Person>()).toMatchObject({ last_name: "Mulder", roles: [] });
+    expect(await changed.json<PersonBody>()).toMatchObject({ last_name: "Mulder", roles: [] });
 
     expect((await hr.send("DELETE", `${ACME}/${peer.person.id}`)).status).toBe(204);
     await expectError(await as("alice").get(`${ACME}/${peer.person.id}`), 404, "Not Found");
@@ -114,9 +114,9 @@ describe("a member may only change or remove members whose permissions they hold
   it("the last Admin may still be changed in ways that keep `write settings`", async () => {
     const kept = await as("alice").send("PUT", ALICE, { roles: ["Admin", "HR"] });
     expect(kept.status).toBe(200);
-    expect((await kept.json<Person>()).roles).toEqual(["Admin", "HR"]);
+    expect((await kept.json<PersonBody>()).roles).toEqual(["Admin", "HR"]);
     const back = await as("alice").send("PUT", ALICE, { roles: ["admin"] });
-    expect((await back.json<Person>()).roles).toEqual(["Admin"]);
+    expect((await back.json<PersonBody>()).roles).toEqual(["Admin"]);
   });
 
   it("with a second Admin, an Admin may be demoted or removed, including oneself", async () => {
@@ -209,7 +209,7 @@ async function sharedPerson() {
   return { person, local, acme: `${ACME}/${person.id}`, globex };
 }
 
-const emailsOf = (person: Person) => person.emails.map((entry) => [entry.email, entry.primary]);
+const emailsOf = (person: PersonBody) => person.emails.map((entry) => [entry.email, entry.primary]);
 
 describe("a person who also belongs to another company", () => {
   it("Acme changing its emails leaves the primary flag of Globex's email alone", async () => {
@@ -221,7 +221,7 @@ describe("a person who also belongs to another company", () => {
       emails: [{ email: `${local}@acme.example` }, { email: `${local}.new@acme.example`, primary: true }],
     });
     expect(response.status).toBe(200);
-    expect(emailsOf(await response.json<Person>())).toEqual([
+    expect(emailsOf(await response.json<PersonBody>())).toEqual([
       [`${local}@acme.example`, false],
       [`${local}.new@acme.example`, true],
     ]);
@@ -276,7 +276,7 @@ describe("a person who also belongs to another company", () => {
       emails: [{ email: `${local}.work@acme.example` }],
     });
     expect(response.status).toBe(200);
-    const after = await response.json<Person>();
+    const after = await response.json<PersonBody>();
     expect(after).toMatchObject({
       roles: ["HR"],
       license: { type: "scan" },
@@ -331,7 +331,7 @@ describe("a person who also belongs to another company", () => {
       emails: [{ email: `${local}@acme.example` }, { email: `${local}@own.example`, primary: true }],
     });
     expect(response.status).toBe(200);
-    expect(emailsOf(await response.json<Person>())).toEqual([
+    expect(emailsOf(await response.json<PersonBody>())).toEqual([
       [`${local}@acme.example`, false],
       [`${local}@own.example`, true],
     ]);

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Person } from "../src/services/people";
+import type { PersonBody } from "../src/services/people";
 import { as, call, expectError } from "./helpers";
 
 const LIST = "/companies/1/employees/exposures";
@@ -157,9 +157,9 @@ describe("GET /companies/{company_id}/employees/exposures/{id}/history", () => {
 
 describe("exposure counts in the Person", () => {
   it("counts by status, with not_found = sites whose latest result found nothing", async () => {
-    const alice = await (await as("alice").get("/companies/1/employees/1")).json<Person>();
+    const alice = await (await as("alice").get("/companies/1/employees/1")).json<PersonBody>();
     expect(alice.exposures).toEqual({ total: 3, pending: 1, in_progress: 1, closed: 1, not_found: 0 });
-    const bob = await (await as("alice").get("/companies/1/employees/2")).json<Person>();
+    const bob = await (await as("alice").get("/companies/1/employees/2")).json<PersonBody>();
     expect(bob.exposures).toEqual({ total: 1, pending: 1, in_progress: 0, closed: 0, not_found: 1 });
   });
 });

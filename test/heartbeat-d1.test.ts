@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { COMPANIES_COMPLETE_KEY, companyKey } from "../src/domain/company-records";
-import { createDeps } from "../src/services/outbox";
+import { createDeps } from "../src/services/deps";
 import { applyIndexWork } from "../src/services/trust-index";
 import { as, call, countD1, DEMO, insertToken } from "./helpers";
 

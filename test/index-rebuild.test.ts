@@ -4,7 +4,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { INDEX_COMPLETE_KEY } from "../src/domain/trust-records";
 import { COMPANIES_COMPLETE_KEY } from "../src/domain/company-records";
 import { rebuildChunk, rebuildNow, REBUILD_KEY, startRebuild } from "../src/services/index-rebuild";
-import { createDeps } from "../src/services/outbox";
+import { createDeps } from "../src/services/deps";
 import type { BackgroundMessage } from "../src/queue/messages";
 import worker from "../src/index";
 import { as, call, countD1, DEMO, insertToken } from "./helpers";

@@ -12,7 +12,7 @@ import {
   personPhones,
   scanResults,
 } from "../src/db/schema";
-import { loadPeople, type Person } from "../src/services/people";
+import { loadPeople, type PersonBody } from "../src/services/people";
 import { as, fresh } from "./helpers";
 
 // A list of Persons is written straight from the rows as JSON text (services/people.ts: the
@@ -145,7 +145,7 @@ beforeAll(async () => {
 });
 
 /** What both companies see of `full`, apart from emails, license and roles. */
-async function common(): Promise<Omit<Person, "emails" | "license" | "roles">> {
+async function common(): Promise<Omit<PersonBody, "emails" | "license" | "roles">> {
   const ids = (await env.DB.prepare(
     "SELECT (SELECT json_group_array(id) FROM (SELECT id FROM person_phones WHERE person_id = ?1 ORDER BY id)) AS phones, " +
       "(SELECT json_group_array(id) FROM (SELECT id FROM person_addresses WHERE person_id = ?1 ORDER BY id)) AS addresses, " +
@@ -207,7 +207,7 @@ async function emailIds() {
 describe("a Person as rendered for lists and reads", () => {
   it("as Acme sees them: its managed primary wins over the person's own, another employer's address is hidden", async () => {
     const [own, acme] = await emailIds();
-    const expected: Person = {
+    const expected: PersonBody = {
       ...(await common()),
       emails: [
         { id: own!.id, primary: false, email: own!.email },
@@ -224,7 +224,7 @@ describe("a Person as rendered for lists and reads", () => {
       },
       roles: [roleIds[0]!.name, roleIds[1]!.name],
     };
-    const bareExpected: Person = {
+    const bareExpected: PersonBody = {
       id: bare,
       first_name: "Bare",
       middle_name: null,

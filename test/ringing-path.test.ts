@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { phoneFromInternational, phoneFromParts } from "../src/lib/phone";
 import { addCompanyPhone, verifyCompanyPhone } from "../src/services/company-phones";
 import { createDb } from "../src/db/client";
-import { createDeps } from "../src/services/outbox";
+import { createDeps } from "../src/services/deps";
 import { applyIndexWork, workForKeys } from "../src/services/trust-index";
 import {
   as,

@@ -3,8 +3,8 @@ import { env } from "cloudflare:workers";
 import { createDb } from "../src/db/client";
 import { DEMO, loadDemoObjects, loadDemoWorld } from "../src/fixtures/demo-world";
 import { rebuildNow } from "../src/services/index-rebuild";
-import { createDeps } from "../src/services/outbox";
-import { personsOf } from "../src/services/persons";
+import { createDeps } from "../src/services/deps";
+import { personObjectsOf } from "../src/services/person-objects";
 import { sha256Hex } from "../src/lib/crypto";
 import { fileTokens, type Who } from "./principals";
 
@@ -12,7 +12,7 @@ import { fileTokens, type Who } from "./principals";
 // demo world (README) is there for every test file.
 await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
 await loadDemoWorld(createDb(env.DB));
-await loadDemoObjects(personsOf(env.PERSON));
+await loadDemoObjects(personObjectsOf(env.PERSON));
 // The trust index is built and marked complete, as `npm run dev` leaves it (docs/architecture.md).
 await rebuildNow(createDeps(env));
 

@@ -2,8 +2,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
 import { applyIndexWork, EMPTY_FILL_TTL_SECONDS, workForKeys } from "../src/services/trust-index";
-import { createDeps } from "../src/services/outbox";
-import type { Persons } from "../src/services/persons";
+import { createDeps } from "../src/services/deps";
+import type { PersonObjects } from "../src/services/person-objects";
 import { recordBlockedCall } from "../src/services/trust-lookup";
 import { as, call, countD1, countInPersonObject, DEMO, expectError, inPersonObject, personObject } from "./helpers";
 
@@ -31,7 +31,7 @@ async function secureNumberOf(who: "alice" | "bob" | "carol") {
 async function reindex(...keys: string[]) {
   const db = createDb(env.DB);
   await db.batch([workForKeys(db, keys, new Date())]);
-  await applyIndexWork({ db, kv: env.TRUST_INDEX, persons: createDeps(env).persons }, { keys });
+  await applyIndexWork({ db, kv: env.TRUST_INDEX, objects: createDeps(env).objects }, { keys });
 }
 
 const receiverKeyOf = (fields: { number_code: string; number: string }) => `rcv:+${fields.number_code}${fields.number}`;
@@ -432,7 +432,7 @@ describe("trust-lookup: blocked calls", () => {
       Date.now() - 60_000,
     );
     for (let i = 0; i < 5; i++) {
-      await recordBlockedCall(createDeps(env).persons, {
+      await recordBlockedCall(createDeps(env).objects, {
         personId,
         callerId: `new-${i}`,
         countryCode: "1",
@@ -449,8 +449,10 @@ describe("trust-lookup: blocked calls", () => {
   it("a call joining another request's group of blocked calls returns at once: no request awaits another's I/O", async () => {
     // The group's leader sends the append; an append that never completes must not hold the others
     // (under wrangler dev that wait was ~95 "Promise will never complete" errors per 100 lookups).
-    const hanging = { recordBlockedCalls: () => new Promise<void>(() => {}) } as unknown as ReturnType<Persons["of"]>;
-    const persons: Persons = { of: () => hanging, toWrite: async () => hanging };
+    const hanging = { recordBlockedCalls: () => new Promise<void>(() => {}) } as unknown as ReturnType<
+      PersonObjects["of"]
+    >;
+    const persons: PersonObjects = { of: () => hanging, toWrite: async () => hanging };
     const personId = 700_000 + Math.floor(Math.random() * 100_000);
     const blocked = { personId, callerId: null, countryCode: "1", phoneNumber: "3035550170" };
     void recordBlockedCall(persons, blocked);
@@ -467,8 +469,8 @@ describe("trust-lookup: blocked calls", () => {
     vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
     const broken = {
       recordBlockedCalls: () => Promise.reject(new Error("SQLITE_IOERR: disk I/O error")),
-    } as unknown as ReturnType<Persons["of"]>;
-    const failing: Persons = { of: () => broken, toWrite: async () => broken };
+    } as unknown as ReturnType<PersonObjects["of"]>;
+    const failing: PersonObjects = { of: () => broken, toWrite: async () => broken };
     try {
       await recordBlockedCall(failing, {
         personId: alice,

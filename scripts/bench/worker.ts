@@ -45,10 +45,10 @@ function lookupKeys(c: Context<AppEnv>): string[] {
 
 const kvRound = (c: Context<AppEnv>) => c.var.deps.kv.get(lookupKeys(c), "text");
 const d1Round = (c: Context<AppEnv>) =>
-  c.var.db.select({ id: companies.id, name: companies.name }).from(companies).where(eq(companies.id, 1)).get();
+  c.var.deps.db.select({ id: companies.id, name: companies.name }).from(companies).where(eq(companies.id, 1)).get();
 const objectRound = (c: Context<AppEnv>) => {
   const principal = c.var.principal;
-  return c.var.deps.persons.of(principal?.kind === "person" ? principal.personId : 1).lastActivityId();
+  return c.var.deps.objects.of(principal?.kind === "person" ? principal.personId : 1).lastActivityId();
 };
 
 const ok = (c: Context<AppEnv>) => c.json({ ok: true });
@@ -93,7 +93,7 @@ app.get("/__bench/floor/object-kv", caller, async (c) => {
 app.get("/__bench/floor/kv-blocked", caller, async (c) => {
   await kvRound(c);
   const call = { personId: 1, callerId: null, countryCode: "1", phoneNumber: "3035550142" };
-  c.executionCtx.waitUntil(recordBlockedCall(c.var.deps.persons, call));
+  c.executionCtx.waitUntil(recordBlockedCall(c.var.deps.objects, call));
   return ok(c);
 });
 

@@ -4,7 +4,7 @@ import { runBackgroundJob } from "../services/background-jobs";
 import { backgroundStatus } from "../services/backlog";
 import { deadLetterDue } from "../services/dead-letters";
 import { rebuildIfNever } from "../services/index-rebuild";
-import { createDeps } from "../services/outbox";
+import { createDeps } from "../services/deps";
 
 export const MINUTELY = "* * * * *";
 export const HOURLY = "0 * * * *";

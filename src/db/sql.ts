@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { doublings, type Backoff } from "../lib/backoff";
 import type { Db } from "./client";
 
 /**
@@ -26,4 +27,14 @@ export function batchableAll<T>(db: Db, query: SQL): BatchItem<"sqlite"> {
     mapResult: (result: D1Result<T>) => result.results,
   };
   return Object.assign(raw, { _prepare: () => prepared }) as unknown as BatchItem<"sqlite">;
+}
+
+/**
+ * `backoff` (lib/backoff.ts) in SQL, for a row's next due time: `base`
+ * doubled per `attempt` (an integer expression), at most `cap`.
+ */
+export function backoffSql(attempt: SQL, policy: Backoff): SQL {
+  const { base, cap } = policy;
+  if (![base, cap].every(Number.isSafeInteger)) throw new Error("a SQL backoff takes integers");
+  return sql`min(${sql.raw(String(cap))}, ${sql.raw(String(base))} * (1 << min(${attempt}, ${sql.raw(String(doublings(policy)))})))`;
 }

@@ -27,12 +27,6 @@ const REAL = Symbol("the D1 statement");
 
 type Wrapped = D1PreparedStatement & { [REAL]: D1PreparedStatement };
 
-const guards = new WeakMap<object, WriteGuard>();
-
-/** The guard of the database a drizzle client was built on (`db.$client`), if it has one. */
-export const writeGuardOf = (client: unknown): WriteGuard | undefined =>
-  typeof client === "object" && client !== null ? guards.get(client) : undefined;
-
 export class WriteGuard {
   #state: "idle" | "armed" | "passed" | "refused" = "idle";
   #guard: WriteCondition | null = null;
@@ -46,7 +40,6 @@ export class WriteGuard {
       batch: (statements: D1PreparedStatement[]) =>
         this.#batch(statements.map((statement) => (statement as Partial<Wrapped>)[REAL] ?? statement)),
     } as unknown as D1Database;
-    guards.set(this.database, this);
   }
 
   /** From now on the request's next writing round trip carries `guard` (a no-op once armed or settled). */
@@ -59,7 +52,7 @@ export class WriteGuard {
   /**
    * A guard that has not run runs now (one round trip); a refusal is thrown.
    * At the end of the request, and before a write that goes elsewhere than
-   * D1 (a person's object: `Persons.toWrite`), which the guard cannot ride.
+   * D1 (a person's object: `PersonObjects.toWrite`), which the guard cannot ride.
    */
   async finish() {
     if (this.#state === "refused") throw this.#refusal!;

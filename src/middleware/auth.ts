@@ -14,9 +14,10 @@ const BASIC_ROUTES = /^\/apps\/buzz\/(trust|call)-lookup\/?$/;
 /**
  * The token an Authorization header carries: `Bearer <token>`, or HTTP Basic
  * with the token as the password (`Basic base64(user:token)`, the user
- * ignored) for telephony webhooks that can send nothing else (contract
- * §11.3). Anything else, or Basic that does not decode, is undefined: the
- * same 401 as a malformed bearer header.
+ * ignored) for telephony webhooks that can send nothing else
+ * (docs/decisions.md, "Auth"; docs/providers.md, "The token"). Anything
+ * else, or Basic that does not decode, is undefined: the same 401 as a
+ * malformed bearer header.
  */
 export function tokenFromAuthorization(header: string): string | undefined {
   const bearer = BEARER.exec(header)?.[1];
@@ -59,7 +60,7 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
         "the token is malformed: this API's tokens are 8 to 256 letters, digits, `_` or `-` (send `Bearer <token>`, or `Basic` with the token as the password)",
       );
     } else {
-      const check = await verifyToken(c.var.db, token, new Date(), {
+      const check = await verifyToken(c.var.deps, token, new Date(), {
         onFirstUse: (work) =>
           c.executionCtx.waitUntil(work.catch((err: unknown) => logError("recording token use failed", err))),
         // A write served from the cache re-checks the token inside its own first D1 write

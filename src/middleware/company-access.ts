@@ -27,7 +27,7 @@ export function companyAccess(permission: Permission) {
     const companyId = parseId(raw);
     if (companyId === null) throw notFound(`company ${JSON.stringify(raw)} does not exist`);
 
-    c.set("company", await resolveCompanyAccess(c.var.db, principal.personId, companyId, permission));
+    c.set("company", await resolveCompanyAccess(c.var.deps.db, principal.personId, companyId, permission));
     await next();
   });
 }
@@ -43,7 +43,7 @@ export function soleCompanyAccess(permission: Permission, companyForm: string) {
     const principal = assertAllowed(c.var.principal, c.var.authFailure, { person: true });
     if (principal.kind !== "person") throw forbidden("this endpoint needs a person token");
 
-    const rows = await c.var.db
+    const rows = await c.var.deps.db
       .select({ companyId: memberships.companyId })
       .from(memberships)
       .where(eq(memberships.personId, principal.personId))
@@ -54,7 +54,7 @@ export function soleCompanyAccess(permission: Permission, companyForm: string) {
         `${rows.length === 0 ? "you belong to no company" : "you belong to several companies"}; name one with ${companyForm}`,
       );
     }
-    c.set("company", await resolveCompanyAccess(c.var.db, principal.personId, rows[0]!.companyId, permission));
+    c.set("company", await resolveCompanyAccess(c.var.deps.db, principal.personId, rows[0]!.companyId, permission));
     await next();
   });
 }

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { WriteGuard } from "../db/write-guard";
 import { badRequest } from "../lib/errors";
-import { createDeps, type Deps } from "../services/outbox";
+import { createDeps, type Deps } from "../services/deps";
 import type { AppEnv } from "../types";
 import { readsOnly } from "./request-kind";
 
@@ -12,8 +12,8 @@ export const BOOKMARK_HEADER = "x-d1-bookmark";
 const BOOKMARK_SHAPE = /^[0-9A-Za-z-]{1,128}$/;
 
 /**
- * Puts the drizzle client and the command dependencies on the context, once
- * per request. Reads go through a D1 session
+ * Puts the dependency handle (`c.var.deps`, services/deps.ts: the drizzle
+ * client among the rest) on the context, once per request. Reads go through a D1 session
  * (https://developers.cloudflare.com/d1/best-practices/read-replication/), so
  * a read replica near the caller may serve them:
  * - a read starts anywhere (`first-unconstrained`), or, when the client
@@ -42,7 +42,7 @@ export const database = createMiddleware<AppEnv>(async (c, next) => {
   }
   const session = c.env.DB.withSession("first-primary");
   const guard = new WriteGuard(session);
-  useDeps(c, createDeps(c.env, guard.database));
+  useDeps(c, createDeps(c.env, guard.database, guard));
   await next();
   // A request that wrote nothing runs its guard now: a revoked token answers 401 whatever it did.
   if (c.res.status !== 401) await guard.finish();
@@ -53,5 +53,4 @@ export const database = createMiddleware<AppEnv>(async (c, next) => {
 
 function useDeps(c: Context<AppEnv>, deps: Deps) {
   c.set("deps", deps);
-  c.set("db", deps.db);
 }

@@ -54,7 +54,7 @@ export function idempotent(owner: "person" | "company") {
     }
     const me = personId(c.var.principal);
     const store =
-      owner === "person" ? personKeys(c.var.deps.persons, me) : companyKeys(c.var.db, c.var.company.companyId, me);
+      owner === "person" ? personKeys(c.var.deps, me) : companyKeys(c.var.deps, c.var.company.companyId, me);
     const fingerprint = await sha256Hex(`${c.req.method} ${c.req.path}\n${await c.req.text()}`);
     const claim = await store.claim(key, fingerprint);
     if (claim.state === "mismatch") {

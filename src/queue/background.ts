@@ -1,7 +1,8 @@
+import { backoff } from "../lib/backoff";
 import { describeZodError } from "../lib/errors";
 import { logError, logInfo } from "../lib/log";
 import { runBackgroundJob } from "../services/background-jobs";
-import { createDeps } from "../services/outbox";
+import { createDeps } from "../services/deps";
 import { backgroundMessage } from "./messages";
 
 /**
@@ -27,13 +28,13 @@ export async function handleBackground(batch: MessageBatch<unknown>, env: Env): 
       logInfo({ queue: batch.queue, kind: body.kind, ...chunk.done, continues: chunk.next !== undefined });
       if (chunk.next) await deps.backgroundQueue.send(chunk.next);
       if (chunk.retry) {
-        message.retry({ delaySeconds: Math.min(60, 2 ** message.attempts) });
+        message.retry({ delaySeconds: backoff(message.attempts, { base: 1, cap: 60 }) });
         continue;
       }
       message.ack();
     } catch (err) {
       logError("background work failed; retried", err, { messageId: message.id, attempts: message.attempts });
-      message.retry({ delaySeconds: Math.min(300, 2 ** message.attempts) });
+      message.retry({ delaySeconds: backoff(message.attempts, { base: 1, cap: 300 }) });
     }
   }
 }

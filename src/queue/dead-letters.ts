@@ -1,3 +1,4 @@
+import { backoff } from "../lib/backoff";
 import { logError } from "../lib/log";
 import { keepDeadLetter } from "../services/dead-letters";
 import { createDb } from "../db/client";
@@ -30,7 +31,7 @@ export async function handleDeadLetters(batch: MessageBatch<unknown>, env: Env):
       message.ack();
     } catch (err) {
       logError("keeping a dead letter failed; retried", err, { queue: batch.queue, messageId: message.id });
-      message.retry({ delaySeconds: Math.min(3600, 30 * 2 ** Math.min(message.attempts, 7)) });
+      message.retry({ delaySeconds: backoff(message.attempts, { base: 30, cap: 3600 }) });
     }
   }
 }

@@ -12,7 +12,7 @@ import {
 import type { ChatParties } from "../domain/stream";
 import type { FeedRow } from "../objects/person/person";
 import { knowsMember, knowsPerson } from "./acquaintance";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 
 /*
  * Activity (docs/decisions.md, "Activity"): each person's feed lives in their
@@ -44,7 +44,7 @@ export async function recordActivity(deps: Deps, me: number, input: ActivityInpu
   const toPerson = input.type.startsWith("chat_") && input.receivable_type === "person" && other !== me;
   const parties = toPerson ? await chatParties(deps, me, other) : undefined;
   const peer = parties?.people.some((p) => p.id === other) ? other : null;
-  const result = await (await deps.persons.toWrite(me)).record(me, input, peer, parties);
+  const result = await (await deps.objects.toWrite(me)).record(me, input, peer, parties);
   if (result.ok) return createdActivity(result.row);
   if (result.status === 429) throw tooManyRequests(result.message, result.retryAfter);
   throw conflict(result.message);
@@ -118,7 +118,7 @@ async function partiesOf(deps: Deps, readerId: number, rows: FeedRow[], trustedR
  * reader. A party deleted since reads as null.
  */
 export async function activitiesAfter(deps: Deps, personId: number, afterId: number, limit: number) {
-  const { rows, trustedMe } = await deps.persons.of(personId).feedAfter(afterId, limit);
+  const { rows, trustedMe } = await deps.objects.of(personId).feedAfter(afterId, limit);
   if (rows.length === 0) return [];
   const party = await partiesOf(deps, personId, rows, trustedMe);
   return rows.map((row) => readActivity(row, party));
@@ -126,5 +126,5 @@ export async function activitiesAfter(deps: Deps, personId: number, afterId: num
 
 /** Development only: wipes the person's feed and blocked calls (docs/decisions.md). */
 export async function clearHistory(deps: Deps, personId: number) {
-  await (await deps.persons.toWrite(personId)).clearHistory();
+  await (await deps.objects.toWrite(personId)).clearHistory();
 }

@@ -18,7 +18,8 @@ import { companyRoles, defaultRoleRows, roleNamed } from "./companies";
 import { containerVendorsFor } from "./consent";
 import { renderPersonDeliveries } from "./events";
 import { touchRosters } from "../db/rosters";
-import { WriteBatch, type Deps } from "./outbox";
+import { WriteBatch } from "./outbox";
+import type { Deps } from "./deps";
 import { loadPerson } from "./people";
 import { errorText } from "../db/errors";
 

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq } from "drizzle-orm";
 import { personPhones } from "../db/schema";
 import { clientIdentity, type TwimlDial } from "../lib/twiml";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 
 /**
  * Where a trusted call answered in TwiML is put through (docs/providers.md,

@@ -6,7 +6,8 @@ import { batchableAll } from "../db/sql";
 import { companyPhones, type CompanyPhoneStatus } from "../db/schema";
 import { badRequest, conflict, notFound } from "../lib/errors";
 import type { Phone } from "../lib/phone";
-import { type Deps, WriteBatch } from "./outbox";
+import { WriteBatch } from "./outbox";
+import type { Deps } from "./deps";
 
 /** A company phone on the wire (the OpenAPI document's CompanyPhone). */
 export type CompanyPhone = {

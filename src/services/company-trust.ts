@@ -3,7 +3,7 @@ import { companies, companyPhones, memberships } from "../db/schema";
 import { inList } from "../db/sql";
 import { notFound } from "../lib/errors";
 import { companyRefColumns, toCompanyRef, type CompanyRef } from "./companies";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 
 /**
  * A person's trust in a company: whether its phones may ring them, and, for a
@@ -20,7 +20,7 @@ export type CompanyTrustEntry = { company: CompanyRef; trust: TrustSetting; memb
  * the settings from their object and the companies from D1, read together.
  */
 export async function listCompanyTrust(deps: Deps, personId: number): Promise<CompanyTrustEntry[]> {
-  const settings = deps.persons.of(personId).companySettings();
+  const settings = deps.objects.of(personId).companySettings();
   const [settingRows, memberRows] = await Promise.all([
     settings,
     deps.db
@@ -94,6 +94,6 @@ export async function writeCompanyTrust(
   trust: TrustSetting,
   visible = true,
 ) {
-  const written = await (await deps.persons.toWrite(personId)).setCompanyTrust(personId, companyId, trust, visible);
+  const written = await (await deps.objects.toWrite(personId)).setCompanyTrust(personId, companyId, trust, visible);
   if (!written.ok) throw notFound(written.message);
 }

@@ -4,7 +4,7 @@ import type { Db } from "../db/client";
 import { companies, consentContainers, containerVendors } from "../db/schema";
 import { notFound } from "../lib/errors";
 import { type TrustSetting, writeCompanyTrust } from "./company-trust";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 
 const vendors = alias(companies, "vendors");
 
@@ -37,7 +37,7 @@ export async function findEnabledContainer(db: Db, slug: string) {
  * vendors from D1 and the settings from the person's object, read together.
  */
 export async function containerVendorsFor(
-  deps: Pick<Deps, "db" | "persons">,
+  deps: Pick<Deps, "db" | "objects">,
   containerId: number,
   personId: number | null,
 ) {
@@ -56,7 +56,7 @@ export async function containerVendorsFor(
       .where(eq(containerVendors.containerId, containerId))
       .orderBy(asc(containerVendors.position), asc(vendors.id))
       .all(),
-    personId === null ? [] : deps.persons.of(personId).companySettings(),
+    personId === null ? [] : deps.objects.of(personId).companySettings(),
   ]);
   const trustOf = new Map(settings.map((row) => [row.companyId, row.trust]));
   return rows.map((row) => ({

@@ -10,7 +10,7 @@ import { badRequest, gone, notFound } from "../lib/errors";
 import { groupBy } from "../lib/group";
 import { DAY_MS, iso } from "../lib/time";
 import { knowsPerson } from "./acquaintance";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 import { e2eeColumn } from "./people";
 
 /*
@@ -161,12 +161,12 @@ async function render(
   const { statement, assemble, unresolved } = contactsRead(deps.db, ownerId, read, include);
   const rows = statement ? ((await deps.db.batch([statement]))[0] as Match[]) : [];
   const ask = unresolved(rows);
-  return assemble(rows, ask.length > 0 ? await deps.persons.of(ownerId).trustedMe(ask) : []);
+  return assemble(rows, ask.length > 0 ? await deps.objects.of(ownerId).trustedMe(ask) : []);
 }
 
 /** One of the owner's contacts; 404 when it is not theirs. */
 export async function getContact(deps: Deps, ownerId: number, id: number): Promise<Contact> {
-  const [contact] = await render(deps, ownerId, await deps.persons.of(ownerId).contacts([id]));
+  const [contact] = await render(deps, ownerId, await deps.objects.of(ownerId).contacts([id]));
   if (!contact) throw notFound(`contact ${id} does not exist`);
   return contact;
 }
@@ -177,7 +177,7 @@ export async function listContacts(
   ownerId: number,
   options: { since?: Date; limit: number; offset: number; include: ReadonlySet<ContactCollection> },
 ) {
-  const page = await deps.persons.of(ownerId).contactPage({
+  const page = await deps.objects.of(ownerId).contactPage({
     since: options.since?.getTime() ?? null,
     limit: options.limit,
     offset: options.offset,
@@ -194,14 +194,14 @@ export async function listContacts(
  */
 export async function saveContacts(deps: Deps, ownerId: number, inputs: ContactInput[]): Promise<Contact[]> {
   if (inputs.length === 0) return [];
-  const saved = await (await deps.persons.toWrite(ownerId)).saveContacts(ownerId, inputs);
+  const saved = await (await deps.objects.toWrite(ownerId)).saveContacts(ownerId, inputs);
   if (!saved.ok) throw badRequest(saved.message);
   return render(deps, ownerId, saved);
 }
 
 /** PUT /contacts/{id}: updates one of the owner's contacts; 404 when it is not theirs. */
 export async function updateContact(deps: Deps, ownerId: number, id: number, input: ContactInput): Promise<Contact> {
-  const saved = await (await deps.persons.toWrite(ownerId)).saveContacts(ownerId, [{ ...input, id }]);
+  const saved = await (await deps.objects.toWrite(ownerId)).saveContacts(ownerId, [{ ...input, id }]);
   if (!saved.ok) throw notFound(`contact ${id} does not exist`);
   const [contact] = await render(deps, ownerId, saved);
   return contact!;
@@ -209,13 +209,13 @@ export async function updateContact(deps: Deps, ownerId: number, id: number, inp
 
 /** Deletes one of the owner's contacts (remembered for `GET /contacts/deleted`); 404 when there is none. */
 export async function deleteContact(deps: Deps, ownerId: number, id: number): Promise<void> {
-  const deleted = await (await deps.persons.toWrite(ownerId)).deleteContacts(ownerId, [id]);
+  const deleted = await (await deps.objects.toWrite(ownerId)).deleteContacts(ownerId, [id]);
   if (deleted.length === 0) throw notFound(`contact ${id} does not exist`);
 }
 
 /** Development only: removes every contact of the owner (each remembered as deleted). */
 export async function clearContacts(deps: Deps, ownerId: number) {
-  await (await deps.persons.toWrite(ownerId)).deleteContacts(ownerId, "all");
+  await (await deps.objects.toWrite(ownerId)).deleteContacts(ownerId, "all");
 }
 
 /** A deleted contact as `GET /contacts/deleted` lists it. */
@@ -239,7 +239,7 @@ export async function listDeletedContacts(
       `deletions are kept for ${TOMBSTONE_RETENTION_DAYS} days; \`since\` ${options.since.toISOString()} is older than ${horizon.toISOString()}, so resynchronise in full (GET /contacts) and use the time of that sync from then on`,
     );
   }
-  const page = await deps.persons.of(ownerId).deletedContacts({
+  const page = await deps.objects.of(ownerId).deletedContacts({
     since: options.since.getTime(),
     limit: options.limit,
     offset: options.offset,

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { deadLetters, indexWork, webhookDeliveries } from "../db/schema";
-import { inList } from "../db/sql";
+import { backoffSql, inList } from "../db/sql";
 import { backgroundMessage, deliveryMessage } from "../queue/messages";
 
 /**
@@ -81,7 +81,7 @@ export async function claimDeadLetter(db: Db, now: Date): Promise<DeadLetter | n
   const [row] = await db.all<{ id: number; queue: string; body: string; attempts: number }>(sql`
     update ${deadLetters}
     set attempts = attempts + 1,
-        due_at = ${t} + min(${REDRIVE_MAX_DELAY_MS}, ${REDRIVE_FIRST_DELAY_MS} * (1 << min(attempts, 10)))
+        due_at = ${t} + ${backoffSql(sql`attempts`, { base: REDRIVE_FIRST_DELAY_MS, cap: REDRIVE_MAX_DELAY_MS })}
     where id = (select id from ${deadLetters} where due_at <= ${t} order by due_at limit 1)
     returning id, queue, body, attempts`);
   if (!row) return null;

@@ -1,6 +1,7 @@
 import { eq } from "drizzle-orm";
 import { people } from "../db/schema";
-import { WriteBatch, type Deps } from "./outbox";
+import { WriteBatch } from "./outbox";
+import type { Deps } from "./deps";
 
 /** Saves a secure-app user's end-to-end encryption identifiers [seed 2.6]; null when the person is gone. */
 export async function saveEncryption(deps: Deps, personId: number, data: { hash: string; e2e_id: string }) {

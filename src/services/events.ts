@@ -3,8 +3,8 @@ import type { Db } from "../db/client";
 import { webhookDeliveries } from "../db/schema";
 import { batchableAll } from "../db/sql";
 import { logError } from "../lib/log";
-import type { DeliveryMessage } from "../queue/messages";
-import { loadPerson, type Person } from "./people";
+import type { Deps } from "./deps";
+import { loadPerson, type PersonBody } from "./people";
 
 /**
  * Events are recorded by the write that causes them, in its own batch
@@ -22,7 +22,7 @@ const PEOPLE_PER_RENDER = 100;
  * UPDATE … FROM json_each per 100 people, all in one round trip. Best effort:
  * a delivery renders what is still missing itself (`renderedPayload`).
  */
-export async function renderPersonDeliveries(db: Db, deliveryIds: string[], persons: Person[]) {
+export async function renderPersonDeliveries(db: Db, deliveryIds: string[], persons: PersonBody[]) {
   if (deliveryIds.length === 0 || persons.length === 0) return;
   const ids = JSON.stringify(deliveryIds);
   // Preparing a statement can fail too: all of it is best effort.
@@ -76,7 +76,7 @@ export async function renderedPayload(
 }
 
 /** Enqueues deliveries; a failure is logged and left to the outbox sweep. */
-export async function enqueueDeliveries(queue: Queue<DeliveryMessage>, deliveryIds: string[]) {
+export async function enqueueDeliveries({ webhookQueue: queue }: Pick<Deps, "webhookQueue">, deliveryIds: string[]) {
   if (deliveryIds.length === 0) return;
   try {
     // sendBatch takes at most 100 messages.

@@ -4,7 +4,8 @@ import { inList } from "../db/sql";
 import { companies, exposureHistory, exposures, memberships } from "../db/schema";
 import { iso } from "../lib/time";
 import type { EventName } from "../domain/events";
-import { WriteBatch, type Deps } from "./outbox";
+import { WriteBatch } from "./outbox";
+import type { Deps } from "./deps";
 
 /**
  * Exposures: listings of a person found on people-search sites, and their

@@ -1,6 +1,7 @@
 import { and, asc, eq, inArray, isNull, lte, notExists, or, sql } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
-import { WriteBatch, type Deps } from "./outbox";
+import { WriteBatch } from "./outbox";
+import type { Deps } from "./deps";
 import { secureNumbers } from "../db/schema";
 import { iso } from "../lib/time";
 import { logError } from "../lib/log";
@@ -93,7 +94,7 @@ type Times = {
   coworker: number | null;
 };
 
-type Own = Awaited<ReturnType<ReturnType<Deps["persons"]["of"]>["heartbeatTimes"]>>;
+type Own = Awaited<ReturnType<ReturnType<Deps["objects"]["of"]>["heartbeatTimes"]>>;
 /** The times the answer is made of (ms, or null: none). */
 type Parts = { user: number | null; company: number | null; coworker: number | null; secure: SecureNumber | null };
 
@@ -115,7 +116,7 @@ const KV_BULK_KEYS = 100;
  * Null when the person is gone.
  */
 export async function heartbeat(deps: Deps, personId: number) {
-  const own = await deps.persons.of(personId).heartbeatTimes();
+  const own = await deps.objects.of(personId).heartbeatTimes();
   const parts = (await fromObjectAndKv(deps, personId, own)) ?? (await fromD1(deps, personId, own));
   if (parts === null) return null;
   const at = (ms: number | null) => iso(ms === null ? null : new Date(ms));
@@ -125,6 +126,7 @@ export async function heartbeat(deps: Deps, personId: number) {
     last_company_update: at(parts.company),
     last_coworker_update: at(parts.coworker),
     last_user_update: at(parts.user),
+    // The object's `activity` is the id of the person's newest activity (0: none yet).
     last_activity_id: String(own.activity),
     secure_number: parts.secure ?? (await assignSecureNumber(deps, personId)),
   };

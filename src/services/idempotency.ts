@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { pruneOlderThan, type PruneResult } from "../db/prune";
 import { companyIdempotencyKeys as keys } from "../db/schema";
 import { ABANDONED_AFTER_MS, judge, KEEP_KEYS_MS, type IdempotencyClaim, type KeptAnswer } from "../domain/idempotency";
-import type { Persons } from "./persons";
+import type { Deps } from "./deps";
 
 /**
  * Where an Idempotency-Key is kept (docs/decisions.md, "Idempotency keys"):
@@ -15,9 +15,9 @@ export type IdempotencyStore = {
   settle(key: string, fingerprint: string, answer: KeptAnswer | null): Promise<void>;
 };
 
-export const personKeys = (persons: Persons, personId: number): IdempotencyStore => ({
-  claim: (key, fingerprint) => persons.of(personId).claimIdempotencyKey(key, fingerprint),
-  settle: (key, fingerprint, answer) => persons.of(personId).settleIdempotencyKey(key, fingerprint, answer),
+export const personKeys = ({ objects }: Pick<Deps, "objects">, personId: number): IdempotencyStore => ({
+  claim: (key, fingerprint) => objects.of(personId).claimIdempotencyKey(key, fingerprint),
+  settle: (key, fingerprint, answer) => objects.of(personId).settleIdempotencyKey(key, fingerprint, answer),
 });
 
 /**
@@ -26,7 +26,12 @@ export const personKeys = (persons: Persons, personId: number): IdempotencyStore
  * at a time, so two claims of one key cannot both take it. When it was not
  * taken, one read says why.
  */
-export const companyKeys = (db: Db, companyId: number, personId: number, now = Date.now): IdempotencyStore => {
+export const companyKeys = (
+  { db }: Pick<Deps, "db">,
+  companyId: number,
+  personId: number,
+  now = Date.now,
+): IdempotencyStore => {
   const row = (key: string) => and(eq(keys.companyId, companyId), eq(keys.personId, personId), eq(keys.key, key));
   return {
     async claim(key, fingerprint) {

@@ -3,7 +3,7 @@ import { INDEX_COMPLETE_KEY } from "../domain/trust-records";
 import { companyKey, COMPANIES_COMPLETE_KEY } from "../domain/company-records";
 import type { BackgroundMessage } from "../queue/messages";
 import type { Chunk } from "./background-jobs";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 import { applyIndexWork, factsOf, workForKeys } from "./trust-index";
 
 /*
@@ -127,7 +127,7 @@ export async function rebuildChunk(deps: Deps, body: RebuildMessage, now: Date):
     if (ids.length > 0) {
       // Each object writes its own keys (its own KV operations); a failed write is retried by its alarm.
       await Promise.all(
-        (await factsOf(deps.db, ids)).map((facts) => deps.persons.of(facts.personId).rewriteKeys(facts)),
+        (await factsOf(deps.db, ids)).map((facts) => deps.objects.of(facts.personId).rewriteKeys(facts)),
       );
     }
     const full = ids.length >= PEOPLE_CHUNK;

@@ -5,7 +5,8 @@ import { errorText } from "../db/errors";
 import { companies, companySeats, licensePurchases, licenses, licenseSites, memberships } from "../db/schema";
 import { badRequest, conflict, notFound } from "../lib/errors";
 import { companyColumns, toCompany } from "./companies";
-import { WriteBatch, type Deps } from "./outbox";
+import { WriteBatch } from "./outbox";
+import type { Deps } from "./deps";
 import { NO_SEATS, seatsByLicense } from "./seats";
 
 export type LicenseRow = typeof licenses.$inferSelect;

@@ -1,7 +1,8 @@
 import { and, eq, sql } from "drizzle-orm";
 import { memberships, people, personEmails, secureNumbers } from "../db/schema";
 import { logInfo } from "../lib/log";
-import { WriteBatch, type Deps } from "./outbox";
+import { WriteBatch } from "./outbox";
+import type { Deps } from "./deps";
 
 /**
  * Adds to `batch` the removal of a person from a company [seed 4.3 rule 6]:

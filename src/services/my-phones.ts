@@ -2,7 +2,8 @@ import { and, asc, eq } from "drizzle-orm";
 import { errorText } from "../db/errors";
 import { personPhones } from "../db/schema";
 import { conflict, notFound } from "../lib/errors";
-import { WriteBatch, type Deps } from "./outbox";
+import { WriteBatch } from "./outbox";
+import type { Deps } from "./deps";
 
 /*
  * A person's own phones (docs/decisions.md, "Who is trusted"): an employer

@@ -1,50 +1,15 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import { createDb, type Db } from "../db/client";
+import type { Db } from "../db/client";
 import { personErasures, webhookDeliveries } from "../db/schema";
 import { batchableAll } from "../db/sql";
+import { backoff } from "../lib/backoff";
 import { logError } from "../lib/log";
-import type { BackgroundMessage, ScanEventsMessage } from "../queue/messages";
 import type { EventName } from "../domain/events";
-import type { DeliveryMessage } from "../queue/messages";
 import { enqueueDeliveries } from "./events";
-import { eraseGonePersons, personsOf, type Persons } from "./persons";
-import { writeGuardOf } from "../db/write-guard";
+import type { Deps } from "./deps";
+import { eraseGonePersons } from "./person-objects";
 import * as trustIndex from "./trust-index";
-
-import { twimlSettings, type TwimlSettings } from "../lib/twiml";
-/**
- * What every write needs besides its statements: the database, the trust
- * index, the queues that carry work after the commit, the person objects and
- * the environment. HTTP requests, queue consumers and cron runs build it the
- * same way (`createDeps`); route handlers reach bindings only through it.
- */
-export type Deps = {
-  db: Db;
-  kv: KVNamespace;
-  webhookQueue: Queue<DeliveryMessage>;
-  backgroundQueue: Queue<BackgroundMessage>;
-  /** The scanner's events on their way to the `scan-events` consumer (services/scans.ts). */
-  scanQueue: Queue<ScanEventsMessage>;
-  /** Each person's own Durable Object (services/persons.ts). */
-  persons: Persons;
-  /** `ENVIRONMENT` (wrangler.toml): development allows local webhook endpoints and plain-http publisher pages. */
-  environment: Env["ENVIRONMENT"];
-  /** How a trust-lookup answered in TwiML puts a trusted call through (`TWIML_*` in wrangler.toml). */
-  twiml: TwimlSettings;
-};
-
-/** `database`: the binding itself, or a D1 session of it (HTTP requests; see middleware/db.ts). */
-export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = env.DB): Deps => ({
-  db: createDb(database as D1Database),
-  kv: env.TRUST_INDEX,
-  webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
-  backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
-  scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
-  persons: personsOf(env.PERSON, () => writeGuardOf(database)?.finish() ?? Promise.resolve()),
-  environment: env.ENVIRONMENT,
-  twiml: twimlSettings(env),
-});
 
 /** An event to record: for one company, or for every company a person belongs to (scan and exposure events). */
 export type OutboxEvent = { event: EventName; payload: unknown } & ({ companyId: number } | { personId: number });
@@ -86,7 +51,7 @@ export class WriteBatch {
    * The person's own Durable Object is erased when the statement added just
    * before this one (the delete of their account) removed a row: recorded in
    * `person_erasures` in this batch, erased right after the commit, and by
-   * the `erase-persons` sweep if that fails (services/persons.ts).
+   * the `erase-persons` sweep if that fails (services/person-objects.ts).
    */
   eraseObjectIfDeleted(personId: number) {
     const statement = batchableAll<{ personId: number }>(
@@ -247,7 +212,7 @@ export class WriteBatch {
     const deliveries = rows("deliveries").map((row) => row.id!);
     const keys = [...new Set(rows("index").map((row) => row.key!))];
     await settleIndexWork(this.deps, keys);
-    await enqueueDeliveries(this.deps.webhookQueue, deliveries);
+    await enqueueDeliveries(this.deps, deliveries);
     const erased = this.#items.flatMap((item, i) =>
       item.role === "erase" ? (results[i] as { personId: number }[]) : [],
     );
@@ -319,7 +284,7 @@ export async function settleIndexWork(deps: Deps, keys: string[]) {
   let failed: string[] = [];
   try {
     for (let round = 0; pending.length > 0 && round < 5; round++) {
-      if (round > 0) await scheduler.wait(20 * 2 ** round);
+      if (round > 0) await scheduler.wait(backoff(round, { base: 20, cap: 320 }));
       const result = await trustIndex.applyIndexWork(deps, { keys: pending });
       failed = [...failed, ...result.failed];
       pending = result.busy;

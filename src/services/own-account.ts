@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 
 type Row = {
   id: number;

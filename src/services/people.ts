@@ -33,7 +33,7 @@ export const ownerOfNumber = (db: Db, e164: string) =>
 export const holdersOfNumber = (db: Db, e164: string, limit: number) =>
   db.selectDistinct({ id: personPhones.personId }).from(personPhones).where(eq(personPhones.e164, e164)).limit(limit);
 
-export type Person = {
+export type PersonBody = {
   id: number;
   first_name: string;
   middle_name: string | null;
@@ -309,15 +309,15 @@ function renderPerson(
  * Persons in the order given; ids that are not members are left out.
  * One D1 round trip of eight queries, whatever the number of people.
  */
-export async function loadPeople(db: Db, companyId: number, personIds: number[]): Promise<Person[]> {
+export async function loadPeople(db: Db, companyId: number, personIds: number[]): Promise<PersonBody[]> {
   if (personIds.length === 0) return [];
   const reads = peopleReads(db, companyId, personIds);
   const [first, ...rest] = reads.statements;
-  return JSON.parse(reads.render(await db.batch([first, ...rest]))) as Person[];
+  return JSON.parse(reads.render(await db.batch([first, ...rest]))) as PersonBody[];
 }
 
 /** One employee of the company as a Person, or null when the id is not an employee there. */
-export async function loadPerson(db: Db, companyId: number, personId: number): Promise<Person | null> {
+export async function loadPerson(db: Db, companyId: number, personId: number): Promise<PersonBody | null> {
   const [person] = await loadPeople(db, companyId, [personId]);
   return person ?? null;
 }

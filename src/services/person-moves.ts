@@ -13,7 +13,7 @@ import { KEEP } from "../objects/person/limits";
 import type { MovedContact } from "../objects/person/contacts";
 import type { MovedFeedRow, MovedRows, MovedTrustRequestRow } from "../objects/person/person";
 import type { BackgroundMessage } from "../queue/messages";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 import { applyIndexWork, factsKey, workForPerson } from "./trust-index";
 import { DAY_MS } from "../lib/time";
 
@@ -271,7 +271,7 @@ const d1Counts = async (deps: Deps, p: number, now: Date) =>
 /** One chunk of one person's move; the message that continues it, if any. */
 export async function movePersonChunk(deps: Deps, body: MoveMessage, now: Date) {
   const { personId, stage, after } = body;
-  const object = deps.persons.of(personId);
+  const object = deps.objects.of(personId);
   if (stage !== "compare") {
     const chunk = await CHUNKS[stage](deps, personId, after);
     const held = chunk.rows > 0 ? await object.importRows(chunk.moved) : null;

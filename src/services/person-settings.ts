@@ -1,12 +1,12 @@
 import type { CallPolicy } from "../domain/caller-verification";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 
 /** A person's settings on the wire (`GET`/`PUT /me/settings`). */
 export type PersonSettings = { calls: CallPolicy };
 
 /** The person's settings, from their own object. */
-export async function readSettings(deps: Pick<Deps, "persons">, personId: number): Promise<PersonSettings> {
-  return { calls: await deps.persons.of(personId).callPolicy() };
+export async function readSettings(deps: Pick<Deps, "objects">, personId: number): Promise<PersonSettings> {
+  return { calls: await deps.objects.of(personId).callPolicy() };
 }
 
 /**
@@ -15,11 +15,11 @@ export async function readSettings(deps: Pick<Deps, "persons">, personId: number
  * next lookups (within KV's 60 s everywhere) honour it without a D1 read.
  */
 export async function changeSettings(
-  deps: Pick<Deps, "persons">,
+  deps: Pick<Deps, "objects">,
   personId: number,
   change: Partial<PersonSettings>,
 ): Promise<PersonSettings> {
-  const object = await deps.persons.toWrite(personId);
+  const object = await deps.objects.toWrite(personId);
   const calls =
     change.calls === undefined ? await object.callPolicy() : await object.setCallPolicy(personId, change.calls);
   return { calls };

@@ -3,7 +3,8 @@ import { accessTokens } from "../db/schema";
 import type { ProviderSigning } from "../domain/provider-signing";
 import { badRequest, notFound } from "../lib/errors";
 import { telnyxKey } from "../lib/provider-signatures";
-import { type Deps, WriteBatch } from "./outbox";
+import { WriteBatch } from "./outbox";
+import type { Deps } from "./deps";
 import { forgetVerifiedToken } from "./tokens";
 
 /** A provider token's signing state as the operator sees it: never the secret. */

@@ -5,7 +5,8 @@ import { ApiError, badRequest } from "../lib/errors";
 import { iso } from "../lib/time";
 import type { ScanEvent } from "../domain/scan-events";
 import { inList } from "../db/sql";
-import { WriteBatch, type Deps } from "./outbox";
+import { WriteBatch } from "./outbox";
+import type { Deps } from "./deps";
 import { confirmRemoval, historyPrefix, siteColumns, toExposure, toSite } from "./exposures";
 
 /**

@@ -1,7 +1,7 @@
 import { personOfTicket, RESUME_LIMIT, TICKET_TTL_MS, ticketFor } from "../domain/stream";
 import type { Backlog, ConnectParams } from "../objects/person/stream";
 import { activitiesAfter } from "./activities";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 
 /*
  * The live stream of a person (docs/realtime.md): the Worker authenticates
@@ -20,7 +20,7 @@ export async function openStream(deps: Deps, me: number, tokenId: number, after:
     const rows = await activitiesAfter(deps, me, after, RESUME_LIMIT + 1);
     backlog = { after, rows: rows.slice(0, RESUME_LIMIT), more: rows.length > RESUME_LIMIT };
   }
-  const stub = deps.persons.of(me);
+  const stub = deps.objects.of(me);
   // An upgrade carries no body into the object: the resume's records go first, by RPC, under a key.
   const key = backlog ? crypto.randomUUID() : null;
   if (backlog && key) await stub.stageStream(key, backlog);
@@ -39,7 +39,7 @@ export async function openStream(deps: Deps, me: number, tokenId: number, after:
 
 /** A one-use ticket for `me`'s stream, valid `TICKET_TTL_MS`, bound to the token that asked for it. */
 export async function mintStreamTicket(deps: Deps, me: number, tokenId: number, now: Date) {
-  const secret = await (await deps.persons.toWrite(me)).mintStreamTicket(tokenId);
+  const secret = await (await deps.objects.toWrite(me)).mintStreamTicket(tokenId);
   return { ticket: ticketFor(me, secret), expires_at: new Date(now.getTime() + TICKET_TTL_MS).toISOString() };
 }
 
@@ -47,6 +47,6 @@ export async function mintStreamTicket(deps: Deps, me: number, tokenId: number, 
 export async function redeemStreamTicket(deps: Deps, ticket: string): Promise<{ me: number; tokenId: number } | null> {
   const me = personOfTicket(ticket);
   if (me === null) return null;
-  const tokenId = await deps.persons.of(me).redeemStreamTicket(ticket.slice(`st_${me}_`.length));
+  const tokenId = await deps.objects.of(me).redeemStreamTicket(ticket.slice(`st_${me}_`.length));
   return tokenId === null ? null : { me, tokenId };
 }

@@ -1,11 +1,12 @@
 import { and, eq, isNotNull, isNull, sql } from "drizzle-orm";
 import { createDb, type Db } from "../db/client";
 import { accessTokens } from "../db/schema";
-import { writeGuardOf, type WriteCondition } from "../db/write-guard";
+import type { WriteCondition } from "../db/write-guard";
 import { base64url, sha256Hex } from "../lib/crypto";
 import { unauthorized } from "../lib/errors";
 import type { Principal } from "../types";
-import { WriteBatch, type Deps } from "./outbox";
+import { WriteBatch } from "./outbox";
+import type { Deps } from "./deps";
 import {
   checkOfRecord,
   computeTokenRecords,
@@ -54,10 +55,10 @@ export type VerifyOptions = {
   fresh?: boolean;
   /**
    * The request may write: a verification served from a cache arms the
-   * database's write guard (db/write-guard.ts) with the token's check, so the
+   * request's write guard (`deps.guard`, db/write-guard.ts) with the token's check, so the
    * request's first D1 write fails, and it answers 401, if the token was
    * revoked or its person removed meanwhile, without a round trip of its own.
-   * On a database without a guard it reads D1 now, like `fresh`.
+   * Without a guard it reads D1 now, like `fresh`.
    */
   write?: boolean;
   /** Where the verification records live. */
@@ -72,17 +73,16 @@ export type VerifyOptions = {
  * lookup, then expiry and revocation), whose answer is then recorded.
  */
 export async function verifyToken(
-  db: Db,
+  { db, guard: writeGuard }: Pick<Deps, "db" | "guard">,
   token: string,
   now: Date,
   { onFirstUse, fresh = false, write = false, kv, beforeDatabase }: VerifyOptions = {},
 ): Promise<TokenCheck> {
   const hash = await sha256Hex(token);
   const cached = cache.get(hash);
-  const guard = write ? writeGuardOf(db.$client) : undefined;
+  const guard = write ? writeGuard : undefined;
   // Bookkeeping and fills are not the request's write: they never ride its guard.
-  const inner = writeGuardOf(db.$client)?.inner;
-  const plain = inner ? createDb(inner as D1Database) : db;
+  const plain = writeGuard ? createDb(writeGuard.inner as D1Database) : db;
   if (!fresh && (!write || guard)) {
     let entry = cached && cached.until > now.getTime() ? cached : null;
     if (!entry && kv) {

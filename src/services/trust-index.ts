@@ -15,7 +15,7 @@ import {
 } from "../db/schema";
 import { companyKey, type CompanyRecord } from "../domain/company-records";
 import { pruneOlderThan } from "../db/prune";
-import { batchableAll, inList } from "../db/sql";
+import { backoffSql, batchableAll, inList } from "../db/sql";
 import {
   bucketOf,
   contactBucketKey,
@@ -34,7 +34,8 @@ import { factsOf, newestOf } from "../db/facts";
 
 export { factsOf };
 import { logError } from "../lib/log";
-import type { Persons } from "./persons";
+import type { Deps } from "./deps";
+import type { PersonObjects } from "./person-objects";
 import { computeTokenRecords } from "./token-records";
 
 /**
@@ -63,7 +64,7 @@ const LEASE_MS = 30_000;
 export const factsKey = (personId: number) => `prs:${personId}`;
 
 export type Defer = (work: Promise<unknown>) => void;
-export type IndexDeps = { db: Db; kv: KVNamespace; persons: Persons };
+export type IndexDeps = Pick<Deps, "db" | "kv" | "objects">;
 
 /**
  * The records for a lookup: one round of KV reads (the receiver, the caller's
@@ -117,7 +118,7 @@ export async function readRecords(
         ...(receiver === null ? [rcv] : []),
         ...(bucketKey && (found.get(bucketKey) ?? null) === null ? [bucketKey] : []),
       ];
-      const asked = await deps.persons
+      const asked = await deps.objects
         .of(holder.personId)
         .receiverRecords(holder, callerE164 === null ? null : bucketOf(callerE164), missed);
       receiver = asked.receiver;
@@ -368,7 +369,7 @@ export type ApplyResult = { applied: string[]; unchanged: string[]; failed: stri
  * `limit` bounds the KV operations and the object calls.
  */
 export async function applyIndexWork(
-  { db, kv, persons }: IndexDeps,
+  { db, kv, objects }: IndexDeps,
   {
     keys,
     now = new Date(),
@@ -407,7 +408,7 @@ export async function applyIndexWork(
           .from(indexWritten)
           .where(sql`${inList(indexWritten.key, digested)} and ${indexWritten.writtenAt} > ${t - WRITTEN_TRUSTED_MS}`)
           .all(),
-    people.length > 0 ? tellObjects(db, persons, people) : new Set<number>(),
+    people.length > 0 ? tellObjects(db, objects, people) : new Set<number>(),
     computeTokenRecords(db, tokenKeys, now),
     computeCompanyRecords(db, companyKeys),
   ]);
@@ -456,7 +457,7 @@ export async function applyIndexWork(
     batchableAll(
       db,
       sql`
-      update ${indexWork} set due_at = ${t} + min(60000, 1000 * (1 << min(attempts - 1, 6)))
+      update ${indexWork} set due_at = ${t} + ${backoffSql(sql`attempts - 1`, { base: 1000, cap: 60_000 })}
       where lease_id = ${lease} and ${inList(indexWork.key, failed)}`,
     ),
     batchableAll(db, sql`update ${indexWork} set lease_id = null, lease_until = null where lease_id = ${lease}`),
@@ -470,12 +471,12 @@ export async function applyIndexWork(
 }
 
 /** Tells these people's objects D1's facts about them; answers those that took them (a failure is logged). */
-async function tellObjects(db: Db, persons: Persons, personIds: number[]): Promise<Set<number>> {
+async function tellObjects(db: Db, objects: PersonObjects, personIds: number[]): Promise<Set<number>> {
   const told = new Set<number>();
   await Promise.all(
     (await factsOf(db, personIds)).map(async (facts) => {
       try {
-        await persons.of(facts.personId).takeFacts(facts);
+        await objects.of(facts.personId).takeFacts(facts);
         told.add(facts.personId);
       } catch (err) {
         logError("telling a person's object its facts failed; retried later", err, { personId: facts.personId });

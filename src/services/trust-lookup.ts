@@ -2,7 +2,7 @@ import { and, asc, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { companies, people } from "../db/schema";
 import type { BlockedCallRow, ContactRead } from "../objects/person/person";
-import type { Persons } from "./persons";
+import type { PersonObjects } from "./person-objects";
 import { ReadBatch } from "../db/batch";
 import { inList } from "../db/sql";
 import { phoneFromInternational, phoneFromParts, type Phone } from "../lib/phone";
@@ -18,8 +18,9 @@ import { applyVerification, type BlockReason, type CallerVerification } from "..
 
 /**
  * The lookup parameters of [seed 4.1], as the provider sent them (any may be
- * missing), and the names Twilio and Telnyx give the two numbers (§11.3 of the
- * contract): `To`/`Called` for the receiver, `From`/`Caller` for the caller.
+ * missing), and the names Twilio and Telnyx give the two numbers
+ * (docs/decisions.md, "trust-lookup's number forms"; docs/providers.md, "The
+ * fields"): `To`/`Called` for the receiver, `From`/`Caller` for the caller.
  */
 export type LookupFields = {
   number_code?: string;
@@ -88,7 +89,7 @@ const CALLER_FIELDS = ["inbound_code", "inbound", "From", "Caller"];
 const repeatedAny = (fields: LookupFields, names: string[]) => names.some((name) => fields.repeated?.includes(name));
 
 /**
- * The `Lookup-Problem` header's value (contract §11.3), or null when both
+ * The `Lookup-Problem` header's value (docs/decisions.md, "`Lookup-Problem`"), or null when both
  * numbers were readable: `receiver missing`, `caller unreadable`, both joined
  * with `, `. A well-formed receiver nobody holds is no problem.
  */
@@ -219,7 +220,7 @@ export async function lookupCall(
   // phone, and who of the holders trusted them), then every D1 read in one batch.
   const companyIds = trustedCompaniesOf(receiver, holders);
   const isContact = hasContactPhone(bucket, caller.e164);
-  const object = deps.persons.of(receiverId);
+  const object = deps.objects.of(receiverId);
   const own: ContactRead = isContact
     ? await object.contactsWithPhone(caller.e164, holders.p)
     : { items: [], total: 0, trustedMe: holders.p.length > 0 ? await object.trustedMe(holders.p) : [] };
@@ -302,7 +303,7 @@ function companyRefs(db: Db, ids: number[]) {
  * hot, and its groups stay open `HOT_WINDOW_MS`, so one isolate makes at most
  * ten appends a second to a hot receiver's object however many calls arrive.
  */
-export function recordBlockedCall(persons: Persons, call: BlockedCallInput): Promise<void> {
+export function recordBlockedCall(objects: PersonObjects, call: BlockedCallInput): Promise<void> {
   const row: BlockedCallRow = {
     callerId: call.callerId ?? null,
     countryCode: call.countryCode,
@@ -325,7 +326,7 @@ export function recordBlockedCall(persons: Persons, call: BlockedCallInput): Pro
     if (lastSent.size > 10_000) lastSent.clear();
     for (let attempt = 1; ; attempt++) {
       try {
-        return await persons.of(call.personId).recordBlockedCalls(call.personId, group.rows);
+        return await objects.of(call.personId).recordBlockedCalls(call.personId, group.rows);
       } catch (err) {
         if (attempt < 2) continue;
         logError("recording blocked calls failed", err, { personId: call.personId, calls: group.rows.length });
@@ -346,8 +347,8 @@ const appending = new Map<number, { rows: BlockedCallRow[] }>();
 const lastSent = new Map<number, number>();
 
 /** The newest 100 blocked calls of a member [seed 2.4, 4.1 rule 8], from their object. */
-export async function latestBlockedCalls(persons: Persons, personId: number) {
-  const rows = await persons.of(personId).latestBlockedCalls(100);
+export async function latestBlockedCalls(objects: PersonObjects, personId: number) {
+  const rows = await objects.of(personId).latestBlockedCalls(100);
   return rows.map((row) => blockedCallView(personId, row));
 }
 

@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { inList } from "../db/sql";
 import { conflict, notFound, tooManyRequests } from "../lib/errors";
 import { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
-import type { Deps } from "./outbox";
+import type { Deps } from "./deps";
 import { people, personEmails } from "../db/schema";
 import { trustRequestView, type RequesterNames } from "../domain/activity";
 import { holdersOfNumber, ownerOfNumber } from "./people";
@@ -41,7 +41,7 @@ export async function askForTrust(deps: Deps, requesterId: number, target: Trust
   // alarm retries a delivery that failed, docs/architecture.md "What crosses people").
   const targets = match !== null && match !== requesterId ? [match] : [];
   const sent = await (
-    await deps.persons.toWrite(requesterId)
+    await deps.objects.toWrite(requesterId)
   ).sendTrustRequest(requesterId, targets, reason, requester[0]);
   if (!sent.ok) {
     throw tooManyRequests(
@@ -98,7 +98,7 @@ export async function pendingRequests(
   personId: number,
   { cursor, limit }: { cursor?: string | undefined; limit: number },
 ) {
-  const page = await deps.persons
+  const page = await deps.objects
     .of(personId)
     .pendingTrustRequests({ cursor: cursor === undefined ? null : parseCursor(cursor), limit });
   const next = page.next ? cursorOf(page.next) : null;
@@ -126,6 +126,6 @@ const namesOf = (db: Db, ids: number[]) =>
  * else is a 404.
  */
 export async function decideTrust(deps: Deps, personId: number, requesterId: number, trusted: boolean) {
-  const decided = await (await deps.persons.toWrite(personId)).decideTrust(personId, requesterId, trusted);
+  const decided = await (await deps.objects.toWrite(personId)).decideTrust(personId, requesterId, trusted);
   if (!decided.ok) throw notFound(decided.message);
 }

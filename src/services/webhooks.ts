@@ -3,7 +3,8 @@ import type { Db } from "../db/client";
 import { companies, webhooks } from "../db/schema";
 import { iso } from "../lib/time";
 import type { EventName } from "../domain/events";
-import { WriteBatch, type Deps } from "./outbox";
+import { WriteBatch } from "./outbox";
+import type { Deps } from "./deps";
 
 type WebhookRow = typeof webhooks.$inferSelect;
 

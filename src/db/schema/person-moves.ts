@@ -24,7 +24,7 @@ export const personMoves = sqliteTable(
 /**
  * People whose account is gone and whose object still has to be erased:
  * written in the batch that deletes the account, removed once the object
- * answered; the minute sweep retries what is left (services/persons.ts).
+ * answered; the minute sweep retries what is left (services/person-objects.ts).
  */
 export const personErasures = sqliteTable("person_erasures", {
   personId: integer("person_id").primaryKey(),

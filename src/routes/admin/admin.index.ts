@@ -1,4 +1,4 @@
-import { createRouter } from "../../lib/create-router";
+import { createRouter } from "../create-router";
 import * as handlers from "./admin.handlers";
 import * as routes from "./admin.routes";
 import * as licenseHandlers from "./licenses.handlers";

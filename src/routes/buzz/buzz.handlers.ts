@@ -31,7 +31,7 @@ export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async
 
 /**
  * Answers a trust lookup; the blocked call and KV fills happen after the answer.
- * A missing or unreadable number is named in `Lookup-Problem` (contract §11.3).
+ * A missing or unreadable number is named in `Lookup-Problem` (docs/decisions.md, "`Lookup-Problem`").
  */
 async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields, verification: CallerVerification) {
   const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
@@ -43,7 +43,7 @@ async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields, verif
   );
   // A lookup the rate limit refuses is answered 429 (rate-limit.ts): its call is not recorded.
   const admitted = c.var.admitted ?? Promise.resolve(true);
-  if (blocked) defer(admitted.then((ok) => (ok ? recordBlockedCall(c.var.deps.persons, blocked) : undefined)));
+  if (blocked) defer(admitted.then((ok) => (ok ? recordBlockedCall(c.var.deps.objects, blocked) : undefined)));
   if (problem) c.header(LOOKUP_PROBLEM, problem);
   return { trusted, user_id, caller_verification };
 }
@@ -125,7 +125,7 @@ export const heartbeat: AppRouteHandler<typeof routes.heartbeat> = async (c) => 
 };
 
 export const listBlocked: AppRouteHandler<typeof routes.listBlocked> = async (c) => {
-  return c.json(await latestBlockedCalls(c.var.deps.persons, personId(c.var.principal)), 200);
+  return c.json(await latestBlockedCalls(c.var.deps.objects, personId(c.var.principal)), 200);
 };
 
 export const createActivity: AppRouteHandler<typeof routes.createActivity> = async (c) => {

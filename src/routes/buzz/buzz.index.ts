@@ -1,4 +1,4 @@
-import { createRouter } from "../../lib/create-router";
+import { createRouter } from "../create-router";
 import * as handlers from "./buzz.handlers";
 import * as routes from "./buzz.routes";
 import { TrustLookupBody } from "./buzz.schemas";

@@ -79,7 +79,7 @@ const lookupResponses = {
   ...errorResponses(401, 403, 413, 429),
 };
 
-/** The provider's token as a bearer token, or as the HTTP Basic password (contract §11.3). */
+/** The provider's token as a bearer token, or as the HTTP Basic password (docs/decisions.md, "Auth"). */
 const providerSecurity = [...bearerSecurity, { basicAuth: [] }];
 
 const trustLookupDescription =

@@ -32,7 +32,7 @@ const VERIFICATION_FIELDS = {
 } as const;
 
 /**
- * trust-lookup's fields (contract §11.3): the seed's, where the numbers may
+ * trust-lookup's fields (docs/decisions.md, "trust-lookup's number forms"): the seed's, where the numbers may
  * also be given whole in E.164 without their code, and the names Twilio and
  * Telnyx use. None is required by itself: the receiver is one of
  * `number_code` + `number`, `number` in E.164, `To`, `Called` (the first
@@ -105,7 +105,7 @@ export const TrustLookupBody = z
     example: { number_code: "1", number: "2025550101", inbound_code: "1", inbound: "4155550100" },
   });
 
-/** The response header naming a missing or unreadable number (contract §11.3). */
+/** The response header naming a missing or unreadable number (docs/decisions.md, "`Lookup-Problem`"). */
 export const LOOKUP_PROBLEM = "Lookup-Problem";
 
 export const LookupProblemHeaders = z.object({

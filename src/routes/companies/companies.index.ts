@@ -1,4 +1,4 @@
-import { createRouter } from "../../lib/create-router";
+import { createRouter } from "../create-router";
 import * as handlers from "./companies.handlers";
 import * as routes from "./companies.routes";
 import * as phoneHandlers from "./phones.handlers";

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { companyPhoneStatuses } from "../../db/schema";
 import { pathId, int64Id } from "../../lib/ids";
-import { PhoneInputSchema } from "../employees/employees.schemas";
+import { PhoneInputSchema } from "../employees/employee-input.schemas";
 import { CompanyParams } from "./companies.schemas";
 
 export const CompanyPhoneSchema = z

@@ -1,4 +1,4 @@
-import { createRouter } from "../../lib/create-router";
+import { createRouter } from "../create-router";
 import * as handlers from "./contacts.handlers";
 import * as routes from "./contacts.routes";
 import * as trustHandlers from "./company-trust.handlers";

@@ -3,17 +3,15 @@ import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
 import { pageHeaders } from "../../lib/pagination";
 import { companyAccess } from "../../middleware/company-access";
 import { CompanyParams } from "../companies/companies.schemas";
+import { BulkCreateEmployeesSchema, CreateEmployeeSchema, UpdateEmployeeSchema } from "./employee-input.schemas";
 import {
-  BulkCreateEmployeesSchema,
-  CreateEmployeeSchema,
   EmployeeListQuery,
   EmployeeParams,
   ExposureListQuery,
   ExposureParams,
   ExposureSchema,
   HistoryEntrySchema,
-  PersonSchema,
-  UpdateEmployeeSchema,
+  PersonBodySchema,
 } from "./employees.schemas";
 import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
 import { ConditionalHeaders, conditionalRead, notModified, withETag } from "../../middleware/conditional";
@@ -71,7 +69,7 @@ export const listEmployees = createRoute({
   middleware: [companyAccess("read employees"), conditionalRead] as const,
   request: { headers: ConditionalHeaders, params: CompanyParams, query: EmployeeListQuery },
   responses: {
-    200: withETag({ ...jsonContent(z.array(PersonSchema), "One page of employees"), headers: pageHeaders }),
+    200: withETag({ ...jsonContent(z.array(PersonBodySchema), "One page of employees"), headers: pageHeaders }),
     ...notModified,
     ...errorResponses(400, 401, 403, 404, 429),
   },
@@ -88,7 +86,7 @@ export const getEmployee = createRoute({
   middleware: [companyAccess("read employees"), conditionalRead] as const,
   request: { headers: ConditionalHeaders, params: EmployeeParams },
   responses: {
-    200: withETag(jsonContent(PersonSchema, "The employee")),
+    200: withETag(jsonContent(PersonBodySchema, "The employee")),
     ...notModified,
     ...errorResponses(400, 401, 403, 404, 429),
   },
@@ -112,7 +110,7 @@ export const createEmployee = createRoute({
     body: { required: true, content: { "application/json": { schema: CreateEmployeeSchema } } },
   },
   responses: {
-    200: { ...jsonContent(PersonSchema, "The new employee"), headers: replayedHeader },
+    200: { ...jsonContent(PersonBodySchema, "The new employee"), headers: replayedHeader },
     ...errorResponses(400, 401, 403, 404, 409, 413, 422, 429),
   },
 });
@@ -136,7 +134,7 @@ export const createEmployeesBulk = createRoute({
     body: { required: true, content: { "application/json": { schema: BulkCreateEmployeesSchema } } },
   },
   responses: {
-    200: { ...jsonContent(z.array(PersonSchema), "The new employees, in request order"), headers: replayedHeader },
+    200: { ...jsonContent(z.array(PersonBodySchema), "The new employees, in request order"), headers: replayedHeader },
     ...errorResponses(400, 401, 403, 404, 409, 413, 422, 429),
   },
 });
@@ -160,7 +158,7 @@ export const updateEmployee = createRoute({
     body: { required: true, content: { "application/json": { schema: UpdateEmployeeSchema } } },
   },
   responses: {
-    200: jsonContent(PersonSchema, "The employee as changed"),
+    200: jsonContent(PersonBodySchema, "The employee as changed"),
     ...errorResponses(400, 401, 403, 404, 409, 413, 429),
   },
 });

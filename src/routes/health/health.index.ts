@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { createRouter } from "../../lib/create-router";
+import { createRouter } from "../create-router";
 import { jsonContent, noSecurity } from "../../lib/openapi";
 
 const health = createRoute({

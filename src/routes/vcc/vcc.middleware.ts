@@ -34,14 +34,16 @@ export function grantPublisherCors(c: Context<AppEnv>, domain: string | null | u
  * on `c.var.principal`. Runs before body validation, so no identity is 401.
  */
 export const containerVisitor = createMiddleware<AppEnv>(async (c, next) => {
-  const container = await findEnabledContainer(c.var.db, c.req.param("container_id") ?? "");
+  const container = await findEnabledContainer(c.var.deps.db, c.req.param("container_id") ?? "");
   grantPublisherCors(c, container?.domain);
 
   if (!c.var.principal) {
     if (c.var.authFailure) throw unauthorized(c.var.authFailure);
     const session = getCookie(c, "session");
     const check =
-      session && tokenHasValidShape(session) ? await verifyToken(c.var.db, session, new Date(), { write: true }) : null;
+      session && tokenHasValidShape(session)
+        ? await verifyToken(c.var.deps, session, new Date(), { write: true })
+        : null;
     if (!check?.ok || check.principal.kind !== "person")
       throw unauthorized("sign in first: this needs the `session` cookie or a person's bearer token");
     c.set("principal", check.principal);

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { EVENT_NAMES, TEST_EVENT, type EventName } from "../../domain/events";
 import { CompanyRefSchema } from "../companies/companies.schemas";
-import { ExposureSchema, PersonSchema } from "../employees/employees.schemas";
+import { ExposureSchema, PersonBodySchema } from "../employees/employees.schemas";
 import { int64Id } from "../../lib/ids";
 
 /**
@@ -41,8 +41,8 @@ export const EVENT_PAYLOADS: Record<EventName | typeof TEST_EVENT, z.ZodType> = 
   "exposure:closed": ExposureSchema,
   "request:created": ExposureSchema,
   "request:closed": ExposureSchema,
-  "person:created": PersonSchema,
-  "person:updated": PersonSchema,
+  "person:created": PersonBodySchema,
+  "person:updated": PersonBodySchema,
   "person:removed": PersonRemovedPayload,
   [TEST_EVENT]: TestPayload,
 };

@@ -1,6 +1,7 @@
 import { count, eq, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../db/client";
+import { errorText } from "../../db/errors";
 import { failedGuard, guardStatement } from "../../db/guard";
 import { touchRosters } from "../../db/rosters";
 import { inList } from "../../db/sql";
@@ -15,21 +16,24 @@ import {
   personPhones,
 } from "../../db/schema";
 import { MAX_EMPLOYEES_PER_COMPANY, type EmployeeChanges, type NewEmployee } from "../../domain/employees";
-import { ApiError, notFound } from "../../lib/errors";
+import { ApiError, badRequest, notFound } from "../../lib/errors";
 import { grants } from "../../lib/permissions";
 import type { CompanyAccess } from "../../types";
 import { companyRoles } from "../companies";
 import { renderPersonDeliveries } from "../events";
 import { findLicense, matchLicense } from "../licenses";
 import { addRemoval, removedBy } from "../memberships";
-import { WriteBatch, type Deps } from "../outbox";
-import { loadPeople, loadPerson, type Person } from "../people";
+import { WriteBatch } from "../outbox";
+import type { Deps } from "../deps";
+import { loadPeople, loadPerson, type PersonBody } from "../people";
 import {
   assertSeatAvailable,
   assertSeatsAvailable,
   assignSeatStatement,
   freeSeatStatement,
+  noSeatAfterRace,
   seatGuardStatement,
+  seatsByLicense,
 } from "../seats";
 import {
   assertCovers,
@@ -39,9 +43,10 @@ import {
   settingsWriterGuardStatement,
   standingOf,
   WRITE_SETTINGS,
+  type Standing,
 } from "./authorization";
 import { assertEmailsFree, emailReplacement, emailsTaken } from "./emails";
-import { lastSettingsWriter, noLicense, runBatch, tooManyEmployees } from "./errors";
+import { lastSettingsWriter, noLicense, tooManyEmployees } from "./errors";
 import { belongsElsewhere, withoutPersonWideChanges } from "./person-wide";
 import { addNewEmployees, collectionInserts, confirmedNumbersOf } from "./statements";
 
@@ -80,7 +85,7 @@ export async function removeEmployee(deps: Deps, access: CompanyAccess, personId
 }
 
 /** POST /employees: `createEmployees` with one employee. */
-export async function createEmployee(deps: Deps, access: CompanyAccess, input: NewEmployee): Promise<Person> {
+export async function createEmployee(deps: Deps, access: CompanyAccess, input: NewEmployee): Promise<PersonBody> {
   const [person] = await createEmployees(deps, access, [input], { bulk: false });
   return person!;
 }
@@ -98,7 +103,7 @@ export async function createEmployees(
   access: CompanyAccess,
   inputs: NewEmployee[],
   { bulk }: { bulk: boolean },
-): Promise<Person[]> {
+): Promise<PersonBody[]> {
   const { db } = deps;
   const { companyId } = access;
   const batch = new WriteBatch(deps);
@@ -161,7 +166,7 @@ export async function createEmployees(
       sql`(select count(*) from ${memberships} where ${memberships.companyId} = ${companyId}) > ${MAX_EMPLOYEES_PER_COMPANY}`,
     ),
   );
-  const { results, deliveries } = await runBatch(batch, companyId, [...seatsNeeded.keys()], { adding: n });
+  const { results, deliveries } = await commitEmployeeBatch(batch, companyId, [...seatsNeeded.keys()], { adding: n });
   // Inserted in input order, so ascending ids are input order.
   const ids = inserted
     .flatMap((position) => (results[position] as { id: number }[]).map((row) => row.id))
@@ -186,7 +191,7 @@ export async function updateEmployee(
   access: CompanyAccess,
   personId: number,
   requested: EmployeeChanges,
-): Promise<Person> {
+): Promise<PersonBody> {
   const { db } = deps;
   const batch = new WriteBatch(deps);
   const { now } = batch;
@@ -277,7 +282,7 @@ export async function updateEmployee(
   batch.retellTimesOf(personId);
   batch.reindexCompaniesOf(personId);
   batch.emitPerson("person:updated", companyId, personId);
-  const { deliveries } = await runBatch(batch, companyId, guardedLicense ? [guardedLicense] : [], {
+  const { deliveries } = await commitEmployeeBatch(batch, companyId, guardedLicense ? [guardedLicense] : [], {
     settings: { access, personId, target: membership },
   });
   const person = (await loadPerson(db, companyId, personId))!;
@@ -289,4 +294,46 @@ async function resolveLicenseId(db: Db, ref: string): Promise<string> {
   const license = await findLicense(db, ref);
   if (!license) throw noLicense(ref, true);
   return license.id;
+}
+
+type SettingsGuard = { access: CompanyAccess; personId: number; target: Standing };
+
+/**
+ * Commits an employee command's write batch, turning the guard and constraint failures a concurrent
+ * request can cause into the answers the checks before it would have given.
+ */
+async function commitEmployeeBatch(
+  batch: WriteBatch,
+  companyId: number,
+  licenseIds: string[],
+  { settings, adding = 0 }: { settings?: SettingsGuard; adding?: number } = {},
+) {
+  try {
+    return await batch.commit();
+  } catch (err) {
+    if (adding > 0 && failedGuard(err) === "employeeQuota") {
+      const [members] = await batch.deps.db
+        .select({ n: count() })
+        .from(memberships)
+        .where(eq(memberships.companyId, companyId));
+      throw tooManyEmployees(companyId, members?.n ?? 0, adding);
+    }
+    if (licenseIds.length > 0 && failedGuard(err) === "seats") {
+      await noSeatAfterRace(batch.deps.db, companyId, await shortLicense(batch.deps.db, companyId, licenseIds));
+    }
+    if (settings && failedGuard(err) === "settingsWriter") {
+      const { access, personId, target } = settings;
+      throw lastSettingsWriter(access, personId, target.membershipId === access.membershipId, "demote");
+    }
+    if (errorText(err).includes("UNIQUE constraint failed: person_emails.email")) {
+      throw badRequest("one of the emails was just taken by another person; nothing was changed");
+    }
+    throw err;
+  }
+}
+
+/** Of the licenses a rolled-back batch assigned, the first one now short of seats (the guard's reason). */
+async function shortLicense(db: Db, companyId: number, licenseIds: string[]): Promise<string> {
+  const seats = await seatsByLicense(db, companyId);
+  return licenseIds.find((id) => (seats.get(id)?.num_available ?? 0) <= 0) ?? licenseIds[0]!;
 }

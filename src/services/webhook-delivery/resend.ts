@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { webhookDeliveries, webhooks } from "../../db/schema";
 import { enqueueDeliveries } from "../events";
-import type { Deps } from "../outbox";
+import type { Deps } from "../deps";
 
 export type ResendRefusal = "not found" | "webhook deleted" | "webhook inactive";
 
@@ -29,6 +29,6 @@ export async function resendDelivery(
     .update(webhookDeliveries)
     .set({ status: "pending", attempts: 0, deliveredAt: null, updatedAt: new Date() })
     .where(eq(webhookDeliveries.id, deliveryId));
-  await enqueueDeliveries(webhookQueue, [deliveryId]);
+  await enqueueDeliveries({ webhookQueue }, [deliveryId]);
   return { ok: true };
 }

@@ -35,6 +35,6 @@ export async function sweepOutbox(db: Db, queue: Queue<DeliveryMessage>, now: Da
     .update(webhookDeliveries)
     .set({ updatedAt: now })
     .where(and(inList(webhookDeliveries.id, ids), eq(webhookDeliveries.status, "pending")));
-  await enqueueDeliveries(queue, ids);
+  await enqueueDeliveries({ webhookQueue: queue }, ids);
   return ids.length;
 }

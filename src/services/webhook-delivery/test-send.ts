@@ -1,7 +1,8 @@
 import { and, eq } from "drizzle-orm";
 import { webhookDeliveries, webhooks } from "../../db/schema";
 import { TEST_EVENT } from "../../domain/events";
-import { WriteBatch, type Deps } from "../outbox";
+import { WriteBatch } from "../outbox";
+import type { Deps } from "../deps";
 import { finishStatement, loadDelivery, recordAttempt } from "./records";
 import { isSuccess, send } from "./sending";
 

@@ -1,7 +1,7 @@
 import { OpenAPIHono, type z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../types";
-import { badRequest, describeZodError, notFound } from "./errors";
+import { badRequest, describeZodError, notFound } from "../lib/errors";
 
 /**
  * Every router of the app is made here, so every route validates input the

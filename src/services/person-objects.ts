@@ -1,18 +1,18 @@
 import { asc, lte } from "drizzle-orm";
-import type { Db } from "../db/client";
 import { personErasures } from "../db/schema";
 import { inList } from "../db/sql";
 import { logError } from "../lib/log";
 import { personStub } from "../objects/person/name";
 import type { Person } from "../objects/person/person";
+import type { Deps } from "./deps";
 
 /**
  * The way to a person's own Durable Object (docs/architecture.md, "Where
- * data lives"): `persons.of(personId)` is an RPC stub of that person's
- * `Person` object. Part of the dependency handle (`Deps.persons`), like D1
+ * data lives"): `objects.of(personId)` is an RPC stub of that person's
+ * `Person` object. Part of the dependency handle (`Deps.objects`), like D1
  * and KV; nothing else builds stubs.
  */
-export type Persons = {
+export type PersonObjects = {
   of(personId: number): DurableObjectStub<Person>;
   /**
    * The stub for a write: first the request's pending token check runs (a
@@ -23,7 +23,10 @@ export type Persons = {
   toWrite(personId: number): Promise<DurableObjectStub<Person>>;
 };
 
-export const personsOf = (namespace: DurableObjectNamespace<Person>, beforeWrite?: () => Promise<void>): Persons => {
+export const personObjectsOf = (
+  namespace: DurableObjectNamespace<Person>,
+  beforeWrite?: () => Promise<void>,
+): PersonObjects => {
   const of = (personId: number) => personStub(namespace, personId);
   return {
     of,
@@ -49,7 +52,7 @@ export const ERASE_RETRY_MS = 10 * 60_000;
  * Never throws.
  */
 export async function eraseGonePersons(
-  deps: { db: Db; persons: Persons },
+  deps: Pick<Deps, "db" | "objects">,
   personIds?: number[],
   now = new Date(),
 ): Promise<{ erased: number; more: boolean }> {
@@ -69,7 +72,7 @@ export async function eraseGonePersons(
   await Promise.all(
     due.map(async (personId) => {
       try {
-        await deps.persons.of(personId).erase();
+        await deps.objects.of(personId).erase();
         done.push(personId);
       } catch (err) {
         failed.push(personId);

@@ -1,0 +1,51 @@
+import { createDb, type Db } from "../db/client";
+import type { WriteGuard } from "../db/write-guard";
+import { twimlSettings, type TwimlSettings } from "../lib/twiml";
+import type { BackgroundMessage, DeliveryMessage, ScanEventsMessage } from "../queue/messages";
+import { personObjectsOf, type PersonObjects } from "./person-objects";
+
+/**
+ * The one dependency handle: the database, the trust index, the queues that
+ * carry work after a commit, the person objects and the environment. HTTP
+ * requests (middleware/db.ts), queue consumers and cron runs build it the
+ * same way (`createDeps`); route handlers reach bindings only through it
+ * (`c.var.deps`), and services take it, or a `Pick` of it.
+ */
+export type Deps = {
+  db: Db;
+  kv: KVNamespace;
+  webhookQueue: Queue<DeliveryMessage>;
+  backgroundQueue: Queue<BackgroundMessage>;
+  /** The scanner's events on their way to the `scan-events` consumer (services/scans.ts). */
+  scanQueue: Queue<ScanEventsMessage>;
+  /** Each person's own Durable Object (services/person-objects.ts). */
+  objects: PersonObjects;
+  /** `ENVIRONMENT` (wrangler.toml): development allows local webhook endpoints and plain-http publisher pages. */
+  environment: Env["ENVIRONMENT"];
+  /** How a trust-lookup answered in TwiML puts a trusted call through (`TWIML_*` in wrangler.toml). */
+  twiml: TwimlSettings;
+  /**
+   * A write request's guard (db/write-guard.ts), which `db` runs on: a token
+   * verified from a cache arms it (services/tokens.ts), and a write to a
+   * person's object runs it first (`objects.toWrite`). Absent for reads,
+   * queue consumers and cron runs.
+   */
+  guard?: WriteGuard | undefined;
+};
+
+/**
+ * `database`: the binding itself, or a D1 session of it (HTTP requests; see
+ * middleware/db.ts). `guard`: a write request's guard, whose `database` is
+ * then the one given.
+ */
+export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = env.DB, guard?: WriteGuard): Deps => ({
+  db: createDb(database as D1Database),
+  kv: env.TRUST_INDEX,
+  webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
+  backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
+  scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
+  objects: personObjectsOf(env.PERSON, guard && (() => guard.finish())),
+  environment: env.ENVIRONMENT,
+  twiml: twimlSettings(env),
+  guard,
+});
