@@ -2,7 +2,9 @@ import { asc, lte } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { personErasures } from "../db/schema";
 import { inList } from "../db/sql";
+import { ApiError, tooManyRequests } from "../lib/errors";
 import { logError } from "../lib/log";
+import type { Refusal } from "../objects/person/api";
 import { personStub } from "../objects/person/name";
 import type { Person } from "../objects/person/person";
 
@@ -15,24 +17,45 @@ import type { Person } from "../objects/person/person";
 export type Persons = {
   of(personId: number): DurableObjectStub<Person>;
   /**
-   * The stub for a write: first the request's pending token check runs (a
-   * token verified from the cache is checked again before anything is
-   * written, docs/security.md "Tokens"), so a revoked token writes nothing
-   * in an object either.
+   * A write to the person's object: `change` is called with its stub once
+   * the request's pending token check ran (a token verified from the cache is
+   * checked again before anything is written, docs/security.md "Tokens"), so
+   * a revoked token writes nothing in an object either.
    */
-  toWrite(personId: number): Promise<DurableObjectStub<Person>>;
+  write<R>(personId: number, change: (person: DurableObjectStub<Person>) => R): Promise<Awaited<R>>;
 };
 
-export const personsOf = (namespace: DurableObjectNamespace<Person>, beforeWrite?: () => Promise<void>): Persons => {
-  const of = (personId: number) => personStub(namespace, personId);
-  return {
-    of,
-    toWrite: async (personId) => {
-      await beforeWrite?.();
-      return of(personId);
-    },
-  };
-};
+export const personsOf = (namespace: DurableObjectNamespace<Person>, beforeWrite?: () => Promise<void>): Persons =>
+  personsFrom((personId) => personStub(namespace, personId), beforeWrite);
+
+/** `Persons` over any way to a person's stub (tests pass their own). */
+export const personsFrom = (
+  of: (personId: number) => DurableObjectStub<Person>,
+  beforeWrite?: () => Promise<void>,
+): Persons => ({
+  of,
+  write: async <R>(personId: number, change: (person: DurableObjectStub<Person>) => R): Promise<Awaited<R>> => {
+    await beforeWrite?.();
+    return await change(of(personId));
+  },
+});
+
+/**
+ * The one translation of an object's refusal (objects/person/api.ts) into
+ * the API's error: its status, its message as the error's text, and a 429's
+ * `retryAfter` as `Retry-After`.
+ */
+export function refused(refusal: Refusal): ApiError {
+  return refusal.status === 429
+    ? tooManyRequests(refusal.message, refusal.retryAfter)
+    : new ApiError(refusal.status, refusal.message);
+}
+
+/** An object's answer when it accepted, else its refusal thrown as the API's error (`refused`). */
+export function accepted<A extends { ok: true } | Refusal>(answer: A): Exclude<A, Refusal> {
+  if (!answer.ok) throw refused(answer);
+  return answer as Exclude<A, Refusal>;
+}
 
 /** Objects erased per `erase-persons` chunk (each one RPC and one row delete). */
 export const ERASE_CHUNK = 50;
