@@ -91,9 +91,19 @@ export type ContactRead = { items: StoredContact[]; total: number; trustedMe: nu
  */
 export const MIRROR_INLINE = 1_000;
 
+/* ---------- trust ---------- */
+
+/** A person's setting for a company: trusted, negative, or (null) none. */
+export type CompanySetting = "trusted" | "negative" | null;
+
 /* ---------- what else crosses ---------- */
 
+export type { ActivityInput } from "../../domain/activity";
+export type { CallPolicy } from "../../domain/caller-verification";
 export type { Facts } from "../../domain/facts";
+export type { IdempotencyClaim, KeptAnswer } from "../../domain/idempotency";
+export type { ChatParties, Requester } from "../../domain/stream";
+export type { ReceiverRecord } from "../../domain/trust-records";
 export type { Backlog, ConnectParams } from "./stream";
 export type { Sender } from "./senders";
 /** The one-time move from D1 (move.ts, docs/move-removal.md): goes with it. */

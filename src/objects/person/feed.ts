@@ -6,11 +6,11 @@ import type { Answer, FeedRow, Refusal } from "./api";
 import * as budgets from "./budgets";
 import { ACTIVITY_BUDGET, STRANGERS_BUDGET, utcDay } from "./budgets";
 import { nextId } from "./ids";
-import type { Person } from "./person";
 import { feed, activityDays, receivedDays } from "./schema";
 import type { Self } from "./self";
 import { isAcquainted, type Sender } from "./senders";
-import type { Stream } from "./stream";
+import type { FeedSource, Stream } from "./stream";
+import { trustedMe } from "./trust";
 
 /*
  * The person's activity feed (docs/decisions.md, "Activity"), and the ids a
@@ -22,16 +22,15 @@ import type { Stream } from "./stream";
 export type FeedHost = {
   db: DrizzleSqliteDODatabase;
   self: Self;
-  stream: Stream;
-  /** The stub of another person's object. */
-  peer(personId: number): DurableObjectStub<Person>;
+  /** The person's live streams (made after the feed, which is their source). */
+  stream(): Stream;
   /** Makes sure the retention alarm is set (a row was written). */
   care(): void;
 };
 
 export type RecordAnswer = Answer<{ row: FeedRow }>;
 
-export class Feed {
+export class Feed implements FeedSource {
   /** Messages being sent right now, by their idempotency key (see `record`). */
   private readonly sending = new Map<string, Promise<RecordAnswer>>();
   /** Feed ids reserved by chats on their way to the peer (sendChat); in memory: a restart ends those requests. */
@@ -103,7 +102,7 @@ export class Feed {
         }
         row.id = sent;
       }
-      this.host.stream.remember(me, row.id, parties);
+      this.host.stream().remember(me, row.id, parties);
       inserted = this.db.insert(feed).values(row).onConflictDoNothing().returning().get();
     } catch (err) {
       budgets.charge(this.db, activityDays, day, -1, -bytes);
@@ -111,7 +110,7 @@ export class Feed {
     } finally {
       for (const id of held) this.reserved.delete(id);
       // What the reservations held back (and this row) reaches the streams now.
-      this.host.stream.pump();
+      this.host.stream().pump();
     }
     if (inserted) {
       this.host.care();
@@ -136,7 +135,7 @@ export class Feed {
    */
   private async sendChat(row: FeedRow, peer: number, held: number[], parties?: ChatParties): Promise<number | Refusal> {
     const me = this.host.self.id;
-    const stub = this.host.peer(peer);
+    const stub = this.host.self.peer(peer);
     for (let attempt = 0; ; attempt++) {
       const floor = nextId(me, this.newestTaken());
       this.reserved.add(floor);
@@ -189,7 +188,7 @@ export class Feed {
         .run();
       this.host.care();
     }
-    this.host.stream.recorded(me, id, parties);
+    this.host.stream().recorded(me, id, parties);
     return id;
   }
 
@@ -198,7 +197,7 @@ export class Feed {
    * a chat on its way has reserved (see sendChat), so nothing appears below
    * what was read.
    */
-  rows(afterId: number, limit: number): FeedRow[] {
+  after(afterId: number, limit: number): FeedRow[] {
     const barrier = this.reserved.size === 0 ? undefined : lt(feed.id, Math.min(...this.reserved));
     return this.db
       .select()
@@ -209,14 +208,26 @@ export class Feed {
       .all();
   }
 
+  /** The rows after `afterId` (`rows`), and which of the people on them trusted this person (they know the reader). */
+  page(afterId: number, limit: number): { rows: FeedRow[]; trustedMe: number[] } {
+    const rows = this.after(afterId, limit);
+    const people = peopleOn(rows);
+    return { rows, trustedMe: people.length === 0 ? [] : trustedMe(this.db, people) };
+  }
+
   /** The newest id in the feed; 0 when it is empty. */
-  lastId(): number {
+  newest(): number {
     return lastId(this.db);
+  }
+
+  /** Which of `ids` trusted this person (the streams name them to the reader). */
+  trustedMe(ids: number[]): number[] {
+    return trustedMe(this.db, ids);
   }
 
   /** The newest id stored or reserved: a new record of this feed goes above it. */
   private newestTaken(): number {
-    return Math.max(this.lastId(), ...this.reserved);
+    return Math.max(this.newest(), ...this.reserved);
   }
 
   private messageKey(sendableType: string, sendableId: number, messageId: string) {
@@ -258,7 +269,7 @@ export const lastId = (db: DrizzleSqliteDODatabase): number =>
   db.select({ id: feed.id }).from(feed).orderBy(desc(feed.id)).limit(1).get()?.id ?? 0;
 
 /** The people a page of the feed names (parties of type person), once each. */
-export const peopleOn = (rows: FeedRow[]): number[] => [
+const peopleOn = (rows: FeedRow[]): number[] => [
   ...new Set(
     rows.flatMap((row) => [
       ...(row.sendableType === "person" ? [row.sendableId] : []),

@@ -1,23 +1,16 @@
 import { DurableObject } from "cloudflare:workers";
 import { drizzle, type DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
-import { migrate } from "drizzle-orm/durable-sqlite/migrator";
-import migrations from "../../../drizzle-person/migrations.js";
-import type { ActivityInput } from "../../domain/activity";
-import type { CallPolicy } from "../../domain/caller-verification";
-import type { IdempotencyClaim, KeptAnswer } from "../../domain/idempotency";
-import type { ChatParties, Requester } from "../../domain/stream";
-import { NOBODY, type ReceiverRecord } from "../../domain/trust-records";
+import { NOBODY } from "../../domain/trust-records";
 import type * as api from "./api";
+import * as addressBook from "./address-book";
 import * as blocked from "./blocked";
-import { requestsSpent } from "./budgets";
 import * as book from "./contacts";
-import { Feed, clearFeed, peopleOn } from "./feed";
+import { Feed, clearFeed } from "./feed";
 import { heartbeatTimes } from "./heartbeat";
 import * as idempotency from "./idempotency";
 import * as keys from "./index-keys";
 import { answerMiss, KeyWriter, rewriteAll, values } from "./index-writer";
 import * as move from "./move";
-import { personStub } from "./name";
 import * as requests from "./requests";
 import { Scheduler } from "./scheduler";
 import { Self } from "./self";
@@ -25,13 +18,10 @@ import { Stream } from "./stream";
 import * as trust from "./trust";
 
 /*
- * One person's own data, in their own Durable Object with SQLite storage
- * (docs/architecture.md, "The Person object"). This class is its RPC surface
- * only: each method checks, runs one transaction over the modules beside it
- * (feed, budgets, requests, contacts, trust, blocked, index-writer, move),
- * then tells the streams and writes the keys (scheduler). What crosses RPC is
- * typed in api.ts. The object knows its own person (self.ts); requests for
- * one person run one at a time here, so checks and writes need no guard.
+ * One person's own data, in their own Durable Object with SQLite storage (docs/architecture.md, "The
+ * Person object"). This class is its RPC surface only: each method checks, runs one transaction over the
+ * modules beside it, then tells the streams and writes keys or sends (scheduler.ts). What crosses RPC is
+ * typed in api.ts; the object knows its own person (self.ts). Calls to one person run one at a time.
  */
 
 export class Person extends DurableObject<Env> {
@@ -45,127 +35,93 @@ export class Person extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const db = (this.db = drizzle(ctx.storage));
-    const peer = (personId: number) => personStub(env.PERSON, personId);
-    this.self = new Self(ctx, env, db);
-    this.stream = new Stream(ctx, env, {
-      after: (afterId, limit) => this.feed.rows(afterId, limit),
-      newest: () => this.feed.lastId(),
-      trustedMe: (ids) => trust.trustedMe(db, ids),
-    });
-    this.feed = new Feed({ db, self: this.self, stream: this.stream, peer, care: () => this.jobs.care() });
+    const self = (this.self = new Self(ctx, env, db));
+    this.feed = new Feed({ db, self, stream: () => this.stream, care: () => this.jobs.care() });
+    const stream = (this.stream = new Stream(ctx, env, this.feed));
     this.writer = new KeyWriter(db, env.TRUST_INDEX);
-    this.jobs = new Scheduler({ ctx, db, self: this.self, stream: this.stream, writer: this.writer, peer });
-    // The object's own tables, migrated before any call reaches it.
-    void ctx.blockConcurrencyWhile(async () => {
-      await migrate(db, migrations);
-      this.self.start();
-    });
+    this.jobs = new Scheduler({ ctx, db, self, stream, writer: this.writer });
+    void ctx.blockConcurrencyWhile(() => self.open());
   }
 
   /* ---------- activity (feed.ts) ---------- */
 
   /** Records an activity this person wrote; a chat to `peer` is stored in both feeds under one id. */
-  record(input: ActivityInput, peer: number | null, parties?: ChatParties): Promise<api.Answer<{ row: api.FeedRow }>> {
+  record(input: api.ActivityInput, peer: number | null, parties?: api.ChatParties) {
     return this.feed.record(input, peer, parties);
   }
-
   /** The receiving side of a chat from `sender` (feed.ts); its id here, or the strangers' budget's refusal. */
-  acceptChat(row: api.FeedRow, move = false, sender?: api.Sender, parties?: ChatParties) {
+  acceptChat(row: api.FeedRow, move = false, sender?: api.Sender, parties?: api.ChatParties) {
     return this.feed.accept(row, move, sender, parties);
   }
-
   /** The feed after `afterId`, oldest first, at most `limit` rows, and who of the people on it trusted this person. */
   feedAfter(afterId: number, limit: number): { rows: api.FeedRow[]; trustedMe: number[] } {
-    const rows = this.feed.rows(afterId, limit);
-    const people = peopleOn(rows);
-    return { rows, trustedMe: people.length === 0 ? [] : trust.trustedMe(this.db, people) };
+    return this.feed.page(afterId, limit);
   }
-
   /** The newest id in the feed; 0 when it is empty. */
   lastActivityId(): number {
-    return this.feed.lastId();
+    return this.feed.newest();
   }
 
   /* ---------- trust requests (requests.ts) ---------- */
 
   /** This person asks `targets` for trust: charged (100 a day) and queued in one transaction, then delivered. */
-  async sendTrustRequest(targets: number[], reason: string, requester?: Requester): Promise<api.Answer> {
+  async sendTrustRequest(targets: number[], reason: string, requester?: api.Requester): Promise<api.Answer> {
     const now = Date.now();
-    const charged = this.ctx.storage.transactionSync(() =>
-      requests.chargeAndQueue(this.db, this.self.id, targets, reason, now),
-    );
-    if (!charged.ok) return requestsSpent(charged.retryAfter);
+    const asked = this.ctx.storage.transactionSync(() => requests.ask(this.db, this.self.id, targets, reason, now));
+    if (!asked.ok) return asked;
     this.jobs.care();
     await this.jobs.sendRequests(requester);
-    return { ok: true };
+    return asked;
   }
-
   /** `requesterId` asks this person for trust (at `askedAt`, ms); an erased object takes nothing. */
-  receiveTrustRequest(requesterId: number, reason: string, askedAt = Date.now(), requester?: Requester): void {
+  receiveTrustRequest(requesterId: number, reason: string, askedAt = Date.now(), requester?: api.Requester): void {
     if (this.self.erased) return;
     requests.receive(this.db, this.self.id, requesterId, reason, askedAt);
     // The person's live streams hear of it (a delivery the sender's alarm retried carries no names: no event).
     if (requester) this.stream.trustRequest(requester, reason, new Date(askedAt));
     this.jobs.care();
   }
-
   /** One page of pending requests, newest first, after `cursor`; `next`: where the next page starts. */
   pendingTrustRequests(page: { cursor: api.RequestCursor | null; limit: number }) {
     return requests.pendingPage(this.db, page);
   }
 
-  /* ---------- contacts (contacts.ts, docs/contacts-sync.md) ---------- */
+  /* ---------- contacts (address-book.ts, contacts.ts, docs/contacts-sync.md) ---------- */
 
-  /** A sync: all or nothing, in one transaction, the quota exact; the phones' keys are written before it answers. */
+  /** A sync: all or nothing, in one transaction; the phones' keys are written before it answers. */
   async saveContacts(inputs: api.ContactInput[]): Promise<api.Answer<api.ContactRead>> {
     await this.self.knowFacts();
-    const written = this.ctx.storage.transactionSync(() => {
-      const creating = inputs.filter((input) => input.id === undefined).length;
-      const refused = book.checkUpdatable(this.db, inputs) ?? book.checkRoom(this.db, creating);
-      if (refused) return refused;
-      const { ids, touchedPhones } = book.writeContacts(this.db, this.self.id, inputs, Date.now());
-      keys.markDue(this.db, keys.keysOfPhones(this.db, touchedPhones));
-      return { ok: true as const, items: book.readContacts(this.db, ids), total: 0, ...trust.mirrorForRead(this.db) };
-    });
-    if (written.ok) {
-      this.stream.contactsChanged(Date.now());
-      await this.jobs.flushIndex();
-    }
+    const now = Date.now();
+    const written = this.ctx.storage.transactionSync(() => addressBook.save(this.db, this.self.id, inputs, now));
+    if (written.ok) await this.contactsChanged();
     return written;
   }
-
   /** Deletes contacts (`ids`, or every one), each remembered by a tombstone; answers the ids deleted. */
   async deleteContacts(ids: number[] | "all"): Promise<number[]> {
     await this.self.knowFacts();
-    const { deleted } = this.ctx.storage.transactionSync(() => {
-      const result = book.deleteContacts(this.db, ids, Date.now());
-      keys.markDue(this.db, keys.keysOfPhones(this.db, result.touchedPhones));
-      return result;
-    });
-    if (deleted.length > 0) {
-      this.stream.contactsChanged(Date.now());
-      this.jobs.care();
-      await this.jobs.flushIndex();
-    }
+    const now = Date.now();
+    const deleted = this.ctx.storage.transactionSync(() => addressBook.remove(this.db, ids, now));
+    if (deleted.length > 0) await this.contactsChanged(true);
     return deleted;
   }
-
+  /** After a change of contacts: the streams hear of it, the keys are written (`care`: the tombstones' alarm). */
+  private async contactsChanged(care = false) {
+    this.stream.contactsChanged(Date.now());
+    if (care) this.jobs.care();
+    await this.jobs.flushIndex();
+  }
   /** Contacts of `ids` (those that are here), in that order; every read carries who trusted this person. */
   contacts(ids: number[]): api.ContactRead {
-    return { items: book.readContacts(this.db, ids), total: 0, ...trust.mirrorForRead(this.db) };
+    return addressBook.read(this.db, ids);
   }
-
   /** One page of contacts, oldest id first, optionally changed since `since` (ms). */
   contactPage(options: { since: number | null; limit: number; offset: number }): api.ContactRead {
-    return { ...book.contactPage(this.db, options), ...trust.mirrorForRead(this.db) };
+    return addressBook.page(this.db, options);
   }
-
   /** The contacts having `e164` among their phones, and who of `among` trusted this person. */
   contactsWithPhone(e164: string, among: number[]): api.ContactRead {
-    const items = book.contactsWithPhone(this.db, e164);
-    return { items, total: 0, trustedMe: trust.trustedMe(this.db, among), trustedMeOf: among };
+    return addressBook.withPhone(this.db, e164, among);
   }
-
   /** One page of deletions at or after `since` (ms), oldest first. */
   deletedContacts(options: { since: number; limit: number; offset: number }) {
     return book.deletedPage(this.db, options);
@@ -182,47 +138,36 @@ export class Person extends DurableObject<Env> {
     await Promise.all([this.jobs.flushIndex(), this.jobs.sendMirrors()]);
     return { ok: true };
   }
-
   /** Whom this person decided about, and how (`trusted`), for these ids; all when `ids` is left out. */
   decisions(ids?: number[]): { personId: number; trusted: boolean }[] {
     return trust.decisions(this.db, ids);
   }
-
   /** The mirror: `from` decided about this person at `decidedAt` (ms); a late older decision changes nothing. */
   receiveMirror(from: number, trusted: boolean, decidedAt: number): void {
     if (!this.self.erased) trust.receiveMirror(this.db, from, trusted, decidedAt);
   }
-
   /** The people among `ids` who trusted this person; all of them only for tests and the operator. */
   trustedMe(ids?: number[]): number[] {
     return trust.trustedMe(this.db, ids);
   }
-
   /** Sets (null: removes) this person's trust in a company; `visible`: D1 found it nameable, else a 404. */
-  async setCompanyTrust(
-    companyId: number,
-    setting: "trusted" | "negative" | null,
-    visible: boolean,
-  ): Promise<api.Answer> {
+  async setCompanyTrust(companyId: number, setting: api.CompanySetting, visible: boolean): Promise<api.Answer> {
     await this.self.knowFacts();
     const changed = this.ctx.storage.transactionSync(() => trust.setCompanyTrust(this.db, companyId, setting, visible));
     if (changed === null) return { ok: false, status: 404, message: `company ${companyId} does not exist` };
     if (changed) await this.jobs.flushIndex();
     return { ok: true };
   }
-
   /** This person's company settings (all, or those of `companyIds`). */
   companySettings(companyIds?: number[]) {
     return trust.companySettings(this.db, companyIds);
   }
-
   /** Who may ring this person (`everyone` until they choose). */
-  callPolicy(): CallPolicy {
+  callPolicy(): api.CallPolicy {
     return trust.callPolicy(this.db);
   }
-
   /** Sets who may ring this person; a change rewrites their receiver record. */
-  async setCallPolicy(calls: CallPolicy): Promise<CallPolicy> {
+  async setCallPolicy(calls: api.CallPolicy): Promise<api.CallPolicy> {
     await this.self.knowFacts();
     if (this.ctx.storage.transactionSync(() => trust.setCallPolicy(this.db, calls))) await this.jobs.flushIndex();
     return calls;
@@ -236,26 +181,22 @@ export class Person extends DurableObject<Env> {
     this.ctx.storage.transactionSync(() => keys.takeFacts(this.db, next));
     await this.jobs.flushIndex();
   }
-
   /** The index rebuild: takes D1's facts and writes every key of this person's number. */
   async rewriteKeys(next: api.Facts): Promise<void> {
     this.ctx.storage.transactionSync(() => rewriteAll(this.db, next));
     await this.jobs.flushIndex();
   }
-
   /** A lookup missed this person's keys: the receiver record and the bucket; the keys `missed` written again. */
   async receiverRecords(next: api.Facts, bucket: number | null, missed: string[]) {
-    if (this.self.erased) return { receiver: NOBODY as ReceiverRecord, bucket: "" };
+    if (this.self.erased) return { receiver: NOBODY as api.ReceiverRecord, bucket: "" };
     const answer = this.ctx.storage.transactionSync(() => answerMiss(this.db, next, bucket, missed));
     await this.ctx.storage.setAlarm(Date.now());
     return answer;
   }
-
   /** The values of this person's keys now, for tests and the operator: key → value. */
   indexValues(): Record<string, string | null> {
     return values(this.db);
   }
-
   /** What the heartbeat reads here (heartbeat.ts). */
   heartbeatTimes() {
     return heartbeatTimes(this.db);
@@ -270,7 +211,6 @@ export class Person extends DurableObject<Env> {
     this.jobs.care();
     this.stream.blockedCalls(this.self.id, calls);
   }
-
   /** The newest `limit` blocked calls, newest first. */
   latestBlockedCalls(limit: number) {
     return blocked.latest(this.db, limit);
@@ -283,23 +223,17 @@ export class Person extends DurableObject<Env> {
     clearFeed(this.db);
     blocked.clear(this.db);
   }
-
   /**
-   * The account is gone: marked erased first (before any await), so every
-   * later write is refused; the streams close, a key write under way lands,
-   * the keys leave KV, then everything here goes. The empty tables come back
-   * at once, with the mark. A failure throws, and the sweep erases again.
+   * The account is gone: marked erased first (before any await), so every later write is refused; the
+   * streams close, a key write under way lands, the keys leave KV, then everything here goes (self.ts).
+   * A failure throws, and the sweep erases again.
    */
   async erase(): Promise<void> {
-    const at = this.self.erasedSince ?? Date.now();
-    this.self.markErased(at);
+    this.self.markErased();
     this.stream.closeAll();
     await this.writer.settled();
     await keys.deleteAllKeys(this.db, this.env.TRUST_INDEX);
-    await this.ctx.storage.deleteAlarm();
-    await this.ctx.storage.deleteAll();
-    await migrate(this.db, migrations);
-    this.self.markErased(at);
+    await this.self.wipe();
   }
 
   /* ---------- the one-time move from D1 (move.ts; goes with it, docs/move-removal.md) ---------- */
@@ -312,12 +246,10 @@ export class Person extends DurableObject<Env> {
     if (move.needsCare(rows)) this.jobs.care();
     return this.counts();
   }
-
   /** The move of this person's D1 rows finished: later imports change nothing. */
   finishMove(): void {
     move.finish(this.ctx.storage);
   }
-
   /** How many rows the object holds, per kind, and how many of them came from D1. */
   counts(): api.HeldCounts {
     return move.counts(this.db, this.ctx.storage);
@@ -326,14 +258,13 @@ export class Person extends DurableObject<Env> {
   /* ---------- Idempotency-Key of this person's writes (idempotency.ts) ---------- */
 
   /** Claims `key` for a request with `fingerprint`, or answers why not. */
-  async claimIdempotencyKey(key: string, fingerprint: string): Promise<IdempotencyClaim> {
+  async claimIdempotencyKey(key: string, fingerprint: string): Promise<api.IdempotencyClaim> {
     const claimed = this.ctx.storage.transactionSync(() => idempotency.claim(this.db, key, fingerprint, Date.now()));
     this.jobs.care();
     return claimed;
   }
-
   /** Keeps the claim's first answer, or (`answer` null) deletes the claim. */
-  async settleIdempotencyKey(key: string, fingerprint: string, answer: KeptAnswer | null): Promise<void> {
+  async settleIdempotencyKey(key: string, fingerprint: string, answer: api.KeptAnswer | null): Promise<void> {
     this.ctx.storage.transactionSync(() => idempotency.settle(this.db, key, fingerprint, answer));
   }
 
@@ -342,7 +273,6 @@ export class Person extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     await this.jobs.run();
   }
-
   /** The one HTTP entry of the object: a stream's upgrade, checked and forwarded by the Worker. */
   override async fetch(request: Request): Promise<Response> {
     const params = JSON.parse(new URL(request.url).searchParams.get("connect") ?? "null") as api.ConnectParams;
@@ -354,17 +284,14 @@ export class Person extends DurableObject<Env> {
   override webSocketClose(ws: WebSocket, code: number, reason: string): void {
     this.stream.closed(ws, code, reason);
   }
-
   /** A resume's records, rendered by the Worker, for the upgrade that follows (stream.ts). */
   stageStream(key: string, backlog: api.Backlog): void {
     this.stream.stage(key, backlog);
   }
-
   /** A one-use ticket for a browser's stream, made with token `tokenId`. */
   mintStreamTicket(tokenId: number): string {
     return this.stream.mintTicket(tokenId);
   }
-
   /** Spends a ticket: the token it was made with, or null (unknown, spent or expired). */
   redeemStreamTicket(secret: string): number | null {
     return this.stream.redeemTicket(secret);

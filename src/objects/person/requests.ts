@@ -2,7 +2,8 @@ import { and, desc, eq, lt, or, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { Requester } from "../../domain/stream";
 import { logError } from "../../lib/log";
-import type { RequestCursor, TrustRequestRow } from "./api";
+import type { Answer, RequestCursor, TrustRequestRow } from "./api";
+import { requestsSpent } from "./budgets";
 import { nextId } from "./ids";
 import { MAX_TRUST_REQUESTS_PER_DAY, secondsToNextDay, utcDay } from "./limits";
 import type { Person } from "./person";
@@ -46,6 +47,12 @@ export function chargeAndQueue(
       .run();
   }
   return { ok: true };
+}
+
+/** This person (`me`) asks `targets` for trust: charged and queued (one transaction), or the day's refusal. */
+export function ask(db: Db, me: number, targets: number[], reason: string, now: number): Answer {
+  const charged = chargeAndQueue(db, me, targets, reason, now);
+  return charged.ok ? charged : requestsSpent(charged.retryAfter);
 }
 
 /** The requests on their way. */

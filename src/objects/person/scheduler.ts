@@ -9,7 +9,6 @@ import * as idempotency from "./idempotency";
 import * as keys from "./index-keys";
 import type { KeyWriter } from "./index-writer";
 import { DAY_MS, KEEP } from "./limits";
-import type { Person } from "./person";
 import * as requests from "./requests";
 import { blockedCalls, contactTombstones, feed, trustRequests } from "./schema";
 import type { Self } from "./self";
@@ -37,7 +36,6 @@ export type SchedulerHost = {
   self: Self;
   stream: Stream;
   writer: KeyWriter;
-  peer(personId: number): DurableObjectStub<Person>;
 };
 
 export class Scheduler {
@@ -86,14 +84,14 @@ export class Scheduler {
 
   /** Sends the mirrors not yet delivered to the people they are about; a failure waits for the alarm. */
   async sendMirrors(): Promise<void> {
-    const { db, self, peer } = this.host;
-    if (await trust.sendMirrors(db, self.known(), (id) => peer(id))) await this.retryLater();
+    const { db, self } = this.host;
+    if (await trust.sendMirrors(db, self.known(), (id) => self.peer(id))) await this.retryLater();
   }
 
   /** Sends the trust requests not yet delivered; a failure waits for the alarm. */
   async sendRequests(requester?: Requester): Promise<void> {
-    const { db, peer } = this.host;
-    if (await requests.sendQueued(db, (id) => peer(id), requester)) await this.retryLater();
+    const { db, self } = this.host;
+    if (await requests.sendQueued(db, (id) => self.peer(id), requester)) await this.retryLater();
   }
 
   /** Brings the alarm forward while index writes, mirrors or requests are due: 1 s, doubling, at most 60 s. */

@@ -1,7 +1,11 @@
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import { migrate } from "drizzle-orm/durable-sqlite/migrator";
+import migrations from "../../../drizzle-person/migrations.js";
 import { createDb } from "../../db/client";
 import { factsOf } from "../../db/facts";
 import * as keys from "./index-keys";
+import { personStub } from "./name";
+import type { Person } from "./person";
 import { erasure } from "./schema";
 import type { Sender } from "./senders";
 
@@ -33,10 +37,20 @@ export class Self {
     private readonly db: DrizzleSqliteDODatabase,
   ) {}
 
-  /** On start (after the migrations): the erasure mark, and the id remembered from the name. */
-  start() {
+  /** On start, before any call: the object's tables migrated, the erasure mark read, the name's id kept. */
+  async open() {
+    await migrate(this.db, migrations);
     this.erasedAt = this.db.select().from(erasure).get()?.erasedAt ?? null;
     this.remember();
+  }
+
+  /** The erasure's last step: every row and the alarm go; the empty tables come back at once, with the mark. */
+  async wipe(): Promise<void> {
+    const at = this.erasedAt ?? Date.now();
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    await migrate(this.db, migrations);
+    this.markErased(at);
   }
 
   /** Keeps the name's id in storage (once), for a wake that comes without the name. */
@@ -65,15 +79,10 @@ export class Self {
   }
 
   /** Remembers, in storage and here, that the object was erased (and, after its storage went, who it is). */
-  markErased(at: number) {
+  markErased(at = this.erasedAt ?? Date.now()) {
     this.erasedAt = at;
     this.db.insert(erasure).values({ one: 1, erasedAt: at }).onConflictDoNothing().run();
     this.remember();
-  }
-
-  /** When the object was erased, or null. */
-  get erasedSince(): number | null {
-    return this.erasedAt;
   }
 
   /**
@@ -86,6 +95,11 @@ export class Self {
     if (keys.readFacts(this.db) !== null) return;
     const [read] = await factsOf(createDb(this.env.DB), [this.id]);
     if (keys.readFacts(this.db) === null) this.ctx.storage.transactionSync(() => keys.takeFacts(this.db, read!));
+  }
+
+  /** The stub of another person's object (a chat, a mirror, a trust request on its way). */
+  peer(personId: number): DurableObjectStub<Person> {
+    return personStub(this.env.PERSON, personId);
   }
 
   /** This person as a chat's sender, for the receiver's budget (senders.ts). */
