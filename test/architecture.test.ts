@@ -75,6 +75,33 @@ describe("architecture", () => {
     expect(importsInto(under("src/objects/"), ["src/services/", "src/routes/"])).toEqual([]);
   });
 
+  it("the Worker reaches the Person object's types through its api module: only persons.ts names the class", () => {
+    // What a service may import from src/objects/: the RPC types (api), the plain limits; persons.ts also the stub.
+    const allowed = (file: string, target: string) =>
+      ["src/objects/person/api", "src/objects/person/limits"].includes(target) ||
+      (file === "src/services/persons.ts" && ["src/objects/person/name", "src/objects/person/person"].includes(target));
+    const worker = files.filter((file) => !file.path.startsWith("src/objects/") && file.path !== "src/index.ts");
+    const outside = worker.flatMap((file) =>
+      importsOf(file)
+        .filter((target) => target.startsWith("src/objects/") && !allowed(file.path, target))
+        .map((target) => `${file.path} imports ${target}`),
+    );
+    expect(outside).toEqual([]);
+  });
+
+  it("the Person class file is its RPC surface: under 300 lines", () => {
+    const person = files.find((file) => file.path === "src/objects/person/person.ts")!;
+    expect(person.text.trimEnd().split("\n").length).toBeLessThan(300);
+  });
+
+  it("no file under src/ is over 400 lines, unless its first line says why it is one file", () => {
+    const long = files.filter(
+      (file) =>
+        file.text.trimEnd().split("\n").length > 400 && !file.text.startsWith("// One file although past 400 lines"),
+    );
+    expect(long.map((file) => file.path)).toEqual([]);
+  });
+
   it("nothing in the Worker imports the fixtures (the demo world)", () => {
     const worker = files.filter((file) => !file.path.startsWith("src/fixtures/"));
     expect(importsInto(worker, ["src/fixtures/"])).toEqual([]);
