@@ -153,16 +153,16 @@ describe("an erased object", () => {
     const e164 = "+14155550917";
     await object.takeFacts({ personId, e164, companies: [], version: 1 });
     const call = { callerId: null, countryCode: "1", phoneNumber: "4155550100", createdAt: Date.now() };
-    await object.recordBlockedCalls(personId, [call]);
+    await object.recordBlockedCalls([call]);
     expect(await env.TRUST_INDEX.get(receiverKey(e164))).not.toBeNull();
 
     await object.erase();
     expect(await env.TRUST_INDEX.get(receiverKey(e164))).toBeNull();
     // Late: a blocked call still on its way, a fact push from queued index work, a lookup's miss.
-    await object.recordBlockedCalls(personId, [call]);
+    await object.recordBlockedCalls([call]);
     await object.takeFacts({ personId, e164, companies: [1], version: 2 });
     const answer = await object.receiverRecords({ personId, e164, companies: [], version: 3 }, 0, [receiverKey(e164)]);
-    await object.receiveTrustRequest(personId, DEMO.people.alice, "late", Date.now());
+    await object.receiveTrustRequest(DEMO.people.alice, "late", Date.now());
     await object.receiveMirror(DEMO.people.alice, true, Date.now());
     expect(answer.receiver.p).toBe(0);
     await runDurableObjectAlarm(object);

@@ -235,7 +235,7 @@ describe("GET /apps/buzz/stream", () => {
       body: [{ display_name: "X", phone_numbers: ["+14155550123"] }],
     });
     expect(synced.status).toBe(200);
-    await personObject(bob.id).recordBlockedCalls(bob.id, [
+    await personObject(bob.id).recordBlockedCalls([
       { callerId: null, countryCode: "1", phoneNumber: "4155550123", createdAt: Date.now() },
     ]);
     const frames = await socket.until(3);

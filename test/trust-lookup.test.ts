@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
 import { applyIndexWork, EMPTY_FILL_TTL_SECONDS, workForKeys } from "../src/services/trust-index";
 import { createDeps } from "../src/services/deps";
-import type { PersonObjects } from "../src/services/person-objects";
+import { personObjectsFrom, type PersonObjects } from "../src/services/person-objects";
 import { recordBlockedCall } from "../src/services/trust-lookup";
 import { as, call, countD1, countInPersonObject, DEMO, expectError, inPersonObject, personObject } from "./helpers";
 
@@ -183,19 +183,19 @@ describe("trust-lookup: who may call", () => {
     await reindex("num:+16175550100");
     const object = personObject(alice);
     const { acme, globex } = DEMO.companies;
-    expect(await object.setCompanyTrust(alice, globex, "trusted", true)).toEqual({ ok: true });
-    expect(await object.setCompanyTrust(alice, acme, "negative", true)).toEqual({ ok: true });
+    expect(await object.setCompanyTrust(globex, "trusted", true)).toEqual({ ok: true });
+    expect(await object.setCompanyTrust(acme, "negative", true)).toEqual({ ok: true });
     const fromGlobex = { ...receiving, inbound_code: "1", inbound: "6175550100" };
     const fromAcme = { ...receiving, inbound_code: "1", inbound: "4155550100" };
     try {
       expect(await lookup(fromGlobex)).toEqual({ trusted: true, user_id: alice, caller_verification: null });
       expect(await lookup(fromAcme)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
 
-      expect(await object.setCompanyTrust(alice, globex, "negative", true)).toEqual({ ok: true });
+      expect(await object.setCompanyTrust(globex, "negative", true)).toEqual({ ok: true });
       expect(await lookup(fromGlobex)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
     } finally {
-      await object.setCompanyTrust(alice, globex, null, true);
-      await object.setCompanyTrust(alice, acme, null, true);
+      await object.setCompanyTrust(globex, null, true);
+      await object.setCompanyTrust(acme, null, true);
     }
     expect(await lookup(fromAcme)).toEqual({ trusted: true, user_id: alice, caller_verification: null });
     expect(await lookup(fromGlobex)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
@@ -449,10 +449,8 @@ describe("trust-lookup: blocked calls", () => {
   it("a call joining another request's group of blocked calls returns at once: no request awaits another's I/O", async () => {
     // The group's leader sends the append; an append that never completes must not hold the others
     // (under wrangler dev that wait was ~95 "Promise will never complete" errors per 100 lookups).
-    const hanging = { recordBlockedCalls: () => new Promise<void>(() => {}) } as unknown as ReturnType<
-      PersonObjects["of"]
-    >;
-    const persons: PersonObjects = { of: () => hanging, toWrite: async () => hanging };
+    const hanging = { recordBlockedCalls: () => new Promise<void>(() => {}) } as unknown as ReturnType<PersonObjects["of"]>;
+    const persons = personObjectsFrom(() => hanging);
     const personId = 700_000 + Math.floor(Math.random() * 100_000);
     const blocked = { personId, callerId: null, countryCode: "1", phoneNumber: "3035550170" };
     void recordBlockedCall(persons, blocked);
@@ -470,7 +468,7 @@ describe("trust-lookup: blocked calls", () => {
     const broken = {
       recordBlockedCalls: () => Promise.reject(new Error("SQLITE_IOERR: disk I/O error")),
     } as unknown as ReturnType<PersonObjects["of"]>;
-    const failing: PersonObjects = { of: () => broken, toWrite: async () => broken };
+    const failing = personObjectsFrom(() => broken);
     try {
       await recordBlockedCall(failing, {
         personId: alice,

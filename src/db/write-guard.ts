@@ -52,7 +52,7 @@ export class WriteGuard {
   /**
    * A guard that has not run runs now (one round trip); a refusal is thrown.
    * At the end of the request, and before a write that goes elsewhere than
-   * D1 (a person's object: `PersonObjects.toWrite`), which the guard cannot ride.
+   * D1 (a person's object: `PersonObjects.write`), which the guard cannot ride.
    */
   async finish() {
     if (this.#state === "refused") throw this.#refusal!;

@@ -1,6 +1,5 @@
 import { sql } from "drizzle-orm";
 import { batchableAll, inList } from "../db/sql";
-import { conflict, tooManyRequests } from "../lib/errors";
 import {
   createdActivity,
   readActivity,
@@ -10,9 +9,10 @@ import {
   type PersonParty,
 } from "../domain/activity";
 import type { ChatParties } from "../domain/stream";
-import type { FeedRow } from "../objects/person/person";
+import type { FeedRow } from "../objects/person/api";
 import { knowsMember, knowsPerson } from "./acquaintance";
 import type { Deps } from "./deps";
+import { accepted } from "./person-objects";
 
 /*
  * Activity (docs/decisions.md, "Activity"): each person's feed lives in their
@@ -44,10 +44,8 @@ export async function recordActivity(deps: Deps, me: number, input: ActivityInpu
   const toPerson = input.type.startsWith("chat_") && input.receivable_type === "person" && other !== me;
   const parties = toPerson ? await chatParties(deps, me, other) : undefined;
   const peer = parties?.people.some((p) => p.id === other) ? other : null;
-  const result = await (await deps.objects.toWrite(me)).record(me, input, peer, parties);
-  if (result.ok) return createdActivity(result.row);
-  if (result.status === 429) throw tooManyRequests(result.message, result.retryAfter);
-  throw conflict(result.message);
+  const { row } = accepted(await deps.objects.write(me, (person) => person.record(input, peer, parties)));
+  return createdActivity(row);
 }
 
 /**
@@ -126,5 +124,5 @@ export async function activitiesAfter(deps: Deps, personId: number, afterId: num
 
 /** Development only: wipes the person's feed and blocked calls (docs/decisions.md). */
 export async function clearHistory(deps: Deps, personId: number) {
-  await (await deps.objects.toWrite(personId)).clearHistory();
+  await deps.objects.write(personId, (person) => person.clearHistory());
 }

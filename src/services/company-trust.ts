@@ -4,6 +4,7 @@ import { inList } from "../db/sql";
 import { notFound } from "../lib/errors";
 import { companyRefColumns, toCompanyRef, type CompanyRef } from "./companies";
 import type { Deps } from "./deps";
+import { accepted } from "./person-objects";
 
 /**
  * A person's trust in a company: whether its phones may ring them, and, for a
@@ -94,6 +95,5 @@ export async function writeCompanyTrust(
   trust: TrustSetting,
   visible = true,
 ) {
-  const written = await (await deps.objects.toWrite(personId)).setCompanyTrust(personId, companyId, trust, visible);
-  if (!written.ok) throw notFound(written.message);
+  accepted(await deps.objects.write(personId, (person) => person.setCompanyTrust(companyId, trust, visible)));
 }

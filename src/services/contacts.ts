@@ -3,14 +3,14 @@ import { batchableAll } from "../db/sql";
 import type { Db } from "../db/client";
 import { pruneOlderThan, type PruneResult } from "../db/prune";
 import { contactTombstones } from "../db/schema";
-import type { ContactInput, StoredContact } from "../objects/person/contacts";
-import type { ContactRead } from "../objects/person/person";
+import type { ContactInput, ContactRead, StoredContact } from "../objects/person/api";
 import { KEEP } from "../objects/person/limits";
-import { badRequest, gone, notFound } from "../lib/errors";
+import { gone, notFound } from "../lib/errors";
 import { groupBy } from "../lib/group";
 import { DAY_MS, iso } from "../lib/time";
 import { knowsPerson } from "./acquaintance";
 import type { Deps } from "./deps";
+import { accepted } from "./person-objects";
 import { e2eeColumn } from "./people";
 
 /*
@@ -194,28 +194,28 @@ export async function listContacts(
  */
 export async function saveContacts(deps: Deps, ownerId: number, inputs: ContactInput[]): Promise<Contact[]> {
   if (inputs.length === 0) return [];
-  const saved = await (await deps.objects.toWrite(ownerId)).saveContacts(ownerId, inputs);
-  if (!saved.ok) throw badRequest(saved.message);
+  const saved = accepted(await deps.objects.write(ownerId, (person) => person.saveContacts(inputs)));
   return render(deps, ownerId, saved);
 }
 
 /** PUT /contacts/{id}: updates one of the owner's contacts; 404 when it is not theirs. */
 export async function updateContact(deps: Deps, ownerId: number, id: number, input: ContactInput): Promise<Contact> {
-  const saved = await (await deps.objects.toWrite(ownerId)).saveContacts(ownerId, [{ ...input, id }]);
-  if (!saved.ok) throw notFound(`contact ${id} does not exist`);
+  const answer = await deps.objects.write(ownerId, (person) => person.saveContacts([{ ...input, id }]));
+  // A single update is refused only for its id: the path's 404, not the sync's 400 naming `[0].id`.
+  const saved = accepted(answer.ok ? answer : { ok: false, status: 404, message: `contact ${id} does not exist` });
   const [contact] = await render(deps, ownerId, saved);
   return contact!;
 }
 
 /** Deletes one of the owner's contacts (remembered for `GET /contacts/deleted`); 404 when there is none. */
 export async function deleteContact(deps: Deps, ownerId: number, id: number): Promise<void> {
-  const deleted = await (await deps.objects.toWrite(ownerId)).deleteContacts(ownerId, [id]);
+  const deleted = await deps.objects.write(ownerId, (person) => person.deleteContacts([id]));
   if (deleted.length === 0) throw notFound(`contact ${id} does not exist`);
 }
 
 /** Development only: removes every contact of the owner (each remembered as deleted). */
 export async function clearContacts(deps: Deps, ownerId: number) {
-  await (await deps.objects.toWrite(ownerId)).deleteContacts(ownerId, "all");
+  await deps.objects.write(ownerId, (person) => person.deleteContacts("all"));
 }
 
 /** A deleted contact as `GET /contacts/deleted` lists it. */

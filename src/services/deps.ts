@@ -27,7 +27,7 @@ export type Deps = {
   /**
    * A write request's guard (db/write-guard.ts), which `db` runs on: a token
    * verified from a cache arms it (services/tokens.ts), and a write to a
-   * person's object runs it first (`objects.toWrite`). Absent for reads,
+   * person's object runs it first (`objects.write`). Absent for reads,
    * queue consumers and cron runs.
    */
   guard?: WriteGuard | undefined;

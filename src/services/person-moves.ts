@@ -10,8 +10,7 @@ import {
   personTrust,
 } from "../db/schema";
 import { KEEP } from "../objects/person/limits";
-import type { MovedContact } from "../objects/person/contacts";
-import type { MovedFeedRow, MovedRows, MovedTrustRequestRow } from "../objects/person/person";
+import type { MovedContact, MovedFeedRow, MovedRows, MovedTrustRequestRow } from "../objects/person/api";
 import type { BackgroundMessage } from "../queue/messages";
 import type { Deps } from "./deps";
 import { applyIndexWork, factsKey, workForPerson } from "./trust-index";

@@ -1,7 +1,9 @@
 import { asc, lte } from "drizzle-orm";
 import { personErasures } from "../db/schema";
 import { inList } from "../db/sql";
+import { ApiError, tooManyRequests } from "../lib/errors";
 import { logError } from "../lib/log";
+import type { Refusal } from "../objects/person/api";
 import { personStub } from "../objects/person/name";
 import type { Person } from "../objects/person/person";
 import type { Deps } from "./deps";
@@ -15,27 +17,47 @@ import type { Deps } from "./deps";
 export type PersonObjects = {
   of(personId: number): DurableObjectStub<Person>;
   /**
-   * The stub for a write: first the request's pending token check runs (a
-   * token verified from the cache is checked again before anything is
-   * written, docs/security.md "Tokens"), so a revoked token writes nothing
-   * in an object either.
+   * A write to the person's object: `change` is called with its stub once
+   * the request's pending token check ran (a token verified from the cache is
+   * checked again before anything is written, docs/security.md "Tokens"), so
+   * a revoked token writes nothing in an object either.
    */
-  toWrite(personId: number): Promise<DurableObjectStub<Person>>;
+  write<R>(personId: number, change: (person: DurableObjectStub<Person>) => R): Promise<Awaited<R>>;
 };
 
 export const personObjectsOf = (
   namespace: DurableObjectNamespace<Person>,
   beforeWrite?: () => Promise<void>,
-): PersonObjects => {
-  const of = (personId: number) => personStub(namespace, personId);
-  return {
-    of,
-    toWrite: async (personId) => {
-      await beforeWrite?.();
-      return of(personId);
-    },
-  };
-};
+): PersonObjects => personObjectsFrom((personId) => personStub(namespace, personId), beforeWrite);
+
+/** `PersonObjects` over any way to a person's stub (tests pass their own). */
+export const personObjectsFrom = (
+  of: (personId: number) => DurableObjectStub<Person>,
+  beforeWrite?: () => Promise<void>,
+): PersonObjects => ({
+  of,
+  write: async <R>(personId: number, change: (person: DurableObjectStub<Person>) => R): Promise<Awaited<R>> => {
+    await beforeWrite?.();
+    return await change(of(personId));
+  },
+});
+
+/**
+ * The one translation of an object's refusal (objects/person/api.ts) into
+ * the API's error: its status, its message as the error's text, and a 429's
+ * `retryAfter` as `Retry-After`.
+ */
+export function refused(refusal: Refusal): ApiError {
+  return refusal.status === 429
+    ? tooManyRequests(refusal.message, refusal.retryAfter)
+    : new ApiError(refusal.status, refusal.message);
+}
+
+/** An object's answer when it accepted, else its refusal thrown as the API's error (`refused`). */
+export function accepted<A extends { ok: true } | Refusal>(answer: A): Exclude<A, Refusal> {
+  if (!answer.ok) throw refused(answer);
+  return answer as Exclude<A, Refusal>;
+}
 
 /** Objects erased per `erase-persons` chunk (each one RPC and one row delete). */
 export const ERASE_CHUNK = 50;

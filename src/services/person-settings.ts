@@ -19,8 +19,9 @@ export async function changeSettings(
   personId: number,
   change: Partial<PersonSettings>,
 ): Promise<PersonSettings> {
-  const object = await deps.objects.toWrite(personId);
-  const calls =
-    change.calls === undefined ? await object.callPolicy() : await object.setCallPolicy(personId, change.calls);
+  const wanted = change.calls;
+  const calls = await deps.objects.write(personId, (person) =>
+    wanted === undefined ? person.callPolicy() : person.setCallPolicy(wanted),
+  );
   return { calls };
 }

@@ -1,5 +1,5 @@
 import { personOfTicket, RESUME_LIMIT, TICKET_TTL_MS, ticketFor } from "../domain/stream";
-import type { Backlog, ConnectParams } from "../objects/person/stream";
+import type { Backlog, ConnectParams } from "../objects/person/api";
 import { activitiesAfter } from "./activities";
 import type { Deps } from "./deps";
 
@@ -39,7 +39,7 @@ export async function openStream(deps: Deps, me: number, tokenId: number, after:
 
 /** A one-use ticket for `me`'s stream, valid `TICKET_TTL_MS`, bound to the token that asked for it. */
 export async function mintStreamTicket(deps: Deps, me: number, tokenId: number, now: Date) {
-  const secret = await (await deps.objects.toWrite(me)).mintStreamTicket(tokenId);
+  const secret = await deps.objects.write(me, (person) => person.mintStreamTicket(tokenId));
   return { ticket: ticketFor(me, secret), expires_at: new Date(now.getTime() + TICKET_TTL_MS).toISOString() };
 }
 

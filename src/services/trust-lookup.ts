@@ -1,7 +1,7 @@
 import { and, asc, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { companies, people } from "../db/schema";
-import type { BlockedCallRow, ContactRead } from "../objects/person/person";
+import type { BlockedCallRow, ContactRead } from "../objects/person/api";
 import type { PersonObjects } from "./person-objects";
 import { ReadBatch } from "../db/batch";
 import { inList } from "../db/sql";
@@ -326,7 +326,7 @@ export function recordBlockedCall(objects: PersonObjects, call: BlockedCallInput
     if (lastSent.size > 10_000) lastSent.clear();
     for (let attempt = 1; ; attempt++) {
       try {
-        return await objects.of(call.personId).recordBlockedCalls(call.personId, group.rows);
+        return await objects.of(call.personId).recordBlockedCalls(group.rows);
       } catch (err) {
         if (attempt < 2) continue;
         logError("recording blocked calls failed", err, { personId: call.personId, calls: group.rows.length });

@@ -1,13 +1,13 @@
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { inList } from "../db/sql";
-import { conflict, notFound, tooManyRequests } from "../lib/errors";
-import { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
+import { conflict } from "../lib/errors";
 import type { Deps } from "./deps";
 import { people, personEmails } from "../db/schema";
 import { trustRequestView, type RequesterNames } from "../domain/activity";
 import { holdersOfNumber, ownerOfNumber } from "./people";
-import type { RequestCursor } from "../objects/person/requests";
+import type { RequestCursor } from "../objects/person/api";
+import { accepted } from "./person-objects";
 
 /** Who a trust request is addressed to: exactly one of these (docs/decisions.md). */
 export type TrustRequestTarget = { user_id?: number; phone?: string; email?: string };
@@ -40,15 +40,7 @@ export async function askForTrust(deps: Deps, requesterId: number, target: Trust
   // The charge and the request are one transaction in the requester's object, which delivers it (its
   // alarm retries a delivery that failed, docs/architecture.md "What crosses people").
   const targets = match !== null && match !== requesterId ? [match] : [];
-  const sent = await (
-    await deps.objects.toWrite(requesterId)
-  ).sendTrustRequest(requesterId, targets, reason, requester[0]);
-  if (!sent.ok) {
-    throw tooManyRequests(
-      `a person may send at most ${MAX_TRUST_REQUESTS_PER_DAY} trust requests per day (UTC) and you sent ${MAX_TRUST_REQUESTS_PER_DAY} today; retry after midnight UTC (see Retry-After)`,
-      sent.retryAfter,
-    );
-  }
+  accepted(await deps.objects.write(requesterId, (person) => person.sendTrustRequest(targets, reason, requester[0])));
 }
 
 /**
@@ -126,6 +118,5 @@ const namesOf = (db: Db, ids: number[]) =>
  * else is a 404.
  */
 export async function decideTrust(deps: Deps, personId: number, requesterId: number, trusted: boolean) {
-  const decided = await (await deps.objects.toWrite(personId)).decideTrust(personId, requesterId, trusted);
-  if (!decided.ok) throw notFound(decided.message);
+  accepted(await deps.objects.write(personId, (person) => person.decideTrust(requesterId, trusted)));
 }

@@ -2,6 +2,7 @@ import { and, asc, count, eq, gte, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import { inList } from "../../db/sql";
 import { nextId } from "./ids";
+import type { ContactInput, Refusal, StoredContact } from "./api";
 import { MAX_CONTACTS } from "./limits";
 import { contacts, contactTombstones, contactValues, type ContactValueKind } from "./schema";
 
@@ -12,40 +13,6 @@ import { contacts, contactTombstones, contactValues, type ContactValueKind } fro
  */
 
 type Db = DrizzleSqliteDODatabase;
-
-/**
- * A contact as written, already standardized by the route's schema (emails
- * lowercased, phones in E.164, duplicates removed). A field left out keeps its
- * value; a collection that is present replaces the stored one.
- */
-export type ContactInput = {
-  id?: number;
-  display_name?: string;
-  birthday?: string | null;
-  labels?: string[];
-  emails?: string[];
-  phone_numbers?: string[];
-  addresses?: string[];
-};
-
-/** A contact as the object keeps it: every collection, times in milliseconds. */
-export type StoredContact = {
-  id: number;
-  displayName: string;
-  birthday: string | null;
-  labels: string[];
-  emails: string[];
-  phones: string[];
-  addresses: string[];
-  createdAt: number;
-  updatedAt: number;
-};
-
-/** A contact moved in from D1 (services/person-moves.ts): its D1 id and times. */
-export type MovedContact = StoredContact;
-
-/** A refusal, as a value (errors lose their class over RPC). */
-export type Refusal = { ok: false; status: 400 | 404; message: string };
 
 const COLLECTIONS: [keyof ContactInput & ("emails" | "phone_numbers" | "addresses"), ContactValueKind][] = [
   ["emails", "email"],
@@ -158,7 +125,7 @@ export function writeContacts(db: Db, me: number, inputs: ContactInput[], now: n
  * Rows travel as one JSON parameter (a Durable Object's SQLite binds at most
  * 100 parameters per statement), whatever their number.
  */
-function insertContacts(db: Db, rows: (typeof contacts.$inferInsert)[]) {
+export function insertContacts(db: Db, rows: (typeof contacts.$inferInsert)[]) {
   if (rows.length === 0) return;
   const json = JSON.stringify(
     rows.map((row) => [
@@ -175,43 +142,11 @@ function insertContacts(db: Db, rows: (typeof contacts.$inferInsert)[]) {
     where true on conflict (id) do nothing`);
 }
 
-function insertValues(db: Db, values: [number, ContactValueKind, number, string][]) {
+export function insertValues(db: Db, values: [number, ContactValueKind, number, string][]) {
   if (values.length === 0) return;
   db.run(sql`insert into ${contactValues} (contact_id, kind, position, value)
     select value ->> 0, value ->> 1, value ->> 2, value ->> 3 from json_each(${JSON.stringify(values)})
     where true on conflict do nothing`);
-}
-
-/**
- * Contacts moved in from D1 under their D1 ids; one already here is left as
- * it is, and one deleted here since (its tombstone) is not brought back.
- */
-export function importContacts(db: Db, all: MovedContact[]) {
-  const deleted = new Set(
-    db
-      .select({ id: contactTombstones.contactId })
-      .from(contactTombstones)
-      .where(
-        inList(
-          contactTombstones.contactId,
-          all.map((row) => row.id),
-        ),
-      )
-      .all()
-      .map((row) => row.id),
-  );
-  const moved = all.filter((row) => !deleted.has(row.id));
-  insertContacts(
-    db,
-    moved.map((row) => ({ ...row, createdAt: new Date(row.createdAt), updatedAt: new Date(row.updatedAt) })),
-  );
-  const values: [number, ContactValueKind, number, string][] = [];
-  for (const row of moved) {
-    row.emails.forEach((value, i) => values.push([row.id, "email", i, value]));
-    row.phones.forEach((value, i) => values.push([row.id, "phone", i, value]));
-    row.addresses.forEach((value, i) => values.push([row.id, "address", i, value]));
-  }
-  insertValues(db, values);
 }
 
 /**

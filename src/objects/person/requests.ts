@@ -1,7 +1,12 @@
 import { and, desc, eq, lt, or, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import type { Requester } from "../../domain/stream";
+import { logError } from "../../lib/log";
+import type { Answer, RequestCursor, TrustRequestRow } from "./api";
+import { requestsSpent } from "./budgets";
 import { nextId } from "./ids";
 import { MAX_TRUST_REQUESTS_PER_DAY, secondsToNextDay, utcDay } from "./limits";
+import type { Person } from "./person";
 import { requestOutbox, trustRequestDays, trustRequests } from "./schema";
 
 /*
@@ -13,12 +18,7 @@ import { requestOutbox, trustRequestDays, trustRequests } from "./schema";
 
 type Db = DrizzleSqliteDODatabase;
 
-/** A trust request this person received. */
-export type TrustRequestRow = typeof trustRequests.$inferSelect;
 export type OutboxRequest = typeof requestOutbox.$inferSelect;
-
-/** Where a page of pending requests starts: after this request (its `updated_at` in ms and id). */
-export type RequestCursor = { at: number; id: number };
 
 /**
  * Counts one trust request sent today and queues it for each of `targets`
@@ -47,6 +47,12 @@ export function chargeAndQueue(
       .run();
   }
   return { ok: true };
+}
+
+/** This person (`me`) asks `targets` for trust: charged and queued (one transaction), or the day's refusal. */
+export function ask(db: Db, me: number, targets: number[], reason: string, now: number): Answer {
+  const charged = chargeAndQueue(db, me, targets, reason, now);
+  return charged.ok ? charged : requestsSpent(charged.retryAfter);
 }
 
 /** The requests on their way. */
@@ -127,4 +133,52 @@ export function pendingPage(
   const page = rows.slice(0, limit);
   const last = page.at(-1);
   return { rows: page, next: rows.length > limit && last ? { at: last.updatedAt.getTime(), id: last.id } : null };
+}
+
+/** Whether `requesterId` ever asked this person (pending or decided). */
+export const askedBy = (db: Db, requesterId: number): boolean =>
+  db.select({ id: trustRequests.id }).from(trustRequests).where(eq(trustRequests.requesterId, requesterId)).get() !==
+  undefined;
+
+/** Closes `requesterId`'s pending request with the decision (its time stays when it was asked). */
+export function close(db: Db, requesterId: number, trusted: boolean): void {
+  db.update(trustRequests)
+    .set({ status: trusted ? "trusted" : "untrusted", decidedAt: new Date() })
+    .where(and(eq(trustRequests.requesterId, requesterId), eq(trustRequests.status, "pending")))
+    .run();
+}
+
+/**
+ * Sends the trust requests not yet delivered, each to the object of the
+ * person asked (with the requester's names when they are `requester`, for
+ * that person's live streams); answers whether one failed (it stays queued
+ * for the alarm).
+ */
+export async function sendQueued(
+  db: Db,
+  peer: (personId: number) => DurableObjectStub<Person>,
+  requester?: Requester,
+): Promise<boolean> {
+  const due = queued(db);
+  if (due.length === 0) return false;
+  const failed = await Promise.all(
+    due.map(async (row) => {
+      try {
+        await peer(row.personId).receiveTrustRequest(
+          row.requesterId,
+          row.reason,
+          row.askedAt,
+          row.requesterId === requester?.id ? requester : undefined,
+        );
+        delivered(db, row);
+        return false;
+      } catch (err) {
+        logError("a trust request did not reach the person asked; the alarm retries it", err, {
+          personId: row.personId,
+        });
+        return true;
+      }
+    }),
+  );
+  return failed.some(Boolean);
 }

@@ -1,0 +1,282 @@
+import { and, asc, desc, eq, gt, lt } from "drizzle-orm";
+import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import type { ActivityInput } from "../../domain/activity";
+import type { ChatParties } from "../../domain/stream";
+import type { Answer, FeedRow, Refusal } from "./api";
+import * as budgets from "./budgets";
+import { ACTIVITY_BUDGET, STRANGERS_BUDGET, utcDay } from "./budgets";
+import { nextId } from "./ids";
+import { feed, activityDays, receivedDays } from "./schema";
+import type { Self } from "./self";
+import { isAcquainted, type Sender } from "./senders";
+import type { FeedSource, Stream } from "./stream";
+import { trustedMe } from "./trust";
+
+/*
+ * The person's activity feed (docs/decisions.md, "Activity"), and the ids a
+ * chat reserves in it on its way to the peer. Records are charged to the
+ * day's budgets (budgets.ts); every write tells the live streams (stream.ts).
+ */
+
+/** What the feed needs of its object. */
+export type FeedHost = {
+  db: DrizzleSqliteDODatabase;
+  self: Self;
+  /** The person's live streams (made after the feed, which is their source). */
+  stream(): Stream;
+  /** Makes sure the retention alarm is set (a row was written). */
+  care(): void;
+};
+
+export type RecordAnswer = Answer<{ row: FeedRow }>;
+
+export class Feed implements FeedSource {
+  /** Messages being sent right now, by their idempotency key (see `record`). */
+  private readonly sending = new Map<string, Promise<RecordAnswer>>();
+  /** Feed ids reserved by chats on their way to the peer (sendChat); in memory: a restart ends those requests. */
+  private readonly reserved = new Set<number>();
+
+  constructor(private readonly host: FeedHost) {}
+
+  private get db() {
+    return this.host.db;
+  }
+
+  /**
+   * Records an activity this person wrote (a call record, or a chat they
+   * send), idempotently on (sender, `message_id`). A chat to another person
+   * is first accepted by that person's object (`peer`), so both feeds hold it
+   * under one id before this answers. Charged to today's budget.
+   */
+  async record(input: ActivityInput, peer: number | null, parties?: ChatParties): Promise<RecordAnswer> {
+    // The same message sent again while the first is still on its way to the peer: one answer for both.
+    const key = input.message_id ? `${input.sendable_type}:${input.sendable_id}:${input.message_id}` : null;
+    const inflight = key ? this.sending.get(key) : undefined;
+    if (inflight) return inflight;
+    const work = this.recordOnce(input, peer, parties);
+    if (!key) return work;
+    this.sending.set(key, work);
+    try {
+      return await work;
+    } finally {
+      this.sending.delete(key);
+    }
+  }
+
+  private async recordOnce(input: ActivityInput, peer: number | null, parties?: ChatParties): Promise<RecordAnswer> {
+    const me = this.host.self.id;
+    // A chat tells the receiver this person's companies (their budget for strangers): known before the change.
+    if (peer !== null && peer !== me) await this.host.self.knowFacts();
+    const earlier = this.sameMessage(input);
+    if (earlier) return earlier;
+    const now = Date.now();
+    const day = utcDay(now);
+    const bytes = budgets.utf8Bytes(input.message);
+    if (!budgets.fitsToday(this.db, activityDays, ACTIVITY_BUDGET, day, bytes)) return budgets.activitySpent(now);
+    // Charged before the chat's await, so concurrent requests cannot pass the budget together.
+    budgets.charge(this.db, activityDays, day, 1, bytes);
+    const row: FeedRow = {
+      id: 0,
+      type: input.type,
+      sendableType: input.sendable_type,
+      sendableId: input.sendable_id,
+      receivableType: input.receivable_type,
+      receivableId: input.receivable_id,
+      callTime: input.call_time,
+      message: input.message ?? null,
+      messageId: input.message_id ?? null,
+      createdAt: new Date(now),
+    };
+    // Ids this chat reserved in the feed (sendChat): released right after its row is stored, in the same turn.
+    const held: number[] = [];
+    let inserted: FeedRow | undefined;
+    try {
+      if (peer === null || peer === me) {
+        row.id = nextId(me, this.newestTaken());
+      } else {
+        const sent = await this.sendChat(row, peer, held, parties);
+        if (typeof sent !== "number") {
+          // The receiver took all it may today: nothing is written on either side.
+          budgets.charge(this.db, activityDays, day, -1, -bytes);
+          return sent;
+        }
+        row.id = sent;
+      }
+      this.host.stream().remember(me, row.id, parties);
+      inserted = this.db.insert(feed).values(row).onConflictDoNothing().returning().get();
+    } catch (err) {
+      budgets.charge(this.db, activityDays, day, -1, -bytes);
+      throw err;
+    } finally {
+      for (const id of held) this.reserved.delete(id);
+      // What the reservations held back (and this row) reaches the streams now.
+      this.host.stream().pump();
+    }
+    if (inserted) {
+      this.host.care();
+      return { ok: true, row: inserted };
+    }
+    // A concurrent retry of the same message landed during the await: answer that one, charged once.
+    budgets.charge(this.db, activityDays, day, -1, -bytes);
+    return this.sameMessage(input) ?? { ok: false, status: 409, message: "the message could not be recorded" };
+  }
+
+  /**
+   * The id a chat gets in both feeds: above the newest of each (Lamport
+   * style). This feed first reserves an id above its newest (`reserved`:
+   * until the chat is stored, readers of this feed see only the ids below
+   * the lowest reservation, and rows made meanwhile go above it); the peer
+   * stores the chat at that id or higher (idempotently) and answers it; this
+   * feed stores it under the same id. Nothing a reader has seen lies above a
+   * reservation, so the id is always safe here whatever arrived during the
+   * await. Only if that very id was taken here meanwhile (another row of
+   * this person's slot) is the peer asked to move its copy above a new
+   * reservation.
+   */
+  private async sendChat(row: FeedRow, peer: number, held: number[], parties?: ChatParties): Promise<number | Refusal> {
+    const me = this.host.self.id;
+    const stub = this.host.self.peer(peer);
+    for (let attempt = 0; ; attempt++) {
+      const floor = nextId(me, this.newestTaken());
+      this.reserved.add(floor);
+      held.push(floor);
+      const id = await stub.acceptChat({ ...row, id: floor }, attempt > 0, this.host.self.asSender(), parties);
+      if (typeof id !== "number") return id;
+      const taken = this.db.select({ id: feed.id }).from(feed).where(eq(feed.id, id)).get() !== undefined;
+      if (!taken && (held.includes(id) || !this.reserved.has(id))) {
+        // Held until the caller stores the row, so no record made in between takes it.
+        this.reserved.add(id);
+        held.push(id);
+        return id;
+      }
+      if (attempt >= 5) throw new Error("the chat's id kept colliding with this person's newer records");
+    }
+  }
+
+  /**
+   * The receiving side of a chat: stores it at the lowest id of *this*
+   * person's slot above both `row.id - 1` and this feed's newest (stored or
+   * reserved). Ids in this slot are made only here, one at a time, so the id
+   * is this chat's alone in both feeds (the sender makes ids in its own
+   * slot). When it is already here (a retry), answers its id; only with
+   * `move` (that id was taken in the sender's feed) is it moved up to the new
+   * floor.
+   */
+  async accept(row: FeedRow, move = false, sender?: Sender, parties?: ChatParties): Promise<number | Refusal> {
+    const me = this.host.self.id;
+    // Whether the sender shares a company with this person needs this person's companies (once, before the change).
+    if (sender) await this.host.self.knowFacts();
+    const key = this.messageKey(row.sendableType, row.sendableId, row.messageId ?? "");
+    const existing = this.db.select({ id: feed.id }).from(feed).where(key).get();
+    if (existing && (!move || existing.id >= row.id)) return existing.id;
+    // The strangers' budget, per UTC day: people who know this person and their contacts are not counted.
+    if (!existing && !(sender && isAcquainted(this.db, sender))) {
+      const now = Date.now();
+      const day = utcDay(now);
+      const bytes = budgets.utf8Bytes(row.message);
+      if (!budgets.fitsToday(this.db, receivedDays, STRANGERS_BUDGET, day, bytes))
+        return budgets.strangersSpent(me, now);
+      budgets.charge(this.db, receivedDays, day, 1, bytes);
+    }
+    const id = nextId(me, Math.max(row.id - 1, this.newestTaken()));
+    if (existing) {
+      this.db.update(feed).set({ id }).where(eq(feed.id, existing.id)).run();
+    } else {
+      this.db
+        .insert(feed)
+        .values({ ...row, id, createdAt: new Date(row.createdAt) })
+        .run();
+      this.host.care();
+    }
+    this.host.stream().recorded(me, id, parties);
+    return id;
+  }
+
+  /**
+   * The feed's rows after `afterId` a reader may see now: below the lowest id
+   * a chat on its way has reserved (see sendChat), so nothing appears below
+   * what was read.
+   */
+  after(afterId: number, limit: number): FeedRow[] {
+    const barrier = this.reserved.size === 0 ? undefined : lt(feed.id, Math.min(...this.reserved));
+    return this.db
+      .select()
+      .from(feed)
+      .where(and(gt(feed.id, afterId), barrier))
+      .orderBy(asc(feed.id))
+      .limit(limit)
+      .all();
+  }
+
+  /** The rows after `afterId` (`rows`), and which of the people on them trusted this person (they know the reader). */
+  page(afterId: number, limit: number): { rows: FeedRow[]; trustedMe: number[] } {
+    const rows = this.after(afterId, limit);
+    const people = peopleOn(rows);
+    return { rows, trustedMe: people.length === 0 ? [] : trustedMe(this.db, people) };
+  }
+
+  /** The newest id in the feed; 0 when it is empty. */
+  newest(): number {
+    return lastId(this.db);
+  }
+
+  /** Which of `ids` trusted this person (the streams name them to the reader). */
+  trustedMe(ids: number[]): number[] {
+    return trustedMe(this.db, ids);
+  }
+
+  /** The newest id stored or reserved: a new record of this feed goes above it. */
+  private newestTaken(): number {
+    return Math.max(this.newest(), ...this.reserved);
+  }
+
+  private messageKey(sendableType: string, sendableId: number, messageId: string) {
+    return and(
+      eq(feed.sendableType, sendableType as FeedRow["sendableType"]),
+      eq(feed.sendableId, sendableId),
+      eq(feed.messageId, messageId),
+    );
+  }
+
+  /**
+   * The sender's earlier record with this `message_id`, when it is the same
+   * activity (a retry); a different activity under the id is a 409; none, null.
+   */
+  private sameMessage(input: ActivityInput): RecordAnswer | null {
+    if (!input.message_id) return null;
+    const first = this.db
+      .select()
+      .from(feed)
+      .where(this.messageKey(input.sendable_type, input.sendable_id, input.message_id))
+      .get();
+    if (!first) return null;
+    const same =
+      first.type === input.type &&
+      first.receivableType === input.receivable_type &&
+      first.receivableId === input.receivable_id;
+    return same
+      ? { ok: true, row: first }
+      : {
+          ok: false,
+          status: 409,
+          message: `\`message_id\` ${input.message_id} is already used by another of your activities`,
+        };
+  }
+}
+
+/** The newest id in a feed; 0 when it is empty. */
+export const lastId = (db: DrizzleSqliteDODatabase): number =>
+  db.select({ id: feed.id }).from(feed).orderBy(desc(feed.id)).limit(1).get()?.id ?? 0;
+
+/** The people a page of the feed names (parties of type person), once each. */
+const peopleOn = (rows: FeedRow[]): number[] => [
+  ...new Set(
+    rows.flatMap((row) => [
+      ...(row.sendableType === "person" ? [row.sendableId] : []),
+      ...(row.receivableType === "person" ? [row.receivableId] : []),
+    ]),
+  ),
+];
+
+/** Development only: wipes the feed. */
+export const clearFeed = (db: DrizzleSqliteDODatabase) => db.delete(feed).run();

@@ -1,0 +1,224 @@
+import { lt, sql, type SQL } from "drizzle-orm";
+import { inList } from "../../db/sql";
+import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import type { BlockedCallRow, FeedRow, StoredContact, TrustRequestRow } from "./api";
+import * as book from "./contacts";
+import * as keys from "./index-keys";
+import {
+  blockedCalls,
+  companyTrust,
+  contacts,
+  contactTombstones,
+  feed,
+  personTrust,
+  trustedBy,
+  trustRequests,
+  type ContactValueKind,
+} from "./schema";
+import { receiveMirror } from "./trust";
+
+/*
+ * THE ONE-TIME MOVE FROM D1 (docs/architecture.md, "The one-time move from
+ * D1"): the object's side of services/person-moves.ts. Everything of the move
+ * inside the object is here, plus its three RPC methods in person.ts
+ * (`importRows`, `finishMove`, `counts`) and the type re-export in api.ts.
+ * Once every person is `moved`, all of it goes together with the D1 tables:
+ * see docs/move-removal.md.
+ */
+
+type Db = DrizzleSqliteDODatabase;
+
+/** A trust request moved in from D1: its D1 id, its times in milliseconds. */
+export type MovedTrustRequestRow = Omit<TrustRequestRow, "decidedAt" | "createdAt" | "updatedAt"> & {
+  decidedAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+};
+/** A row moved in from D1: its D1 id, its time in milliseconds. */
+export type MovedFeedRow = Omit<FeedRow, "createdAt"> & { createdAt: number };
+/** A contact moved in from D1 (services/person-moves.ts): its D1 id and times. */
+export type MovedContact = StoredContact;
+
+/** One chunk of a person's rows moved in from D1 (services/person-moves.ts): D1 ids, times in ms. */
+export type MovedRows = {
+  feed?: MovedFeedRow[];
+  blockedCalls?: (BlockedCallRow & { id: number })[];
+  trustRequests?: MovedTrustRequestRow[];
+  contacts?: MovedContact[];
+  tombstones?: { contactId: number; deletedAt: number }[];
+  decisions?: { personId: number; trusted: boolean; updatedAt: number }[];
+  companySettings?: { companyId: number; trust: "trusted" | "negative"; updatedAt: number }[];
+  mirror?: { personId: number; trusted: boolean; decidedAt: number }[];
+};
+
+/** How many rows the object holds, per kind; `moved*`: of them, those that came from D1. */
+export type HeldCounts = {
+  feed: number;
+  blockedCalls: number;
+  movedFeed: number;
+  movedBlockedCalls: number;
+  movedTrustRequests: number;
+  movedContacts: number;
+  tombstones: number;
+  decisions: number;
+  companySettings: number;
+  mirror: number;
+  /** The move of this person finished: the object takes no more imports. */
+  finished: boolean;
+};
+
+/** Ids below this came from D1 (the move); ids this object makes are time-based and far above (ids.ts). */
+export const MOVED_ID_LIMIT = 2 ** 40;
+/** The object's own key-value storage: set once the one-time move of this person finished. */
+const MOVE_FINISHED = "move:finished";
+
+/** Whether the move of this person finished (`finishMove`): later imports change nothing. */
+export const finished = (storage: DurableObjectStorage): boolean => storage.kv.get(MOVE_FINISHED) === true;
+
+/** The move of this person's D1 rows finished. */
+export const finish = (storage: DurableObjectStorage): void => storage.kv.put(MOVE_FINISHED, true);
+
+/** Whether a chunk holds rows the retention alarm looks after. */
+export const needsCare = (rows: MovedRows): boolean =>
+  (rows.feed?.length ?? 0) + (rows.blockedCalls?.length ?? 0) + (rows.tombstones?.length ?? 0) > 0;
+
+/**
+ * Rows moved in from D1: inserted under their D1 ids, which no id made here
+ * can equal (ids here are time-based and far larger); a row already here is
+ * left as it is, so a repeated chunk changes nothing. The keys the contacts
+ * and decisions touch are marked due. Run in one transaction.
+ */
+export function importRows(db: Db, rows: MovedRows) {
+  if (rows.contacts) {
+    importContacts(db, rows.contacts);
+    keys.markDue(
+      db,
+      keys.keysOfPhones(
+        db,
+        rows.contacts.flatMap((contact) => contact.phones),
+      ),
+    );
+  }
+  for (const tombstone of rows.tombstones ?? []) {
+    db.insert(contactTombstones)
+      .values({ contactId: tombstone.contactId, deletedAt: new Date(tombstone.deletedAt) })
+      .onConflictDoNothing()
+      .run();
+  }
+  for (const decision of rows.decisions ?? []) {
+    db.insert(personTrust)
+      .values({ ...decision, updatedAt: new Date(decision.updatedAt) })
+      .onConflictDoNothing()
+      .run();
+  }
+  for (const setting of rows.companySettings ?? []) {
+    db.insert(companyTrust)
+      .values({ ...setting, updatedAt: new Date(setting.updatedAt) })
+      .onConflictDoNothing()
+      .run();
+  }
+  for (const mirrored of rows.mirror ?? []) receiveMirror(db, mirrored.personId, mirrored.trusted, mirrored.decidedAt);
+  if ((rows.decisions?.length ?? 0) + (rows.companySettings?.length ?? 0) > 0) {
+    keys.markDue(db, keys.receiverKeys(db));
+  }
+  for (const request of rows.trustRequests ?? []) {
+    db.insert(trustRequests)
+      .values({
+        ...request,
+        decidedAt: request.decidedAt === null ? null : new Date(request.decidedAt),
+        createdAt: new Date(request.createdAt),
+        updatedAt: new Date(request.updatedAt),
+      })
+      .onConflictDoNothing()
+      .run();
+  }
+  for (const row of rows.feed ?? []) {
+    db.insert(feed)
+      .values({ ...row, createdAt: new Date(row.createdAt) })
+      .onConflictDoNothing()
+      .run();
+  }
+  for (const call of rows.blockedCalls ?? []) {
+    db.insert(blockedCalls)
+      .values({ ...call, createdAt: new Date(call.createdAt) })
+      .onConflictDoNothing()
+      .run();
+  }
+}
+
+/**
+ * Contacts moved in from D1 under their D1 ids; one already here is left as
+ * it is, and one deleted here since (its tombstone) is not brought back.
+ */
+function importContacts(db: Db, all: MovedContact[]) {
+  const deleted = new Set(
+    db
+      .select({ id: contactTombstones.contactId })
+      .from(contactTombstones)
+      .where(
+        inList(
+          contactTombstones.contactId,
+          all.map((row) => row.id),
+        ),
+      )
+      .all()
+      .map((row) => row.id),
+  );
+  const moved = all.filter((row) => !deleted.has(row.id));
+  book.insertContacts(
+    db,
+    moved.map((row) => ({ ...row, createdAt: new Date(row.createdAt), updatedAt: new Date(row.updatedAt) })),
+  );
+  const values: [number, ContactValueKind, number, string][] = [];
+  for (const row of moved) {
+    row.emails.forEach((value, i) => values.push([row.id, "email", i, value]));
+    row.phones.forEach((value, i) => values.push([row.id, "phone", i, value]));
+    row.addresses.forEach((value, i) => values.push([row.id, "address", i, value]));
+  }
+  book.insertValues(db, values);
+}
+
+/**
+ * How many rows the object holds, per kind, and how many of them came from
+ * D1 (their ids are below `MOVED_ID_LIMIT`; ids made here are far above).
+ */
+export function counts(db: Db, storage: DurableObjectStorage): HeldCounts {
+  const moved = (table: typeof feed | typeof blockedCalls | typeof trustRequests | typeof contacts) =>
+    rowsIn(db, table, lt(table.id, MOVED_ID_LIMIT));
+  return {
+    feed: rowsIn(db, feed),
+    blockedCalls: rowsIn(db, blockedCalls),
+    movedFeed: moved(feed),
+    movedBlockedCalls: moved(blockedCalls),
+    movedTrustRequests: moved(trustRequests),
+    movedContacts: moved(contacts),
+    tombstones: rowsIn(db, contactTombstones),
+    decisions: rowsIn(db, personTrust),
+    companySettings: rowsIn(db, companyTrust),
+    mirror: rowsIn(db, trustedBy),
+    finished: finished(storage),
+  };
+}
+
+/** How many rows a table of the object holds (those `where` selects, if given). */
+function rowsIn(
+  db: Db,
+  table:
+    | typeof feed
+    | typeof blockedCalls
+    | typeof trustRequests
+    | typeof contacts
+    | typeof contactTombstones
+    | typeof personTrust
+    | typeof companyTrust
+    | typeof trustedBy,
+  where?: SQL,
+): number {
+  return (
+    db
+      .select({ n: sql<number>`count(*)` })
+      .from(table)
+      .where(where)
+      .get()?.n ?? 0
+  );
+}

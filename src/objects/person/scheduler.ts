@@ -1,0 +1,126 @@
+import { sql } from "drizzle-orm";
+import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
+import type { Requester } from "../../domain/stream";
+import { TOKEN_RECHECK_MS } from "../../domain/stream";
+import { logError } from "../../lib/log";
+import * as budgets from "./budgets";
+import * as idempotency from "./idempotency";
+import * as keys from "./index-keys";
+import type { KeyWriter } from "./index-writer";
+import { DAY_MS, KEEP } from "./limits";
+import * as requests from "./requests";
+import { blockedCalls, contactTombstones, feed, trustRequests } from "./schema";
+import type { Self } from "./self";
+import type { Stream } from "./stream";
+import * as trust from "./trust";
+
+/*
+ * What the object does after a commit and on its own alarm: the deliveries
+ * others wait for (index keys, mirrors, trust requests), each retried by the
+ * alarm until it lands (1 s, doubling with the attempts, at most 60 s), and
+ * the retention (blocked calls 90 days, activity 365 days, trust requests not
+ * asked again for 365 days, tombstones 90 days, idempotency keys a day,
+ * budget days before yesterday), at most `PRUNE_CHUNK` rows per table per
+ * alarm; while a table had a full chunk the next alarm follows at once,
+ * otherwise in a day. While sockets are open, their tokens are checked again
+ * at least every `TOKEN_RECHECK_MS`.
+ */
+
+/** Rows one alarm deletes per table before it hands over to the next alarm. */
+const PRUNE_CHUNK = 1_000;
+
+export type SchedulerHost = {
+  ctx: DurableObjectState;
+  db: DrizzleSqliteDODatabase;
+  self: Self;
+  stream: Stream;
+  writer: KeyWriter;
+};
+
+export class Scheduler {
+  constructor(private readonly host: SchedulerHost) {}
+
+  /** The alarm: first what others wait for, then the retention, then the streams' tokens. */
+  async run(): Promise<void> {
+    const { db, ctx } = this.host;
+    await Promise.all([this.flushIndex(), this.sendMirrors(), this.sendRequests()]);
+    const now = Date.now();
+    const chunk = (
+      table: typeof feed | typeof blockedCalls | typeof trustRequests | typeof contactTombstones,
+      column: AnySQLiteColumn,
+      days: number,
+    ) =>
+      db
+        .delete(table)
+        .where(sql`rowid in (select rowid from ${table} where ${column} < ${now - days * DAY_MS} limit ${PRUNE_CHUNK})`)
+        .returning({ at: column })
+        .all().length;
+    const pruned = [
+      chunk(blockedCalls, blockedCalls.createdAt, KEEP.blockedCallDays),
+      chunk(feed, feed.createdAt, KEEP.activityDays),
+      chunk(trustRequests, trustRequests.updatedAt, KEEP.trustRequestDays),
+      chunk(contactTombstones, contactTombstones.deletedAt, KEEP.tombstoneDays),
+      idempotency.prune(db, now, PRUNE_CHUNK),
+    ];
+    budgets.pruneDays(db, now);
+    const more = pruned.some((n) => n >= PRUNE_CHUNK);
+    await ctx.storage.setAlarm(now + (more ? 1_000 : DAY_MS));
+    await this.retryLater();
+    await this.checkStreams();
+  }
+
+  /** Writes the due index keys (after any write under way); a refused write is retried by the alarm. */
+  flushIndex(): Promise<void> {
+    if (this.host.self.erased) return Promise.resolve();
+    return this.host.writer.flush().then(
+      ({ failed }) => (failed > 0 ? this.retryLater() : undefined),
+      (err: unknown) => {
+        logError("writing the trust index failed; the object's alarm retries it", err);
+        return this.retryLater();
+      },
+    );
+  }
+
+  /** Sends the mirrors not yet delivered to the people they are about; a failure waits for the alarm. */
+  async sendMirrors(): Promise<void> {
+    const { db, self } = this.host;
+    if (await trust.sendMirrors(db, self.known(), (id) => self.peer(id))) await this.retryLater();
+  }
+
+  /** Sends the trust requests not yet delivered; a failure waits for the alarm. */
+  async sendRequests(requester?: Requester): Promise<void> {
+    const { db, self } = this.host;
+    if (await requests.sendQueued(db, (id) => self.peer(id), requester)) await this.retryLater();
+  }
+
+  /** Brings the alarm forward while index writes, mirrors or requests are due: 1 s, doubling, at most 60 s. */
+  async retryLater(): Promise<void> {
+    const { db } = this.host;
+    const { due, attempts } = keys.dueState(db);
+    if (!due && trust.mirrorsQueued(db) === 0 && requests.queuedCount(db) === 0) return;
+    await this.alarmBy(Date.now() + Math.min(60_000, 1_000 * 2 ** Math.min(attempts, 6)));
+  }
+
+  /** Sets the alarm to `when` unless it is set to go off sooner. */
+  async alarmBy(when: number): Promise<void> {
+    const at = await this.host.ctx.storage.getAlarm();
+    if (at === null || at > when) await this.host.ctx.storage.setAlarm(when);
+  }
+
+  /** Makes sure a retention alarm is set (the first write sets it; each alarm sets the next, at most a day ahead). */
+  care(): void {
+    void this.alarmBy(Date.now() + DAY_MS);
+  }
+
+  /** A stream opened: its token is checked again within `TOKEN_RECHECK_MS`. */
+  watchStreams(): Promise<void> {
+    return this.alarmBy(Date.now() + TOKEN_RECHECK_MS);
+  }
+
+  /** While sockets are open, their tokens are checked again at least every `TOKEN_RECHECK_MS`. */
+  private async checkStreams(): Promise<void> {
+    await this.host.stream.checkTokens();
+    if (this.host.stream.open()) await this.watchStreams();
+  }
+}

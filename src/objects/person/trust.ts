@@ -1,0 +1,179 @@
+import { and, eq, sql } from "drizzle-orm";
+import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import type { CallPolicy } from "../../domain/caller-verification";
+import { inList } from "../../db/sql";
+import { logError } from "../../lib/log";
+import { MIRROR_INLINE, type ContactRead } from "./api";
+import * as keys from "./index-keys";
+import type { Person } from "./person";
+import * as requests from "./requests";
+import { companyTrust, mirrorOutbox, personTrust, settings, trustedBy } from "./schema";
+
+/*
+ * The person's trust (docs/architecture.md, "What crosses people"): their
+ * decisions about people and companies, who may ring them, and the mirror
+ * (others' decisions about them), with the outbox of mirrors on their way.
+ * Functions over the object's database, run inside its methods; only
+ * `sendMirrors` awaits (after the commit). A change marks the receiver
+ * record's key due in its own transaction (index-keys.ts).
+ */
+
+type Db = DrizzleSqliteDODatabase;
+
+/**
+ * This person decides about `other`, who asked them for trust (pending or
+ * decided before) or about whom they decided already; false (nothing
+ * written) for anyone else. The decision, the closed request and the mirror
+ * to send: run in one transaction.
+ */
+export function decide(db: Db, other: number, trusted: boolean, now: number): boolean {
+  const known =
+    requests.askedBy(db, other) ||
+    db.select({ id: personTrust.personId }).from(personTrust).where(eq(personTrust.personId, other)).get();
+  if (!known) return false;
+  db.insert(personTrust)
+    .values({ personId: other, trusted, updatedAt: new Date(now) })
+    .onConflictDoUpdate({ target: personTrust.personId, set: { trusted, updatedAt: new Date(now) } })
+    .run();
+  requests.close(db, other, trusted);
+  db.insert(mirrorOutbox)
+    .values({ personId: other, trusted, decidedAt: now })
+    .onConflictDoUpdate({ target: mirrorOutbox.personId, set: { trusted, decidedAt: now } })
+    .run();
+  keys.markDue(db, keys.receiverKeys(db));
+  return true;
+}
+
+/** Whom this person decided about, and how (`trusted`), for these ids; all when `ids` is left out. */
+export function decisions(db: Db, ids?: number[]): { personId: number; trusted: boolean }[] {
+  return db
+    .select({ personId: personTrust.personId, trusted: personTrust.trusted })
+    .from(personTrust)
+    .where(ids ? inList(personTrust.personId, ids) : undefined)
+    .all();
+}
+
+/** The mirror: `from` decided about this person at `decidedAt` (ms); an older decision arriving late changes nothing. */
+export function receiveMirror(db: Db, from: number, trusted: boolean, decidedAt: number): void {
+  db.insert(trustedBy)
+    .values({ personId: from, trusted, decidedAt })
+    .onConflictDoUpdate({
+      target: trustedBy.personId,
+      set: { trusted, decidedAt },
+      setWhere: sql`${trustedBy.decidedAt} <= excluded.decided_at`,
+    })
+    .run();
+}
+
+/** The people among `ids` who trusted this person (the mirror); all of them when `ids` is left out. */
+export function trustedMe(db: Db, ids?: number[]): number[] {
+  return db
+    .select({ id: trustedBy.personId })
+    .from(trustedBy)
+    .where(and(eq(trustedBy.trusted, true), ids ? inList(trustedBy.personId, ids) : undefined))
+    .all()
+    .map((row) => row.id);
+}
+
+/** Who trusted this person, as a read carries it: everyone up to `MIRROR_INLINE`, else nobody (`trustedMeOf: []`). */
+export function mirrorForRead(db: Db): Pick<ContactRead, "trustedMe" | "trustedMeOf"> {
+  const ids = db
+    .select({ id: trustedBy.personId })
+    .from(trustedBy)
+    .where(eq(trustedBy.trusted, true))
+    .limit(MIRROR_INLINE + 1)
+    .all()
+    .map((row) => row.id);
+  return ids.length > MIRROR_INLINE ? { trustedMe: [], trustedMeOf: [] } : { trustedMe: ids };
+}
+
+/**
+ * Sets (null: removes) this person's trust in a company, in one transaction.
+ * `visible`: D1 found the company among those they may name; a company they
+ * already have a setting for is visible too. Answers null for anything else
+ * (nothing written), false when nothing changed, true when it did.
+ */
+export function setCompanyTrust(
+  db: Db,
+  companyId: number,
+  trust: "trusted" | "negative" | null,
+  visible: boolean,
+): boolean | null {
+  const existing = db.select().from(companyTrust).where(eq(companyTrust.companyId, companyId)).get();
+  if (!visible && !existing) return null;
+  if (existing?.trust === trust) return false;
+  if (trust === null) db.delete(companyTrust).where(eq(companyTrust.companyId, companyId)).run();
+  else
+    db.insert(companyTrust)
+      .values({ companyId, trust, updatedAt: new Date() })
+      .onConflictDoUpdate({ target: companyTrust.companyId, set: { trust, updatedAt: new Date() } })
+      .run();
+  keys.markDue(db, keys.receiverKeys(db));
+  return true;
+}
+
+/** This person's company settings (all, or those of `companyIds`). */
+export function companySettings(
+  db: Db,
+  companyIds?: number[],
+): { companyId: number; trust: "trusted" | "negative"; updatedAt: number }[] {
+  return db
+    .select()
+    .from(companyTrust)
+    .where(companyIds ? inList(companyTrust.companyId, companyIds) : undefined)
+    .all()
+    .map((row) => ({ ...row, updatedAt: row.updatedAt.getTime() }));
+}
+
+/** Who may ring this person (`everyone` until they choose). */
+export const callPolicy = (db: Db): CallPolicy =>
+  db.select({ calls: settings.calls }).from(settings).get()?.calls ?? "everyone";
+
+/** Sets who may ring this person, in one transaction; false when nothing changed. */
+export function setCallPolicy(db: Db, calls: CallPolicy): boolean {
+  if (callPolicy(db) === calls) return false;
+  const updatedAt = new Date();
+  db.insert(settings)
+    .values({ one: 1, calls, updatedAt })
+    .onConflictDoUpdate({ target: settings.one, set: { calls, updatedAt } })
+    .run();
+  keys.markDue(db, keys.receiverKeys(db));
+  return true;
+}
+
+/** How many mirrors are on their way. */
+export const mirrorsQueued = (db: Db): number =>
+  db
+    .select({ n: sql<number>`count(*)` })
+    .from(mirrorOutbox)
+    .get()?.n ?? 0;
+
+/**
+ * Sends the mirrors not yet delivered (from person `me`) to the people they
+ * are about; answers whether one failed (it stays queued for the alarm).
+ */
+export async function sendMirrors(
+  db: Db,
+  me: number | null,
+  peer: (personId: number) => DurableObjectStub<Person>,
+): Promise<boolean> {
+  const due = db.select().from(mirrorOutbox).all();
+  if (me === null || due.length === 0) return false;
+  const failed = await Promise.all(
+    due.map(async (row) => {
+      try {
+        await peer(row.personId).receiveMirror(me, row.trusted, row.decidedAt);
+        db.delete(mirrorOutbox)
+          .where(and(eq(mirrorOutbox.personId, row.personId), eq(mirrorOutbox.decidedAt, row.decidedAt)))
+          .run();
+        return false;
+      } catch (err) {
+        logError("a trust decision's mirror did not reach the other person; the alarm retries it", err, {
+          personId: row.personId,
+        });
+        return true;
+      }
+    }),
+  );
+  return failed.some(Boolean);
+}
