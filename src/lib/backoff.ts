@@ -1,7 +1,8 @@
 /**
  * How long a retry waits: `base` doubled per attempt, at most `cap`
  * (`attempt` 0 waits `base`; units are the caller's: ms or s). The one
- * backoff of the Worker: queue retries, the inline index work, and, as SQL
+ * backoff of the Worker and the objects: queue retries, the inline index work,
+ * the person object's alarm retrying its deliveries, and, as SQL
  * (`backoffSql`, db/sql.ts), the rows a sweep takes again later.
  */
 export type Backoff = { base: number; cap: number };

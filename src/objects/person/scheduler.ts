@@ -3,6 +3,7 @@ import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Requester } from "../../domain/stream";
 import { TOKEN_RECHECK_MS } from "../../domain/stream";
+import { backoff } from "../../lib/backoff";
 import { logError } from "../../lib/log";
 import * as budgets from "./budgets";
 import * as idempotency from "./idempotency";
@@ -14,6 +15,9 @@ import { blockedCalls, contactTombstones, feed, trustRequests } from "./schema";
 import type { Self } from "./self";
 import type { Stream } from "./stream";
 import * as trust from "./trust";
+
+/** The alarm's retry of deliveries that failed (keys, mirrors, requests), in ms. */
+const RETRY = { base: 1_000, cap: 60_000 };
 
 /*
  * What the object does after a commit and on its own alarm: the deliveries
@@ -94,12 +98,12 @@ export class Scheduler {
     if (await requests.sendQueued(db, (id) => self.peer(id), requester)) await this.retryLater();
   }
 
-  /** Brings the alarm forward while index writes, mirrors or requests are due: 1 s, doubling, at most 60 s. */
+  /** Brings the alarm forward while index writes, mirrors or requests are due: `RETRY` (1 s, doubling, at most 60 s). */
   async retryLater(): Promise<void> {
     const { db } = this.host;
     const { due, attempts } = keys.dueState(db);
     if (!due && trust.mirrorsQueued(db) === 0 && requests.queuedCount(db) === 0) return;
-    await this.alarmBy(Date.now() + Math.min(60_000, 1_000 * 2 ** Math.min(attempts, 6)));
+    await this.alarmBy(Date.now() + backoff(attempts, RETRY));
   }
 
   /** Sets the alarm to `when` unless it is set to go off sooner. */
