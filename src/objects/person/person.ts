@@ -1078,7 +1078,8 @@ export class Person extends DurableObject<Env> {
     const run = this.flushing.then(() => keys.flushKeys(this.db, this.env.TRUST_INDEX));
     this.flushing = run.catch(() => undefined);
     return run.then(
-      ({ failed }) => (failed > 0 ? this.retryLater() : undefined),
+      // Keys refused, or written less than a second ago (db/kv-writes.ts): the alarm writes them when they may go.
+      ({ nextAt }) => (nextAt !== null ? this.alarmBy(nextAt) : undefined),
       (err: unknown) => {
         logError("writing the trust index failed; the object's alarm retries it", err);
         return this.retryLater();
@@ -1115,7 +1116,7 @@ export class Person extends DurableObject<Env> {
   private async retryLater(): Promise<void> {
     const { due, attempts } = keys.dueState(this.db);
     if (!due && this.rowsIn(mirrorOutbox) === 0 && requests.queuedCount(this.db) === 0) return;
-    await this.alarmBy(Date.now() + Math.min(60_000, 1_000 * 2 ** Math.min(attempts, 6)));
+    await this.alarmBy(Date.now() + keys.retryDelayMs(attempts));
   }
 
   /** Sets the alarm to `when` unless it is set to go off sooner. */
