@@ -3,6 +3,7 @@ import { vi } from "vitest";
 import { expect } from "vitest";
 import { DEMO } from "../src/fixtures/demo-world";
 import { INDEX_COMPLETE_KEY } from "../src/domain/trust-records";
+import { KEY_WRITE_GAP_MS } from "../src/db/kv-writes";
 import { personStub } from "../src/objects/person/name";
 import { fileTokens, type Who } from "./principals";
 
@@ -223,3 +224,51 @@ export const countInPersonObject = async (personId: number, query: string, ...pa
  * a lookup whose keys are absent then falls back to D1 (docs/architecture.md, "The rebuild and its mark").
  */
 export const withoutIndexMark = () => env.TRUST_INDEX.delete(INDEX_COMPLETE_KEY);
+
+/**
+ * Waits until person `personId`'s object has written every trust-index key it holds due. A key
+ * written less than a second ago stays due until that second has passed (at most one KV write per
+ * key per second, src/db/kv-writes.ts) and the object's alarm writes it then: this waits the
+ * second out and runs the alarm, so a test sees a second change within the second arrive.
+ */
+export async function indexKeysWritten(personId: number, timeoutMs = 10_000): Promise<void> {
+  const { runDurableObjectAlarm, runInDurableObject } = await import("cloudflare:test");
+  const stub = personObject(personId);
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const [due] = await inPersonObject<{ n: number; last: number | null }>(
+      personId,
+      "select count(*) as n, max(written_at) as last from index_keys where due = 1",
+    );
+    if (due!.n === 0) return;
+    if (Date.now() > until) throw new Error(`person ${personId}'s index keys are still due after ${timeoutMs} ms`);
+    const wait = (due!.last ?? 0) + KEY_WRITE_GAP_MS - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait + 5));
+    await runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now()));
+    await runDurableObjectAlarm(stub);
+  }
+}
+
+/**
+ * Applies the index work of `keys` until none of their rows is left due. A key written less than a
+ * second ago is deferred (its row due again when that second has passed), so this waits that out
+ * and applies again, as the background queue does.
+ */
+export async function indexWorkApplied(keys: string[], timeoutMs = 10_000): Promise<void> {
+  const { applyIndexWork } = await import("../src/services/index-apply");
+  const { createDb } = await import("../src/db/client");
+  const { createDeps } = await import("../src/services/outbox");
+  const deps = { db: createDb(env.DB), kv: env.TRUST_INDEX, persons: createDeps(env).persons };
+  const until = Date.now() + timeoutMs;
+  const left = () =>
+    countRows(
+      "select count(*) as n from index_work where key in (select value from json_each(?))",
+      JSON.stringify(keys),
+    );
+  for (;;) {
+    await applyIndexWork(deps, { keys });
+    if ((await left()) === 0) return;
+    if (Date.now() > until) throw new Error(`index work of ${keys.join(", ")} still due after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}

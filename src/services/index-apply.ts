@@ -46,7 +46,8 @@ export type ApplyResult = {
  * those keys are the objects' now.
  *
  * `keys`: those keys (after a commit); else the oldest due rows, at most
- * `limit` (the sweep). Cost in D1: 1 claim; in one round, for `num:` keys
+ * `limit` (the sweep). `waitDeferred`: a key held back is waited for (at
+ * most a second) and applied again before answering. Cost in D1: 1 claim; in one round, for `num:` keys
  * a read batch (3 reads), the last digests and write times of the `num:`
  * and `tok:` keys, for `tok:` keys 1 read, for `prs:` keys the people's facts
  * (2 reads, then one RPC per object); 1 write batch (4 statements) — at most
@@ -60,7 +61,8 @@ export async function applyIndexWork(
     now = new Date(),
     limit = 200,
     force = false,
-  }: { keys?: string[]; now?: Date; limit?: number; force?: boolean },
+    waitDeferred = false,
+  }: { keys?: string[]; now?: Date; limit?: number; force?: boolean; waitDeferred?: boolean },
 ): Promise<ApplyResult> {
   const none: ApplyResult = { applied: [], unchanged: [], failed: [], deferred: [], busy: [] };
   if (keys && keys.length === 0) return none;
@@ -160,12 +162,24 @@ export async function applyIndexWork(
     ),
     batchableAll(db, sql`update ${indexWork} set lease_id = null, lease_until = null where lease_id = ${lease}`),
   ]);
-  return {
+  const result = {
     applied: applied.map((row) => row.key),
     unchanged: applied.filter((row) => row.write?.outcome !== "written").map((row) => row.key),
     failed,
     deferred,
     busy: busyOf(claimedKeys),
+  };
+  if (!waitDeferred || deferred.length === 0) return result;
+  // `waitDeferred` (a fill, the rebuild: nothing else retries them soon): the second is waited out here.
+  const until = Math.max(...later.filter((row) => row.write?.outcome === "deferred").map((row) => row.write!.at));
+  await scheduler.wait(Math.max(0, until - Date.now()));
+  const again = await applyIndexWork({ db, kv, persons }, { keys: deferred, force });
+  return {
+    applied: [...result.applied, ...again.applied],
+    unchanged: [...result.unchanged, ...again.unchanged],
+    failed: [...failed, ...again.failed],
+    deferred: again.deferred,
+    busy: [...result.busy, ...again.busy],
   };
 }
 

@@ -174,7 +174,8 @@ async function fill(deps: IndexDeps, computed: Map<string, string>) {
   if (full.length > 0) {
     await deps.db.batch([workForKeys(deps.db, full, now)]);
     // KV lacks these keys whatever the digests say (expired, or never put): put them.
-    await applyIndexWork(deps, { keys: full, now, force: true });
+    // A key written less than a second ago (KV lost it since) is put once that second has passed.
+    await applyIndexWork(deps, { keys: full, now, force: true, waitDeferred: true });
   }
 }
 

@@ -1,7 +1,13 @@
 import { eq, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import { KEY_WRITE_GAP_MS, nextWriteAt, writeDueKeys } from "../../db/kv-writes";
-import { bucketOf, contactBucketKey, contactPhoneList, receiverKey, type ReceiverRecord } from "../../domain/trust-records";
+import {
+  bucketOf,
+  contactBucketKey,
+  contactPhoneList,
+  receiverKey,
+  type ReceiverRecord,
+} from "../../domain/trust-records";
 import { contactPhones, nonEmptyBuckets } from "./contacts";
 import { companyTrust, facts, indexKeys, personTrust, settings } from "./schema";
 import type { Facts } from "../../domain/facts";
@@ -130,7 +136,9 @@ export async function flushKeys(
   now = Date.now(),
 ): Promise<{ failed: number; nextAt: number | null }> {
   // A deleted key's row is kept for a second (its write time holds the next write back), then forgotten.
-  db.run(sql`delete from ${indexKeys} where due = 0 and digest is null and (written_at is null or written_at <= ${now - KEY_WRITE_GAP_MS})`);
+  db.run(
+    sql`delete from ${indexKeys} where due = 0 and digest is null and (written_at is null or written_at <= ${now - KEY_WRITE_GAP_MS})`,
+  );
   const due = db.select().from(indexKeys).where(eq(indexKeys.due, true)).all();
   if (due.length === 0) return { failed: 0, nextAt: null };
   const current = readFacts(db);
