@@ -250,25 +250,39 @@ export async function indexKeysWritten(personId: number, timeoutMs = 10_000): Pr
 }
 
 /**
- * Applies the index work of `keys` until none of their rows is left due. A key written less than a
- * second ago is deferred (its row due again when that second has passed), so this waits that out
- * and applies again, as the background queue does.
+ * Applies the index work of `keys` (all that is recorded, by default) until none of their rows is
+ * left. A key written less than a second ago is deferred (its row due again when that second has
+ * passed), so this waits that out and applies again, as the background queue does.
  */
-export async function indexWorkApplied(keys: string[], timeoutMs = 10_000): Promise<void> {
+export async function indexWorkApplied(keys?: string[], timeoutMs = 10_000): Promise<void> {
   const { applyIndexWork } = await import("../src/services/index-apply");
   const { createDb } = await import("../src/db/client");
   const { createDeps } = await import("../src/services/outbox");
   const deps = { db: createDb(env.DB), kv: env.TRUST_INDEX, persons: createDeps(env).persons };
   const until = Date.now() + timeoutMs;
-  const left = () =>
-    countRows(
-      "select count(*) as n from index_work where key in (select value from json_each(?))",
-      JSON.stringify(keys),
-    );
   for (;;) {
-    await applyIndexWork(deps, { keys });
-    if ((await left()) === 0) return;
-    if (Date.now() > until) throw new Error(`index work of ${keys.join(", ")} still due after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const { results } = await env.DB.prepare("select key from index_work").all<{ key: string }>();
+    const left = results.map((row) => row.key).filter((key) => !keys || keys.includes(key));
+    if (left.length === 0) return;
+    if (Date.now() > until) throw new Error(`index work of ${left.join(", ")} still due after ${timeoutMs} ms`);
+    await applyIndexWork(deps, { keys: left });
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/**
+ * Waits until the trust index holds every change made so far: D1's index work applied
+ * (`indexWorkApplied`) and these people's objects' due keys written (`indexKeysWritten`).
+ */
+export async function trustIndexSettled(...personIds: number[]): Promise<void> {
+  await indexWorkApplied();
+  for (const personId of personIds) await indexKeysWritten(personId);
+}
+
+/** `trustIndexSettled` for the holder of secure number `receiverE164` (if anyone holds it). */
+export async function trustIndexSettledFor(receiverE164: string): Promise<void> {
+  const row = await env.DB.prepare("select person_id as id from secure_numbers where e164 = ?")
+    .bind(receiverE164)
+    .first<{ id: number | null }>();
+  await trustIndexSettled(...(row?.id ? [row.id] : []));
 }

@@ -22,9 +22,9 @@ function recordWrites() {
   const kv = env.TRUST_INDEX;
   const put = kv.put.bind(kv);
   const del = kv.delete.bind(kv);
-  vi.spyOn(kv, "put").mockImplementation(((key: string, ...rest: never[]) => {
+  vi.spyOn(kv, "put").mockImplementation(((key: string, value: string, options?: KVNamespacePutOptions) => {
     writes.push({ key, at: Date.now() });
-    return put(key, ...rest);
+    return put(key, value, options);
   }) as never);
   vi.spyOn(kv, "delete").mockImplementation(((key: string) => {
     writes.push({ key, at: Date.now() });
