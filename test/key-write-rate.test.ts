@@ -7,7 +7,7 @@ import { createDeps } from "../src/services/outbox";
 import { as, DEMO, indexKeysWritten, indexWorkApplied, personObject } from "./helpers";
 
 /**
- * No KV key is written more than once a second (docs/architecture.md, "One writer of due keys"):
+ * No KV key is written more than once a second (docs/architecture.md, "The trust index"):
  * both writers of the trust index — a person's object and D1's index work — write through
  * src/db/kv-writes.ts, which writes a key's first change at once and coalesces the changes that
  * follow within the second into one write when it has passed. Every write (put or delete) is

@@ -2,8 +2,8 @@ import { digestOf, WRITTEN_TRUSTED_MS } from "../domain/trust-records";
 import { logError } from "../lib/log";
 
 /*
- * The one writer of due KV keys (docs/architecture.md, "One writer of due
- * keys"), used by both sides that keep index keys: each person's object
+ * The one writer of due KV keys (docs/architecture.md, "The trust index":
+ * "One writer of due keys"), used by both sides that keep index keys: each person's object
  * (`rcv:`/`rcvn:`, src/objects/person/index-keys.ts) and D1's index work
  * (`num:`, `tok:`, services/index-apply.ts). Each side keeps, per key, what it
  * last wrote (the digest and the time) in its own storage and holds the key
