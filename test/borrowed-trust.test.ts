@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { as, call, countInPersonObject, DEMO, employeeBody, expectError, fresh } from "./helpers";
+import { as, call, countInPersonObject, DEMO, employeeBody, expectError, fresh, trustIndexSettledFor } from "./helpers";
 
 /*
  * Trust that cannot be borrowed (docs/security.md, "Borrowed trust"): a
@@ -18,6 +18,8 @@ async function secureNumberOf(who: "alice" | "bob" | "carol"): Promise<string> {
 
 /** Would a call from `from` to `to` ring? (the telephony provider's question) */
 async function rings(to: string, from: string): Promise<Lookup> {
+  // Once the index holds every change so far (a key changed twice within a second: written when it has passed).
+  await trustIndexSettledFor(to);
   const response = await call(`/apps/buzz/trust-lookup?${new URLSearchParams({ number: to, inbound: from })}`, {
     token: DEMO.tokens.telephony,
   });

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { as, call, countD1, DEMO, expectError, inPersonObject, personObject } from "./helpers";
+import { as, call, countD1, DEMO, expectError, indexKeysWritten, inPersonObject, personObject } from "./helpers";
 import { fileTokens } from "./principals";
 
 /**
@@ -184,6 +184,8 @@ describe("strict mode: PUT /me/settings {calls: verified_only}", () => {
   it("only level A (or a SIP pass) rings, even a trusted caller; the rest are blocked as verification required", async () => {
     expect(await answer(await lookup({ StirVerstat: "TN-Validation-Passed-B" }))).toMatchObject({ trusted: true });
     expect((await as("bob").send("PUT", "/me/settings", { calls: "verified_only" })).status).toBe(200);
+    // Written once a second has passed since the record's last write (src/db/kv-writes.ts).
+    await indexKeysWritten(bob);
     // The receiver record in KV carries the choice: the lookup reads nothing else.
     const values = await personObject(bob).indexValues();
     expect(JSON.parse(values[`rcv:${BOB}`]!)).toMatchObject({ p: bob, vo: 1 });
@@ -225,6 +227,7 @@ describe("strict mode: PUT /me/settings {calls: verified_only}", () => {
     expect(d1.statements).toBe(0);
 
     expect((await as("bob").send("PUT", "/me/settings", { calls: "everyone" })).status).toBe(200);
+    await indexKeysWritten(bob);
     expect(await answer(await lookup({ StirVerstat: "TN-Validation-Passed-B" }))).toMatchObject({ trusted: true });
   });
 

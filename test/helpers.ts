@@ -3,6 +3,7 @@ import { vi } from "vitest";
 import { expect } from "vitest";
 import { DEMO } from "../src/fixtures/demo-world";
 import { INDEX_COMPLETE_KEY } from "../src/domain/trust-records";
+import { KEY_WRITE_GAP_MS } from "../src/db/kv-writes";
 import { personStub } from "../src/objects/person/name";
 import { fileTokens, type Who } from "./principals";
 
@@ -225,3 +226,65 @@ export const countInPersonObject = async (personId: number, query: string, ...pa
  * a lookup whose keys are absent then falls back to D1 (docs/architecture.md, "The rebuild and its mark").
  */
 export const withoutIndexMark = () => env.TRUST_INDEX.delete(INDEX_COMPLETE_KEY);
+
+/**
+ * Waits until person `personId`'s object has written every trust-index key it holds due. A key
+ * written less than a second ago stays due until that second has passed (at most one KV write per
+ * key per second, src/db/kv-writes.ts) and the object's alarm writes it then: this waits the
+ * second out and runs the alarm, so a test sees a second change within the second arrive.
+ */
+export async function indexKeysWritten(personId: number, timeoutMs = 10_000): Promise<void> {
+  const { runDurableObjectAlarm, runInDurableObject } = await import("cloudflare:test");
+  const stub = personObject(personId);
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const [due] = await inPersonObject<{ n: number; last: number | null }>(
+      personId,
+      "select count(*) as n, max(written_at) as last from index_keys where due = 1",
+    );
+    if (due!.n === 0) return;
+    if (Date.now() > until) throw new Error(`person ${personId}'s index keys are still due after ${timeoutMs} ms`);
+    const wait = (due!.last ?? 0) + KEY_WRITE_GAP_MS - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait + 5));
+    await runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now()));
+    await runDurableObjectAlarm(stub);
+  }
+}
+
+/**
+ * Applies the index work of `keys` (all that is recorded, by default) until none of their rows is
+ * left. A key written less than a second ago is deferred (its row due again when that second has
+ * passed), so this waits that out and applies again, as the background queue does.
+ */
+export async function indexWorkApplied(keys?: string[], timeoutMs = 10_000): Promise<void> {
+  const { applyIndexWork } = await import("../src/services/index-apply");
+  const { createDb } = await import("../src/db/client");
+  const { createDeps } = await import("../src/services/deps");
+  const deps = { db: createDb(env.DB), kv: env.TRUST_INDEX, objects: createDeps(env).objects };
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const { results } = await env.DB.prepare("select key from index_work").all<{ key: string }>();
+    const left = results.map((row) => row.key).filter((key) => !keys || keys.includes(key));
+    if (left.length === 0) return;
+    if (Date.now() > until) throw new Error(`index work of ${left.join(", ")} still due after ${timeoutMs} ms`);
+    await applyIndexWork(deps, { keys: left });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * Waits until the trust index holds every change made so far: D1's index work applied
+ * (`indexWorkApplied`) and these people's objects' due keys written (`indexKeysWritten`).
+ */
+export async function trustIndexSettled(...personIds: number[]): Promise<void> {
+  await indexWorkApplied();
+  for (const personId of personIds) await indexKeysWritten(personId);
+}
+
+/** `trustIndexSettled` for the holder of secure number `receiverE164` (if anyone holds it). */
+export async function trustIndexSettledFor(receiverE164: string): Promise<void> {
+  const row = await env.DB.prepare("select person_id as id from secure_numbers where e164 = ?")
+    .bind(receiverE164)
+    .first<{ id: number | null }>();
+  await trustIndexSettled(...(row?.id ? [row.id] : []));
+}

@@ -3,7 +3,15 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
 import { pruneExpired } from "../src/services/retention";
-import { as, countInPersonObject, DEMO, inPersonObject, personObject, withoutIndexMark } from "./helpers";
+import {
+  as,
+  countInPersonObject,
+  DEMO,
+  indexKeysWritten,
+  inPersonObject,
+  personObject,
+  withoutIndexMark,
+} from "./helpers";
 
 /**
  * Writes cost what they change (docs/architecture.md, "Fan-out bound"): a
@@ -42,11 +50,16 @@ beforeAll(async () => {
 
 const bob = personObject(DEMO.people.bob);
 
-/** The index keys written to KV (put or deleted) while `work` runs (token-cache writes aside). */
+/**
+ * The index keys written to KV (put or deleted) while `work` runs (token-cache writes aside), and
+ * until Bob's object has written every key it left due: a key written less than a second before
+ * (by the test before) is written once that second has passed (src/db/kv-writes.ts).
+ */
 async function writesDuring(work: () => Promise<unknown>): Promise<string[]> {
   const puts = vi.spyOn(env.TRUST_INDEX, "put");
   const deletes = vi.spyOn(env.TRUST_INDEX, "delete");
   await work();
+  await indexKeysWritten(DEMO.people.bob);
   const keys = [...puts.mock.calls, ...deletes.mock.calls].map(([key]) => key).filter((key) => !key.startsWith("tok:"));
   puts.mockRestore();
   deletes.mockRestore();

@@ -5,7 +5,17 @@ import { applyIndexWork, EMPTY_FILL_TTL_SECONDS, workForKeys } from "../src/serv
 import { createDeps } from "../src/services/deps";
 import { personObjectsFrom, type PersonObjects } from "../src/services/person-objects";
 import { recordBlockedCall } from "../src/services/trust-lookup";
-import { as, call, countD1, countInPersonObject, DEMO, expectError, inPersonObject, personObject } from "./helpers";
+import {
+  as,
+  call,
+  countD1,
+  countInPersonObject,
+  DEMO,
+  expectError,
+  indexKeysWritten,
+  inPersonObject,
+  personObject,
+} from "./helpers";
 
 type Lookup = { trusted: boolean; user_id: number; caller_verification: string | null };
 type Fields = Partial<Record<"number_code" | "number" | "inbound_code" | "inbound" | "caller_id", string>>;
@@ -112,6 +122,7 @@ describe("trust-lookup: who may call", () => {
       { display_name: "Uncle Lee", phone_numbers: ["+44 7911 123456", "+1 415 555 0142"] },
     ]);
     expect(created.status).toBe(200);
+    await indexKeysWritten(alice);
     const id = ((await created.json()) as { id: number }[])[0]!.id;
     expect(await lookup({ ...receiving, ...caller })).toEqual({
       trusted: true,
@@ -127,6 +138,8 @@ describe("trust-lookup: who may call", () => {
 
     const put = await as("alice").send("PUT", `/contacts/${id}`, { phone_numbers: ["+1 415 555 0142"] });
     expect(put.status).toBe(200);
+    // A second change of Alice's keys within the second: written once that second has passed.
+    await indexKeysWritten(alice);
     // Rewritten with the new set, not merely deleted: bucket 56 is no longer listed.
     expect(await buckets()).toContain(42);
     expect(await buckets()).not.toContain(56);
@@ -143,6 +156,7 @@ describe("trust-lookup: who may call", () => {
     });
 
     expect((await as("alice").send("DELETE", `/contacts/${id}`)).status).toBe(200);
+    await indexKeysWritten(alice);
     expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550142" })).toEqual({
       trusted: false,
       user_id: alice,
@@ -165,10 +179,12 @@ describe("trust-lookup: who may call", () => {
       (await as("carol").send("POST", "/contacts/requests", { user_id: alice, contact_reason: "hi" })).status,
     ).toBe(201);
     expect((await as("alice").send("POST", `/contacts/trust/${DEMO.people.carol}`, { trusted: 1 })).status).toBe(201);
+    await indexKeysWritten(alice);
     expect(await lookup(fromCarolPhone)).toEqual({ trusted: true, user_id: alice, caller_verification: null });
     expect(await lookup(fromCarolSecure)).toEqual({ trusted: true, user_id: alice, caller_verification: null });
 
     expect((await as("alice").send("POST", `/contacts/trust/${DEMO.people.carol}`, { trusted: 0 })).status).toBe(201);
+    await indexKeysWritten(alice);
     expect(await lookup(fromCarolPhone)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
     expect(await lookup(fromCarolSecure)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
   });
@@ -185,6 +201,7 @@ describe("trust-lookup: who may call", () => {
     const { acme, globex } = DEMO.companies;
     expect(await object.setCompanyTrust(globex, "trusted", true)).toEqual({ ok: true });
     expect(await object.setCompanyTrust(acme, "negative", true)).toEqual({ ok: true });
+    await indexKeysWritten(alice);
     const fromGlobex = { ...receiving, inbound_code: "1", inbound: "6175550100" };
     const fromAcme = { ...receiving, inbound_code: "1", inbound: "4155550100" };
     try {
@@ -192,10 +209,12 @@ describe("trust-lookup: who may call", () => {
       expect(await lookup(fromAcme)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
 
       expect(await object.setCompanyTrust(globex, "negative", true)).toEqual({ ok: true });
+      await indexKeysWritten(alice);
       expect(await lookup(fromGlobex)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
     } finally {
       await object.setCompanyTrust(globex, null, true);
       await object.setCompanyTrust(acme, null, true);
+      await indexKeysWritten(alice);
     }
     expect(await lookup(fromAcme)).toEqual({ trusted: true, user_id: alice, caller_verification: null });
     expect(await lookup(fromGlobex)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
@@ -449,7 +468,9 @@ describe("trust-lookup: blocked calls", () => {
   it("a call joining another request's group of blocked calls returns at once: no request awaits another's I/O", async () => {
     // The group's leader sends the append; an append that never completes must not hold the others
     // (under wrangler dev that wait was ~95 "Promise will never complete" errors per 100 lookups).
-    const hanging = { recordBlockedCalls: () => new Promise<void>(() => {}) } as unknown as ReturnType<PersonObjects["of"]>;
+    const hanging = { recordBlockedCalls: () => new Promise<void>(() => {}) } as unknown as ReturnType<
+      PersonObjects["of"]
+    >;
     const persons = personObjectsFrom(() => hanging);
     const personId = 700_000 + Math.floor(Math.random() * 100_000);
     const blocked = { personId, callerId: null, countryCode: "1", phoneNumber: "3035550170" };

@@ -61,11 +61,12 @@ export async function runBackgroundJob(deps: Deps, body: BackgroundMessage, now:
   switch (body.kind) {
     case "reindex": {
       if (!body.keys) return sweepIndexChunk(deps, now);
-      const { applied, unchanged, failed } = await applyIndexWork(deps, { keys: body.keys, now });
-      // KV refused some keys: try again shortly (their rows stay due for the sweep too).
+      const { applied, unchanged, failed, deferred } = await applyIndexWork(deps, { keys: body.keys, now });
+      // KV refused some keys, or they were written less than a second ago: try again shortly (their rows stay
+      // due for the sweep too).
       return {
         done: { applied: applied.length, unchanged: unchanged.length, failed: failed.length },
-        retry: failed.length > 0,
+        retry: failed.length + deferred.length > 0,
       };
     }
     case "purge": {

@@ -148,8 +148,9 @@ export async function rebuildChunk(deps: Deps, body: RebuildMessage, now: Date):
   const keys = numbers.map((row) => `num:${row.e164}`);
   if (keys.length > 0) {
     await deps.db.batch([workForKeys(deps.db, keys, now)]);
-    // Put whatever KV is thought to hold; a refused key stays due for the index sweep.
-    await applyIndexWork(deps, { keys, now, force: true });
+    // Put whatever KV is thought to hold (a key written less than a second ago once that second has
+    // passed, before the mark); a refused key stays due for the index sweep.
+    await applyIndexWork(deps, { keys, now, force: true, waitDeferred: true });
   }
   if (keys.length >= NUMBERS_CHUNK) {
     const after = numbers.at(-1)!.e164;

@@ -273,8 +273,9 @@ export const INLINE_INDEX_KEYS = 200;
  * Applies index work right after a commit, so the next lookup already
  * answers the new way. A key another applier holds (a fill that may have
  * read D1 before this commit) is waited for briefly — leases last
- * milliseconds — and then applied from D1 as it is now. Keys KV refused, or
- * still held, or past the first `INLINE_INDEX_KEYS`, go to the background
+ * milliseconds — and then applied from D1 as it is now. Keys KV refused,
+ * written less than a second ago (one write per key per second), or still
+ * held, or past the first `INLINE_INDEX_KEYS`, go to the background
  * queue with a short delay; the minute sweep is the last resort. Never
  * throws: the change is committed and its work recorded.
  */
@@ -286,7 +287,8 @@ export async function settleIndexWork(deps: Deps, keys: string[]) {
     for (let round = 0; pending.length > 0 && round < 5; round++) {
       if (round > 0) await scheduler.wait(backoff(round, { base: 20, cap: 320 }));
       const result = await trustIndex.applyIndexWork(deps, { keys: pending });
-      failed = [...failed, ...result.failed];
+      // Deferred (written less than a second ago, db/kv-writes.ts): the queue's 1 s delay writes them.
+      failed = [...failed, ...result.failed, ...result.deferred];
       pending = result.busy;
     }
   } catch (err) {

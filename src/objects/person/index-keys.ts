@@ -1,15 +1,13 @@
 import { eq, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import { KEY_WRITE_GAP_MS, nextWriteAt, writeDueKeys } from "../../db/kv-writes";
 import {
   bucketOf,
   contactBucketKey,
   contactPhoneList,
-  digestOf,
   receiverKey,
-  WRITTEN_TRUSTED_MS,
   type ReceiverRecord,
 } from "../../domain/trust-records";
-import { logError } from "../../lib/log";
 import { contactPhones, nonEmptyBuckets } from "./contacts";
 import { companyTrust, facts, indexKeys, personTrust, settings } from "./schema";
 import type { Facts } from "../../domain/facts";
@@ -19,8 +17,9 @@ import type { Facts } from "../../domain/facts";
  * trust index"): `rcv:<their secure number>` and its `rcvn:` buckets. Only
  * this object writes them, after its own commit: a change marks the keys it
  * touched as due (`markDue`, in the change's transaction), and `flushKeys`
- * writes the due ones whose value changed. A refused write stays due and the
- * object's alarm retries it.
+ * writes the due ones whose value changed, through the one writer of due keys
+ * (db/kv-writes.ts). A refused write, or a key written less than a second
+ * ago, stays due and the object's alarm writes it.
  */
 
 type Db = DrizzleSqliteDODatabase;
@@ -170,48 +169,44 @@ export function valueOf(db: Db, current: Facts | null, key: string): string | nu
 
 /**
  * Writes the due keys whose value differs from the one last written (or all
- * marked `force`), then records what KV holds. A key changed again during the
- * writes stays due (its version moved). Answers how many writes failed.
+ * marked `force`) through the one writer of due keys (db/kv-writes.ts), then
+ * records what KV holds. A key written less than a second ago stays due and
+ * is written once that second has passed (the object's alarm, at `nextAt`):
+ * a burst of changes costs one write per key per second. A key changed again
+ * during the writes stays due (its version moved). Answers how many writes
+ * were refused and when the earliest key left due may be written (null: none).
  */
-export async function flushKeys(db: Db, kv: KVNamespace, now = Date.now()): Promise<{ failed: number }> {
+export async function flushKeys(
+  db: Db,
+  kv: KVNamespace,
+  now = Date.now(),
+): Promise<{ failed: number; nextAt: number | null }> {
+  // A deleted key's row is kept for a second (its write time holds the next write back), then forgotten.
+  db.run(
+    sql`delete from ${indexKeys} where due = 0 and digest is null and (written_at is null or written_at <= ${now - KEY_WRITE_GAP_MS})`,
+  );
   const due = db.select().from(indexKeys).where(eq(indexKeys.due, true)).all();
-  if (due.length === 0) return { failed: 0 };
+  if (due.length === 0) return { failed: 0, nextAt: null };
   const current = readFacts(db);
   // Every value is read now, before the first await: one consistent state.
-  const planned = due.map((row) => ({ row, value: valueOf(db, current, row.key) }));
-  const outcomes = await Promise.all(
-    planned.map(async ({ row, value }) => {
-      const digest = value === null ? null : await digestOf(value);
-      const held = row.writtenAt !== null && row.writtenAt > now - WRITTEN_TRUSTED_MS;
-      if (!row.force && row.digest === digest && (digest === null || held))
-        return { row, digest, ok: true, wrote: false };
-      try {
-        if (value === null) await kv.delete(row.key);
-        else await kv.put(row.key, value);
-        return { row, digest, ok: true, wrote: true };
-      } catch (err) {
-        logError("trust index write refused; the object's alarm retries it", err, { key: row.key });
-        return { row, digest, ok: false, wrote: false };
-      }
-    }),
+  const writes = await writeDueKeys(
+    kv,
+    due.map((row) => ({ ...row, value: valueOf(db, current, row.key), refusals: row.attempts })),
+    now,
   );
-  for (const { row, digest, ok, wrote } of outcomes) {
-    const same = sql`${indexKeys.key} = ${row.key} and ${indexKeys.version} = ${row.version}`;
-    if (!ok) {
+  due.forEach((row, i) => {
+    const { digest, outcome, at } = writes[i]!;
+    if (outcome === "refused") {
       db.run(sql`update ${indexKeys} set attempts = attempts + 1 where key = ${row.key}`);
-      continue;
+      return;
     }
-    if (digest === null) {
-      // Gone from KV, and nothing changed it since: forgotten.
-      db.run(sql`delete from ${indexKeys} where ${same}`);
-      db.run(sql`update ${indexKeys} set digest = null, written_at = ${now}, attempts = 0 where key = ${row.key}`);
-      continue;
-    }
-    db.run(sql`update ${indexKeys} set digest = ${digest}, written_at = ${wrote ? now : row.writtenAt},
+    if (outcome === "deferred") return;
+    const writtenAt = outcome === "written" ? at : row.writtenAt;
+    db.run(sql`update ${indexKeys} set digest = ${digest}, written_at = ${writtenAt},
       attempts = 0, due = case when version = ${row.version} then 0 else 1 end,
       force = case when version = ${row.version} then 0 else force end where key = ${row.key}`);
-  }
-  return { failed: outcomes.filter((outcome) => !outcome.ok).length };
+  });
+  return { failed: writes.filter((write) => write.outcome === "refused").length, nextAt: nextWriteAt(writes) };
 }
 
 /** Whether writes are still due, and the most attempts one of them has had (the alarm's backoff). */

@@ -24,9 +24,11 @@ export class KeyWriter {
   /**
    * Writes the due index keys, after any write already under way (one at a
    * time, so a key's writes keep the order of the changes). Answers how many
-   * writes failed (they stay due); a failure of the whole flush throws.
+   * writes failed (they stay due) and when the keys left due may go (`nextAt`:
+   * refused, or written less than a second ago, db/kv-writes.ts; null: none);
+   * a failure of the whole flush throws.
    */
-  flush(): Promise<{ failed: number }> {
+  flush(): Promise<{ failed: number; nextAt: number | null }> {
     const run = this.flushing.then(() => keys.flushKeys(this.db, this.kv));
     this.flushing = run.catch(() => undefined);
     return run;

@@ -74,11 +74,14 @@ export class Scheduler {
     await this.checkStreams();
   }
 
-  /** Writes the due index keys (after any write under way); a refused write is retried by the alarm. */
+  /**
+   * Writes the due index keys (after any write under way); the keys left due (refused, or written
+   * less than a second ago: db/kv-writes.ts) go when the alarm comes at their `nextAt`.
+   */
   flushIndex(): Promise<void> {
     if (this.host.self.erased) return Promise.resolve();
     return this.host.writer.flush().then(
-      ({ failed }) => (failed > 0 ? this.retryLater() : undefined),
+      ({ nextAt }) => (nextAt !== null ? this.alarmBy(nextAt) : undefined),
       (err: unknown) => {
         logError("writing the trust index failed; the object's alarm retries it", err);
         return this.retryLater();
