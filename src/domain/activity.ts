@@ -94,7 +94,10 @@ export type ActivityView = ReturnType<typeof readActivity<string>>;
 export const unnamedParty = (type: PartyKind, id: number): Party =>
   type === "person" ? { id, first_name: null, middle_name: null, last_name: null } : { id, name: null };
 
-/** A blocked call as GET /apps/buzz/blocked shows it: `id` is the person's own id [seed 2.4]. */
+/**
+ * A blocked call as GET /apps/buzz/blocked shows it: `id` is the person's own id
+ * (docs/decisions.md, "Blocked calls").
+ */
 export const blockedCallView = (
   personId: number,
   row: {

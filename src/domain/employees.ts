@@ -35,7 +35,7 @@ export type NewEmployee = {
   ephemeral: boolean;
 };
 
-/** PUT: only the fields present change [seed 4.3 rule 5]. */
+/** PUT: only the fields present change (docs/decisions.md, "Employees and exposures", PUT). */
 export type EmployeeChanges = Partial<Omit<NewEmployee, "invite" | "ephemeral">>;
 
 /** Employees a company may have (docs/decisions.md). */

@@ -1,6 +1,6 @@
 /**
- * Permissions are role strings `<read|write> <area>` [seed 2.15]; `write`
- * implies `read` (docs/decisions.md).
+ * Permissions are role strings `<read|write> <area>`; `write` implies `read`
+ * (docs/decisions.md, "The contract in brief").
  */
 export const AREAS = ["settings", "employees", "exposures", "licenses", "webhooks", "sites"] as const;
 export type Area = (typeof AREAS)[number];

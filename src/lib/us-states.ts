@@ -1,7 +1,8 @@
 /**
  * USPS two-letter codes of the 50 states, the District of Columbia, the
  * territories and the armed-forces "states" (https://pe.usps.com/text/pub28/28apb.htm),
- * so a US address's region can be standardized [seed 4.3 rule 4].
+ * so a US address's region can be standardized (docs/decisions.md,
+ * "Employees and exposures", Addresses).
  */
 const US_REGIONS: Record<string, string> = {
   AL: "Alabama",

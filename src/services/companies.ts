@@ -28,8 +28,8 @@ export const companyRefColumns = {
 export type CompanyRef = { id: number; name: string; slug: string; logo: string; url: string };
 
 /**
- * The short company reference used by [seed 2.9] (coworkers), [seed 2.12]
- * (exposure history), exposures, scan events and call-lookup.
+ * The API's short company reference (OpenAPI component `CompanyRef`), used by
+ * the coworker directory, exposure history, exposures, scan events and call-lookup.
  */
 export const toCompanyRef = (row: {
   id: number;
@@ -45,7 +45,10 @@ export const toCompanyRef = (row: {
   url: row.url,
 });
 
-/** The Company shape of [seed 2.14], also used for people-search sites. */
+/**
+ * The API's Company (OpenAPI component `Company`; docs/decisions.md, "Companies and sites"), also
+ * used for people-search sites.
+ */
 export const toCompany = (row: CompanyRow) => ({
   id: row.id,
   name: row.name,

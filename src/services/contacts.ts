@@ -23,7 +23,7 @@ import { e2eeColumn } from "./people";
 
 export type { ContactInput };
 
-/** The collections `include` can add to a listed contact, by their write names [seed 2.7]. */
+/** The collections `include` can add to a listed contact, by their write names (docs/decisions.md, "Contacts"). */
 export const CONTACT_COLLECTIONS = ["emails", "phone_numbers", "addresses"] as const;
 export type ContactCollection = (typeof CONTACT_COLLECTIONS)[number];
 const ALL_COLLECTIONS = new Set<ContactCollection>(CONTACT_COLLECTIONS);
@@ -34,7 +34,7 @@ export const TOMBSTONE_RETENTION_DAYS = KEEP.tombstoneDays;
 /** What one contact may hold (docs/decisions.md): a write with more is a 400 and changes nothing. */
 export const CONTACT_CAPS = { phone_numbers: 20, emails: 20, addresses: 10 } as const;
 
-/** The Contact of [seed 2.7] as read (docs/decisions.md, "Contacts"). */
+/** The API's Contact as read (OpenAPI component `Contact`; docs/decisions.md, "Contacts"). */
 export type Contact = {
   id: number;
   profile_icon: string;

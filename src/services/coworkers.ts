@@ -6,7 +6,8 @@ import { toCompanyRef } from "./companies";
 
 /**
  * Every company `personId` belongs to (or only `companyId`) with all its
- * employees [seed 2.9], companies by id, employees by name. Two queries,
+ * employees (OpenAPI component `CompanyWithEmployees`; docs/decisions.md,
+ * "Contacts"), companies by id, employees by name. Two queries,
  * whatever the number of companies.
  */
 export async function companiesWithEmployees(db: Db, personId: number, companyId?: number) {

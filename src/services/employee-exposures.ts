@@ -37,7 +37,7 @@ const ofEmployeesOf = (companyId: number) =>
   sql`${exposures.personId} in (select ${memberships.personId} from ${memberships} where ${memberships.companyId} = ${companyId})`;
 
 /**
- * GET /employees/exposures [seed 4.3 rule 7]: one page of the company's
+ * GET /employees/exposures (docs/decisions.md, "Exposures list"): one page of the company's
  * employees' exposures, oldest change first, so a client polling with
  * `since` reads them in the order they happened.
  *
@@ -108,7 +108,8 @@ async function listExposuresOf(
 }
 
 /**
- * The history of one exposure [seed 2.12], oldest first; null when there is
+ * The history of one exposure (OpenAPI component `ExposureHistoryEntry`;
+ * docs/decisions.md, "Employees and exposures"), oldest first; null when there is
  * no such exposure of an employee of the company.
  */
 export async function getExposureHistory(

@@ -3,7 +3,10 @@ import { people } from "../db/schema";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
 
-/** Saves a secure-app user's end-to-end encryption identifiers [seed 2.6]; null when the person is gone. */
+/**
+ * Saves a secure-app user's end-to-end encryption identifiers
+ * (docs/decisions.md, "Encryption identifiers"); null when the person is gone.
+ */
 export async function saveEncryption(deps: Deps, personId: number, data: { hash: string; e2e_id: string }) {
   const batch = new WriteBatch(deps);
   const update = batch.add(

@@ -61,7 +61,7 @@ export type Exposure = ReturnType<typeof toExposure>;
 export const exposureQuery = (db: Db) =>
   db.select(exposureColumns).from(exposures).innerJoin(companies, eq(companies.id, exposures.siteId));
 
-/** History texts [seed 2.12]: each is its prefix followed by the site's name. */
+/** History texts (docs/decisions.md, "Employees and exposures"): each is its prefix followed by the site's name. */
 export const historyPrefix = {
   found: "Found on ",
   requested: "Removal requested from ",

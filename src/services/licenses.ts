@@ -11,7 +11,10 @@ import { NO_SEATS, seatsByLicense } from "./seats";
 
 export type LicenseRow = typeof licenses.$inferSelect;
 
-/** The License of [seed 2.13] as seen by one company: the catalog entry with that company's seats. */
+/**
+ * The API's License (OpenAPI component `License`; docs/decisions.md, "Licenses") as seen by one
+ * company: the catalog entry with that company's seats.
+ */
 export type License = {
   id: string;
   name: string;

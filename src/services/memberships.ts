@@ -5,7 +5,7 @@ import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
 
 /**
- * Adds to `batch` the removal of a person from a company [seed 4.3 rule 6]:
+ * Adds to `batch` the removal of a person from a company (docs/decisions.md, "Data model"):
  * the company's employer emails and the membership go; the account itself
  * goes only when nothing else holds it (no email left, no other company).
  * The statements decide in SQL, so the batch is atomic and safe against a

@@ -5,12 +5,18 @@ import { batchableAll } from "../db/sql";
 import { groupBy } from "../lib/group";
 import { people, personEmails, personPhones, secureNumbers } from "../db/schema";
 
-/** The Person of [seed 2.10]: every field always present, null where there is no value (docs/decisions.md). */
+/**
+ * The API's Person (OpenAPI component `Person`; docs/decisions.md, "The Person"): every field
+ * always present, null where there is no value.
+ */
 /** A person's full name: first, middle and last, those present, joined by spaces. */
 export const displayName = (p: { firstName: string; middleName: string | null; lastName: string }) =>
   [p.firstName, p.middleName, p.lastName].filter(Boolean).join(" ");
 
-/** Whether a person can be reached end to end: they saved both encryption identifiers [seed 2.6]. */
+/**
+ * Whether a person can be reached end to end: they saved both encryption identifiers
+ * (docs/decisions.md, "Encryption identifiers").
+ */
 export const e2eeColumn = sql<number>`(${people.encryptionHash} is not null and ${people.e2eId} is not null)`;
 
 /**
@@ -243,7 +249,7 @@ const bool = (value: number | boolean) => (value ? "true" : "false");
 /** `Date.prototype.toISOString` of integer milliseconds, as JSON; null stays null. */
 const isoJson = (ms: number | null) => (ms === null ? "null" : `"${new Date(ms).toISOString()}"`);
 
-/** One Person of [seed 2.10] as JSON text, its keys in the order of the `Person` type. */
+/** One Person (OpenAPI component `Person`) as JSON text, its keys in the order of the `Person` type. */
 function renderPerson(
   base: BaseRow,
   of: {

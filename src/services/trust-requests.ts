@@ -81,7 +81,8 @@ function parseCursor(cursor: string): RequestCursor {
 
 /**
  * One page of the pending requests addressed to `personId`, newest first
- * [seed 2.8; paged by cursor, docs/decisions.md]: from their object, with the
+ * (OpenAPI component `TrustRequest`; docs/decisions.md,
+ * "Paging of trust requests"): from their object, with the
  * requesters' names from D1 in one read of the page's ids. A requester whose
  * account is gone is left out. `next`: the cursor of the following page.
  */

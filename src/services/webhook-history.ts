@@ -36,7 +36,10 @@ export async function pruneDeliveredHistory(
   });
 }
 
-/** The WebhookHistory entry of [seed 2.18]. */
+/**
+ * A webhook history entry (OpenAPI component `WebhookHistory`;
+ * docs/webhooks.md, "History, attempts, test and resend").
+ */
 export const toHistoryEntry = (row: typeof webhookDeliveries.$inferSelect) => ({
   id: row.id,
   event: row.event,

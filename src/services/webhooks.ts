@@ -8,7 +8,10 @@ import type { Deps } from "./deps";
 
 type WebhookRow = typeof webhooks.$inferSelect;
 
-/** The Webhook of [seed 2.17]; the secret is returned with it (docs/decisions.md). */
+/**
+ * The API's Webhook (OpenAPI component `Webhook`); the secret is returned with it
+ * (docs/decisions.md, "Webhook create").
+ */
 export const toWebhook = (row: WebhookRow) => ({
   id: row.id,
   endpoint: row.endpoint,

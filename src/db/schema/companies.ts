@@ -7,7 +7,8 @@ import { people } from "./people";
 /**
  * One table for every organisation the API knows: employers (tenants),
  * people-search sites, publishers of consent containers and their vendors.
- * `kind` says which; a site row is what `/sites` lists [seed 2.14].
+ * `kind` says which; a site row is what `/sites` lists (docs/decisions.md,
+ * "Companies and sites").
  */
 export const companyKinds = ["employer", "site", "publisher", "vendor"] as const;
 export type CompanyKind = (typeof companyKinds)[number];

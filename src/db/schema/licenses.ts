@@ -26,7 +26,7 @@ export const licenseSites = sqliteTable(
   (t) => [primaryKey({ columns: [t.licenseId, t.siteId] })],
 );
 
-/** Seats a company owns per license: `num_active` of [seed 2.13]. */
+/** Seats a company owns per license: `num_active` of the API's License (OpenAPI component `License`). */
 export const companySeats = sqliteTable(
   "company_seats",
   {

@@ -16,7 +16,7 @@ export const people = sqliteTable("people", {
   dob: text("dob"),
   avatarUrl: text("avatar_url"),
   riskScore: integer("risk_score").notNull().default(0),
-  /** Encryption data of the secure-calling app [seed 2.6]. */
+  /** Encryption data of the secure-calling app (docs/decisions.md, "Encryption identifiers"). */
   encryptionHash: text("encryption_hash"),
   e2eId: text("e2e_id"),
   lastScanAt: timestamp("last_scan_at"),
@@ -46,7 +46,7 @@ export const personAkas = sqliteTable(
 /**
  * Emails are unique across all people (docs/decisions.md). `employerCompanyId`
  * marks an address a company added for its employee, so removing the employee
- * can tell employer emails from the person's own [seed 4.3 rule 6].
+ * can tell employer emails from the person's own (docs/decisions.md, "Data model").
  * Stored lowercased; the unique index also serves prefix search as a range scan.
  */
 export const personEmails = sqliteTable(

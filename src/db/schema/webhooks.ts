@@ -25,7 +25,8 @@ export const webhooks = sqliteTable(
 );
 
 /**
- * One delivery of one event to one webhook: the webhook history [seed 2.18].
+ * One delivery of one event to one webhook: a webhook history entry (OpenAPI
+ * component `WebhookHistory`; docs/webhooks.md, "History, attempts, test and resend").
  * Its uuid is the Standard Webhooks `webhook-id`. Kept when the webhook is
  * deleted (the company's history stays readable).
  */

@@ -132,7 +132,7 @@ const lookupParam = (name: keyof typeof LOOKUP_FIELDS) => {
   return required ? schema : schema.optional();
 };
 
-/** call-lookup takes the same parameters in the query string [seed 4.1], validated. */
+/** call-lookup takes the same parameters in the query string, validated (docs/decisions.md, "Secure calling"). */
 export const CallLookupQuery = z.object({
   number_code: lookupParam("number_code"),
   number: lookupParam("number"),
@@ -230,7 +230,9 @@ export const HeartbeatSchema = z
 
 export const BlockedCallSchema = z
   .object({
-    id: int64Id().openapi({ description: "The authenticated person's id [seed 2.4]" }),
+    id: int64Id().openapi({
+      description: "The authenticated person's id: the person the call was blocked for, not an id of the call",
+    }),
     caller_id: z.string().openapi({ description: "Caller id the provider sent; empty when none" }),
     country_code: z.string().openapi({ example: "1" }),
     phone_number: z.string().openapi({ example: "4155550123" }),

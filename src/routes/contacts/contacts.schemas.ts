@@ -68,8 +68,8 @@ const writeFields = {
 };
 
 /**
- * A contact as written [seed 2.7]: only the writable fields; read-only ones
- * sent anyway are ignored (docs/decisions.md). A field left out keeps its value,
+ * A contact as written (OpenAPI component `ContactWrite`): only the writable fields; read-only ones
+ * sent anyway are ignored (docs/decisions.md, "Contacts"). A field left out keeps its value,
  * a collection sent replaces the stored one.
  */
 export const ContactWriteSchema = z.object(writeFields).openapi("ContactWrite");

@@ -15,7 +15,7 @@ import {
 } from "../../domain/employees";
 
 /*
- * Input is standardized here, at the edge [seed 4.3 rule 4, docs/decisions.md],
+ * Input is standardized here, at the edge (docs/decisions.md, "Employees and exposures"),
  * so a 400 names the offending field (`addresses[0].region`) and the service
  * receives clean values in the domain's shapes (src/domain/employees.ts):
  * emails trimmed and lowercased, countries as uppercase ISO alpha-2, US

@@ -91,7 +91,8 @@ export async function createEmployee(deps: Deps, access: CompanyAccess, input: N
 }
 
 /**
- * POST /employees and POST /employees/bulk [seed 4.3 rules 2–4]: checks
+ * POST /employees and POST /employees/bulk (docs/decisions.md,
+ * "Employees and exposures"; docs/onboarding.md): checks
  * everything first (a 400 writes nothing: emails free anywhere, roles and
  * licenses known, seats for the whole batch, the company's quota), then
  * writes every person, collection, membership, role, seat and invitation and
@@ -177,7 +178,8 @@ export async function createEmployees(
 }
 
 /**
- * PUT /employees/{id} [seed 4.3 rule 5]: only the fields given change; akas,
+ * PUT /employees/{id} (docs/decisions.md, "Employees and exposures", PUT):
+ * only the fields given change; akas,
  * phone_numbers and addresses are replaced as a whole (an empty array removes
  * them). `emails` replaces the emails this company manages for the person;
  * the person's own emails stay (the employer cannot remove them). The caller

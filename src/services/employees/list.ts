@@ -8,7 +8,8 @@ import { peopleReads, visibleEmail } from "../people";
 /**
  * One page of the company's employees as the response body (JSON text,
  * written straight from the rows: services/people.ts, as UTF-8), and how many match.
- * `search` keeps those with an email starting with it [seed 4.3 rule 1]. The
+ * `search` keeps those with an email starting with it (docs/decisions.md,
+ * "What a company sees of a person"). The
  * prefix is a range on the lowercased, uniquely indexed email
  * (`email >= p AND email < p⁺`), so SQLite seeks the index instead of
  * scanning every address as `LIKE 'p%'` would.
