@@ -137,31 +137,15 @@ describe("architecture", () => {
 
   it("no comment under src/ cites the seed document (`[seed …]`, `contract §…`): it is not in the repository", () => {
     // Comments cite the project's own docs instead (docs/decisions.md and the other docs/ pages, or an
-    // OpenAPI component). Allowed for now: files another change is rewriting. Empty this list once
-    // their seed citations are replaced; `*` stands for any part of a file name.
-    const allowedForNow = [
-      "src/services/trust-index*.ts",
-      "src/services/index-*.ts",
-      "src/services/trust-lookup.ts",
-      "src/services/number-records.ts",
-      "src/db/kv-writes.ts",
-      "src/objects/person/index-keys.ts",
-      "src/objects/person/index-writer.ts",
-      "src/objects/person/scheduler.ts",
-      "src/objects/person/person.ts",
-    ].map((pattern) => new RegExp(`^${pattern.replace(/[.]/g, "\\.").replace(/\*/g, "[^/]*")}$`));
-    const offenders = files
-      .filter((file) => !allowedForNow.some((pattern) => pattern.test(file.path)))
-      .flatMap((file) =>
-        file.text
-          .split("\n")
-          .map((line, i) => ({ line, at: `${file.path}:${i + 1}` }))
-          .filter(({ line }) => citesSeed(line))
-          .map(({ at, line }) => `${at}: ${line.trim()}`),
-      );
+    // OpenAPI component).
+    const offenders = files.flatMap((file) =>
+      file.text
+        .split("\n")
+        .map((line, i) => ({ line, at: `${file.path}:${i + 1}` }))
+        .filter(({ line }) => citesSeed(line))
+        .map(({ at, line }) => `${at}: ${line.trim()}`),
+    );
     expect(offenders).toEqual([]);
-    expect(allowedForNow.some((pattern) => pattern.test("src/services/trust-index-writes.ts"))).toBe(true);
-    expect(allowedForNow.some((pattern) => pattern.test("src/services/people.ts"))).toBe(false);
   });
 
   it("the checks catch what they look for", () => {

@@ -17,7 +17,7 @@ import { readRecords, type Defer, type IndexDeps } from "./trust-index";
 import { applyVerification, type BlockReason, type CallerVerification } from "../domain/caller-verification";
 
 /**
- * The lookup parameters of [seed 4.1], as the provider sent them (any may be
+ * The lookup parameters (docs/decisions.md, "trust-lookup input"), as the provider sent them (any may be
  * missing), and the names Twilio and Telnyx give the two numbers
  * (docs/decisions.md, "trust-lookup's number forms"; docs/providers.md, "The
  * fields"): `To`/`Called` for the receiver, `From`/`Caller` for the caller.
@@ -114,7 +114,7 @@ export type BlockedCallInput = {
 const clip = (value: string | undefined, max: number) => (value ?? "").trim().slice(0, max);
 
 /**
- * trust-lookup [seed 4.1 rule 2, docs/decisions.md]: `user_id` is the member
+ * trust-lookup (docs/decisions.md, "Secure calling"): `user_id` is the member
  * holding the receiving number (0 when it is unparseable or nobody's);
  * `trusted` only when that member trusts the caller's number and the
  * caller's `verification` (read by services/caller-verification.ts) allows
@@ -346,7 +346,7 @@ const MAX_APPEND = 1_000;
 const appending = new Map<number, { rows: BlockedCallRow[] }>();
 const lastSent = new Map<number, number>();
 
-/** The newest 100 blocked calls of a member [seed 2.4, 4.1 rule 8], from their object. */
+/** The newest 100 blocked calls of a member (docs/decisions.md, "Blocked calls"), from their object. */
 export async function latestBlockedCalls(objects: PersonObjects, personId: number) {
   const rows = await objects.of(personId).latestBlockedCalls(100);
   return rows.map((row) => blockedCallView(personId, row));
