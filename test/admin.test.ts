@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { as, call, DEMO, expectError, insertToken } from "./helpers";
+import { as, call, DEMO, expectError, indexWorkApplied, insertToken } from "./helpers";
 
 type PlatformCompany = {
   id: number;
@@ -503,6 +503,8 @@ describe("heartbeat: last_coworker_update follows the other members, read from t
       token: tokens.ann!,
     });
     expect(renamed.status).toBe(200);
+    // The company's `co:` record was written within the second before: its change waits that second out.
+    await indexWorkApplied();
     // Ann's own change: her coworker time stays; Ben's moves.
     expect(await coworkerTime("ann")).toBe(ann0);
     const ben1 = await coworkerTime("ben");
@@ -527,6 +529,7 @@ describe("heartbeat: last_coworker_update follows the other members, read from t
       },
     });
     expect(joined.status, await joined.clone().text()).toBe(200);
+    await indexWorkApplied();
     // A new coworker: both see it.
     expect(Date.parse((await coworkerTime("ann"))!)).toBeGreaterThan(Date.parse(ann0!));
     expect(Date.parse((await coworkerTime("ben"))!)).toBeGreaterThan(Date.parse(ben1!));

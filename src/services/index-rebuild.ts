@@ -98,12 +98,17 @@ export async function requestRebuild(deps: Deps, now: Date): Promise<void> {
 /**
  * The minute cron's check: an index that was never built (a new deployment), or one a finished
  * rebuild of older code left without the marks this code reads (no `COMPANIES_COMPLETE_KEY`: a
- * deployment upgraded to the heartbeat's company records), starts its rebuild by itself; two KV
- * reads a minute otherwise. A running rebuild is left to finish.
+ * deployment upgraded to the heartbeat's company records), starts its rebuild by itself; one KV
+ * bulk get a minute otherwise. A running rebuild is left to finish.
  */
 export async function rebuildIfNever(deps: Deps, now: Date): Promise<boolean> {
-  const [stored, companies] = await Promise.all([readStored(deps), deps.kv.get(COMPANIES_COMPLETE_KEY)]);
-  if (stored !== null && (stored.state === "running" || companies !== null)) return false;
+  // One bulk get (one KV operation) of the rebuild's record and the companies mark.
+  const found = await deps.kv.get([REBUILD_KEY, COMPANIES_COMPLETE_KEY], "text");
+  const record = found.get(REBUILD_KEY) ?? null;
+  const stored = record === null ? null : (JSON.parse(record) as Stored);
+  if (stored !== null && (stored.state === "running" || (found.get(COMPANIES_COMPLETE_KEY) ?? null) !== null)) {
+    return false;
+  }
   await requestRebuild(deps, now);
   return true;
 }
