@@ -28,9 +28,10 @@ import { computeRecords, EMPTY_NUMBER } from "./number-records";
  *
  * - services/index-work.ts: the statements a write adds to its own batch to
  *   record the keys it made stale (`workFor*`, `index_work` rows);
- * - services/index-apply.ts: applying those rows after the commit (the `num:`
- *   and `tok:` keys, and `prs:` rows that tell a person's object D1's facts);
- * - services/number-records.ts: the `num:` records as D1 has them.
+ * - services/index-apply.ts: applying those rows after the commit (the `num:`,
+ *   `tok:` and `co:` keys, and `prs:` rows that tell a person's object D1's facts);
+ * - services/number-records.ts and services/company-records.ts: the `num:`
+ *   and `co:` records as D1 has them.
  *
  * Two writers of the index, one per key, and both write through the one
  * writer of due keys (db/kv-writes.ts), at most once a second per key:
@@ -38,7 +39,8 @@ import { computeRecords, EMPTY_NUMBER } from "./number-records";
  *   commit (src/objects/person/index-keys.ts); D1 tells it what it needs of
  *   the platform — their secure number and companies — through `prs:<id>`
  *   work rows, applied like the keys;
- * - D1's index work writes the `num:` keys (who calls from a number); the
+ * - D1's index work writes the `num:` keys (who calls from a number) and the
+ *   heartbeat's `co:` keys (a company's and its roster's times); the
  *   rows are applied after commit and retried until KV (or the object)
  *   accepts them.
  * A missed key is answered from its source — D1 for `num:`, the person's
