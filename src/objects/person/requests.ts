@@ -1,7 +1,7 @@
 import { and, desc, eq, lt, or, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { Requester } from "../../domain/stream";
-import { logError } from "../../lib/log";
+import { deliverEach } from "./outboxes";
 import type { Answer, RequestCursor, TrustRequestRow } from "./api";
 import { requestsSpent } from "./budgets";
 import { nextId } from "./ids";
@@ -161,24 +161,17 @@ export async function sendQueued(
 ): Promise<boolean> {
   const due = queued(db);
   if (due.length === 0) return false;
-  const failed = await Promise.all(
-    due.map(async (row) => {
-      try {
-        await peer(row.personId).receiveTrustRequest(
-          row.requesterId,
-          row.reason,
-          row.askedAt,
-          row.requesterId === requester?.id ? requester : undefined,
-        );
-        delivered(db, row);
-        return false;
-      } catch (err) {
-        logError("a trust request did not reach the person asked; the alarm retries it", err, {
-          personId: row.personId,
-        });
-        return true;
-      }
-    }),
+  return deliverEach(
+    due,
+    async (row) => {
+      await peer(row.personId).receiveTrustRequest(
+        row.requesterId,
+        row.reason,
+        row.askedAt,
+        row.requesterId === requester?.id ? requester : undefined,
+      );
+      delivered(db, row);
+    },
+    "a trust request did not reach the person asked; the alarm retries it",
   );
-  return failed.some(Boolean);
 }

@@ -2,7 +2,7 @@ import { and, eq, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { CallPolicy } from "../../domain/caller-verification";
 import { inList } from "../../db/sql";
-import { logError } from "../../lib/log";
+import { deliverEach } from "./outboxes";
 import { MIRROR_INLINE, type ContactRead } from "./api";
 import * as keys from "./index-keys";
 import type { Person } from "./person";
@@ -159,21 +159,14 @@ export async function sendMirrors(
 ): Promise<boolean> {
   const due = db.select().from(mirrorOutbox).all();
   if (me === null || due.length === 0) return false;
-  const failed = await Promise.all(
-    due.map(async (row) => {
-      try {
-        await peer(row.personId).receiveMirror(me, row.trusted, row.decidedAt);
-        db.delete(mirrorOutbox)
-          .where(and(eq(mirrorOutbox.personId, row.personId), eq(mirrorOutbox.decidedAt, row.decidedAt)))
-          .run();
-        return false;
-      } catch (err) {
-        logError("a trust decision's mirror did not reach the other person; the alarm retries it", err, {
-          personId: row.personId,
-        });
-        return true;
-      }
-    }),
+  return deliverEach(
+    due,
+    async (row) => {
+      await peer(row.personId).receiveMirror(me, row.trusted, row.decidedAt);
+      db.delete(mirrorOutbox)
+        .where(and(eq(mirrorOutbox.personId, row.personId), eq(mirrorOutbox.decidedAt, row.decidedAt)))
+        .run();
+    },
+    "a trust decision's mirror did not reach the other person; the alarm retries it",
   );
-  return failed.some(Boolean);
 }
