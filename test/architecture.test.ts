@@ -75,6 +75,11 @@ describe("architecture", () => {
     expect(offenders.map((file) => file.path)).toEqual([]);
   });
 
+  it("handlers hand services the one handle: no route passes c.var.deps.db (services take Deps or a Pick of it)", () => {
+    const offenders = under("src/routes/").filter((file) => /\bc\s*\.\s*var\s*\.\s*deps\s*\.\s*db\b/.test(file.text));
+    expect(offenders.map((file) => file.path)).toEqual([]);
+  });
+
   it("src/services/ and src/db/ never import from src/routes/", () => {
     expect(importsInto([...under("src/services/"), ...under("src/db/")], ["src/routes/"])).toEqual([]);
   });

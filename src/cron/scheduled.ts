@@ -56,7 +56,7 @@ export async function handleScheduled(controller: ScheduledController, env: Env)
       // A deployment whose trust index was never built builds it (then marks it complete).
       const rebuild = await run("rebuild", () => rebuildIfNever(deps, now));
       logInfo({ cron: controller.cron, index, outbox, erase, redrive, rebuild });
-      const backlog = await run("status", () => backgroundStatus(deps.db, now));
+      const backlog = await run("status", () => backgroundStatus(deps, now));
       if (backlog) logInfo({ metric: "background_backlog", ...backlog });
       return;
     }

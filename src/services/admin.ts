@@ -241,7 +241,7 @@ export async function addMember(deps: Deps, companyId: number, input: NewMember)
     throw err;
   }
   const id = existing?.personId ?? (committed.results[inserted!] as { id: number }[])[0]!.id;
-  const person = await loadPerson(db, companyId, id);
+  const person = await loadPerson(deps, companyId, id);
   if (person) await renderPersonDeliveries(db, committed.deliveries, [person]);
   return { person_id: id };
 }

@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import { companies, roles } from "../db/schema";
 import { badRequest } from "../lib/errors";
 import { DEFAULT_ROLES } from "../lib/permissions";
+import type { Deps } from "./deps";
 
 export type CompanyRow = Pick<typeof companies.$inferSelect, "id" | "name" | "status" | "url" | "logo" | "scanner">;
 
@@ -66,7 +67,7 @@ export const companyRoles = (db: Db, companyId: number) =>
     .where(eq(roles.companyId, companyId))
     .orderBy(asc(roles.id));
 
-export async function listRoles(db: Db, companyId: number) {
+export async function listRoles({ db }: Pick<Deps, "db">, companyId: number) {
   return (await companyRoles(db, companyId)).map(({ name, permissions }) => ({ name, permissions }));
 }
 
@@ -82,7 +83,7 @@ export function roleNamed<T extends { name: string }>(available: T[], companyId:
 }
 
 /** People-search sites are global: every tenant sees the same list. */
-export async function listSites(db: Db) {
+export async function listSites({ db }: Pick<Deps, "db">) {
   const rows = await db
     .select(companyColumns)
     .from(companies)
@@ -92,7 +93,7 @@ export async function listSites(db: Db) {
   return rows.map(toCompany);
 }
 
-export async function getSite(db: Db, siteId: number) {
+export async function getSite({ db }: Pick<Deps, "db">, siteId: number) {
   const row = await db
     .select(companyColumns)
     .from(companies)

@@ -9,7 +9,7 @@ import type { Deps } from "./deps";
 const vendors = alias(companies, "vendors");
 
 /** An enabled publisher container by its public id (the publisher's slug), or null. */
-export async function findEnabledContainer(db: Db, slug: string) {
+export async function findEnabledContainer({ db }: Pick<Deps, "db">, slug: string) {
   return db
     .select({
       containerId: consentContainers.id,
@@ -95,7 +95,7 @@ export async function setVendorTrust(
   vendorSlug: string,
   trust: TrustSetting,
 ): Promise<{ slug: string; trust: TrustSetting }> {
-  const container = await findEnabledContainer(deps.db, containerSlug);
+  const container = await findEnabledContainer(deps, containerSlug);
   if (!container) throw notFound(`container ${JSON.stringify(containerSlug)} does not exist or is disabled`);
   const vendor = await findContainerVendor(deps.db, container.containerId, vendorSlug);
   if (!vendor)

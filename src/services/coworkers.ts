@@ -1,8 +1,8 @@
 import { and, asc, eq } from "drizzle-orm";
-import type { Db } from "../db/client";
 import { inList } from "../db/sql";
 import { companies, memberships, people } from "../db/schema";
 import { toCompanyRef } from "./companies";
+import type { Deps } from "./deps";
 
 /**
  * Every company `personId` belongs to (or only `companyId`) with all its
@@ -10,7 +10,7 @@ import { toCompanyRef } from "./companies";
  * "Contacts"), companies by id, employees by name. Two queries,
  * whatever the number of companies.
  */
-export async function companiesWithEmployees(db: Db, personId: number, companyId?: number) {
+export async function companiesWithEmployees({ db }: Pick<Deps, "db">, personId: number, companyId?: number) {
   const mine = await db
     .select({ id: companies.id, name: companies.name, slug: companies.slug, logo: companies.logo, url: companies.url })
     .from(memberships)

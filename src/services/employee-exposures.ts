@@ -13,6 +13,7 @@ import {
 import { pageWindow, type Page } from "../lib/pagination";
 import { iso } from "../lib/time";
 import { exposureQuery, siteColumns, toExposure, toSite, type Exposure } from "./exposures";
+import type { Deps } from "./deps";
 
 /**
  * The reads of exposures a company makes about its employees
@@ -49,7 +50,7 @@ const ofEmployeesOf = (companyId: number) =>
  * named employees' exposures are read and sorted: a few people's.
  */
 export async function listExposures(
-  db: Db,
+  { db }: Pick<Deps, "db">,
   companyId: number,
   filter: ExposureFilter,
   page: Page,
@@ -113,7 +114,7 @@ async function listExposuresOf(
  * no such exposure of an employee of the company.
  */
 export async function getExposureHistory(
-  db: Db,
+  { db }: Pick<Deps, "db">,
   companyId: number,
   exposureId: number,
 ): Promise<HistoryEntry[] | null> {

@@ -58,7 +58,7 @@ export async function renderedPayload(
 ): Promise<unknown> {
   if (row.rendered) return row.payload;
   const id = (row.payload as { id?: unknown } | null)?.id;
-  const person = typeof id === "number" ? await loadPerson(db, row.companyId, id) : null;
+  const person = typeof id === "number" ? await loadPerson({ db }, row.companyId, id) : null;
   const stored = await db
     .update(webhookDeliveries)
     .set({ payload: person ?? row.payload, rendered: true })

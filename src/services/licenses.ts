@@ -48,7 +48,7 @@ export async function findLicense(db: Db, ref: string): Promise<LicenseRow | nul
 }
 
 /** Every license of the catalog with the company's seats and the sites each covers. */
-export async function listCompanyLicenses(db: Db, companyId: number): Promise<License[]> {
+export async function listCompanyLicenses({ db }: Pick<Deps, "db">, companyId: number): Promise<License[]> {
   const [catalog, siteRows, seats] = await Promise.all([
     licenseCatalog(db),
     db
@@ -74,10 +74,15 @@ export async function listCompanyLicenses(db: Db, companyId: number): Promise<Li
   }));
 }
 
-export async function getCompanyLicense(db: Db, companyId: number, ref: string): Promise<License | null> {
+export async function getCompanyLicense(
+  deps: Pick<Deps, "db">,
+  companyId: number,
+  ref: string,
+): Promise<License | null> {
+  const { db } = deps;
   const license = await findLicense(db, ref);
   if (!license) return null;
-  return (await listCompanyLicenses(db, companyId)).find((entry) => entry.id === license.id) ?? null;
+  return (await listCompanyLicenses(deps, companyId)).find((entry) => entry.id === license.id) ?? null;
 }
 
 /**

@@ -4,6 +4,7 @@ import type { Db } from "../db/client";
 import { batchableAll } from "../db/sql";
 import { groupBy } from "../lib/group";
 import { people, personEmails, personPhones, secureNumbers } from "../db/schema";
+import type { Deps } from "./deps";
 
 /**
  * The API's Person (OpenAPI component `Person`; docs/decisions.md, "The Person"): every field
@@ -323,7 +324,11 @@ export async function loadPeople(db: Db, companyId: number, personIds: number[])
 }
 
 /** One employee of the company as a Person, or null when the id is not an employee there. */
-export async function loadPerson(db: Db, companyId: number, personId: number): Promise<PersonBody | null> {
+export async function loadPerson(
+  { db }: Pick<Deps, "db">,
+  companyId: number,
+  personId: number,
+): Promise<PersonBody | null> {
   const [person] = await loadPeople(db, companyId, [personId]);
   return person ?? null;
 }

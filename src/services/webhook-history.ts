@@ -6,6 +6,7 @@ import { pageWindow, type Page } from "../lib/pagination";
 import { iso } from "../lib/time";
 import { inList } from "../db/sql";
 import { listAttempts } from "./webhook-delivery";
+import type { Deps } from "./deps";
 
 /**
  * How long a finished delivery is kept after it finished (docs/decisions.md,
@@ -55,7 +56,7 @@ export type HistoryFilter = { start?: Date; end?: Date; types?: string[] };
  * One page of the company's delivery history, newest first (docs/decisions.md):
  * `start` inclusive, `end` exclusive, `types` any of the event names.
  */
-export async function listHistory(db: Db, companyId: number, filter: HistoryFilter, page: Page) {
+export async function listHistory({ db }: Pick<Deps, "db">, companyId: number, filter: HistoryFilter, page: Page) {
   const where = and(
     eq(webhookDeliveries.companyId, companyId),
     filter.start ? gte(webhookDeliveries.createdAt, filter.start) : undefined,
@@ -78,7 +79,7 @@ export async function listHistory(db: Db, companyId: number, filter: HistoryFilt
 }
 
 /** One entry of the company's history with its attempts, oldest first; null when the company has none such. */
-export async function getHistoryEntry(db: Db, companyId: number, id: string) {
+export async function getHistoryEntry({ db }: Pick<Deps, "db">, companyId: number, id: string) {
   const row = await db
     .select()
     .from(webhookDeliveries)

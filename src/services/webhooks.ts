@@ -1,5 +1,4 @@
 import { and, asc, eq, sql } from "drizzle-orm";
-import type { Db } from "../db/client";
 import { companies, webhooks } from "../db/schema";
 import { iso } from "../lib/time";
 import type { EventName } from "../domain/events";
@@ -38,12 +37,12 @@ export const MAX_WEBHOOKS_PER_COMPANY = 50;
 /** How long deliveries stay signed with the secret a rotation replaced. */
 export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
 
-export async function listWebhooks(db: Db, companyId: number) {
+export async function listWebhooks({ db }: Pick<Deps, "db">, companyId: number) {
   const rows = await db.select().from(webhooks).where(eq(webhooks.companyId, companyId)).orderBy(asc(webhooks.id));
   return rows.map(toWebhook);
 }
 
-export async function getWebhook(db: Db, companyId: number, id: number) {
+export async function getWebhook({ db }: Pick<Deps, "db">, companyId: number, id: number) {
   const row = await db
     .select()
     .from(webhooks)

@@ -5,7 +5,7 @@ import type * as routes from "./phones.routes";
 
 export const listCompanyPhones: AppRouteHandler<typeof routes.listCompanyPhones> = async (c) => {
   const { status, ...page } = c.req.valid("query");
-  const { phones: list, total } = await phones.listPhonesByStatus(c.var.deps.db, status, page);
+  const { phones: list, total } = await phones.listPhonesByStatus(c.var.deps, status, page);
   setPageHeaders(c, page, total);
   return c.json(list, 200);
 };

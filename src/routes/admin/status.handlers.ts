@@ -3,4 +3,4 @@ import type { AppRouteHandler } from "../../types";
 import type * as routes from "./status.routes";
 
 export const status: AppRouteHandler<typeof routes.status> = async (c) =>
-  c.json(await backgroundStatus(c.var.deps.db, new Date()), 200);
+  c.json(await backgroundStatus(c.var.deps, new Date()), 200);

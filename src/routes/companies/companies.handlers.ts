@@ -9,16 +9,16 @@ export const getCompany: AppRouteHandler<typeof routes.getCompany> = async (c) =
 };
 
 export const listRoles: AppRouteHandler<typeof routes.listRoles> = async (c) => {
-  return c.json(await companies.listRoles(c.var.deps.db, c.var.company.companyId), 200);
+  return c.json(await companies.listRoles(c.var.deps, c.var.company.companyId), 200);
 };
 
 export const listSites: AppRouteHandler<typeof routes.listSites> = async (c) => {
-  return c.json(await companies.listSites(c.var.deps.db), 200);
+  return c.json(await companies.listSites(c.var.deps), 200);
 };
 
 export const getSite: AppRouteHandler<typeof routes.getSite> = async (c) => {
   const { id } = c.req.valid("param");
-  const site = await companies.getSite(c.var.deps.db, id);
+  const site = await companies.getSite(c.var.deps, id);
   if (!site) throw notFound(`site ${id} does not exist`);
   return c.json(site, 200);
 };

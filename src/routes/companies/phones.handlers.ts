@@ -3,7 +3,7 @@ import type { AppRouteHandler } from "../../types";
 import type * as routes from "./phones.routes";
 
 export const listCompanyPhones: AppRouteHandler<typeof routes.listCompanyPhones> = async (c) =>
-  c.json(await phones.listCompanyPhones(c.var.deps.db, c.var.company.companyId), 200);
+  c.json(await phones.listCompanyPhones(c.var.deps, c.var.company.companyId), 200);
 
 export const addCompanyPhone: AppRouteHandler<typeof routes.addCompanyPhone> = async (c) => {
   const { label, ...phone } = c.req.valid("json");

@@ -82,12 +82,12 @@ export const decideTrust: AppRouteHandler<typeof routes.decideTrust> = async (c)
 };
 
 export const listCompanyEmployees: AppRouteHandler<typeof routes.listCompanyEmployees> = async (c) => {
-  return c.json(await companiesWithEmployees(c.var.deps.db, personId(c.var.principal)), 200);
+  return c.json(await companiesWithEmployees(c.var.deps, personId(c.var.principal)), 200);
 };
 
 export const getCompanyEmployees: AppRouteHandler<typeof routes.getCompanyEmployees> = async (c) => {
   const { id } = c.req.valid("param");
-  const [entry] = await companiesWithEmployees(c.var.deps.db, personId(c.var.principal), id);
+  const [entry] = await companiesWithEmployees(c.var.deps, personId(c.var.principal), id);
   if (!entry) throw notFound(`company ${id} does not exist`);
   return c.json(entry, 200);
 };

@@ -10,7 +10,7 @@ export const listEmployees: AppRouteHandler<typeof routes.listEmployees> = async
   const { search, after, ...page } = c.req.valid("query");
   if (after !== undefined && page.page !== 1) throw badRequest("`after` continues from an id: use it with `page` 1");
   const { body, total, last } = await employees.listEmployees(
-    c.var.deps.db,
+    c.var.deps,
     c.var.company.companyId,
     search || null,
     page,
@@ -27,7 +27,7 @@ export const listEmployees: AppRouteHandler<typeof routes.listEmployees> = async
 
 export const getEmployee: AppRouteHandler<typeof routes.getEmployee> = async (c) => {
   const { id } = c.req.valid("param");
-  const person = await loadPerson(c.var.deps.db, c.var.company.companyId, id);
+  const person = await loadPerson(c.var.deps, c.var.company.companyId, id);
   if (!person) throw notFound(`employee ${id} does not exist`);
   return c.json(person, 200);
 };
@@ -58,7 +58,7 @@ export const listExposures: AppRouteHandler<typeof routes.listExposures> = async
   const current = exposed ?? status === null;
   const statuses = current ? (status ?? ["pending", "in_progress"]).filter((s) => s !== "closed") : status;
   const { items, total } = await listExposurePage(
-    c.var.deps.db,
+    c.var.deps,
     c.var.company.companyId,
     { since: since ?? null, employees: employeeIds, statuses },
     page,
@@ -69,7 +69,7 @@ export const listExposures: AppRouteHandler<typeof routes.listExposures> = async
 
 export const exposureHistory: AppRouteHandler<typeof routes.exposureHistory> = async (c) => {
   const { id } = c.req.valid("param");
-  const history = await getExposureHistory(c.var.deps.db, c.var.company.companyId, id);
+  const history = await getExposureHistory(c.var.deps, c.var.company.companyId, id);
   if (!history) throw notFound(`exposure ${id} does not exist`);
   return c.json(history, 200);
 };

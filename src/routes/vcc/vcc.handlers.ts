@@ -18,7 +18,7 @@ export const loadContainer: AppRouteHandler<typeof routes.loadContainer> = async
   const { session } = c.req.valid("cookie");
   const { deps } = c.var;
 
-  const container = await findEnabledContainer(deps.db, container_id);
+  const container = await findEnabledContainer(deps, container_id);
   if (!container) throw notFound(`container ${JSON.stringify(container_id)} does not exist or is disabled`);
 
   // A bad or missing cookie is not an error here: the visitor is simply anonymous.
@@ -54,7 +54,7 @@ export const setVendorTrustHandler: AppRouteHandler<typeof routes.setVendorTrust
 };
 
 export const vendorTrustPreflight: AppRouteHandler<typeof routes.vendorTrustPreflight> = async (c) => {
-  const container = await findEnabledContainer(c.var.deps.db, c.req.valid("param").container_id);
+  const container = await findEnabledContainer(c.var.deps, c.req.valid("param").container_id);
   grantPublisherCors(c, container?.domain, true);
   return c.body(null, 204);
 };
@@ -82,7 +82,7 @@ export const deleteSession: AppRouteHandler<typeof routes.deleteSession> = async
 
 export const frame: AppRouteHandler<typeof routes.frame> = async (c) => {
   const { container_id } = c.req.valid("param");
-  const container = await findEnabledContainer(c.var.deps.db, container_id);
+  const container = await findEnabledContainer(c.var.deps, container_id);
   const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
   const development = isDevelopment(c);
   const headers = {

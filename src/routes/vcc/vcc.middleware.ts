@@ -34,7 +34,7 @@ export function grantPublisherCors(c: Context<AppEnv>, domain: string | null | u
  * on `c.var.principal`. Runs before body validation, so no identity is 401.
  */
 export const containerVisitor = createMiddleware<AppEnv>(async (c, next) => {
-  const container = await findEnabledContainer(c.var.deps.db, c.req.param("container_id") ?? "");
+  const container = await findEnabledContainer(c.var.deps, c.req.param("container_id") ?? "");
   grantPublisherCors(c, container?.domain);
 
   if (!c.var.principal) {

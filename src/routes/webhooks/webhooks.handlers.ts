@@ -9,13 +9,13 @@ import type { AppRouteHandler } from "../../types";
 import type * as routes from "./webhooks.routes";
 
 export const listWebhooks: AppRouteHandler<typeof routes.listWebhooks> = async (c) => {
-  return c.json(await webhooks.listWebhooks(c.var.deps.db, c.var.company.companyId), 200);
+  return c.json(await webhooks.listWebhooks(c.var.deps, c.var.company.companyId), 200);
 };
 
 export const listHistory: AppRouteHandler<typeof routes.listHistory> = async (c) => {
   const { page, per_page, start_date, end_date, type } = c.req.valid("query");
   const { total, items } = await history.listHistory(
-    c.var.deps.db,
+    c.var.deps,
     c.var.company.companyId,
     { start: start_date, end: end_date, types: type },
     { page, per_page },
@@ -26,7 +26,7 @@ export const listHistory: AppRouteHandler<typeof routes.listHistory> = async (c)
 
 export const getWebhook: AppRouteHandler<typeof routes.getWebhook> = async (c) => {
   const { id } = c.req.valid("param");
-  const webhook = await webhooks.getWebhook(c.var.deps.db, c.var.company.companyId, id);
+  const webhook = await webhooks.getWebhook(c.var.deps, c.var.company.companyId, id);
   if (!webhook) throw notFound(`webhook ${id} does not exist`);
   return c.json(webhook, 200);
 };
@@ -52,7 +52,7 @@ export const updateWebhook: AppRouteHandler<typeof routes.updateWebhook> = async
     const problem = endpointProblem(changes.endpoint, c.var.deps.environment);
     if (problem) throw badRequest(`invalid body: \`endpoint\` ${problem}`);
   } else if (changes.active) {
-    const current = await webhooks.getWebhook(c.var.deps.db, companyId, id);
+    const current = await webhooks.getWebhook(c.var.deps, companyId, id);
     if (!current) throw notFound(`webhook ${id} does not exist`);
     const problem = endpointProblem(current.endpoint, c.var.deps.environment);
     if (problem) throw badRequest(`webhook ${id} cannot be activated: its endpoint ${problem}`);
@@ -74,7 +74,7 @@ export const deleteWebhook: AppRouteHandler<typeof routes.deleteWebhook> = async
 
 export const getHistoryEntry: AppRouteHandler<typeof routes.getHistoryEntry> = async (c) => {
   const { history_id } = c.req.valid("param");
-  const entry = await history.getHistoryEntry(c.var.deps.db, c.var.company.companyId, history_id);
+  const entry = await history.getHistoryEntry(c.var.deps, c.var.company.companyId, history_id);
   if (!entry) throw notFound(`history entry ${history_id} does not exist`);
   return c.json(entry, 200);
 };

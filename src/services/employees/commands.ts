@@ -287,7 +287,7 @@ export async function updateEmployee(
   const { deliveries } = await commitEmployeeBatch(batch, companyId, guardedLicense ? [guardedLicense] : [], {
     settings: { access, personId, target: membership },
   });
-  const person = (await loadPerson(db, companyId, personId))!;
+  const person = (await loadPerson(deps, companyId, personId))!;
   await renderPersonDeliveries(db, deliveries, [person]);
   return person;
 }

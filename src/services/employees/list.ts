@@ -1,9 +1,9 @@
 import { and, asc, count, eq, gt, gte, inArray, lt, sql } from "drizzle-orm";
-import type { Db } from "../../db/client";
 import { companyEmployeeCounts, memberships, personEmails } from "../../db/schema";
 import { batchableAll } from "../../db/sql";
 import { pageWindow, type Page } from "../../lib/pagination";
 import { peopleReads, visibleEmail } from "../people";
+import type { Deps } from "../deps";
 
 /**
  * One page of the company's employees as the response body (JSON text,
@@ -22,7 +22,7 @@ import { peopleReads, visibleEmail } from "../people";
  * transaction, so the version is the one of exactly the rows rendered).
  */
 export async function listEmployees(
-  db: Db,
+  { db }: Pick<Deps, "db">,
   companyId: number,
   search: string | null,
   page: Page,
