@@ -4,7 +4,7 @@ import { expect } from "vitest";
 import { DEMO } from "../src/fixtures/demo-world";
 import { INDEX_COMPLETE_KEY } from "../src/domain/trust-records";
 import { KEY_WRITE_GAP_MS } from "../src/db/kv-writes";
-import { personStub } from "../src/objects/person/name";
+import { personStub } from "../src/objects/person/stub";
 import { fileTokens, type Who } from "./principals";
 
 export { DEMO };

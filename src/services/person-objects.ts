@@ -4,7 +4,7 @@ import { inList } from "../db/sql";
 import { ApiError, tooManyRequests } from "../lib/errors";
 import { logError } from "../lib/log";
 import type { Refusal } from "../objects/person/api";
-import { personStub } from "../objects/person/name";
+import { personStub } from "../objects/person/stub";
 import type { Person } from "../objects/person/person";
 import type { Deps } from "./deps";
 

@@ -4,14 +4,14 @@ import migrations from "../../../drizzle-person/migrations.js";
 import { createDb } from "../../db/client";
 import { factsOf } from "../../db/facts";
 import * as keys from "./index-keys";
-import { personStub } from "./name";
+import { personStub } from "./stub";
 import type { Person } from "./person";
 import { erasure } from "./schema";
 import type { Sender } from "./senders";
 
 /*
  * Who the object is: its person's id and whether it was erased. The id comes
- * from the object's name (`person:<id>`, name.ts), which the runtime gives
+ * from the object's name (`person:<id>`, stub.ts), which the runtime gives
  * the object as `ctx.id.name` when a stub reached it by `idFromName`. An
  * alarm that wakes a fresh instance has no name (workerd gives none then), so
  * the id is also kept in the object's key-value storage the first time it is
