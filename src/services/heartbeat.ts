@@ -126,8 +126,8 @@ export async function heartbeat(deps: Deps, personId: number) {
     last_company_update: at(parts.company),
     last_coworker_update: at(parts.coworker),
     last_user_update: at(parts.user),
-    // The object's `activity` is the id of the person's newest activity (0: none yet).
-    last_activity_id: String(own.activity),
+    // The id of the person's newest activity (0: none yet).
+    last_activity_id: String(own.lastActivityId),
     secure_number: parts.secure ?? (await assignSecureNumber(deps, personId)),
   };
 }

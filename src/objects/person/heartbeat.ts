@@ -15,7 +15,7 @@ import { companySettings } from "./trust";
  * last told the object that the heartbeat needs (null: none yet, D1 answers).
  */
 export function heartbeatTimes(db: DrizzleSqliteDODatabase): {
-  activity: number;
+  lastActivityId: number;
   trustRequest: number | null;
   contact: number | null;
   companySetting: number | null;
@@ -30,7 +30,7 @@ export function heartbeatTimes(db: DrizzleSqliteDODatabase): {
     .get();
   const settings = companySettings(db);
   return {
-    activity: lastId(db),
+    lastActivityId: lastId(db),
     trustRequest: asked ? asked.at.getTime() : null,
     contact: book.lastContactUpdate(db),
     companySetting: settings.length === 0 ? null : Math.max(...settings.map((row) => row.updatedAt)),
