@@ -13,20 +13,12 @@ import {
   indexKeysWritten,
   insertToken,
   trustIndexSettled,
+  type HeartbeatBody,
 } from "./helpers";
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
-type SecureNumber = { country_code: string; number: string; e164: string };
-type Heartbeat = {
-  last_contact_update: string | null;
-  last_trust_request: string | null;
-  last_company_update: string | null;
-  last_coworker_update: string | null;
-  last_user_update: string | null;
-  last_activity_id: string;
-  secure_number: SecureNumber | null;
-};
+type Heartbeat = HeartbeatBody;
 
 let nextPerson = 100;
 

@@ -3,7 +3,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { COMPANIES_COMPLETE_KEY, companyKey } from "../src/domain/company-records";
 import { createDeps } from "../src/services/deps";
 import { applyIndexWork } from "../src/services/trust-index";
-import { as, call, countD1, DEMO, indexWorkApplied, insertToken } from "./helpers";
+import { as, call, countD1, DEMO, indexWorkApplied, insertToken, type HeartbeatBody } from "./helpers";
 
 /*
  * The heartbeat reads no D1 once the person holds a secure number and the
@@ -15,15 +15,7 @@ import { as, call, countD1, DEMO, indexWorkApplied, insertToken } from "./helper
  * made without them is queued by D1's triggers for the minute sweep.
  */
 
-type Heartbeat = {
-  last_contact_update: string | null;
-  last_trust_request: string | null;
-  last_company_update: string | null;
-  last_coworker_update: string | null;
-  last_user_update: string | null;
-  last_activity_id: string;
-  secure_number: { country_code: string; number: string; e164: string } | null;
-};
+type Heartbeat = HeartbeatBody;
 
 const ADMIN = `sk_test_platform_admin_${crypto.randomUUID().replaceAll("-", "")}`;
 const admin = (method: string, path: string, body?: unknown) => call(path, { method, body, token: ADMIN });

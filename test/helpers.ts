@@ -288,3 +288,29 @@ export async function trustIndexSettledFor(receiverE164: string): Promise<void> 
     .first<{ id: number | null }>();
   await trustIndexSettled(...(row?.id ? [row.id] : []));
 }
+
+/** The heartbeat's answer (`GET /apps/buzz/heartbeat`). */
+export type HeartbeatBody = {
+  last_contact_update: string | null;
+  last_trust_request: string | null;
+  last_company_update: string | null;
+  last_coworker_update: string | null;
+  last_user_update: string | null;
+  last_activity_id: string;
+  secure_number: { country_code: string; number: string; e164: string } | null;
+};
+
+/**
+ * A demo person's secure number (their heartbeat assigns it if they hold none): as a trust
+ * lookup's receiving fields, and in E.164.
+ */
+export async function secureNumberOf(
+  who: Who,
+): Promise<{ receiving: { number_code: string; number: string }; e164: string }> {
+  const { secure_number } = await (await as(who).get("/apps/buzz/heartbeat")).json<HeartbeatBody>();
+  if (!secure_number) throw new Error(`${who} holds no secure number (is the pool empty?)`);
+  return {
+    receiving: { number_code: secure_number.country_code, number: secure_number.number },
+    e164: secure_number.e164,
+  };
+}

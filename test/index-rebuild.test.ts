@@ -59,6 +59,22 @@ describe("after the mark, the ringing path makes no D1 statement", () => {
   });
 });
 
+/** One run of the minute cron, as the runtime makes it. */
+async function tick() {
+  const ctx = createExecutionContext();
+  await worker.scheduled!(createScheduledController({ cron: "* * * * *", scheduledTime: Date.now() }), env, ctx);
+  await waitOnExecutionContext(ctx);
+}
+
+/** The messages sent on the background queue from now on (not delivered). */
+function backgroundSends(): BackgroundMessage[] {
+  const sent: BackgroundMessage[] = [];
+  vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation(
+    (async (body: BackgroundMessage) => void sent.push(body)) as never,
+  );
+  return sent;
+}
+
 describe("the rebuild", () => {
   it("writes every key and then the mark; interrupted, it resumes where it stood", async () => {
     const deps = createDeps(env);
@@ -100,10 +116,7 @@ describe("the rebuild", () => {
   });
 
   it("POST /internal/trust-index/rebuild starts it on the background queue; GET tells where it stands (operator only)", async () => {
-    const sent: BackgroundMessage[] = [];
-    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation(
-      (async (body: BackgroundMessage) => void sent.push(body)) as never,
-    );
+    const sent = backgroundSends();
     await env.TRUST_INDEX.delete(REBUILD_KEY);
     const started = await call("/internal/trust-index/rebuild", { method: "POST", token: ADMIN });
     expect(started.status).toBe(202);
@@ -115,16 +128,8 @@ describe("the rebuild", () => {
   });
 
   it("the minute cron starts a rebuild on a deployment that never had one, and not again", async () => {
-    const sent: BackgroundMessage[] = [];
-    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation(
-      (async (body: BackgroundMessage) => void sent.push(body)) as never,
-    );
+    const sent = backgroundSends();
     await env.TRUST_INDEX.delete(REBUILD_KEY);
-    const tick = async () => {
-      const ctx = createExecutionContext();
-      await worker.scheduled!(createScheduledController({ cron: "* * * * *", scheduledTime: Date.now() }), env, ctx);
-      await waitOnExecutionContext(ctx);
-    };
     await tick();
     expect(sent.filter((m) => m.kind === "rebuild-index")).toHaveLength(1);
     await tick();
@@ -132,10 +137,7 @@ describe("the rebuild", () => {
   });
 
   it("the minute cron rebuilds an index older code finished without the company records, once", async () => {
-    const sent: BackgroundMessage[] = [];
-    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation(
-      (async (body: BackgroundMessage) => void sent.push(body)) as never,
-    );
+    const sent = backgroundSends();
     const finished = {
       state: "complete",
       stage: null,
@@ -147,11 +149,6 @@ describe("the rebuild", () => {
     };
     await env.TRUST_INDEX.put(REBUILD_KEY, JSON.stringify(finished));
     await env.TRUST_INDEX.delete(COMPANIES_COMPLETE_KEY);
-    const tick = async () => {
-      const ctx = createExecutionContext();
-      await worker.scheduled!(createScheduledController({ cron: "* * * * *", scheduledTime: Date.now() }), env, ctx);
-      await waitOnExecutionContext(ctx);
-    };
     await tick();
     const rebuilds = () => sent.filter((m) => m.kind === "rebuild-index");
     expect(rebuilds()).toEqual([{ kind: "rebuild-index", stage: "people", after: "0" }]);

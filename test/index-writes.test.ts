@@ -11,6 +11,7 @@ import {
   inPersonObject,
   personObject,
   withoutIndexMark,
+  secureNumberOf,
 } from "./helpers";
 
 /**
@@ -33,11 +34,7 @@ const phone = (i: number) => `+1212555${1000 + i}`;
 const bucketKey = (dd: number) => `rcvn:${secure}:${String(dd).padStart(2, "0")}`;
 
 beforeAll(async () => {
-  const heartbeat = (await (await as("bob").get("/apps/buzz/heartbeat")).json()) as {
-    secure_number: { country_code: string; number: string };
-  };
-  receiving = { number_code: heartbeat.secure_number.country_code, number: heartbeat.secure_number.number };
-  secure = `+${receiving.number_code}${receiving.number}`;
+  ({ receiving, e164: secure } = await secureNumberOf("bob"));
   expect((await as("bob").send("DELETE", "/contacts/clear")).status).toBe(204);
   const synced = await as("bob").send(
     "POST",

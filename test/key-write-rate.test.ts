@@ -4,7 +4,7 @@ import { createDb } from "../src/db/client";
 import { KEY_WRITE_GAP_MS } from "../src/db/kv-writes";
 import { applyIndexWork, workForKeys } from "../src/services/trust-index";
 import { createDeps } from "../src/services/deps";
-import { as, DEMO, indexKeysWritten, indexWorkApplied, personObject } from "./helpers";
+import { as, DEMO, indexKeysWritten, indexWorkApplied, personObject, secureNumberOf } from "./helpers";
 
 /**
  * No KV key is written more than once a second (docs/architecture.md, "The trust index"):
@@ -53,11 +53,7 @@ let secure = "";
 let receiving = { number_code: "", number: "" };
 
 beforeAll(async () => {
-  const heartbeat = (await (await as("bob").get("/apps/buzz/heartbeat")).json()) as {
-    secure_number: { country_code: string; number: string };
-  };
-  receiving = { number_code: heartbeat.secure_number.country_code, number: heartbeat.secure_number.number };
-  secure = `+${receiving.number_code}${receiving.number}`;
+  ({ receiving, e164: secure } = await secureNumberOf("bob"));
   expect((await as("bob").send("DELETE", "/contacts/clear")).status).toBe(204);
   await indexKeysWritten(DEMO.people.bob);
 });
