@@ -86,6 +86,22 @@ const backdate = (id: number, days: number) =>
     .bind(Date.now() - days * DAY, id)
     .run();
 
+/**
+ * A new tenant's verified phone `number`, which rings for its members and for Carol, no member,
+ * who trusts the company (a verified caller).
+ */
+async function verifiedPhoneCarolTrusts(number: string) {
+  const tenant = await newTenant();
+  const phone = await claimed(tenant, number);
+  expect((await admin("POST", `/internal/company-phones/${phone}/verify`)).status).toBe(200);
+  expect((await as("carol").send("PUT", `/contacts/companies/${tenant.id}/trust`, { trust: "trusted" })).status).toBe(
+    200,
+  );
+  expect(await trusts(tenant.token, number)).toBe(true);
+  expect(await trusts(fileTokenOf("carol"), number)).toBe(true);
+  return { tenant, phone };
+}
+
 describe("at most 20 pending claims per company", () => {
   it("the 21st is 400 naming the limit; a rejected claim frees its slot", async () => {
     const tenant = await newTenant();
@@ -201,16 +217,8 @@ describe("the operator rejects a claim and removes a phone", () => {
   });
 
   it("remove re-indexes at once: calls from the number are no longer trusted through the company", async () => {
-    const tenant = await newTenant();
     const number = "+14155566100";
-    const phone = await claimed(tenant, number);
-    expect((await admin("POST", `/internal/company-phones/${phone}/verify`)).status).toBe(200);
-    // Carol, no member, trusts the company (a verified caller now).
-    expect((await as("carol").send("PUT", `/contacts/companies/${tenant.id}/trust`, { trust: "trusted" })).status).toBe(
-      200,
-    );
-    expect(await trusts(tenant.token, number)).toBe(true);
-    expect(await trusts(fileTokenOf("carol"), number)).toBe(true);
+    const { tenant, phone } = await verifiedPhoneCarolTrusts(number);
 
     expect((await admin("DELETE", `/internal/company-phones/${phone}`)).status).toBe(204);
     expect(await trusts(tenant.token, number)).toBe(false);
@@ -235,15 +243,8 @@ describe("the operator rejects a claim and removes a phone", () => {
 
 describe("a disabled company's phones count for nobody", () => {
   it("its verified phone stops ringing for a non-member who trusted it and for its members, until enabled", async () => {
-    const tenant = await newTenant();
     const number = "+14155567000";
-    const phone = await claimed(tenant, number);
-    expect((await admin("POST", `/internal/company-phones/${phone}/verify`)).status).toBe(200);
-    expect((await as("carol").send("PUT", `/contacts/companies/${tenant.id}/trust`, { trust: "trusted" })).status).toBe(
-      200,
-    );
-    expect(await trusts(tenant.token, number)).toBe(true);
-    expect(await trusts(fileTokenOf("carol"), number)).toBe(true);
+    const { tenant } = await verifiedPhoneCarolTrusts(number);
 
     expect((await admin("PATCH", `/internal/companies/${tenant.id}`, { status: "disabled" })).status).toBe(200);
     expect(await trusts(fileTokenOf("carol"), number)).toBe(false);

@@ -1,4 +1,4 @@
-import { and, asc, count, eq, sql } from "drizzle-orm";
+import { and, asc, count, eq, sql, type SQL } from "drizzle-orm";
 import { pageWindow, type Page } from "../lib/pagination";
 import type { Db } from "../db/client";
 import { pruneOlderThan } from "../db/prune";
@@ -230,7 +230,11 @@ export async function rejectCompanyPhone(deps: Deps, phoneId: number): Promise<v
  * next lookup on — its `num:` record is rewritten right after the commit.
  */
 export async function removePhoneOfAnyCompany(deps: Deps, phoneId: number): Promise<void> {
-  const where = eq(companyPhones.id, phoneId);
+  await removePhone(deps, phoneId, eq(companyPhones.id, phoneId));
+}
+
+/** Deletes the phone `where` selects (404 naming `phoneId` when none) and rewrites its number's `num:` record. */
+async function removePhone(deps: Deps, phoneId: number, where: SQL | undefined): Promise<void> {
   const existing = await deps.db.select({ e164: companyPhones.e164 }).from(companyPhones).where(where).get();
   if (!existing) throw notFound(`company phone ${phoneId} does not exist`);
   const batch = new WriteBatch(deps);
@@ -278,11 +282,5 @@ export async function listPhonesByStatus({ db }: Pick<Deps, "db">, status: Compa
 
 /** Removes a company phone; calls from it are no longer trusted for that reason. */
 export async function removeCompanyPhone(deps: Deps, companyId: number, phoneId: number): Promise<void> {
-  const where = and(eq(companyPhones.id, phoneId), eq(companyPhones.companyId, companyId));
-  const existing = await deps.db.select({ e164: companyPhones.e164 }).from(companyPhones).where(where).get();
-  if (!existing) throw notFound(`company phone ${phoneId} does not exist`);
-  const batch = new WriteBatch(deps);
-  batch.add(deps.db.delete(companyPhones).where(where));
-  batch.reindexNumbers([existing.e164]);
-  await batch.commit();
+  await removePhone(deps, phoneId, and(eq(companyPhones.id, phoneId), eq(companyPhones.companyId, companyId)));
 }
