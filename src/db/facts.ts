@@ -1,3 +1,5 @@
+import { eq, sql, type SQL } from "drizzle-orm";
+import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Db } from "./client";
 import { memberships, people, secureNumbers } from "./schema";
 import { inList } from "./sql";
@@ -6,42 +8,76 @@ import type { Facts } from "../domain/facts";
 
 /** D1's facts about these people (a person gone, or without a number, has `e164` null), in one batch. */
 export async function factsOf(db: Db, personIds: number[]): Promise<Facts[]> {
-  const [numbers, companies, versions] = await db.batch([
+  const found = await factsWhere(db, (personId) => inList(personId, personIds));
+  // A person D1 does not know (gone, or not yet on a lagging replica): no number, no company, the lowest version.
+  return personIds.map(
+    (personId) =>
+      found.get(personId) ?? {
+        personId,
+        e164: null,
+        companies: [],
+        version: 0,
+        countryCode: null,
+        number: null,
+        userAt: null,
+        membershipAt: null,
+      },
+  );
+}
+
+/** D1's facts about the holder of secure number `e164` (null: nobody holds it), in one batch. */
+export async function factsOfNumber(db: Db, e164: string): Promise<Facts | null> {
+  const found = await factsWhere(
+    db,
+    (personId) => sql`${personId} = (select person_id from ${secureNumbers} where e164 = ${e164})`,
+  );
+  const [facts] = found.values();
+  return facts?.e164 === e164 ? facts : null;
+}
+
+/**
+ * The facts of the people whose id `selects` (a condition on a person-id
+ * column), by person: one batch of two reads, the people with their secure
+ * number, and their memberships.
+ */
+async function factsWhere(db: Db, selects: (personId: AnySQLiteColumn) => SQL | undefined) {
+  const [holders, companies] = await db.batch([
     db
       .select({
-        personId: secureNumbers.personId,
+        personId: people.id,
+        version: people.factsVersion,
+        at: people.updatedAt,
         e164: secureNumbers.e164,
         countryCode: secureNumbers.countryCode,
         number: secureNumbers.number,
       })
-      .from(secureNumbers)
-      .where(inList(secureNumbers.personId, personIds)),
+      .from(people)
+      .leftJoin(secureNumbers, eq(secureNumbers.personId, people.id))
+      .where(selects(people.id)),
     db
       .select({ personId: memberships.personId, id: memberships.companyId, at: memberships.updatedAt })
       .from(memberships)
-      .where(inList(memberships.personId, personIds)),
-    db
-      .select({ personId: people.id, version: people.factsVersion, at: people.updatedAt })
-      .from(people)
-      .where(inList(people.id, personIds)),
+      .where(selects(memberships.personId)),
   ]);
   const companiesOf = groupBy(companies, (row) => row.personId);
-  return personIds.map((personId) => {
-    const number = numbers.find((row) => row.personId === personId);
-    const person = versions.find((row) => row.personId === personId);
-    const own = companiesOf.get(personId) ?? [];
-    return {
-      personId,
-      e164: number?.e164 ?? null,
-      companies: own.map((row) => row.id),
-      // A person D1 does not know (gone, or not yet on a lagging replica): the lowest version.
-      version: person?.version ?? 0,
-      countryCode: number?.countryCode ?? null,
-      number: number?.number ?? null,
-      userAt: person ? person.at.getTime() : null,
-      membershipAt: newestOf(own.map((row) => row.at.getTime())),
-    };
-  });
+  return new Map<number, Facts>(
+    holders.map((person) => {
+      const own = companiesOf.get(person.personId) ?? [];
+      return [
+        person.personId,
+        {
+          personId: person.personId,
+          e164: person.e164,
+          companies: own.map((row) => row.id),
+          version: person.version,
+          countryCode: person.countryCode,
+          number: person.number,
+          userAt: person.at.getTime(),
+          membershipAt: newestOf(own.map((row) => row.at.getTime())),
+        },
+      ];
+    }),
+  );
 }
 
 /** The newest of these times (ms); null when there is none. */

@@ -53,8 +53,8 @@ export type ApplyResult = {
  * a read batch (3 reads), the last digests and write times of the `num:`,
  * `tok:` and `co:` keys, for `tok:` keys 1 read, for `co:` keys (the
  * heartbeat's company records) 1 read, for `prs:` keys the people's facts
- * (3 reads, then one RPC per object); 1 write batch (4 statements) — at most
- * 14 statements. At most one KV put per key, so `limit` bounds the KV
+ * (2 reads, then one RPC per object); 1 write batch (4 statements) — at most
+ * 13 statements. At most one KV put per key, so `limit` bounds the KV
  * operations and the object calls.
  */
 export async function applyIndexWork(

@@ -1,6 +1,3 @@
-import { sql } from "drizzle-orm";
-import type { Db } from "../db/client";
-import { memberships, people, secureNumbers } from "../db/schema";
 import { fillKey } from "../db/kv-writes";
 import {
   bucketOf,
@@ -13,8 +10,7 @@ import {
   type NumberRecord,
   type ReceiverRecord,
 } from "../domain/trust-records";
-import type { Facts } from "../domain/facts";
-import { newestOf } from "../db/facts";
+import { factsOfNumber } from "../db/facts";
 import { logError } from "../lib/log";
 import { applyIndexWork, type IndexDeps } from "./index-apply";
 import { workForKeys } from "./index-work";
@@ -146,39 +142,6 @@ function readableReceiver(value: string | null): ReceiverRecord | null {
   } catch {
     return null;
   }
-}
-
-/** D1's facts about the holder of secure number `e164` (null: nobody holds it), in one batch. */
-async function factsOfNumber(db: Db, e164: string): Promise<Facts | null> {
-  const [holders, companies] = await db.batch([
-    db
-      .select({
-        personId: secureNumbers.personId,
-        version: people.factsVersion,
-        countryCode: secureNumbers.countryCode,
-        number: secureNumbers.number,
-        userAt: people.updatedAt,
-      })
-      .from(secureNumbers)
-      .innerJoin(people, sql`${people.id} = ${secureNumbers.personId}`)
-      .where(sql`${secureNumbers.e164} = ${e164}`),
-    db
-      .select({ id: memberships.companyId, at: memberships.updatedAt })
-      .from(memberships)
-      .where(sql`${memberships.personId} = (select person_id from ${secureNumbers} where e164 = ${e164})`),
-  ]);
-  const holder = holders[0];
-  if (!holder?.personId) return null;
-  return {
-    personId: holder.personId,
-    e164,
-    companies: companies.map((row) => row.id),
-    version: holder.version,
-    countryCode: holder.countryCode,
-    number: holder.number,
-    userAt: holder.userAt.getTime(),
-    membershipAt: newestOf(companies.map((row) => row.at.getTime())),
-  };
 }
 
 /**
