@@ -15,6 +15,7 @@ import {
   startOfUsableWindow,
   withoutIndexMark,
   indexKeysWritten,
+  trustIndexSettled,
 } from "./helpers";
 import { createApp } from "../src/app";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
@@ -79,8 +80,9 @@ describe("call-lookup reads its details in one D1 round trip", () => {
     const [contact] = (await synced.json()) as { id: number }[];
     const from = phoneFromInternational(bob.secure_number.e164)!;
     const path = `/apps/buzz/call-lookup?${new URLSearchParams({ ...receiving, inbound_code: from.countryCode, inbound: from.nationalNumber })}`;
-    await as("telephony").get(path); // warm the index
-    await scheduler.wait(50);
+    // The contact's key may be written after the one-second coalescing: wait for that write, not a fixed delay.
+    await trustIndexSettled(DEMO.people.alice);
+    await as("telephony").get(path); // warm the isolate
 
     const d1 = countD1();
     const response = await as("telephony").get(path);
