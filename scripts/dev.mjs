@@ -4,6 +4,9 @@
 // or `PORT=N npm run dev` (the flag wins); `--ip` likewise. Every other argument
 // goes to `wrangler dev` as it is.
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { ROOT, bin, childEnv, fail, run, runQuiet, step, waitForHealth } from "./lib/cli.mjs";
 import { loadDemoObjects } from "./lib/demo-objects.mjs";
 
@@ -22,10 +25,12 @@ else process.stderr.write(migrations); // an output this script cannot read: all
 step('Loading the demo world (README, "The demo world")');
 run("tsx", ["scripts/seed.ts"], { what: "the demo-world loader" });
 
+const envFiles = developmentSecrets();
+
 step(`Starting wrangler dev on http://${ip}:${port} (crons: /cdn-cgi/handler/scheduled?cron=...)`);
 const child = spawn(
   bin("wrangler"),
-  ["dev", "--ip", ip, "--port", String(port), "--test-scheduled", "--show-interactive-dev-session=false", ...rest],
+  ["dev", "--ip", ip, "--port", String(port), "--test-scheduled", "--show-interactive-dev-session=false", ...envFiles, ...rest],
   { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], env: childEnv() },
 );
 
@@ -96,4 +101,28 @@ function appliedMigrations(output) {
       .slice(1)
       .at(-1) ?? "";
   return [...last.matchAll(/^│\s*(\S+\.sql)\s*│\s*✅/gmu)].map((match) => match[1]);
+}
+
+/**
+ * The Worker's keys for development (src/secrets.d.ts): generated once per checkout into
+ * .wrangler/dev-secrets.env (never committed), plus .dev.vars when it exists (a real provider's
+ * credentials, .dev.vars.example), whose values win. Returns wrangler's `--env-file` arguments.
+ */
+function developmentSecrets() {
+  const file = path.join(ROOT, ".wrangler", "dev-secrets.env");
+  const keys = ["CODE_KEY", "STREAM_TICKET_KEY", "PROVIDER_SECRET_KEYS"];
+  const have = existsSync(file) ? readFileSync(file, "utf8") : "";
+  const missing = keys.filter((key) => !new RegExp(`^${key}=`, "m").test(have));
+  if (missing.length > 0) {
+    const value = (key) => {
+      const secret = randomBytes(32).toString("base64url");
+      return key === "PROVIDER_SECRET_KEYS" ? `dev1:${secret}` : secret;
+    };
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, have + missing.map((key) => `${key}=${value(key)}\n`).join(""), { mode: 0o600 });
+    process.stderr.write(`  generated development keys (${missing.join(", ")}) in .wrangler/dev-secrets.env\n`);
+  }
+  const files = ["--env-file", file];
+  if (existsSync(path.join(ROOT, ".dev.vars"))) files.push("--env-file", path.join(ROOT, ".dev.vars"));
+  return files;
 }

@@ -27,7 +27,13 @@ export default defineConfig(async () => ({
     cloudflareTest({
       wrangler: { configPath: path.join(root, "wrangler.toml") },
       miniflare: {
-        bindings: { TEST_MIGRATIONS: await readD1Migrations(path.join(root, "drizzle")) },
+        bindings: {
+          TEST_MIGRATIONS: await readD1Migrations(path.join(root, "drizzle")),
+          // The Worker's keys (src/secrets.d.ts); fixed for the tests, generated for `npm run dev`.
+          CODE_KEY: "dGVzdC1jb2RlLWtleS10ZXN0LWNvZGUta2V5LTMyYnl0ZXM",
+          STREAM_TICKET_KEY: "dGVzdC10aWNrZXQta2V5LXRlc3QtdGlja2V0LWtleS0zMg",
+          PROVIDER_SECRET_KEYS: "t1:dGVzdC1wcm92aWRlci1rZXktdGVzdC1wcm92aWRlci0z",
+        },
         // Tests run the webhook and background consumers themselves
         // (`exports.default.queue`; `deliverPending` in test/webhook-receiver.ts):
         // these producers point at queues nobody consumes. Left to Miniflare's
