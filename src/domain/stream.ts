@@ -27,7 +27,23 @@ export type StreamEvent =
   | { type: "trust_request"; data: ReturnType<typeof trustRequestView> }
   | { type: "contacts"; data: { updated_at: string } }
   | { type: "blocked_call"; data: ReturnType<typeof blockedCallView> }
-  | { type: "resync" };
+  | { type: "resync" }
+  | AccountEvent;
+
+/** A device as `GET /me/devices` lists it. */
+export type DeviceView = {
+  id: number;
+  name: string;
+  created_at: string;
+  last_used_on: string | null;
+  current: boolean;
+};
+
+/**
+ * Events about the account itself: `phones` (a confirmation of one of the person's phones ended: someone
+ * proved the number, or the operator released it; read GET /me/phones) and `device` (a new sign-in).
+ */
+export type AccountEvent = { type: "phones" } | { type: "device"; data: Omit<DeviceView, "current" | "last_used_on"> };
 
 /**
  * What a chat's write read from D1 anyway (it checks the receiver exists):

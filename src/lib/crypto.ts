@@ -11,3 +11,8 @@ export function base64url(bytes: Uint8Array): string {
     .replace(/\//g, "_")
     .replace(/=+$/, "");
 }
+
+/** Unpadded (or padded) base64url back to bytes. */
+export function fromBase64url(text: string): Uint8Array {
+  return Uint8Array.from(atob(text.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+}

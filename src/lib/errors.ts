@@ -15,9 +15,11 @@ const PHRASES: Record<number, string> = {
   426: "Upgrade Required",
   429: "Too Many Requests",
   500: "Internal Server Error",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
 };
 
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 410 | 413 | 422 | 426 | 429 | 500;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 410 | 413 | 422 | 426 | 429 | 500 | 502 | 503;
 
 /** The one error body of the API: `{"error": {"code": "404", "message": "Not Found: …"}}`. */
 export const ErrorSchema = z

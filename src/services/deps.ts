@@ -2,6 +2,8 @@ import { createDb, type Db } from "../db/client";
 import type { WriteGuard } from "../db/write-guard";
 import { twimlSettings, type TwimlSettings } from "../lib/twiml";
 import type { BackgroundMessage, DeliveryMessage, ScanEventsMessage } from "../queue/messages";
+import { codeSettingsOf, type CodeSettings } from "./codes";
+import { messagingOf } from "./messaging";
 import { personObjectsOf, type PersonObjects } from "./person-objects";
 
 /**
@@ -24,6 +26,8 @@ export type Deps = {
   environment: Env["ENVIRONMENT"];
   /** How a trust-lookup answered in TwiML puts a trusted call through (`TWIML_*` in wrangler.toml). */
   twiml: TwimlSettings;
+  /** One-time codes: their key, limits and the way messages leave (services/codes.ts); the host is the request's. */
+  codes: Omit<CodeSettings, "host">;
   /**
    * A write request's guard (db/write-guard.ts), which `db` runs on: a token
    * verified from a cache arms it (services/tokens.ts), and a write to a
@@ -38,14 +42,18 @@ export type Deps = {
  * middleware/db.ts). `guard`: a write request's guard, whose `database` is
  * then the one given.
  */
-export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = env.DB, guard?: WriteGuard): Deps => ({
-  db: createDb(database as D1Database),
-  kv: env.TRUST_INDEX,
-  webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
-  backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
-  scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
-  objects: personObjectsOf(env.PERSON, guard && (() => guard.finish())),
-  environment: env.ENVIRONMENT,
-  twiml: twimlSettings(env),
-  guard,
-});
+export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = env.DB, guard?: WriteGuard): Deps => {
+  const db = createDb(database as D1Database);
+  return {
+    db,
+    kv: env.TRUST_INDEX,
+    webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
+    backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
+    scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
+    objects: personObjectsOf(env.PERSON, guard && (() => guard.finish())),
+    environment: env.ENVIRONMENT,
+    twiml: twimlSettings(env),
+    codes: codeSettingsOf(env, messagingOf(env, db)),
+    guard,
+  };
+};

@@ -22,6 +22,11 @@ export const accessTokens = sqliteTable(
     lastUsedAt: timestamp("last_used_at"),
     /** A provider token's signing configuration (docs/providers.md, "Signed requests"); null: none. */
     signing: text("signing", { mode: "json" }).$type<ProviderSigning>(),
+    /**
+     * The device a person signed in on (`POST /auth/tokens`, docs/app.md "Devices"); null for a token
+     * the operator minted, listed as `minted by the operator`.
+     */
+    deviceName: text("device_name"),
     createdAt: createdAt(),
   },
   (t) => [uniqueIndex("access_tokens_hash_uq").on(t.tokenHash), index("access_tokens_person_idx").on(t.personId)],

@@ -102,7 +102,7 @@ export type { ActivityInput } from "../../domain/activity";
 export type { CallPolicy } from "../../domain/caller-verification";
 export type { Facts } from "../../domain/facts";
 export type { IdempotencyClaim, KeptAnswer } from "../../domain/idempotency";
-export type { ChatParties, Requester } from "../../domain/stream";
+export type { AccountEvent, ChatParties, Requester } from "../../domain/stream";
 export type { ReceiverRecord } from "../../domain/trust-records";
 export type { Backlog, ConnectParams } from "./stream";
 export type { Sender } from "./senders";

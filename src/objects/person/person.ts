@@ -288,6 +288,14 @@ export class Person extends DurableObject<Env> {
   stageStream(key: string, backlog: api.Backlog): void {
     this.stream.stage(key, backlog);
   }
+  /** An account event (`phones`, `device`, docs/realtime.md) on every open socket. */
+  announce(event: api.AccountEvent): void {
+    this.stream.announce(event);
+  }
+  /** Token `tokenId` was revoked: its sockets close with 4001 at once (docs/security.md, "Devices"). */
+  tokenRevoked(tokenId: number): number {
+    return this.stream.closeToken(tokenId);
+  }
   /** A one-use ticket for a browser's stream, made with token `tokenId`. */
   mintStreamTicket(tokenId: number): string {
     return this.stream.mintTicket(tokenId);

@@ -235,6 +235,18 @@ export class Stream {
     }
   }
 
+  /** Token `tokenId` was revoked (a device signed out or deleted): its sockets close with 4001 now. */
+  closeToken(tokenId: number): number {
+    const closing = this.sockets().filter(({ att }) => att.tokenId === tokenId);
+    for (const { ws } of closing) ws.close(STREAM_CLOSE.revoked.code, STREAM_CLOSE.revoked.reason);
+    return closing.length;
+  }
+
+  /** An event about the person's account (`phones`, `device`) on every open socket. */
+  announce(event: StreamEvent): void {
+    this.broadcast(event);
+  }
+
   /** The person is gone: every socket closes as a revoked token's would. */
   closeAll(): void {
     for (const { ws } of this.sockets()) ws.close(STREAM_CLOSE.revoked.code, STREAM_CLOSE.revoked.reason);
