@@ -325,11 +325,22 @@ export async function codeSentTo(to: string): Promise<string> {
   return code;
 }
 
+/** Calls as a demo principal, or with any token (`{ token }`). */
+export function asAny(who: Who | { token: string }) {
+  if (typeof who === "string") return as(who);
+  return {
+    get: (path: string, options: CallOptions = {}) => call(path, { ...options, token: who.token }),
+    send: (method: string, path: string, body?: unknown, options: CallOptions = {}) =>
+      call(path, { ...options, method, body, token: who.token }),
+  };
+}
+
 /** `who` proves phone `phoneId` as a person does: a code sent to it, then the confirm with that code. */
-export async function provePhone(who: Who, phoneId: number): Promise<Response> {
-  const sent = await as(who).send("POST", `/me/phones/${phoneId}/verification`);
+export async function provePhone(who: Who | { token: string }, phoneId: number): Promise<Response> {
+  const api = asAny(who);
+  const sent = await api.send("POST", `/me/phones/${phoneId}/verification`);
   expect(sent.status).toBe(202);
-  const phones = (await (await as(who).get("/me/phones")).json()) as { id: number; phone_full: string }[];
+  const phones = (await (await api.get("/me/phones")).json()) as { id: number; phone_full: string }[];
   const phone = phones.find((p) => p.id === phoneId)!;
-  return as(who).send("POST", `/me/phones/${phoneId}/confirm`, { code: await codeSentTo(phone.phone_full) });
+  return api.send("POST", `/me/phones/${phoneId}/confirm`, { code: await codeSentTo(phone.phone_full) });
 }
