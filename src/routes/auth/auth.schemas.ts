@@ -41,15 +41,10 @@ export const SignInSchema = z
   .object({
     ...addressFields,
     code: CodeField,
-    device_name: z
-      .string()
-      .trim()
-      .min(1)
-      .max(100)
-      .openapi({
-        description: "How the person will recognise this device in GET /me/devices",
-        example: "Bob's Pixel 9",
-      }),
+    device_name: z.string().trim().min(1).max(100).openapi({
+      description: "How the person will recognise this device in GET /me/devices",
+      example: "Bob's Pixel 9",
+    }),
   })
   .strict()
   .refine(exactlyOne, EXACTLY_ONE)

@@ -1,4 +1,4 @@
-import { desc, eq } from "drizzle-orm";
+import { desc, eq, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { devOutbox } from "../../db/schema";
 import type { Sender } from "./message";
@@ -8,10 +8,14 @@ import type { Sender } from "./message";
  * configured under `npm run dev` and in the tests. Each message is printed in the dev log and kept in
  * D1 for `GET /internal/outbox` and `npm run admin -- outbox`. Never used in production.
  */
+const OUTBOX_KEEP = 1_000;
+
 export const devOutboxSender =
   (db: Db): Sender =>
   async ({ channel, to, body }) => {
     await db.insert(devOutbox).values({ channel, to, body });
+    // The outbox keeps the newest `OUTBOX_KEEP` messages.
+    await db.run(sql`delete from ${devOutbox} where id <= (select max(id) from ${devOutbox}) - ${OUTBOX_KEEP}`);
     console.log(`[outbox] ${channel} to ${to}: ${body.replaceAll("\n", " / ")}`);
   };
 
