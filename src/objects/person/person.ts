@@ -257,15 +257,15 @@ export class Person extends DurableObject<Env> {
 
   /* ---------- Idempotency-Key of this person's writes (idempotency.ts) ---------- */
 
-  /** Claims `key` for a request with `fingerprint`, or answers why not. */
+  /** Claims `key` for a request with `fingerprint` (1,000 new keys a day), or answers why not. */
   async claimIdempotencyKey(key: string, fingerprint: string): Promise<api.IdempotencyClaim> {
     const claimed = this.ctx.storage.transactionSync(() => idempotency.claim(this.db, key, fingerprint, Date.now()));
     this.jobs.care();
     return claimed;
   }
-  /** Keeps the claim's first answer, or (`answer` null) deletes the claim. */
-  async settleIdempotencyKey(key: string, fingerprint: string, answer: api.KeptAnswer | null): Promise<void> {
-    this.ctx.storage.transactionSync(() => idempotency.settle(this.db, key, fingerprint, answer));
+  /** Keeps the claim's first answer (charged to today's bytes), or (`answer` null) deletes the claim. */
+  async settleIdempotencyKey(key: string, fingerprint: string, answer: api.AnswerToKeep | null): Promise<void> {
+    this.ctx.storage.transactionSync(() => idempotency.settle(this.db, key, fingerprint, answer, Date.now()));
   }
 
   /* ---------- the alarm (scheduler.ts) and live streams (stream.ts, docs/realtime.md) ---------- */

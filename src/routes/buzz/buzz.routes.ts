@@ -190,7 +190,7 @@ export const createActivity = createRoute({
     "The caller must be the sender or the receiver (else 403). `chat_*` types need `message` and `message_id`. " +
     "Idempotent on (sender, `message_id`): a retry answers the first record and creates nothing; `Idempotency-Key` as on every creating POST.",
   security: bearerSecurity,
-  middleware: [requirePerson, idempotent("person")] as const,
+  middleware: [requirePerson, idempotent("person", "activity")] as const,
   request: {
     headers: IdempotencyHeaders,
     body: { required: true, content: { "application/json": { schema: ActivityCreateSchema } } },
