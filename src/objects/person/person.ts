@@ -296,12 +296,12 @@ export class Person extends DurableObject<Env> {
   tokenRevoked(tokenId: number): number {
     return this.stream.closeToken(tokenId);
   }
-  /** A one-use ticket for a browser's stream, made with token `tokenId`. */
-  mintStreamTicket(tokenId: number): string {
-    return this.stream.mintTicket(tokenId);
+  /** Remembers a signed ticket's nonce for its one use: made with token `tokenId` (`tokenHash`), until `until`. */
+  mintStreamTicket(nonce: string, tokenId: number, tokenHash: string, until: number): void {
+    this.stream.mintTicket(nonce, tokenId, tokenHash, until);
   }
-  /** Spends a ticket: the token it was made with, or null (unknown, spent or expired). */
-  redeemStreamTicket(secret: string): number | null {
-    return this.stream.redeemTicket(secret);
+  /** Spends a ticket: its token's SHA-256, or null (unknown, spent, expired, another token's). */
+  redeemStreamTicket(nonce: string, tokenId: number): string | null {
+    return this.stream.redeemTicket(nonce, tokenId);
   }
 }
