@@ -398,6 +398,14 @@ describe("stream tickets", () => {
     expect(await expectError(await upgrade(ticket), 401, "Unauthorized")).toMatch(/no longer valid/);
   });
 
+  it("a ticket minted before its device signed out (DELETE /me/devices/{id}) does not open a stream", async () => {
+    const bob = await newPerson("Signer");
+    const ticket = await mint(bob);
+    const signedOut = await call(`/me/devices/${bob.tokenId}`, { method: "DELETE", token: bob.token });
+    expect(signedOut.status).toBe(204);
+    await expectError(await upgrade(ticket), 401, "Unauthorized");
+  });
+
   it("an expired ticket is 401; without STREAM_TICKET_KEY minting and redeeming are a 503 naming it", async () => {
     const bob = await newPerson("Late");
     const deps = createDeps(env);
