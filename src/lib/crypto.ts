@@ -16,3 +16,20 @@ export function base64url(bytes: Uint8Array): string {
 export function fromBase64url(text: string): Uint8Array {
   return Uint8Array.from(atob(text.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
 }
+
+/** An HMAC-SHA-256 key of these bytes, for signing and verifying only. */
+export const hmacKey = (raw: Uint8Array): Promise<CryptoKey> =>
+  crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+
+/** HMAC-SHA-256 of `text` under `key`, as base64url. */
+export async function hmacSign(key: CryptoKey, text: string): Promise<string> {
+  return base64url(new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(text))));
+}
+
+/**
+ * Whether `mac` (base64url, checked by the caller) is `text`'s HMAC-SHA-256
+ * under `key`: Web Crypto compares in constant time.
+ */
+export async function hmacVerify(key: CryptoKey, text: string, mac: string): Promise<boolean> {
+  return crypto.subtle.verify("HMAC", key, fromBase64url(mac), new TextEncoder().encode(text));
+}

@@ -61,6 +61,8 @@ export const gone = (detail: string) => new ApiError(410, detail);
 export const upgradeRequired = (detail: string) => new ApiError(426, detail, { Upgrade: "websocket" });
 export const tooManyRequests = (detail: string, retryAfterSeconds: number) =>
   new ApiError(429, detail, { "Retry-After": String(retryAfterSeconds) });
+/** The deployment lacks what this needs (a Worker secret, src/secrets.d.ts): the message names it. */
+export const serviceUnavailable = (detail: string) => new ApiError(503, detail);
 
 /**
  * Folds zod issues into one sentence naming every offending field, e.g.

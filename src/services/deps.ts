@@ -28,6 +28,8 @@ export type Deps = {
   twiml: TwimlSettings;
   /** One-time codes: their key, limits and the way messages leave (services/codes.ts); the host is the request's. */
   codes: Omit<CodeSettings, "host">;
+  /** The Worker secret that signs stream tickets (src/secrets.d.ts); unset, a ticket is a 503 naming it. */
+  streamTicketKey: Env["STREAM_TICKET_KEY"];
   /**
    * A write request's guard (db/write-guard.ts), which `db` runs on: a token
    * verified from a cache arms it (services/tokens.ts), and a write to a
@@ -54,6 +56,7 @@ export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = 
     environment: env.ENVIRONMENT,
     twiml: twimlSettings(env),
     codes: codeSettingsOf(env, messagingOf(env, db)),
+    streamTicketKey: env.STREAM_TICKET_KEY,
     guard,
   };
 };
