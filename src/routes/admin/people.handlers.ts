@@ -19,5 +19,5 @@ export const revokeToken: AppRouteHandler<typeof routes.revokeToken> = async (c)
 
 export const readOutbox: AppRouteHandler<typeof routes.readOutbox> = async (c) => {
   const { to, limit } = c.req.valid("query");
-  return c.json(await outbox(c.var.deps.db, to?.trim().toLowerCase(), limit), 200);
+  return c.json(await outbox(c.var.deps, to?.trim().toLowerCase(), limit), 200);
 };

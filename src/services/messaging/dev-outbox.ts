@@ -1,6 +1,7 @@
 import { desc, eq, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { devOutbox } from "../../db/schema";
+import type { Deps } from "../deps";
 import type { Sender } from "./message";
 
 /**
@@ -22,7 +23,11 @@ export const devOutboxSender =
 export type OutboxEntry = { to: string; channel: "sms" | "email"; body: string; created_at: string };
 
 /** The outbox, newest first, at most `limit` (`to`: one address only). */
-export async function readOutbox(db: Db, to: string | undefined, limit: number): Promise<OutboxEntry[]> {
+export async function readOutbox(
+  { db }: Pick<Deps, "db">,
+  to: string | undefined,
+  limit: number,
+): Promise<OutboxEntry[]> {
   const rows = await db
     .select()
     .from(devOutbox)
