@@ -85,11 +85,7 @@ export async function mintStreamTicket(deps: Deps, me: number, tokenId: number, 
  * (forged, expired, spent, or its token no longer valid). Its shape, MAC and
  * expiry are checked before the person's object is addressed.
  */
-export async function redeemStreamTicket(
-  deps: Deps,
-  ticket: string,
-  now: Date,
-): Promise<StreamHolder | null> {
+export async function redeemStreamTicket(deps: Deps, ticket: string, now: Date): Promise<StreamHolder | null> {
   const read = readTicket(ticket);
   if (!read) return null;
   const { claims, mac } = read;
