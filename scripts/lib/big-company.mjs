@@ -205,10 +205,8 @@ export async function measureBigCompany({ employees = 100_000, runs = 9, log = (
       exposures_page_100: () => listExposures(deps, company, current, { page: 100, per_page: 100 }),
       exposures_page_1_of_1000: () => listExposures(deps, company, current, { page: 1, per_page: 1000 }),
       employees_page_1: () => listEmployees(deps, company, null, { page: 1, per_page: 100 }, null),
-      employees_last_page_by_keyset: () =>
-        listEmployees(deps, company, null, { page: 1, per_page: 100 }, null, before),
-      employees_last_page_by_number: () =>
-        listEmployees(deps, company, null, { page: lastPage, per_page: 100 }, null),
+      employees_last_page_by_keyset: () => listEmployees(deps, company, null, { page: 1, per_page: 100 }, null, before),
+      employees_last_page_by_number: () => listEmployees(deps, company, null, { page: lastPage, per_page: 100 }, null),
       employees_page_1_of_1000: () => listEmployees(deps, company, null, { page: 1, per_page: 1000 }, null),
       employees_search: () => listEmployees(deps, company, "e123", { page: 1, per_page: 100 }, null),
     };
