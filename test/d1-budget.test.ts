@@ -1,5 +1,6 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { as, countD1, DEMO } from "./helpers";
+import { as, countD1, DEMO, personObject } from "./helpers";
 
 /**
  * What an active app user costs the one D1, in statements (docs/capacity.md,
@@ -7,7 +8,8 @@ import { as, countD1, DEMO } from "./helpers";
  * its steady state (the token verified before, the person's object told its
  * facts), at the figure the capacity page multiplies out (the token's daily
  * bookkeeping, one statement, is counted in test/token-bookkeeping.test.ts). A change that adds a
- * statement to one of these fails here and names the statements it ran.
+ * statement to one of these fails here and names the statements it ran. `countD1` spies on D1's
+ * prototypes, so the statements the person's object runs through its own `env.DB` count too.
  */
 
 afterEach(() => vi.restoreAllMocks());
@@ -107,5 +109,29 @@ describe("D1 statements of what an app user does, in the steady state", () => {
     },
   ])("$label: $expected statement(s)", async ({ action, status, expected }) => {
     expect(await statementsOf(action, status)).toHaveLength(expected);
+  });
+});
+
+describe("D1 statements of an open stream", () => {
+  it("the person's object's alarm with a socket open: 1 statement, the periodic token check", async () => {
+    const res = await as("carol").get("/apps/buzz/stream", { headers: { Upgrade: "websocket" } });
+    expect(res.status).toBe(101);
+    const ws = res.webSocket!;
+    ws.accept();
+    const stub = personObject(DEMO.people.carol);
+    // The open socket set the alarm (src/objects/person/scheduler.ts, watchStreams).
+    expect(await runInDurableObject(stub, (_, state) => state.storage.getAlarm())).not.toBeNull();
+    const d1 = countD1();
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    vi.restoreAllMocks();
+    // Today an open stream re-checks its token in D1 every minute (src/objects/person/stream.ts,
+    // checkTokens): 1,440 statements a day for a person connected all day, which the table of
+    // docs/capacity.md ("Traffic: D1 statements per active app user") does not count. The next
+    // change removes the periodic check: then this is 0, and an idle socket sets no alarm.
+    expect(d1.queries.map((sql) => sql.replace(/\s+/g, " ").trim())).toEqual([
+      expect.stringMatching(/from "?access_tokens"?/i),
+    ]);
+    expect(await runInDurableObject(stub, (_, state) => state.storage.getAlarm())).not.toBeNull();
+    ws.close(1000, "done");
   });
 });
