@@ -255,8 +255,8 @@ describe("Telnyx: telnyx-signature-ed25519", () => {
       meta: { attempt: 1 },
     });
 
-  const post = (body: string, headers: Record<string, string>) =>
-    call("/apps/buzz/trust-lookup", {
+  const post = (body: string, headers: Record<string, string>, path = "/apps/buzz/trust-lookup") =>
+    call(path, {
       method: "POST",
       token: provider.token,
       body,
@@ -305,6 +305,69 @@ describe("Telnyx: telnyx-signature-ed25519", () => {
     });
     expect(await answered.json()).toEqual({ trusted: false, user_id: alice, caller_verification: null });
     expect(await blockedCallerIds("SIGNED TELNYX")).not.toContain("FORGED TELNYX");
+  });
+});
+
+describe("Telnyx: what a captured request can still ask (the audit's reproductions)", () => {
+  let provider: { token: string; id: number };
+  let keys: CryptoKeyPair;
+  beforeAll(async () => {
+    provider = await providerToken("telnyxaudit");
+    keys = (await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"])) as CryptoKeyPair;
+    const publicKey = bytesToBase64((await crypto.subtle.exportKey("raw", keys.publicKey)) as ArrayBuffer);
+    expect((await configure(provider.id, { kind: "telnyx", public_key: publicKey })).status).toBe(200);
+  });
+
+  /** Telnyx's headers for `body` signed at `timestamp` (now by default). */
+  async function signed(body: string, timestamp = String(Math.floor(Date.now() / 1000))) {
+    const bytes = new TextEncoder().encode(`${timestamp}|${body}`);
+    const signature = bytesToBase64(await crypto.subtle.sign({ name: "Ed25519" }, keys.privateKey, bytes));
+    return { "telnyx-signature-ed25519": signature, "telnyx-timestamp": timestamp };
+  }
+
+  const lookup = (path: string, init: { method?: string; body?: string; headers: Record<string, string> }) =>
+    call(path, { ...init, token: provider.token, headers: { "Content-Type": "application/json", ...init.headers } });
+
+  it("the query string asks nothing: a signed POST with ?inbound=…&StirVerstat=… answers what its body says", async () => {
+    // An untrusted caller, no verification, signed; the query names Acme's trusted number at level A.
+    const body = JSON.stringify({
+      data: { event_type: "call.initiated", id: crypto.randomUUID(), payload: { to: ALICE, from: STRANGER } },
+    });
+    const query = new URLSearchParams({ inbound: ACME, StirVerstat: "TN-Validation-Passed-A", From: ACME });
+    const response = await lookup(`/apps/buzz/trust-lookup?${query}`, {
+      method: "POST",
+      body,
+      headers: await signed(body),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ trusted: false, user_id: alice, caller_verification: null });
+  });
+
+  it("a GET is refused (403): its signature covers `<timestamp>|`, so it would vouch for any query", async () => {
+    const headers = await signed("");
+    for (const path of [
+      `/apps/buzz/trust-lookup?${new URLSearchParams({ To: ALICE, From: ACME })}`,
+      `/apps/buzz/trust-lookup?${new URLSearchParams({ To: ALICE, From: STRANGER, caller_id: "TELNYX GET" })}`,
+      `/apps/buzz/call-lookup?number_code=1&number=${ALICE.slice(2)}&inbound_code=1&inbound=${ACME.slice(2)}`,
+    ]) {
+      const response = await lookup(path, { headers });
+      await expectError(response, 403, "Forbidden");
+    }
+    // The signed request a GET could have been is still answered as a POST.
+    const body = JSON.stringify({ To: ALICE, From: ACME });
+    const post = await lookup("/apps/buzz/trust-lookup", { method: "POST", body, headers: await signed(body) });
+    expect(await post.json()).toEqual({ trusted: true, user_id: alice, caller_verification: null });
+  });
+
+  it("the answer format may still come from the URL (?answer=twiml): how to answer, not what", async () => {
+    const form = new URLSearchParams({ To: ALICE, From: ACME, CallSid: "v3:texml" }).toString();
+    const response = await lookup("/apps/buzz/trust-lookup?answer=twiml&From=%2B16505550123", {
+      method: "POST",
+      body: form,
+      headers: { ...(await signed(form)), "Content-Type": "application/x-www-form-urlencoded" },
+    });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain(`<Client>person-${alice}</Client>`);
   });
 });
 

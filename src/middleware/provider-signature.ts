@@ -1,7 +1,8 @@
 import { createMiddleware } from "hono/factory";
 import { forbidden } from "../lib/errors";
 import { verifyTelnyx, verifyTwilio } from "../lib/provider-signatures";
-import type { AppEnv } from "../types";
+import { signsBodyOnly } from "../domain/provider-signing";
+import type { AppEnv, Principal } from "../types";
 
 const BASIC = /^Basic[ ]+([A-Za-z0-9+/]+={0,2})\s*$/i;
 
@@ -19,17 +20,33 @@ function basicCredentials(header: string | undefined): { user: string; password:
 }
 
 /**
+ * Whether this request's question is its signed body alone (a Telnyx-signed
+ * token, `signsBodyOnly`): the handler then reads no field from the query
+ * string, which Telnyx does not sign.
+ */
+export const readsSignedBodyOnly = (principal: Principal | null) =>
+  principal?.kind === "service" && signsBodyOnly(principal.signing);
+
+/**
  * A provider token with a signing configuration answers only requests its
  * provider signed (docs/providers.md, "Signed requests"): Twilio's
  * `X-Twilio-Signature` or Telnyx's `telnyx-signature-ed25519` with
  * `telnyx-timestamp`. Anything else is 403 before the handler runs, so nothing
- * is recorded. The configuration came with the token's verification (cached
- * with it): no read of its own. Runs after `requireAuth`.
+ * is recorded. A Telnyx-signed token takes only requests with a body: Telnyx
+ * signs the body and not the URL, so a GET's signature (over `<timestamp>|`)
+ * would vouch for any query string (docs/security.md, "Provider signatures").
+ * The configuration came with the token's verification (cached with it): no
+ * read of its own. Runs after `requireAuth`.
  */
 export const requireProviderSignature = createMiddleware<AppEnv>(async (c, next) => {
   const principal = c.var.principal;
   const signing = principal?.kind === "service" ? principal.signing : undefined;
   if (!signing) return next();
+  if (signsBodyOnly(signing) && (c.req.method === "GET" || c.req.method === "HEAD"))
+    throw forbidden(
+      "this token answers only POSTs Telnyx signed: Telnyx signs the body, not the URL, so a GET proves nothing; " +
+        "send the webhook as a POST",
+    );
   const body = new Uint8Array(c.req.method === "GET" || c.req.method === "HEAD" ? [] : await c.req.arrayBuffer());
   const valid =
     signing.kind === "twilio"
