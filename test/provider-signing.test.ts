@@ -1,3 +1,4 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { sha256Hex } from "../src/lib/crypto";
@@ -359,6 +360,50 @@ describe("Telnyx: what a captured request can still ask (the audit's reproductio
     expect(await post.json()).toEqual({ trusted: true, user_id: alice, caller_verification: null });
   });
 
+  it("a signed request is answered once: its replay, even with a query string added, is 403 and records nothing", async () => {
+    const body = JSON.stringify({ To: ALICE, From: STRANGER, caller_id: "TELNYX ONCE" });
+    const headers = await signed(body);
+    const first = await lookup("/apps/buzz/trust-lookup", { method: "POST", body, headers });
+    expect(await first.json()).toEqual({ trusted: false, user_id: alice, caller_verification: null });
+    const query = new URLSearchParams({ inbound: ACME, StirVerstat: "TN-Validation-Passed-A" });
+    for (const path of ["/apps/buzz/trust-lookup", `/apps/buzz/trust-lookup?${query}`]) {
+      const replay = await lookup(path, { method: "POST", body, headers });
+      expect(((await replay.clone().json()) as { error: { message: string } }).error.message).toMatch(
+        /already answered/,
+      );
+      await expectError(replay, 403, "Forbidden");
+    }
+    // The same signature in base64url without padding is the same signed request.
+    const recoded = headers["telnyx-signature-ed25519"].replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const again = await lookup("/apps/buzz/trust-lookup", {
+      method: "POST",
+      body,
+      headers: { ...headers, "telnyx-signature-ed25519": recoded },
+    });
+    await expectError(again, 403, "Forbidden");
+    // One blocked call: the first request's.
+    await scheduler.wait(100);
+    expect((await blockedCallerIds("TELNYX ONCE")).filter((id) => id === "TELNYX ONCE")).toHaveLength(1);
+  });
+
+  it("copies of one signed request sent at once: exactly one is answered", async () => {
+    const body = JSON.stringify({ To: ALICE, From: ACME, shaken_stir_attestation: "A", shaken_stir_validated: true });
+    const headers = await signed(body);
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => lookup("/apps/buzz/trust-lookup", { method: "POST", body, headers })),
+    );
+    expect(answers.map((response) => response.status).sort()).toEqual([200, 403, 403, 403, 403, 403]);
+  });
+
+  it("the same call signed again (a new timestamp) is a new request and is answered", async () => {
+    const body = JSON.stringify({ To: ALICE, From: ACME, caller_id: "TELNYX SIGNED TWICE" });
+    const second = String(Math.floor(Date.now() / 1000) - 1);
+    for (const headers of [await signed(body), await signed(body, second)]) {
+      const response = await lookup("/apps/buzz/trust-lookup", { method: "POST", body, headers });
+      expect(await response.json()).toEqual({ trusted: true, user_id: alice, caller_verification: null });
+    }
+  });
+
   it("the answer format may still come from the URL (?answer=twiml): how to answer, not what", async () => {
     const form = new URLSearchParams({ To: ALICE, From: ACME, CallSid: "v3:texml" }).toString();
     const response = await lookup("/apps/buzz/trust-lookup?answer=twiml&From=%2B16505550123", {
@@ -368,6 +413,26 @@ describe("Telnyx: what a captured request can still ask (the audit's reproductio
     });
     expect(response.status).toBe(200);
     expect(await response.text()).toContain(`<Client>person-${alice}</Client>`);
+  });
+});
+
+describe("the replay guard keeps only what its window needs", () => {
+  const guard = (name: string) => env.REPLAY_GUARD.get(env.REPLAY_GUARD.idFromName(name));
+
+  it("a digest is refused while it is kept, forgotten once expired, and the alarm clears the rest", async () => {
+    const object = guard(`replay:test:${crypto.randomUUID()}`);
+    const soon = Date.now() + 60_000;
+    expect(await object.firstUse("digest-1", soon)).toBe(true);
+    expect(await object.firstUse("digest-1", soon)).toBe(false);
+    // Expired digests are pruned by the next call: the same digest is new again, and the table holds only it.
+    expect(await object.firstUse("old-1", Date.now() - 1)).toBe(true);
+    expect(await object.firstUse("old-2", Date.now() - 1)).toBe(true);
+    expect(await object.firstUse("old-1", Date.now() - 1)).toBe(true);
+    expect(await object.size()).toBe(2); // digest-1 and the last old-1, not yet pruned
+    expect(await runInDurableObject(object, (_, state) => state.storage.getAlarm())).not.toBeNull();
+    await runInDurableObject(object, (_, state) => state.storage.setAlarm(Date.now()));
+    await runDurableObjectAlarm(object);
+    expect(await object.size()).toBe(1);
   });
 });
 

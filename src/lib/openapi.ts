@@ -18,6 +18,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   426: "A WebSocket endpoint asked without `Upgrade: websocket`",
   429: "Rate limit exceeded; see Retry-After",
   500: "Unexpected failure; reported with the request id",
+  503: "Something the answer needs is missing or unreachable (a Worker secret not set, an object not answering); the message names it",
 };
 
 /** A message each status really answers, for the document's examples (one per status, not one for all). */
@@ -33,6 +34,7 @@ const ERROR_EXAMPLES: Record<ErrorStatus, string> = {
   426: "this endpoint is a WebSocket: connect with `Upgrade: websocket` (see docs/realtime.md)",
   429: "this token made more than 1000 requests in the last minute; retry after the Retry-After delay",
   500: "something went wrong on our side; quote request id 8d3c2f0e-1b7a-4c55-9e61-0f2a7d9b4c13 when reporting it",
+  503: "PROVIDER_SECRET_KEYS is not set: the Worker cannot decrypt this token's provider secret (docs/security.md)",
 };
 
 /** Every 429 carries it (lib/errors `tooManyRequests`): seconds until the budget allows a retry. */

@@ -3,6 +3,7 @@ import type { WriteGuard } from "../db/write-guard";
 import { twimlSettings, type TwimlSettings } from "../lib/twiml";
 import type { BackgroundMessage, DeliveryMessage, ScanEventsMessage } from "../queue/messages";
 import { personObjectsOf, type PersonObjects } from "./person-objects";
+import { replayGuardsOf, type ReplayGuards } from "./replay-guards";
 
 /**
  * The one dependency handle: the database, the trust index, the queues that
@@ -20,6 +21,8 @@ export type Deps = {
   scanQueue: Queue<ScanEventsMessage>;
   /** Each person's own Durable Object (services/person-objects.ts). */
   objects: PersonObjects;
+  /** Whether a provider's signed request is used for the first time (services/replay-guards.ts). */
+  replays: ReplayGuards;
   /** `ENVIRONMENT` (wrangler.toml): development allows local webhook endpoints and plain-http publisher pages. */
   environment: Env["ENVIRONMENT"];
   /** How a trust-lookup answered in TwiML puts a trusted call through (`TWIML_*` in wrangler.toml). */
@@ -45,6 +48,7 @@ export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = 
   backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
   scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
   objects: personObjectsOf(env.PERSON, guard && (() => guard.finish())),
+  replays: replayGuardsOf(env.REPLAY_GUARD),
   environment: env.ENVIRONMENT,
   twiml: twimlSettings(env),
   guard,
