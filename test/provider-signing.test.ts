@@ -1,7 +1,17 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createScheduledController,
+  runDurableObjectAlarm,
+  runInDurableObject,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, inject, it } from "vitest";
+import { createApp } from "../src/app";
+import worker from "../src/index";
 import { sha256Hex } from "../src/lib/crypto";
+import { createDeps } from "../src/services/deps";
+import { rotateProviderSecrets } from "../src/services/provider-secrets";
 import { as, call, DEMO, expectError, insertToken } from "./helpers";
 import { parseXml } from "./support/xml";
 
@@ -433,6 +443,150 @@ describe("the replay guard keeps only what its window needs", () => {
     await runInDurableObject(object, (_, state) => state.storage.setAlarm(Date.now()));
     await runDurableObjectAlarm(object);
     expect(await object.size()).toBe(1);
+  });
+});
+
+describe("the Twilio auth token at rest", () => {
+  /** The token's stored signing configuration, as D1 holds it (text). */
+  const storedSigning = async (id: number) =>
+    (await env.DB.prepare("SELECT signing FROM access_tokens WHERE id = ?").bind(id).first<{ signing: string }>())!
+      .signing;
+  /** The token's `tok:` record in KV, as text. */
+  const tokRecord = async (token: string) => env.TRUST_INDEX.get(`tok:${await sha256Hex(token)}`);
+  /** A form Twilio signed with `authToken` for the lookup URL. */
+  async function signedTwilio(token: string, authToken = AUTH_TOKEN, from = ACME) {
+    const fields = incomingCall(from);
+    const signature = await twilioLibrary<string>({ op: "sign", authToken, url: LOOKUP, params: fields });
+    return twilioPost(token, fields, signature);
+  }
+  /** The Worker's handle with another PROVIDER_SECRET_KEYS (the deployed secret after an operator changed it). */
+  const depsWith = (keys: string | undefined) => createDeps({ ...env, PROVIDER_SECRET_KEYS: keys });
+  const KEY_T1 = env.PROVIDER_SECRET_KEYS!;
+  const KEY_T2 = `t2:${"cm90YXRlZC1wcm92aWRlci1rZXktcm90YXRlZC1rZXktMzI"}`;
+
+  it("is stored sealed (AES-GCM under PROVIDER_SECRET_KEYS' first key) and never reaches KV, yet verifies", async () => {
+    const provider = await providerToken("sealed");
+    expect((await configure(provider.id, { kind: "twilio", auth_token: AUTH_TOKEN })).status).toBe(200);
+    const stored = await storedSigning(provider.id);
+    expect(stored).not.toContain(AUTH_TOKEN);
+    expect(JSON.parse(stored)).toEqual({ kind: "twilio", sealed: expect.stringMatching(/^v1\.t1\./) });
+
+    expect(await (await signedTwilio(provider.token)).json()).toEqual({
+      trusted: true,
+      user_id: alice,
+      caller_verification: "A",
+    });
+    // The verification's record (written after the answer) carries the ciphertext, never the auth token.
+    let record: string | null = null;
+    for (let i = 0; i < 80 && record === null; i++) {
+      record = await tokRecord(provider.token);
+      if (record === null) await scheduler.wait(25);
+    }
+    expect(record).not.toBeNull();
+    expect(record).not.toContain(AUTH_TOKEN);
+    expect(JSON.parse(record!).principal.signing).toEqual(JSON.parse(stored));
+    // Another account's signature still fails against the opened token.
+    await expectError(await signedTwilio(provider.token, "fedcba9876543210fedcba9876543210"), 403, "Forbidden");
+  });
+
+  it("a sealed value opens only as its own token's: copied to another token's row, it is a 503, not a key", async () => {
+    const [from, to] = [await providerToken("sealedfrom"), await providerToken("sealedto")];
+    expect((await configure(from.id, { kind: "twilio", auth_token: AUTH_TOKEN })).status).toBe(200);
+    await env.DB.prepare("UPDATE access_tokens SET signing = ? WHERE id = ?")
+      .bind(await storedSigning(from.id), to.id)
+      .run();
+    const response = await signedTwilio(to.token);
+    expect(response.status).toBe(503);
+    expect(await response.text()).toMatch(/does not open/);
+    // A rotation leaves such a value as it is and counts it.
+    const rotation = await rotateProviderSecrets(depsWith(`${KEY_T2},${KEY_T1}`));
+    expect(rotation.unopened).toBe(1);
+    await rotateProviderSecrets(depsWith(KEY_T1)); // everything back under t1
+    await env.DB.prepare("UPDATE access_tokens SET signing = NULL WHERE id = ?").bind(to.id).run();
+  });
+
+  it("without PROVIDER_SECRET_KEYS: setting a Twilio auth token is a 503 naming it, and nothing is stored", async () => {
+    const provider = await providerToken("nokeys");
+    const ctx = createExecutionContext();
+    const response = await createApp().fetch(
+      new Request(`http://api.test/internal/providers/${provider.id}/signing`, {
+        method: "PUT",
+        headers: { Authorization: `Bearer ${ADMIN}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ kind: "twilio", auth_token: AUTH_TOKEN }),
+      }),
+      { ...env, PROVIDER_SECRET_KEYS: undefined },
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    expect(response.status).toBe(503);
+    expect(await response.text()).toMatch(/PROVIDER_SECRET_KEYS is not set/);
+    expect(await storedSigning(provider.id)).toBeNull();
+    await expect(depsWith("t1:tooshort").providerKeys.seal("x", "y")).rejects.toThrow(/is malformed/);
+  });
+
+  it("a token stored in clear by an older version still verifies, and the minute cron seals it and rewrites its record", async () => {
+    const provider = await providerToken("legacy");
+    const hash = await sha256Hex(provider.token);
+    const clear = JSON.stringify({ kind: "twilio", authToken: AUTH_TOKEN });
+    await env.DB.prepare("UPDATE access_tokens SET signing = ? WHERE id = ?").bind(clear, provider.id).run();
+    // The record an older version wrote: the principal with the auth token in clear.
+    const principal = { kind: "service", tokenId: provider.id, service: "legacy", scopes: ["calls:lookup"] };
+    const oldRecord = { v: 1, principal: { ...principal, signing: JSON.parse(clear) }, expiresAt: null, usedAt: null };
+    await env.TRUST_INDEX.put(`tok:${hash}`, JSON.stringify(oldRecord));
+
+    // Before the cron: answered (the auth token read from D1, never from the record).
+    expect((await signedTwilio(provider.token)).status).toBe(200);
+    await expectError(await signedTwilio(provider.token, "fedcba9876543210fedcba9876543210"), 403, "Forbidden");
+
+    const ctx = createExecutionContext();
+    await worker.scheduled!(createScheduledController({ cron: "* * * * *", scheduledTime: Date.now() }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    const stored = await storedSigning(provider.id);
+    expect(stored).not.toContain(AUTH_TOKEN);
+    expect(JSON.parse(stored)).toEqual({ kind: "twilio", sealed: expect.stringMatching(/^v1\.t1\./) });
+    const record = (await tokRecord(provider.token))!;
+    expect(record).not.toContain(AUTH_TOKEN);
+    expect(JSON.parse(record).principal.signing).toEqual(JSON.parse(stored));
+    expect((await signedTwilio(provider.token)).status).toBe(200);
+  });
+
+  it("rotation: a new key put first, the command seals everything under it; the old key may then go", async () => {
+    const provider = await providerToken("rotated");
+    expect((await configure(provider.id, { kind: "twilio", auth_token: AUTH_TOKEN })).status).toBe(200);
+    const underT1 = await storedSigning(provider.id);
+
+    // The operator puts t2 first (t1 still listed) and rotates: sealed again under t2, the records rewritten.
+    const rotated = await rotateProviderSecrets(depsWith(`${KEY_T2},${KEY_T1}`));
+    expect(rotated).toMatchObject({ key_id: "t2", unopened: 0, remaining: false });
+    expect(rotated.resealed).toBeGreaterThanOrEqual(1);
+    const underT2 = await storedSigning(provider.id);
+    expect(JSON.parse(underT2).sealed).toMatch(/^v1\.t2\./);
+    // It opens under t2 alone, as the same auth token; this Worker (t1 only) says which key it lacks.
+    expect(
+      await depsWith(KEY_T2).providerKeys.open(JSON.parse(underT2).sealed, `access_tokens.signing:${provider.id}`),
+    ).toBe(AUTH_TOKEN);
+    const withoutT2 = await signedTwilio(provider.token);
+    expect(withoutT2.status).toBe(503);
+    expect(await withoutT2.text()).toMatch(/PROVIDER_SECRET_KEYS has no key `t2`/);
+    // Nothing is due under t2 any more; under t1 first again, the operator's route seals it back.
+    expect(await rotateProviderSecrets(depsWith(`${KEY_T2},${KEY_T1}`))).toMatchObject({
+      resealed: 0,
+      remaining: false,
+    });
+    const back = await rotateProviderSecrets(depsWith(`${KEY_T1},${KEY_T2}`));
+    expect(back).toMatchObject({ key_id: "t1", unopened: 0, remaining: false });
+    expect(JSON.parse(await storedSigning(provider.id)).sealed).toMatch(/^v1\.t1\./);
+    expect(await storedSigning(provider.id)).not.toBe(underT1); // a new IV every time
+    expect((await signedTwilio(provider.token)).status).toBe(200);
+
+    const route = await call("/internal/provider-keys/rotate", { method: "POST", token: ADMIN });
+    expect(route.status).toBe(200);
+    expect(await route.json()).toEqual({ key_id: "t1", resealed: 0, unopened: 0, remaining: false });
+    await expectError(
+      await call("/internal/provider-keys/rotate", { method: "POST", token: provider.token }),
+      403,
+      "Forbidden",
+    );
   });
 });
 

@@ -11,3 +11,14 @@ export function base64url(bytes: Uint8Array): string {
     .replace(/\//g, "_")
     .replace(/=+$/, "");
 }
+
+/** Unpadded base64url (padded and standard base64 too) as bytes; null when it is not base64. */
+export function fromBase64url(text: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(text)) return null;
+  const normal = text.replace(/-/g, "+").replace(/_/g, "/").replace(/=+$/, "");
+  try {
+    return Uint8Array.from(atob(normal.padEnd(Math.ceil(normal.length / 4) * 4, "=")), (c) => c.charCodeAt(0));
+  } catch {
+    return null;
+  }
+}

@@ -4,6 +4,7 @@ import { forbidden, serviceUnavailable } from "../lib/errors";
 import { logError } from "../lib/log";
 import { TELNYX_TOLERANCE_SECONDS, telnyxSignedBytes, verifyTelnyx, verifyTwilio } from "../lib/provider-signatures";
 import { signsBodyOnly } from "../domain/provider-signing";
+import { twilioAuthToken } from "../services/provider-secrets";
 import type { AppEnv, Principal } from "../types";
 
 const BASIC = /^Basic[ ]+([A-Za-z0-9+/]+={0,2})\s*$/i;
@@ -41,7 +42,7 @@ export const requireProviderSignature = createMiddleware<AppEnv>(async (c, next)
   const principal = c.var.principal;
   const signing = principal?.kind === "service" ? principal.signing : undefined;
   if (!signing) return next();
-  if (signing.kind === "twilio") await checkTwilio(c, signing.authToken);
+  if (signing.kind === "twilio") await checkTwilio(c, await twilioAuthToken(c.var.deps, principal!.tokenId, signing));
   else await checkTelnyx(c, principal!.tokenId, signing.publicKey);
   await next();
 });
