@@ -36,14 +36,16 @@ export const readsSignedBodyOnly = (principal: Principal | null) =>
  * `X-Twilio-Signature` or Telnyx's `telnyx-signature-ed25519` with
  * `telnyx-timestamp`. Anything else is 403 before the handler runs, so nothing
  * is recorded. The configuration came with the token's verification (cached
- * with it): no read of its own. Runs after `requireAuth`.
+ * with it): no read of its own (a Twilio auth token is opened from the
+ * sealed value it carries, services/provider-secrets.ts). Runs after
+ * `requireAuth`.
  */
 export const requireProviderSignature = createMiddleware<AppEnv>(async (c, next) => {
   const principal = c.var.principal;
-  const signing = principal?.kind === "service" ? principal.signing : undefined;
-  if (!signing) return next();
-  if (signing.kind === "twilio") await checkTwilio(c, await twilioAuthToken(c.var.deps, principal!.tokenId, signing));
-  else await checkTelnyx(c, principal!.tokenId, signing.publicKey);
+  if (principal?.kind !== "service" || !principal.signing) return next();
+  const { tokenId, signing } = principal;
+  if (signing.kind === "twilio") await checkTwilio(c, await twilioAuthToken(c.var.deps, tokenId, signing));
+  else await checkTelnyx(c, tokenId, signing.publicKey);
   await next();
 });
 
