@@ -7,6 +7,7 @@ import m0004 from './0004_caller_verification.sql';
 import m0005 from './0005_idempotency_keys.sql';
 import m0006 from './0006_request_outbox_and_erasure.sql';
 import m0007 from './0007_heartbeat_facts.sql';
+import m0008 from './0008_idempotency_charges.sql';
 
   export default {
     journal,
@@ -18,7 +19,8 @@ m0003,
 m0004,
 m0005,
 m0006,
-m0007
+m0007,
+m0008
     }
   }
   

@@ -6,7 +6,7 @@
 // server: the local one by default, `--api <url>` for a deployed one.
 // The id a command creates is printed on stdout; everything else on stderr,
 // so `COMPANY=$(npm run -s admin -- create-company employer …)` works.
-import { fail, parseArgs } from "./lib/cli.mjs";
+import { d1, fail, parseArgs } from "./lib/cli.mjs";
 
 const KINDS = ["employer", "site", "publisher", "vendor"];
 const USAGE = `Usage: npm run admin -- <command> [options] [--api <url>] [--token <token>]
@@ -38,7 +38,14 @@ Commands:
   retire-license <license id>
       Removes a license from the catalog; refused while any company holds seats of it.
   phones [--status pending|verified]
-      Lists company phones waiting for verification (or verified ones): id, company, number, label.
+      Lists company phones waiting for verification (or verified ones): id, company, number, label,
+      and whether the number became a person's (such a claim cannot be verified; reject it).
+  phones release <+E.164>
+      Ends every person's confirmation of a number (recycled by its carrier, a SIM swap reported):
+      it stays on their records, unconfirmed, until someone proves it again.
+  outbox [--to <email or +E.164>] [--limit <n>]
+      Development only: the messages (sign-in and phone codes) the server would have sent by SMS or
+      email, newest first. Without a token it reads the local database directly.
   verify-phone <phone id>
       Verifies a company phone: from then on its company's members (and whoever trusts the
       company) take calls from it as trusted, and call-lookup names the company.
@@ -100,7 +107,8 @@ const commands = {
   container: configureContainer,
   license: putLicense,
   "retire-license": retireLicense,
-  phones: listPhones,
+  phones: () => (args[0] === "release" ? releasePhone() : listPhones()),
+  outbox: showOutbox,
   "verify-phone": verifyPhone,
   "provider-signing": providerSigning,
   "provider-keys": providerKeys,
@@ -111,6 +119,10 @@ const commands = {
   "index-status": indexStatus,
 };
 if (!commands[command]) fail(`unknown command "${command}".\n\n${USAGE}`);
+if (!token && command === "outbox") {
+  localOutbox();
+  process.exit(0);
+}
 if (!token) {
   fail(
     "no admin token: pass --token <token> or set ADMIN_TOKEN. Mint one with\n" +
@@ -327,7 +339,8 @@ async function listPhones() {
   }
   console.error(`${rows.length} ${status} company phone${rows.length === 1 ? "" : "s"}`);
   for (const phone of rows) {
-    console.log(`${phone.id}\tcompany ${phone.company_id}\t${phone.phone_full}\t${phone.label ?? ""}`);
+    const person = phone.belongs_to_person ? "\tbelongs to a person: reject" : "";
+    console.log(`${phone.id}\tcompany ${phone.company_id}\t${phone.phone_full}\t${phone.label ?? ""}${person}`);
   }
 }
 
@@ -436,6 +449,36 @@ async function providerSigning() {
       : `token ${state.token_id} answers unsigned requests again (everywhere within 60 s)`,
   );
   console.log(state.kind ?? "none");
+}
+
+/** `phones release <+E.164>`: POST /internal/phones/{e164}/release. */
+async function releasePhone() {
+  const e164 = args[1];
+  if (!/^\+[0-9]{4,16}$/.test(e164 ?? "")) fail("phones release needs a number in E.164 form, e.g. +14155550199.");
+  const { released } = await request("POST", `/internal/phones/${encodeURIComponent(e164)}/release`);
+  console.error(`${e164}: ${released} confirmation${released === 1 ? "" : "s"} ended.`);
+}
+
+const outboxLine = (m) =>
+  `${m.created_at}  ${m.channel.padEnd(5)} to ${m.to}\n    ${m.body.replaceAll("\n", "\n    ")}`;
+
+/** `outbox`: GET /internal/outbox (development only). */
+async function showOutbox() {
+  const query = new URLSearchParams({ limit: String(one("limit") ?? 20) });
+  if (one("to")) query.set("to", one("to"));
+  const messages = await request("GET", `/internal/outbox?${query}`);
+  if (messages.length === 0) console.error("The outbox is empty.");
+  for (const message of messages) console.log(outboxLine(message));
+}
+
+/** `outbox` without a token: the local database of `npm run dev`, read directly. */
+function localOutbox() {
+  const limit = Math.min(100, Math.max(1, Number(one("limit") ?? 20) || 20));
+  const to = one("to");
+  const where = to ? `WHERE "to" = '${String(to).toLowerCase().replaceAll("'", "''")}'` : "";
+  const [rows] = d1(`SELECT "to", channel, body, created_at FROM dev_outbox ${where} ORDER BY id DESC LIMIT ${limit}`);
+  if (rows.length === 0) console.error("The outbox is empty.");
+  for (const row of rows) console.log(outboxLine({ ...row, created_at: new Date(row.created_at).toISOString() }));
 }
 
 /** `provider-keys rotate`: POST /internal/provider-keys/rotate, until nothing is left or nothing moves. */

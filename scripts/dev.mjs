@@ -30,7 +30,17 @@ const envFiles = developmentSecrets();
 step(`Starting wrangler dev on http://${ip}:${port} (crons: /cdn-cgi/handler/scheduled?cron=...)`);
 const child = spawn(
   bin("wrangler"),
-  ["dev", "--ip", ip, "--port", String(port), "--test-scheduled", "--show-interactive-dev-session=false", ...envFiles, ...rest],
+  [
+    "dev",
+    "--ip",
+    ip,
+    "--port",
+    String(port),
+    "--test-scheduled",
+    "--show-interactive-dev-session=false",
+    ...envFiles,
+    ...rest,
+  ],
   { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], env: childEnv() },
 );
 

@@ -8,11 +8,13 @@ const SCOPES = ["calls:lookup", "scans:write", "platform:admin"];
 const USAGE = `Usage:
   npm run token -- mint --person <id> [--expires <days>] [--remote]
   npm run token -- mint --service <name> --scope <scope> [--scope <scope>] [--expires <days>] [--remote]
-  npm run token -- revoke <token> [--remote]
-  npm run token -- revoke --id <token id> [--remote]
+  npm run token -- revoke <token> [--remote] [--api <url>] [--admin-token <operator token>]
+  npm run token -- revoke --id <token id> [--remote] [--api <url>] [--admin-token <operator token>]
   npm run token -- list [--remote]
 
-Scopes: ${SCOPES.join(", ")}. Tokens go to the local database unless --remote is given.`;
+Scopes: ${SCOPES.join(", ")}. Tokens go to the local database unless --remote is given.
+revoke goes through the API (default http://127.0.0.1:8787) with an operator token ($ADMIN_TOKEN or
+--admin-token), so the token's open streams close at once; without one it revokes in D1 directly.`;
 
 const { flags, positionals } = parseArgs(process.argv.slice(2), { switches: ["remote", "help"] });
 const remote = flags.remote === "true";
@@ -30,7 +32,7 @@ switch (command) {
     mint();
     break;
   case "revoke":
-    revoke();
+    await revoke();
     break;
   case "list":
     list();
@@ -83,15 +85,48 @@ function mint() {
   console.log(token);
 }
 
-function revoke() {
+/**
+ * Revokes a token through the API (POST /internal/tokens/{id}/revoke), so a person's open streams of it
+ * close at once and every record of it is rewritten. Needs an operator token (--admin-token or
+ * $ADMIN_TOKEN) and the server (--api, default the local one). Without them it revokes in D1 directly,
+ * and says what that cannot do.
+ */
+async function revoke() {
   const where =
     flags.id !== undefined
       ? `id = ${positiveInt(flags.id, "--id")}`
       : rest[0]
         ? `token_hash = ${sqlString(hash(rest[0]))}`
         : fail(`revoke needs a token or --id <token id>.\n\n${USAGE}`);
-  // The revocation and the index work that rewrites the token's KV record as refused, in one
-  // command: if the KV put below fails, the minute sweep writes the record (docs/architecture.md, "Tokens").
+  const [found] = d1(`SELECT id, prefix FROM access_tokens WHERE ${where} AND revoked_at IS NULL`, { remote });
+  if (!found.length) fail("no active token matched; nothing was revoked.");
+  const { id, prefix } = found[0];
+  const admin = flags["admin-token"] ?? process.env.ADMIN_TOKEN;
+  const api = String(flags.api ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
+  if (admin) {
+    let response;
+    try {
+      response = await fetch(`${api}/internal/tokens/${id}/revoke`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${admin}` },
+      });
+    } catch (err) {
+      console.error(`Could not reach ${api} (${err.cause?.code ?? err.message}); revoking in D1 directly instead.`);
+    }
+    if (response?.status === 204) {
+      console.error(`Revoked token ${id} (${prefix}…) through ${api}: its open streams are closed, requests refused.`);
+      return;
+    }
+    if (response) fail(`${api} answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+  } else {
+    console.error("No operator token (--admin-token or ADMIN_TOKEN): revoking in D1 directly.");
+  }
+  revokeInD1(where);
+}
+
+/** The revocation and the index work that rewrites the token's KV record as refused, in one command. */
+function revokeInD1(where) {
+  // If the KV put below fails, the minute sweep writes the record (docs/architecture.md, "Tokens").
   const [rows] = d1(
     `UPDATE access_tokens SET revoked_at = ${now} WHERE ${where} AND revoked_at IS NULL RETURNING id, prefix, token_hash;
      INSERT INTO index_work (key, version, attempts, due_at, created_at)
@@ -105,7 +140,7 @@ function revoke() {
   console.error(
     `Revoked token ${rows[0].id} (${rows[0].prefix}…). ` +
       (written
-        ? "Its record in KV says so: requests are refused everywhere within 60 s."
+        ? "Its record in KV says so: requests are refused everywhere within 60 s; its open streams close within 60 s."
         : "Writing its KV record failed; the Worker's minute sweep writes it (then within 60 s)."),
   );
 }

@@ -24,11 +24,12 @@ import employees from "./routes/employees/employees.index";
 import licenses from "./routes/licenses/licenses.index";
 import admin from "./routes/admin/admin.index";
 import me from "./routes/me/me.index";
+import auth from "./routes/auth/auth.index";
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
 /** Area routers, mounted at the root: each declares its full paths. */
-const areas = [health, me, buzz, companies, vcc, webhooks, scans, employees, licenses, contacts, admin];
+const areas = [health, auth, me, buzz, companies, vcc, webhooks, scans, employees, licenses, contacts, admin];
 
 export function createApp() {
   const app = createRouter();

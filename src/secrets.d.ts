@@ -25,6 +25,10 @@ interface __BaseEnv_Env {
   TELNYX_API_KEY?: string;
   /** The sender: an E.164 number of the Telnyx account. */
   TELNYX_FROM?: string;
+  /** Calling codes SMS codes may go to, comma-separated ("1,44"); unset: those of the secure-number pool. */
+  SMS_COUNTRIES?: string;
+  /** SMS codes a day to one country (default 1,000). */
+  SMS_DAILY_CAP?: string;
   /** The sender of code emails (Cloudflare Email Service); unset: the development outbox. */
   EMAIL_FROM?: string;
 }

@@ -314,3 +314,33 @@ export async function secureNumberOf(
     e164: secure_number.e164,
   };
 }
+
+/** The newest code the development outbox holds for `to` (an E.164 or an email), as a person reads it. */
+export async function codeSentTo(to: string): Promise<string> {
+  const row = await env.DB.prepare('select body from dev_outbox where "to" = ? order by id desc limit 1')
+    .bind(to)
+    .first<{ body: string }>();
+  const code = /^(\d{6}) is your verification code/.exec(row?.body ?? "")?.[1];
+  if (!code) throw new Error(`the development outbox holds no code for ${to}`);
+  return code;
+}
+
+/** Calls as a demo principal, or with any token (`{ token }`). */
+export function asAny(who: Who | { token: string }) {
+  if (typeof who === "string") return as(who);
+  return {
+    get: (path: string, options: CallOptions = {}) => call(path, { ...options, token: who.token }),
+    send: (method: string, path: string, body?: unknown, options: CallOptions = {}) =>
+      call(path, { ...options, method, body, token: who.token }),
+  };
+}
+
+/** `who` proves phone `phoneId` as a person does: a code sent to it, then the confirm with that code. */
+export async function provePhone(who: Who | { token: string }, phoneId: number): Promise<Response> {
+  const api = asAny(who);
+  const sent = await api.send("POST", `/me/phones/${phoneId}/verification`);
+  expect(sent.status).toBe(202);
+  const phones = (await (await api.get("/me/phones")).json()) as { id: number; phone_full: string }[];
+  const phone = phones.find((p) => p.id === phoneId)!;
+  return api.send("POST", `/me/phones/${phoneId}/confirm`, { code: await codeSentTo(phone.phone_full) });
+}

@@ -1,8 +1,11 @@
 import { env } from "cloudflare:workers";
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, listDurableObjectIds, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createDb } from "../src/db/client";
 import { accessTokens, memberships, people } from "../src/db/schema";
+import { sha256Hex } from "../src/lib/crypto";
+import { createDeps } from "../src/services/deps";
+import { mintStreamTicket, redeemStreamTicket } from "../src/services/stream";
 import { call, expectError, fresh, insertToken, personObject } from "./helpers";
 import { eq } from "drizzle-orm";
 
@@ -280,27 +283,6 @@ describe("GET /apps/buzz/stream", () => {
     );
   });
 
-  it("a ticket opens one connection, once; it needs no header", async () => {
-    const alice = await newPerson("Ticketer");
-    const bob = await newPerson("Browser");
-    const minted = await call("/apps/buzz/stream/tickets", { method: "POST", token: bob.token });
-    expect(minted.status).toBe(201);
-    const { ticket } = (await minted.json()) as { ticket: string };
-    const socket = await connect(`?ticket=${ticket}`);
-    const id = await chat(alice, bob.id);
-    expect(activityIds(await socket.until(1))).toEqual([id]);
-    await expectError(
-      await call(`/apps/buzz/stream?ticket=${ticket}`, { headers: { Upgrade: "websocket" } }),
-      401,
-      "Unauthorized",
-    );
-    await expectError(
-      await call(`/apps/buzz/stream?ticket=st_${bob.id}_${"A".repeat(43)}`, { headers: { Upgrade: "websocket" } }),
-      401,
-      "Unauthorized",
-    );
-  });
-
   it("an 11th connection closes the oldest", async () => {
     const bob = await newPerson("Many");
     const sockets: Client[] = [];
@@ -329,5 +311,116 @@ describe("GET /apps/buzz/stream", () => {
     socket.frames.length = 0;
     const id = await chat(alice, bob.id);
     expect(activityIds(await socket.until(1))).toEqual([id]);
+  });
+});
+
+/* ---------- tickets (docs/realtime.md, "From a browser: a ticket"; docs/security.md, "Stream tickets") ---------- */
+
+describe("stream tickets", () => {
+  const mint = async (who: { token: string }) => {
+    const minted = await call("/apps/buzz/stream/tickets", { method: "POST", token: who.token });
+    expect(minted.status).toBe(201);
+    return ((await minted.json()) as { ticket: string; expires_at: string }).ticket;
+  };
+  const upgrade = (ticket: string) => call(`/apps/buzz/stream?ticket=${ticket}`, { headers: { Upgrade: "websocket" } });
+  /** The person objects that exist (have storage), as the audit counted them on disk. */
+  const objectCount = async () => (await listDurableObjectIds(env.PERSON)).length;
+  /** The tickets person `personId`'s object remembers. */
+  const ticketsHeld = (personId: number) =>
+    runInDurableObject(
+      personObject(personId),
+      (_, state) => [...state.storage.kv.list({ prefix: "stream-ticket:" })].length,
+    );
+
+  it("a fresh ticket opens one connection, once; it needs no header", async () => {
+    const alice = await newPerson("Ticketer");
+    const bob = await newPerson("Browser");
+    const ticket = await mint(bob);
+    expect(ticket).toMatch(/^st_\d+\.\d+\.\d+\.[\w-]{22}\.[\w-]{43}$/);
+    const socket = await connect(`?ticket=${ticket}`);
+    const id = await chat(alice, bob.id);
+    expect(activityIds(await socket.until(1))).toEqual([id]);
+    await expectError(await upgrade(ticket), 401, "Unauthorized");
+  });
+
+  const b64url = (n: number) =>
+    btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(n))))
+      .replaceAll("+", "-")
+      .replaceAll("/", "_")
+      .replace(/=+$/, "");
+
+  it("a ticket nobody minted is 401 and creates no object (the audit's reproduction)", async () => {
+    const before = await objectCount();
+    // The audit's five upgrades: a random person id and a random secret each.
+    for (let i = 0; i < 5; i++) {
+      const ticket = `st_${900_000 + Math.floor(Math.random() * 99_999)}_${b64url(32)}`;
+      await expectError(await upgrade(ticket), 401, "Unauthorized");
+    }
+    // The audit counted five new objects on disk here.
+    expect(await objectCount()).toBe(before);
+  });
+
+  it("a forged or altered ticket is 401, addresses no object and writes nothing", async () => {
+    const bob = await newPerson("Forged");
+    const real = await mint(bob);
+    const before = { objects: await objectCount(), held: await ticketsHeld(bob.id) };
+    const [, tokenId, expires, nonce, mac] = /^st_\d+\.(\d+)\.(\d+)\.([\w-]+)\.([\w-]+)$/.exec(real)!;
+    const forged = [
+      // The ticket's shape, nobody's signature: for a person with no object, and for Bob.
+      `st_987654.${tokenId}.${expires}.${b64url(16)}.${b64url(32)}`,
+      `st_${bob.id}.${tokenId}.${expires}.${b64url(16)}.${b64url(32)}`,
+      // Bob's real ticket moved to another person, to another token, later, or with its MAC altered.
+      `st_987655.${tokenId}.${expires}.${nonce}.${mac}`,
+      `st_${bob.id}.${Number(tokenId) + 1}.${expires}.${nonce}.${mac}`,
+      `st_${bob.id}.${tokenId}.${Number(expires) + 1}.${nonce}.${mac}`,
+      `st_${bob.id}.${tokenId}.${expires}.${nonce}.${mac!.slice(0, -2)}${mac!.endsWith("AA") ? "BA" : "AA"}`,
+      // Not a ticket at all.
+      "st_",
+      "x".repeat(200),
+    ];
+    for (const ticket of forged) await expectError(await upgrade(ticket), 401, "Unauthorized");
+    expect(await objectCount()).toBe(before.objects);
+    expect(await ticketsHeld(bob.id)).toBe(before.held);
+    // None of them spent Bob's real ticket.
+    const socket = await connect(`?ticket=${real}`);
+    socket.ws.close();
+  });
+
+  it("a ticket minted before its token was revoked does not open a stream afterwards", async () => {
+    const bob = await newPerson("Revoker");
+    const ticket = await mint(bob);
+    // As `npm run token -- revoke` does: D1, then the token's record in KV.
+    await createDb(env.DB).update(accessTokens).set({ revokedAt: new Date() }).where(eq(accessTokens.id, bob.tokenId));
+    await env.TRUST_INDEX.put(
+      `tok:${await sha256Hex(bob.token)}`,
+      JSON.stringify({ v: 1, refused: "the bearer token has been revoked" }),
+    );
+    expect(await expectError(await upgrade(ticket), 401, "Unauthorized")).toMatch(/no longer valid/);
+  });
+
+  it("a ticket minted before its device signed out (DELETE /me/devices/{id}) does not open a stream", async () => {
+    const bob = await newPerson("Signer");
+    const ticket = await mint(bob);
+    const signedOut = await call(`/me/devices/${bob.tokenId}`, { method: "DELETE", token: bob.token });
+    expect(signedOut.status).toBe(204);
+    await expectError(await upgrade(ticket), 401, "Unauthorized");
+  });
+
+  it("an expired ticket is 401; without STREAM_TICKET_KEY minting and redeeming are a 503 naming it", async () => {
+    const bob = await newPerson("Late");
+    const deps = createDeps(env);
+    const old = await mintStreamTicket(deps, bob.id, bob.tokenId, bob.token, new Date(Date.now() - 61_000));
+    await expectError(await upgrade(old.ticket), 401, "Unauthorized");
+    const unkeyed = { ...deps, streamTicketKey: undefined };
+    const fresh = await mint(bob);
+    for (const attempt of [
+      mintStreamTicket(unkeyed, bob.id, bob.tokenId, bob.token, new Date()),
+      redeemStreamTicket(unkeyed, fresh, new Date()),
+    ]) {
+      await expect(attempt).rejects.toMatchObject({
+        statusCode: 503,
+        detail: expect.stringMatching(/STREAM_TICKET_KEY/),
+      });
+    }
   });
 });

@@ -20,6 +20,7 @@ const COLUMNS = {
   settingsWriter: "settings_writer",
   contactQuota: "contact_quota",
   employeeQuota: "employee_quota",
+  codeSpent: "code_spent",
 } as const satisfies Record<keyof typeof batchGuards.$inferInsert, string>;
 
 const GUARDS = Object.keys(COLUMNS) as Guard[];

@@ -77,6 +77,14 @@ export const createdActivity = <T extends string>(row: FeedRecord<T>) => ({
   created_at: iso(new Date(row.createdAt))!,
 });
 
+/**
+ * The body POST /apps/buzz/activity answers for `row`, byte for byte: the
+ * person's object renders a kept Idempotency-Key answer from its feed row
+ * with it instead of keeping a copy (objects/person/idempotency.ts).
+ */
+export const createdActivityBody = <T extends string>(row: FeedRecord<T>) =>
+  JSON.stringify({ success: true as const, data: createdActivity(row) });
+
 const READ_TYPES = { person: "AppModelsPerson", company: "AppModelsCompany" } as const;
 
 /** An activity as a reader's feed shows it (GET /activity, the stream's `activity` event). */

@@ -27,7 +27,23 @@ export type StreamEvent =
   | { type: "trust_request"; data: ReturnType<typeof trustRequestView> }
   | { type: "contacts"; data: { updated_at: string } }
   | { type: "blocked_call"; data: ReturnType<typeof blockedCallView> }
-  | { type: "resync" };
+  | { type: "resync" }
+  | AccountEvent;
+
+/** A device as `GET /me/devices` lists it. */
+export type DeviceView = {
+  id: number;
+  name: string;
+  created_at: string;
+  last_used_on: string | null;
+  current: boolean;
+};
+
+/**
+ * Events about the account itself: `phones` (a confirmation of one of the person's phones ended: someone
+ * proved the number, or the operator released it; read GET /me/phones) and `device` (a new sign-in).
+ */
+export type AccountEvent = { type: "phones" } | { type: "device"; data: Omit<DeviceView, "current" | "last_used_on"> };
 
 /**
  * What a chat's write read from D1 anyway (it checks the receiver exists):
@@ -40,12 +56,27 @@ export type ChatParties = { people: PersonParty[]; shareCompany: boolean };
 export type Requester = RequesterNames;
 
 /**
- * A ticket names the person whose object holds it, so the Worker can route
- * the upgrade there before the object checks (and spends) it.
+ * What a stream ticket binds (docs/realtime.md, "From a browser: a ticket";
+ * docs/security.md, "Stream tickets"): whose stream, the token that asked
+ * for it, until when (ms), and a random nonce its one use is remembered by.
  */
-export const ticketFor = (personId: number, secret: string) => `st_${personId}_${secret}`;
-export const personOfTicket = (ticket: string): number | null => {
-  const match = /^st_(\d{1,16})_[A-Za-z0-9_-]{32,64}$/.exec(ticket);
-  const id = match ? Number(match[1]) : NaN;
-  return Number.isSafeInteger(id) && id > 0 ? id : null;
-};
+export type TicketClaims = { personId: number; tokenId: number; expiresAt: number; nonce: string };
+
+/** The text a ticket's HMAC-SHA-256 covers: a version, then every claim. */
+export const ticketPayload = ({ personId, tokenId, expiresAt, nonce }: TicketClaims) =>
+  `st1|${personId}|${tokenId}|${expiresAt}|${nonce}`;
+
+/** A ticket as the client holds it: `st_<person>.<token>.<expires ms>.<nonce>.<mac>`, all base64url-safe. */
+export const ticketFor = ({ personId, tokenId, expiresAt, nonce }: TicketClaims, mac: string) =>
+  `st_${personId}.${tokenId}.${expiresAt}.${nonce}.${mac}`;
+
+const TICKET = /^st_([1-9]\d{0,15})\.([1-9]\d{0,15})\.([1-9]\d{12,15})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/;
+
+/** A ticket's claims and MAC, read but not yet verified; null when it is not a ticket's shape. */
+export function readTicket(ticket: string): { claims: TicketClaims; mac: string } | null {
+  const match = TICKET.exec(ticket);
+  if (!match) return null;
+  const [personId, tokenId, expiresAt] = [match[1], match[2], match[3]].map(Number) as [number, number, number];
+  if (![personId, tokenId, expiresAt].every(Number.isSafeInteger)) return null;
+  return { claims: { personId, tokenId, expiresAt, nonce: match[4]! }, mac: match[5]! };
+}

@@ -12,13 +12,24 @@ export function base64url(bytes: Uint8Array): string {
     .replace(/=+$/, "");
 }
 
-/** Unpadded base64url (padded and standard base64 too) as bytes; null when it is not base64. */
-export function fromBase64url(text: string): Uint8Array | null {
-  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(text)) return null;
-  const normal = text.replace(/-/g, "+").replace(/_/g, "/").replace(/=+$/, "");
-  try {
-    return Uint8Array.from(atob(normal.padEnd(Math.ceil(normal.length / 4) * 4, "=")), (c) => c.charCodeAt(0));
-  } catch {
-    return null;
-  }
+/** Unpadded (or padded) base64url back to bytes. */
+export function fromBase64url(text: string): Uint8Array {
+  return Uint8Array.from(atob(text.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+}
+
+/** An HMAC-SHA-256 key of these bytes, for signing and verifying only. */
+export const hmacKey = (raw: Uint8Array): Promise<CryptoKey> =>
+  crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+
+/** HMAC-SHA-256 of `text` under `key`, as base64url. */
+export async function hmacSign(key: CryptoKey, text: string): Promise<string> {
+  return base64url(new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(text))));
+}
+
+/**
+ * Whether `mac` (base64url, checked by the caller) is `text`'s HMAC-SHA-256
+ * under `key`: Web Crypto compares in constant time.
+ */
+export async function hmacVerify(key: CryptoKey, text: string, mac: string): Promise<boolean> {
+  return crypto.subtle.verify("HMAC", key, fromBase64url(mac), new TextEncoder().encode(text));
 }

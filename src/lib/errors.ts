@@ -15,10 +15,11 @@ const PHRASES: Record<number, string> = {
   426: "Upgrade Required",
   429: "Too Many Requests",
   500: "Internal Server Error",
+  502: "Bad Gateway",
   503: "Service Unavailable",
 };
 
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 410 | 413 | 422 | 426 | 429 | 500 | 503;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 410 | 413 | 422 | 426 | 429 | 500 | 502 | 503;
 
 /** The one error body of the API: `{"error": {"code": "404", "message": "Not Found: …"}}`. */
 export const ErrorSchema = z
@@ -58,10 +59,10 @@ export const notFound = (detail: string) => new ApiError(404, detail);
 export const conflict = (detail: string) => new ApiError(409, detail);
 export const gone = (detail: string) => new ApiError(410, detail);
 export const upgradeRequired = (detail: string) => new ApiError(426, detail, { Upgrade: "websocket" });
-/** A dependency the answer needs is missing or unreachable (a Worker secret not set: the message names it). */
-export const serviceUnavailable = (detail: string) => new ApiError(503, detail);
 export const tooManyRequests = (detail: string, retryAfterSeconds: number) =>
   new ApiError(429, detail, { "Retry-After": String(retryAfterSeconds) });
+/** The deployment lacks what this needs (a Worker secret, src/secrets.d.ts): the message names it. */
+export const serviceUnavailable = (detail: string) => new ApiError(503, detail);
 
 /**
  * Folds zod issues into one sentence naming every offending field, e.g.

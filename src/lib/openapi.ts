@@ -18,7 +18,8 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   426: "A WebSocket endpoint asked without `Upgrade: websocket`",
   429: "Rate limit exceeded; see Retry-After",
   500: "Unexpected failure; reported with the request id",
-  503: "Something the answer needs is missing or unreachable (a Worker secret not set, an object not answering); the message names it",
+  502: "A provider the request needed (SMS, email) refused it; nothing was changed",
+  503: "A provider or object the request needed did not answer, or a provider or Worker secret is not configured here; the message names it",
 };
 
 /** A message each status really answers, for the document's examples (one per status, not one for all). */
@@ -34,7 +35,8 @@ const ERROR_EXAMPLES: Record<ErrorStatus, string> = {
   426: "this endpoint is a WebSocket: connect with `Upgrade: websocket` (see docs/realtime.md)",
   429: "this token made more than 1000 requests in the last minute; retry after the Retry-After delay",
   500: "something went wrong on our side; quote request id 8d3c2f0e-1b7a-4c55-9e61-0f2a7d9b4c13 when reporting it",
-  503: "PROVIDER_SECRET_KEYS is not set: the Worker cannot decrypt this token's provider secret (docs/security.md)",
+  502: "the code could not be sent: Twilio answered 400: The 'To' number is not a valid phone number",
+  503: "the code could not be sent: Telnyx did not answer within 10 s",
 };
 
 /** Every 429 carries it (lib/errors `tooManyRequests`): seconds until the budget allows a retry. */

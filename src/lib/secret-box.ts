@@ -31,6 +31,15 @@ export const sealedPrefix = (kid: string) => `v1.${kid}.`;
 type Keyring = { ids: string[]; keys: Map<string, Promise<CryptoKey>> };
 
 const KID = /^[A-Za-z0-9_-]{1,32}$/;
+/** Bytes of base64url text; null when it is not base64url. */
+function bytesOf(text: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9_-]*={0,2}$/.test(text)) return null;
+  try {
+    return fromBase64url(text);
+  } catch {
+    return null;
+  }
+}
 const MIN_KEY_BYTES = 32;
 const encoder = new TextEncoder();
 /** Parsed keyrings by the secret's text: parsed and derived once per isolate. */
@@ -50,7 +59,7 @@ function keyringOf(name: string, value: string | undefined): Keyring {
   const keys = new Map<string, Promise<CryptoKey>>();
   for (const entry of value.split(",")) {
     const [kid, secret, extra] = entry.trim().split(":");
-    const bytes = secret === undefined ? null : fromBase64url(secret);
+    const bytes = secret === undefined ? null : bytesOf(secret);
     if (!kid || !KID.test(kid) || extra !== undefined || !bytes || bytes.byteLength < MIN_KEY_BYTES || keys.has(kid))
       throw serviceUnavailable(
         `${name} is malformed: it must be \`kid:base64url\` pairs separated by commas, each key id ` +
@@ -99,8 +108,8 @@ export function secretBox(name: string, value: string | undefined): SecretBox {
     },
     async open(sealed, context) {
       const [version, kid, iv, ciphertext, extra] = sealed.split(".");
-      const ivBytes = iv === undefined ? null : fromBase64url(iv);
-      const cipherBytes = ciphertext === undefined ? null : fromBase64url(ciphertext);
+      const ivBytes = iv === undefined ? null : bytesOf(iv);
+      const cipherBytes = ciphertext === undefined ? null : bytesOf(ciphertext);
       if (version !== "v1" || !kid || !ivBytes || ivBytes.byteLength !== 12 || !cipherBytes || extra !== undefined)
         throw serviceUnavailable(`a value sealed under ${name} is not one this version reads`);
       const key = keyring().keys.get(kid);

@@ -1,8 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
-import { MAX_KEPT_ANSWER_BYTES, type KeptAnswer } from "../domain/idempotency";
+import { MAX_KEPT_ANSWER_BYTES, type AnswerToKeep, type KeptAnswer } from "../domain/idempotency";
 import { sha256Hex } from "../lib/crypto";
-import { ApiError, badRequest, conflict } from "../lib/errors";
+import { ApiError, badRequest, conflict, tooManyRequests } from "../lib/errors";
 import { logError } from "../lib/log";
 import { companyKeys, personKeys } from "../services/idempotency";
 import type { AppEnv } from "../types";
@@ -25,7 +25,8 @@ export const IdempotencyHeaders = z.object({
         "Makes a retry safe: the same key with the same request within 24 h answers the first answer again " +
         "(with `Idempotent-Replayed: true`) and writes nothing; with another request it is 422; while the first " +
         "is still being answered, 409. Only a success is kept: after a 4xx or 5xx the key is free again. " +
-        "1 to 255 visible ASCII characters, e.g. a UUID.",
+        "1 to 255 visible ASCII characters, e.g. a UUID. A person may use 1,000 new keys a day, and the answers " +
+        "kept for them count against the 10 MiB of their day's activity (429 with `Retry-After` beyond).",
       example: "9b2f6c1e-4f0a-4c7e-9a57-2d1f0f3e8b61",
     }),
 });
@@ -44,8 +45,10 @@ export const replayedHeader = z.object({
  * object (`person`) or D1 beside the company's rows (`company`) — before
  * the handler runs, and the success it answers is kept for 24 h. Goes after
  * the route's access middleware (it needs the caller, and the company).
+ * `answers: "activity"`: the success is the activity record the person's
+ * feed holds (POST /apps/buzz/activity), which the object keeps by reference.
  */
-export function idempotent(owner: "person" | "company") {
+export function idempotent(owner: "person" | "company", answers?: "activity") {
   return createMiddleware<AppEnv>(async (c, next) => {
     const key = c.req.header("Idempotency-Key");
     if (key === undefined) return next();
@@ -66,11 +69,12 @@ export function idempotent(owner: "person" | "company") {
     if (claim.state === "busy") {
       throw conflict("the request first sent with this `Idempotency-Key` is still being answered; retry in a moment");
     }
+    if (claim.state === "spent") throw tooManyRequests(claim.message, claim.retryAfter);
     if (claim.state === "replay") return replay(claim.answer);
 
     await next();
     try {
-      await store.settle(key, fingerprint, await keepable(c.res));
+      await store.settle(key, fingerprint, await keepable(c.res, answers));
     } catch (err) {
       // The write is done and answered; the claim stays until it counts as abandoned (a minute).
       logError("keeping the answer to an Idempotency-Key failed", err);
@@ -78,17 +82,20 @@ export function idempotent(owner: "person" | "company") {
   });
 }
 
-/** A success small enough to keep; anything else releases the key. */
-async function keepable(res: Response): Promise<KeptAnswer | null> {
+/** A success small enough to keep (with its record's id, for `activity`); anything else releases the key. */
+async function keepable(res: Response, answers: "activity" | undefined): Promise<AnswerToKeep | null> {
   if (res.status < 200 || res.status > 299) return null;
   const body = await res.clone().text();
   if (new TextEncoder().encode(body).length > MAX_KEPT_ANSWER_BYTES) return null;
-  return {
+  const kept: AnswerToKeep = {
     status: res.status,
     body,
     contentType: res.headers.get("Content-Type"),
     location: res.headers.get("Location"),
   };
+  // The object checks that the record renders this very body before it keeps the id instead.
+  const id = answers === "activity" ? (JSON.parse(body) as { data?: { id?: unknown } }).data?.id : undefined;
+  return typeof id === "number" ? { ...kept, activityId: id } : kept;
 }
 
 function replay(answer: KeptAnswer): Response {

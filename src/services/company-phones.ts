@@ -1,9 +1,9 @@
-import { and, asc, count, eq, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { pageWindow, type Page } from "../lib/pagination";
 import type { Db } from "../db/client";
 import { pruneOlderThan } from "../db/prune";
 import { batchableAll } from "../db/sql";
-import { companyPhones, type CompanyPhoneStatus } from "../db/schema";
+import { companyPhones, personPhones, secureNumbers, type CompanyPhoneStatus } from "../db/schema";
 import { badRequest, conflict, notFound } from "../lib/errors";
 import type { Phone } from "../lib/phone";
 import { WriteBatch } from "./outbox";
@@ -79,6 +79,16 @@ const shown = (now: Date) =>
  * company's expired or refused claim of the number is replaced. Nothing is
  * indexed: a pending phone changes no trust answer.
  */
+/**
+ * Whether `e164` is a person's (docs/security.md, "Company claims"): one of the platform's secure numbers,
+ * assigned or not, or a phone a person proved. A company never claims such a number.
+ */
+const personal = (e164: SQLWrapper | string) =>
+  sql`(exists (select 1 from ${secureNumbers} s where s.e164 = ${e164})
+       or exists (select 1 from ${personPhones} pp where pp.e164 = ${e164} and pp.confirmed = 1))`;
+
+export const BELONGS_TO_A_PERSON = "this number belongs to a person";
+
 export async function addCompanyPhone(
   deps: Deps,
   companyId: number,
@@ -90,6 +100,7 @@ export async function addCompanyPhone(
   // Checked inside each statement, so racing claims cannot pass the checks together, and a
   // refused claim writes nothing.
   const claimable = sql`not exists (select 1 from ${companyPhones} v where v.e164 = ${phone.e164} and v.status = 'verified')
+    and not ${personal(phone.e164)}
     and (select count(*) from ${companyPhones} p where p.company_id = ${companyId} and p.status = 'pending'
          and p.created_at >= ${claimCutoff(now)}) < ${MAX_PENDING_CLAIMS}`;
   batch.add(
@@ -116,7 +127,7 @@ export async function addCompanyPhone(
 
 /** Why a claim was not inserted: the same number in this company, verified by another, or the cap. */
 async function refusedClaim(db: Db, companyId: number, e164: string, now: Date) {
-  const [own, verified, pending] = await db.batch([
+  const [own, verified, pending, person] = await db.batch([
     db
       .select({ id: companyPhones.id })
       .from(companyPhones)
@@ -129,7 +140,12 @@ async function refusedClaim(db: Db, companyId: number, e164: string, now: Date) 
       .select({ n: count() })
       .from(companyPhones)
       .where(and(eq(companyPhones.companyId, companyId), eq(companyPhones.status, "pending"), shown(now))),
+    db
+      .select({ yes: sql<number>`1` })
+      .from(sql`(select 1)`)
+      .where(personal(e164)),
   ]);
+  if (person.length > 0) return conflict(BELONGS_TO_A_PERSON);
   if (own.length > 0) return conflict(`${e164} is already one of this company's phones`);
   if (verified.length > 0) return conflict(`${e164} is already registered as a company phone`);
   if ((pending[0]?.n ?? 0) >= MAX_PENDING_CLAIMS)
@@ -144,7 +160,7 @@ async function refusedClaim(db: Db, companyId: number, e164: string, now: Date) 
 /** A phone with its company, as the operator sees it; 404 when unknown or an expired claim. */
 async function findShownPhone(db: Db, phoneId: number, now: Date) {
   const existing = await db
-    .select({ ...columns, companyId: companyPhones.companyId })
+    .select({ ...columns, companyId: companyPhones.companyId, personal: sql<number>`${personal(companyPhones.e164)}` })
     .from(companyPhones)
     .where(and(eq(companyPhones.id, phoneId), shown(now)))
     .get();
@@ -167,6 +183,7 @@ export async function verifyCompanyPhone(deps: Deps, phoneId: number): Promise<C
   const existing = await findShownPhone(deps.db, phoneId, batch.now);
   const taken = conflict(`${existing.e164} is already verified as another company's phone; this claim is refused`);
   if (existing.status === "refused") throw taken;
+  if (existing.status === "pending" && existing.personal) throw conflict(`${BELONGS_TO_A_PERSON}; reject this claim`);
   if (existing.status === "pending") {
     const verify = batch.add(
       deps.db
@@ -174,7 +191,8 @@ export async function verifyCompanyPhone(deps: Deps, phoneId: number): Promise<C
         .set({ status: "verified" })
         .where(
           sql`${companyPhones.id} = ${phoneId} and ${companyPhones.status} = 'pending' and ${shown(batch.now)}
-              and not exists (select 1 from ${companyPhones} v where v.e164 = ${existing.e164} and v.status = 'verified')`,
+              and not exists (select 1 from ${companyPhones} v where v.e164 = ${existing.e164} and v.status = 'verified')
+              and not ${personal(existing.e164)}`,
         )
         .returning({ id: companyPhones.id }),
     );
@@ -266,7 +284,11 @@ export async function listPhonesByStatus({ db }: Pick<Deps, "db">, status: Compa
   const where = and(eq(companyPhones.status, status), shown(new Date()));
   const [rows, totals] = await db.batch([
     db
-      .select({ ...columns, companyId: companyPhones.companyId })
+      .select({
+        ...columns,
+        companyId: companyPhones.companyId,
+        personal: sql<number>`${personal(companyPhones.e164)}`,
+      })
       .from(companyPhones)
       .where(where)
       .orderBy(asc(companyPhones.id))
@@ -275,7 +297,11 @@ export async function listPhonesByStatus({ db }: Pick<Deps, "db">, status: Compa
     db.select({ total: count() }).from(companyPhones).where(where),
   ]);
   return {
-    phones: rows.map((row) => ({ ...toCompanyPhone(row), company_id: row.companyId })),
+    phones: rows.map((row) => ({
+      ...toCompanyPhone(row),
+      company_id: row.companyId,
+      belongs_to_person: Boolean(row.personal),
+    })),
     total: totals[0]?.total ?? 0,
   };
 }

@@ -64,8 +64,9 @@ type Match = {
 };
 
 /**
- * The platform person linked to each contact, as one D1 read: one holding
- * one of the contact's phone numbers (personal phone or secure number), or,
+ * The platform person linked to each contact, as one D1 read: the owner of
+ * one of the contact's phone numbers (the holder of that secure number, or
+ * the person who proved that phone; never one who only holds it), or,
  * only when that person knows the owner, one of its emails; the lowest id
  * when several match. `known` says whether the owner may see the person's
  * avatar and risk score. Linking by phone alone reveals no more than a
@@ -96,7 +97,7 @@ export function contactsRead(
            ${e2eeColumn} as e2ee, ${knows(sql`people.id`)} as known
     from (
       select pp.e164 as value, 'phone' as via, pp.person_id from person_phones pp
-        where pp.e164 in (select value from json_each(${phoneList}))
+        where pp.e164 in (select value from json_each(${phoneList})) and pp.confirmed = 1
       union all
       select sn.e164, 'phone', sn.person_id from secure_numbers sn
         where sn.e164 in (select value from json_each(${phoneList})) and sn.person_id is not null

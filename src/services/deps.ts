@@ -3,6 +3,8 @@ import type { WriteGuard } from "../db/write-guard";
 import { secretBox, type SecretBox } from "../lib/secret-box";
 import { twimlSettings, type TwimlSettings } from "../lib/twiml";
 import type { BackgroundMessage, DeliveryMessage, ScanEventsMessage } from "../queue/messages";
+import { codeSettingsOf, type CodeSettings } from "./codes";
+import { messagingOf } from "./messaging";
 import { personObjectsOf, type PersonObjects } from "./person-objects";
 import { replayGuardsOf, type ReplayGuards } from "./replay-guards";
 
@@ -30,6 +32,10 @@ export type Deps = {
   environment: Env["ENVIRONMENT"];
   /** How a trust-lookup answered in TwiML puts a trusted call through (`TWIML_*` in wrangler.toml). */
   twiml: TwimlSettings;
+  /** One-time codes: their key, limits and the way messages leave (services/codes.ts); the host is the request's. */
+  codes: Omit<CodeSettings, "host">;
+  /** The Worker secret that signs stream tickets (src/secrets.d.ts); unset, a ticket is a 503 naming it. */
+  streamTicketKey: Env["STREAM_TICKET_KEY"];
   /**
    * A write request's guard (db/write-guard.ts), which `db` runs on: a token
    * verified from a cache arms it (services/tokens.ts), and a write to a
@@ -44,16 +50,21 @@ export type Deps = {
  * middleware/db.ts). `guard`: a write request's guard, whose `database` is
  * then the one given.
  */
-export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = env.DB, guard?: WriteGuard): Deps => ({
-  db: createDb(database as D1Database),
-  kv: env.TRUST_INDEX,
-  webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
-  backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
-  scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
-  objects: personObjectsOf(env.PERSON, guard && (() => guard.finish())),
-  providerKeys: secretBox("PROVIDER_SECRET_KEYS", env.PROVIDER_SECRET_KEYS),
-  replays: replayGuardsOf(env.REPLAY_GUARD),
-  environment: env.ENVIRONMENT,
-  twiml: twimlSettings(env),
-  guard,
-});
+export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = env.DB, guard?: WriteGuard): Deps => {
+  const db = createDb(database as D1Database);
+  return {
+    db,
+    kv: env.TRUST_INDEX,
+    webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
+    backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
+    scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
+    objects: personObjectsOf(env.PERSON, guard && (() => guard.finish())),
+    providerKeys: secretBox("PROVIDER_SECRET_KEYS", env.PROVIDER_SECRET_KEYS),
+    replays: replayGuardsOf(env.REPLAY_GUARD),
+    environment: env.ENVIRONMENT,
+    twiml: twimlSettings(env),
+    codes: codeSettingsOf(env, messagingOf(env, db)),
+    streamTicketKey: env.STREAM_TICKET_KEY,
+    guard,
+  };
+};

@@ -2,17 +2,25 @@ import { and, eq, isNull, lt, or } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { pruneOlderThan, type PruneResult } from "../db/prune";
 import { companyIdempotencyKeys as keys } from "../db/schema";
-import { ABANDONED_AFTER_MS, judge, KEEP_KEYS_MS, type IdempotencyClaim, type KeptAnswer } from "../domain/idempotency";
+import {
+  ABANDONED_AFTER_MS,
+  judge,
+  KEEP_KEYS_MS,
+  type AnswerToKeep,
+  type IdempotencyClaim,
+} from "../domain/idempotency";
 import type { Deps } from "./deps";
 
 /**
  * Where an Idempotency-Key is kept (docs/decisions.md, "Idempotency keys"):
  * in the person's object for a person's writes, in D1 for a company's. Both
  * claim atomically, so of two requests with one key only one goes ahead.
+ * The person's object also counts its keys and charges what it keeps to the
+ * person's day (docs/security.md, "What a stranger can cost").
  */
 export type IdempotencyStore = {
   claim(key: string, fingerprint: string): Promise<IdempotencyClaim>;
-  settle(key: string, fingerprint: string, answer: KeptAnswer | null): Promise<void>;
+  settle(key: string, fingerprint: string, answer: AnswerToKeep | null): Promise<void>;
 };
 
 export const personKeys = ({ objects }: Pick<Deps, "objects">, personId: number): IdempotencyStore => ({
@@ -66,8 +74,13 @@ export const companyKeys = (
     },
     async settle(key, fingerprint, answer) {
       const mine = and(row(key), eq(keys.fingerprint, fingerprint), isNull(keys.status));
-      if (answer) await db.update(keys).set(answer).where(mine).run();
-      else await db.delete(keys).where(mine).run();
+      if (!answer) {
+        await db.delete(keys).where(mine).run();
+        return;
+      }
+      // A company's answers are never activity records: the body is kept.
+      const { activityId: _, ...copy } = answer;
+      await db.update(keys).set(copy).where(mine).run();
     },
   };
 };

@@ -1,14 +1,19 @@
-import { and, asc, eq } from "drizzle-orm";
-import { errorText } from "../db/errors";
-import { personPhones } from "../db/schema";
-import { conflict, notFound } from "../lib/errors";
+import { and, asc, eq, sql } from "drizzle-orm";
+import { failedGuard } from "../db/guard";
+import { batchableAll } from "../db/sql";
+import { personPhones, secureNumbers } from "../db/schema";
+import { badRequest, conflict, notFound } from "../lib/errors";
+import type { Phone } from "../lib/phone";
+import { checkCode, INVALID_CODE, issueCode, spendStatements, type CodeSettings } from "./codes";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
 
 /*
- * A person's own phones (docs/decisions.md, "Who is trusted"): an employer
- * may enter or change them, but only a phone the person confirmed carries
- * the trust others gave them. A number is confirmed by at most one person.
+ * A person's own phones (docs/security.md, "Proving a phone"): an employer may enter or change them, but
+ * only a phone the person proved (a code sent to it, or signing in by it) carries the trust others gave
+ * them and receives what is addressed to the number. Possession wins: proving a number someone else had
+ * confirmed takes it from them (their phone stays on their record, unconfirmed). A number is confirmed by
+ * at most one person.
  */
 
 /** A phone of the caller's, as `GET /me/phones` shows it. */
@@ -30,14 +35,16 @@ const columns = {
   confirmed: personPhones.confirmed,
 };
 
-const toMyPhone = (row: {
+type PhoneRow = {
   id: number;
   countryCode: string;
   phoneNumber: string;
   e164: string;
   primary: boolean;
   confirmed: boolean;
-}): MyPhone => ({
+};
+
+const toMyPhone = (row: PhoneRow): MyPhone => ({
   id: row.id,
   country_code: row.countryCode,
   phone_number: row.phoneNumber,
@@ -57,34 +64,138 @@ export async function listMyPhones(deps: Pick<Deps, "db">, personId: number): Pr
   return rows.map(toMyPhone);
 }
 
+/** Most phones one person keeps on their record. */
+export const MAX_MY_PHONES = 20;
+
 /**
- * The caller confirms phone `phoneId` as theirs: from now on calls from it
- * carry the trust others gave them, and a trust request sent to the number
- * reaches them. The number's caller record is rewritten in the same batch's
- * index work. Confirming again changes nothing; another person's phone is a
- * 404; a number another person confirmed is a 409 (naming no one).
+ * Adds `phone` to the caller's record, unconfirmed (201); the same number again answers the phone they
+ * hold (200). A secure number of the platform's pool is a 409: nobody proves one by SMS.
  */
-export async function confirmMyPhone(deps: Deps, personId: number, phoneId: number): Promise<MyPhone> {
-  const mine = and(eq(personPhones.id, phoneId), eq(personPhones.personId, personId));
-  const row = await deps.db.select(columns).from(personPhones).where(mine).get();
-  if (!row) throw notFound(`phone ${phoneId} does not exist`);
-  if (row.confirmed) return toMyPhone(row);
-  const taken = () => conflict(`${row.e164} is confirmed by another person; ask them to remove it first`);
-  const other = await deps.db
-    .select({ id: personPhones.id })
+export async function addMyPhone(
+  deps: Deps,
+  personId: number,
+  phone: Phone,
+): Promise<{ phone: MyPhone; created: boolean }> {
+  const [mine, pool] = await deps.db.batch([
+    deps.db.select(columns).from(personPhones).where(eq(personPhones.personId, personId)).orderBy(asc(personPhones.id)),
+    deps.db.select({ e164: secureNumbers.e164 }).from(secureNumbers).where(eq(secureNumbers.e164, phone.e164)),
+  ]);
+  const held = mine.find((row) => row.e164 === phone.e164);
+  if (held) return { phone: toMyPhone(held), created: false };
+  if (pool.length > 0) throw conflict("this number is one of the platform's secure numbers");
+  if (mine.length >= MAX_MY_PHONES) throw badRequest(`a person keeps at most ${MAX_MY_PHONES} phones`);
+  const [row] = await deps.db
+    .insert(personPhones)
+    .values({
+      personId,
+      countryCode: phone.countryCode,
+      phoneNumber: phone.nationalNumber,
+      e164: phone.e164,
+      primary: mine.length === 0,
+      confirmed: false,
+    })
+    .returning(columns);
+  return { phone: toMyPhone(row!), created: true };
+}
+
+async function myPhone(deps: Pick<Deps, "db">, personId: number, phoneId: number): Promise<PhoneRow> {
+  const row = await deps.db
+    .select(columns)
     .from(personPhones)
-    .where(and(eq(personPhones.e164, row.e164), eq(personPhones.confirmed, true)))
+    .where(and(eq(personPhones.id, phoneId), eq(personPhones.personId, personId)))
     .get();
-  if (other) throw taken();
+  if (!row) throw notFound(`phone ${phoneId} does not exist`);
+  return row;
+}
+
+/** Sends phone `phoneId` of the caller a code (202). Its limits and failures: services/codes.ts. */
+export async function sendPhoneCode(deps: Deps, settings: CodeSettings, personId: number, phoneId: number, ip: string) {
+  const row = await myPhone(deps, personId, phoneId);
+  await issueCode(deps, settings, {
+    channel: "sms",
+    address: row.e164,
+    purpose: "phone",
+    personId,
+    phoneId,
+    ip,
+    country: row.countryCode,
+  });
+}
+
+/**
+ * The caller proves phone `phoneId` with the code sent to it: confirmed, and taken from whoever had
+ * confirmed the number before (possession wins; their streams hear `phones`). A wrong, spent or expired
+ * code is a 400 and changes nothing. Confirming a confirmed phone with its code changes nothing more.
+ */
+export async function confirmMyPhone(
+  deps: Deps,
+  key: string | undefined,
+  personId: number,
+  phoneId: number,
+  code: string,
+) {
+  const row = await myPhone(deps, personId, phoneId);
+  const spent = await checkCode(deps, key, { address: row.e164, purpose: "phone", code, personId, phoneId });
   const batch = new WriteBatch(deps);
-  batch.add(deps.db.update(personPhones).set({ confirmed: true }).where(mine));
+  for (const statement of spendStatements(deps, spent.id, batch.now)) batch.add(statement);
+  const losers = batch.add(takeNumber(deps, row.e164, personId));
+  batch.add(deps.db.update(personPhones).set({ confirmed: true }).where(eq(personPhones.id, phoneId)));
   batch.reindexNumbers([row.e164]);
+  const results = await commitSpending(batch);
+  await tellPhonesChanged(deps, results[losers] as { personId: number }[]);
+  return toMyPhone({ ...row, confirmed: true });
+}
+
+/**
+ * The statement that ends every other person's confirmation of `e164` (possession wins), returning who
+ * lost it. Shared by proving a phone and signing in by it (services/sign-in.ts).
+ */
+export const takeNumber = (deps: Pick<Deps, "db">, e164: string, winner: number) =>
+  batchableAll<{ personId: number }>(
+    deps.db,
+    sql`update ${personPhones} set confirmed = 0
+        where ${personPhones.e164} = ${e164} and ${personPhones.confirmed} = 1 and ${personPhones.personId} != ${winner}
+        returning person_id as personId`,
+  );
+
+/** Commits a batch that spends a code; another request that spent it first makes it a 400 and nothing is written. */
+export async function commitSpending(batch: WriteBatch): Promise<unknown[]> {
   try {
-    await batch.commit();
+    return (await batch.commit()).results;
   } catch (err) {
-    // Two people confirming one number at once: the unique index lets one win.
-    if (errorText(err).includes("UNIQUE constraint failed: person_phones.e164")) throw taken();
+    if (failedGuard(err) === "codeSpent") throw badRequest(INVALID_CODE);
     throw err;
   }
-  return toMyPhone({ ...row, confirmed: true });
+}
+
+/** The people whose confirmation of a number ended: their open streams hear `{"type": "phones"}`. */
+export async function tellPhonesChanged(deps: Pick<Deps, "objects">, rows: { personId: number }[]) {
+  const people = [...new Set(rows.map((row) => row.personId))];
+  await Promise.all(
+    people.map((id) =>
+      deps.objects
+        .of(id)
+        .announce({ type: "phones" })
+        .catch(() => undefined),
+    ),
+  );
+}
+
+/**
+ * The operator ends every confirmation of `e164` (`POST /internal/phones/{e164}/release`): the phone stays
+ * on its holders' records, unconfirmed, and the index follows. Returns how many confirmations ended.
+ */
+export async function releaseNumber(deps: Deps, e164: string): Promise<number> {
+  const batch = new WriteBatch(deps);
+  const released = batch.add(
+    batchableAll<{ personId: number }>(
+      deps.db,
+      sql`update ${personPhones} set confirmed = 0 where ${personPhones.e164} = ${e164} and ${personPhones.confirmed} = 1
+          returning person_id as personId`,
+    ),
+  );
+  batch.reindexNumbers([e164]);
+  const rows = (await batch.commit()).results[released] as { personId: number }[];
+  await tellPhonesChanged(deps, rows);
+  return rows.length;
 }

@@ -36,10 +36,6 @@ export const ownerOfNumber = (db: Db, e164: string) =>
       .where(and(eq(personPhones.e164, e164), eq(personPhones.confirmed, true))),
   ).limit(1);
 
-/** Up to `limit` of the people holding `e164` as a personal phone, confirmed or not. */
-export const holdersOfNumber = (db: Db, e164: string, limit: number) =>
-  db.selectDistinct({ id: personPhones.personId }).from(personPhones).where(eq(personPhones.e164, e164)).limit(limit);
-
 export type PersonBody = {
   id: number;
   first_name: string;

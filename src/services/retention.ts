@@ -1,6 +1,6 @@
 import type { Db } from "../db/client";
 import { pruneOlderThan, type PruneResult } from "../db/prune";
-import { activities, blockedCalls } from "../db/schema";
+import { activities, blockedCalls, oneTimeCodes } from "../db/schema";
 import { logError } from "../lib/log";
 import { pruneExpiredClaims } from "./company-phones";
 import { pruneCompanyKeys } from "./idempotency";
@@ -17,7 +17,7 @@ export const RETENTION_DAYS = { blockedCalls: 90, activities: 365 } as const;
  * rules together stay under half of the invocation's 1,000, leaving room for
  * the other daily jobs.
  */
-export const RETENTION_STATEMENTS_PER_RULE = 50;
+export const RETENTION_STATEMENTS_PER_RULE = 45;
 
 const before = (now: Date, days: number) => new Date(now.getTime() - days * DAY_MS);
 
@@ -54,6 +54,14 @@ const RULES = {
   // Company phone claims still pending after 30 days have expired (docs/decisions.md, "Company phones").
   expiredPhoneClaims: pruneExpiredClaims,
   idempotencyKeys: pruneCompanyKeys,
+  // One-time codes: a code lives 10 minutes, its row counts toward the limits for a day (docs/security.md).
+  oneTimeCodes: (db: Db, now: Date, maxStatements: number) =>
+    pruneOlderThan(db, {
+      table: oneTimeCodes,
+      column: oneTimeCodes.createdAt,
+      cutoff: before(now, 1),
+      maxStatements,
+    }),
 } satisfies Record<string, (db: Db, now: Date, maxStatements: number) => Promise<PruneResult>>;
 
 /** How many rules a pass runs (each at most `RETENTION_STATEMENTS_PER_RULE` statements). */

@@ -1,7 +1,10 @@
-import { personOfTicket, RESUME_LIMIT, TICKET_TTL_MS, ticketFor } from "../domain/stream";
+import { readTicket, RESUME_LIMIT, TICKET_TTL_MS, ticketFor, ticketPayload } from "../domain/stream";
+import { base64url, hmacKey, hmacSign, hmacVerify, sha256Hex } from "../lib/crypto";
+import { keyOfSecret } from "../lib/secrets";
 import type { Backlog, ConnectParams } from "../objects/person/api";
 import { activitiesAfter } from "./activities";
 import type { Deps } from "./deps";
+import { checkOfRecord, computeTokenRecords, tokenKey, type TokenCheck, type TokenRecord } from "./token-records";
 
 /*
  * The live stream of a person (docs/realtime.md): the Worker authenticates
@@ -37,16 +40,78 @@ export async function openStream(deps: Deps, me: number, tokenId: number, after:
   });
 }
 
-/** A one-use ticket for `me`'s stream, valid `TICKET_TTL_MS`, bound to the token that asked for it. */
-export async function mintStreamTicket(deps: Deps, me: number, tokenId: number, now: Date) {
-  const secret = await deps.objects.write(me, (person) => person.mintStreamTicket(tokenId));
-  return { ticket: ticketFor(me, secret), expires_at: new Date(now.getTime() + TICKET_TTL_MS).toISOString() };
+/*
+ * Stream tickets (docs/realtime.md, "From a browser: a ticket";
+ * docs/security.md, "Stream tickets"): signed by the Worker with
+ * STREAM_TICKET_KEY (HMAC-SHA-256), bound to the person and the token that
+ * asked, valid `TICKET_TTL_MS`. A ticket is checked here before any object is
+ * addressed, so one nobody minted creates no object and writes nothing; only
+ * then does the person's object spend it (its one use), and the token is
+ * checked again, so a ticket never outlives its token.
+ */
+
+/** This isolate's key, imported once per secret value. */
+let ticketKey: { secret: string; key: Promise<CryptoKey> } | null = null;
+
+/** The HMAC key of tickets, or the 503 naming STREAM_TICKET_KEY. */
+function keyOfTickets({ streamTicketKey }: Pick<Deps, "streamTicketKey">): Promise<CryptoKey> {
+  const raw = keyOfSecret("STREAM_TICKET_KEY", streamTicketKey);
+  if (ticketKey?.secret !== streamTicketKey) ticketKey = { secret: streamTicketKey!, key: hmacKey(raw) };
+  return ticketKey!.key;
 }
 
-/** Spends a ticket: whose stream it opens and with which token, or null (unknown, spent, expired). */
-export async function redeemStreamTicket(deps: Deps, ticket: string): Promise<{ me: number; tokenId: number } | null> {
-  const me = personOfTicket(ticket);
-  if (me === null) return null;
-  const tokenId = await deps.objects.of(me).redeemStreamTicket(ticket.slice(`st_${me}_`.length));
-  return tokenId === null ? null : { me, tokenId };
+/** A one-use ticket for `me`'s stream, valid `TICKET_TTL_MS`, bound to the token (`token`) that asked for it. */
+export async function mintStreamTicket(deps: Deps, me: number, tokenId: number, token: string, now: Date) {
+  const key = await keyOfTickets(deps);
+  const claims = {
+    personId: me,
+    tokenId,
+    expiresAt: now.getTime() + TICKET_TTL_MS,
+    nonce: base64url(crypto.getRandomValues(new Uint8Array(16))),
+  };
+  const tokenHash = await sha256Hex(token);
+  await deps.objects.write(me, (person) => person.mintStreamTicket(claims.nonce, tokenId, tokenHash, claims.expiresAt));
+  return {
+    ticket: ticketFor(claims, await hmacSign(key, ticketPayload(claims))),
+    expires_at: new Date(claims.expiresAt).toISOString(),
+  };
+}
+
+/**
+ * Spends a ticket: whose stream it opens and with which token, or null
+ * (forged, expired, spent, or its token no longer valid). Its shape, MAC and
+ * expiry are checked before the person's object is addressed.
+ */
+export async function redeemStreamTicket(
+  deps: Deps,
+  ticket: string,
+  now: Date,
+): Promise<{ me: number; tokenId: number } | null> {
+  const read = readTicket(ticket);
+  if (!read) return null;
+  const { claims, mac } = read;
+  if (!(await hmacVerify(await keyOfTickets(deps), ticketPayload(claims), mac))) return null;
+  if (claims.expiresAt <= now.getTime() || claims.expiresAt > now.getTime() + TICKET_TTL_MS) return null;
+  const tokenHash = await deps.objects.of(claims.personId).redeemStreamTicket(claims.nonce, claims.tokenId);
+  if (tokenHash === null) return null;
+  const check = await tokenCheck(deps, tokenHash, now);
+  const valid =
+    check.ok &&
+    check.principal.kind === "person" &&
+    check.principal.personId === claims.personId &&
+    check.principal.tokenId === claims.tokenId;
+  return valid ? { me: claims.personId, tokenId: claims.tokenId } : null;
+}
+
+/**
+ * The token of SHA-256 `hash` as a request finds it now: its verification
+ * record in KV, which every revocation overwrites (services/tokens.ts), read
+ * as `verifyToken` reads it; D1 when it has none.
+ */
+async function tokenCheck({ db, kv }: Pick<Deps, "db" | "kv">, hash: string, now: Date): Promise<TokenCheck> {
+  const record = await kv.get<TokenRecord>(tokenKey(hash), { type: "json", cacheTtl: 30 }).catch(() => null);
+  const kept = checkOfRecord(record, now);
+  if (kept) return kept;
+  const fromD1 = (await computeTokenRecords(db, [tokenKey(hash)], now)).get(tokenKey(hash))!;
+  return checkOfRecord(JSON.parse(fromD1) as TokenRecord, now)!;
 }

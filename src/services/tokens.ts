@@ -137,6 +137,11 @@ export async function forgetVerifiedToken(kv: KVNamespace, tokenHash: string): P
   await kv.delete(tokenKey(tokenHash)).catch(() => undefined);
 }
 
+/** Forgets a token's verification in this isolate only (its KV record is rewritten by the revoking command). */
+export function forgetInIsolate(tokenHash: string): void {
+  cache.delete(tokenHash);
+}
+
 function remember(hash: string, principal: Principal, expiresAt: number | null, usedAt: number | null, now: Date) {
   if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
   const until = Math.min(now.getTime() + CACHE_TTL_MS, expiresAt ?? Infinity);

@@ -1,11 +1,10 @@
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { inList } from "../db/sql";
-import { conflict } from "../lib/errors";
 import type { Deps } from "./deps";
 import { people, personEmails } from "../db/schema";
 import { trustRequestView, type RequesterNames } from "../domain/activity";
-import { holdersOfNumber, ownerOfNumber } from "./people";
+import { ownerOfNumber } from "./people";
 import type { RequestCursor } from "../objects/person/api";
 import { accepted } from "./person-objects";
 
@@ -16,11 +15,9 @@ export { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
 
 /**
  * Asks the person `target` names for trust (docs/decisions.md, "Trust
- * requests"): one person at most, whoever holds the number. By phone, the
- * person whose secure number or confirmed phone it is, else the one person
- * holding it; a number several people hold and none confirmed is a 409
- * (`ambiguous recipient`, naming no one), charged nothing. The requester
- * never learns whether anyone matched otherwise. Every other request counts
+ * requests"): one person at most. By phone, the person whose secure number
+ * or proven phone it is, nobody else; a request that reaches nobody answers
+ * as any other, so the requester never learns whether anyone matched. Every other request counts
  * toward the requester's day (100, counted in their own object, where their
  * requests run one at a time); a request past it is a 429 and reaches no one.
  * The charge and the request are one transaction in the requester's object,
@@ -32,11 +29,6 @@ export { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
 export async function askForTrust(deps: Deps, requesterId: number, target: TrustRequestTarget, reason: string) {
   // The requester's names go along for the receiver's live stream (docs/realtime.md), read beside the match.
   const [match, requester] = await Promise.all([matchPerson(deps.db, target), namesOf(deps.db, [requesterId])]);
-  if (match === "ambiguous") {
-    throw conflict(
-      "ambiguous recipient: this number reaches no single person; ask by `user_id` or `email`, or ask its holder to confirm it in their app",
-    );
-  }
   // The charge and the request are one transaction in the requester's object, which delivers it (its
   // alarm retries a delivery that failed, docs/architecture.md "What crosses people").
   const targets = match !== null && match !== requesterId ? [match] : [];
@@ -44,20 +36,19 @@ export async function askForTrust(deps: Deps, requesterId: number, target: Trust
 }
 
 /**
- * The one person `target` names, null for nobody, or `ambiguous`. A phone is
- * matched in one batch of two reads, each stopping at its first rows, so it
- * costs the same whether nobody, one or a thousand people hold the number.
+ * The one person `target` names, or null for nobody. A phone reaches the
+ * holder of that secure number or the person who proved the number, never
+ * someone who only holds it (docs/security.md, "Who a phone reaches"): one
+ * read that stops at its first row, the same cost whoever holds the number.
  */
-async function matchPerson(db: Db, target: TrustRequestTarget): Promise<number | null | "ambiguous"> {
+async function matchPerson(db: Db, target: TrustRequestTarget): Promise<number | null> {
   if (target.user_id !== undefined) {
     const row = await db.select({ id: people.id }).from(people).where(eq(people.id, target.user_id)).get();
     return row?.id ?? null;
   }
   if (target.phone !== undefined) {
-    const [owner, holders] = await db.batch([ownerOfNumber(db, target.phone), holdersOfNumber(db, target.phone, 2)]);
-    if (owner[0]) return owner[0].id;
-    if (holders.length > 1) return "ambiguous";
-    return holders[0]?.id ?? null;
+    const [owner] = await ownerOfNumber(db, target.phone);
+    return owner?.id ?? null;
   }
   if (target.email !== undefined) {
     const row = await db

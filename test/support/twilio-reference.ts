@@ -16,10 +16,28 @@ type Ask =
   | { op: "validate"; authToken: string; signature: string; url: string; params: Record<string, string | string[]> }
   | { op: "validateWithBody"; authToken: string; signature: string; url: string; body: string }
   | { op: "bodyHash"; body: string }
-  | { op: "twiml"; dial?: { client?: string; number?: string }; reject?: boolean };
+  | { op: "twiml"; dial?: { client?: string; number?: string }; reject?: boolean }
+  | { op: "message"; accountSid: string; authToken: string; to: string; from: string; body: string };
 
-function answer(ask: Ask): unknown {
+/** The request Twilio's client would send for `messages.create` (its transport replaced, nothing sent). */
+async function messageRequest(ask: Extract<Ask, { op: "message" }>) {
+  let seen: unknown = null;
+  const httpClient = {
+    request: async (opts: Record<string, unknown>) => {
+      seen = { method: opts.method, uri: opts.uri, username: opts.username, password: opts.password, data: opts.data };
+      return { statusCode: 201, body: { sid: "SM0000", status: "queued" }, headers: {} };
+    },
+  };
+  const client = twilio(ask.accountSid, ask.authToken, { httpClient: httpClient as never });
+  const sender = ask.from.startsWith("MG") ? { messagingServiceSid: ask.from } : { from: ask.from };
+  await client.messages.create({ to: ask.to, body: ask.body, ...sender });
+  return seen;
+}
+
+async function answer(ask: Ask): Promise<unknown> {
   switch (ask.op) {
+    case "message":
+      return messageRequest(ask);
     case "sign":
       return twilio.getExpectedTwilioSignature(ask.authToken, ask.url, ask.params);
     case "validate":
@@ -43,12 +61,10 @@ export default async function setup(project: TestProject) {
     let text = "";
     request.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
     request.on("end", () => {
-      try {
-        const result = answer(JSON.parse(text) as Ask);
-        response.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ result }));
-      } catch (err) {
-        response.writeHead(400).end(String(err));
-      }
+      answer(JSON.parse(text) as Ask).then(
+        (result) => response.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ result })),
+        (err: unknown) => response.writeHead(400).end(String(err)),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -26,6 +26,11 @@ export const accessTokens = sqliteTable(
      * auth token is stored sealed (domain/provider-signing.ts).
      */
     signing: text("signing", { mode: "json" }).$type<StoredSigning>(),
+    /**
+     * The device a person signed in on (`POST /auth/tokens`, docs/app.md "Devices"); null for a token
+     * the operator minted, listed as `minted by the operator`.
+     */
+    deviceName: text("device_name"),
     createdAt: createdAt(),
   },
   (t) => [

@@ -15,4 +15,6 @@ export const batchGuards = sqliteTable("batch_guards", {
   contactQuota: integer("contact_quota").notNull(),
   /** A company has more employees than allowed. */
   employeeQuota: integer("employee_quota").notNull(),
+  /** A one-time code was spent by another request first (services/codes.ts). */
+  codeSpent: integer("code_spent").notNull().default(0),
 });

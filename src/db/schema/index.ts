@@ -11,3 +11,4 @@ export * from "./outbox";
 export * from "./guards";
 export * from "./person-moves";
 export * from "./idempotency";
+export * from "./codes";

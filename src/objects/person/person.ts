@@ -257,15 +257,15 @@ export class Person extends DurableObject<Env> {
 
   /* ---------- Idempotency-Key of this person's writes (idempotency.ts) ---------- */
 
-  /** Claims `key` for a request with `fingerprint`, or answers why not. */
+  /** Claims `key` for a request with `fingerprint` (1,000 new keys a day), or answers why not. */
   async claimIdempotencyKey(key: string, fingerprint: string): Promise<api.IdempotencyClaim> {
     const claimed = this.ctx.storage.transactionSync(() => idempotency.claim(this.db, key, fingerprint, Date.now()));
     this.jobs.care();
     return claimed;
   }
-  /** Keeps the claim's first answer, or (`answer` null) deletes the claim. */
-  async settleIdempotencyKey(key: string, fingerprint: string, answer: api.KeptAnswer | null): Promise<void> {
-    this.ctx.storage.transactionSync(() => idempotency.settle(this.db, key, fingerprint, answer));
+  /** Keeps the claim's first answer (charged to today's bytes), or (`answer` null) deletes the claim. */
+  async settleIdempotencyKey(key: string, fingerprint: string, answer: api.AnswerToKeep | null): Promise<void> {
+    this.ctx.storage.transactionSync(() => idempotency.settle(this.db, key, fingerprint, answer, Date.now()));
   }
 
   /* ---------- the alarm (scheduler.ts) and live streams (stream.ts, docs/realtime.md) ---------- */
@@ -288,12 +288,20 @@ export class Person extends DurableObject<Env> {
   stageStream(key: string, backlog: api.Backlog): void {
     this.stream.stage(key, backlog);
   }
-  /** A one-use ticket for a browser's stream, made with token `tokenId`. */
-  mintStreamTicket(tokenId: number): string {
-    return this.stream.mintTicket(tokenId);
+  /** An account event (`phones`, `device`, docs/realtime.md) on every open socket. */
+  announce(event: api.AccountEvent): void {
+    this.stream.announce(event);
   }
-  /** Spends a ticket: the token it was made with, or null (unknown, spent or expired). */
-  redeemStreamTicket(secret: string): number | null {
-    return this.stream.redeemTicket(secret);
+  /** Token `tokenId` was revoked: its sockets close with 4001 at once (docs/security.md, "Devices"). */
+  tokenRevoked(tokenId: number): number {
+    return this.stream.closeToken(tokenId);
+  }
+  /** Remembers a signed ticket's nonce for its one use: made with token `tokenId` (`tokenHash`), until `until`. */
+  mintStreamTicket(nonce: string, tokenId: number, tokenHash: string, until: number): void {
+    this.stream.mintTicket(nonce, tokenId, tokenHash, until);
+  }
+  /** Spends a ticket: its token's SHA-256, or null (unknown, spent, expired, another token's). */
+  redeemStreamTicket(nonce: string, tokenId: number): string | null {
+    return this.stream.redeemTicket(nonce, tokenId);
   }
 }

@@ -287,9 +287,19 @@ export const idempotencyKeys = sqliteTable(
     fingerprint: text("fingerprint").notNull(),
     claimedAt: integer("claimed_at").notNull(),
     status: integer("status"),
+    /** A copy of the answer's body; null when `activityId` renders it. */
     body: text("body"),
     contentType: text("content_type"),
     location: text("location"),
+    /** The feed record whose rendering is the answer (POST /apps/buzz/activity): a reference, not a copy. */
+    activityId: integer("activity_id"),
   },
   (t) => [index("idempotency_keys_claimed_at_idx").on(t.claimedAt)],
 );
+
+/** Keys this person claimed per UTC day: at most 1,000 (docs/security.md, "What a stranger can cost"). */
+export const idempotencyDays = sqliteTable("idempotency_days", {
+  /** Days since 1970-01-01, UTC. */
+  day: integer("day").primaryKey(),
+  keys: integer("keys").notNull(),
+});

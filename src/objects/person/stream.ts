@@ -9,14 +9,7 @@ import {
   type FeedRecord,
   type Party,
 } from "../../domain/activity";
-import {
-  MAX_STREAMS,
-  STREAM_CLOSE,
-  TICKET_TTL_MS,
-  type ChatParties,
-  type Requester,
-  type StreamEvent,
-} from "../../domain/stream";
+import { MAX_STREAMS, STREAM_CLOSE, type ChatParties, type Requester, type StreamEvent } from "../../domain/stream";
 import { logError } from "../../lib/log";
 
 /*
@@ -122,28 +115,36 @@ export class Stream {
 
   /* ---------- tickets ---------- */
 
-  /** A one-use ticket for `tokenId`'s person, valid `TICKET_TTL_MS`; expired ones are dropped. */
-  mintTicket(tokenId: number): string {
+  /*
+   * A ticket's one use (docs/realtime.md). The Worker signs tickets and
+   * checks the signature, the person and the expiry before it addresses this
+   * object at all (services/stream.ts), so only a ticket it minted reaches
+   * here. What this keeps per ticket, by its nonce: the token it was made
+   * with (its id, and its SHA-256, which the Worker checks again on
+   * redemption) and until when; expired ones are dropped at the next mint.
+   */
+
+  /** Remembers a ticket minted with token `tokenId` (SHA-256 `tokenHash`), usable until `until` (ms). */
+  mintTicket(nonce: string, tokenId: number, tokenHash: string, until: number): void {
     const now = Date.now();
     for (const [key, value] of this.ctx.storage.kv.list<{ until: number }>({ prefix: TICKET_PREFIX })) {
       if (value.until <= now) this.ctx.storage.kv.delete(key);
     }
-    const secret = base64url(crypto.getRandomValues(new Uint8Array(32)));
-    this.ctx.storage.kv.put(TICKET_PREFIX + secret, { tokenId, until: now + TICKET_TTL_MS });
-    return secret;
+    this.ctx.storage.kv.put(TICKET_PREFIX + nonce, { tokenId, tokenHash, until });
   }
 
   /**
-   * Spends a ticket: the token it was made with, or null when it is unknown,
-   * spent or expired. Read and deleted in one synchronous step of the one
-   * object that holds it, so two connections cannot both spend it.
+   * Spends the ticket `nonce` made with `tokenId`: the token's SHA-256, or
+   * null when it is unknown, spent, expired or made with another token. Read
+   * and deleted in one synchronous step of the one object that holds it, so
+   * two connections cannot both spend it.
    */
-  redeemTicket(secret: string): number | null {
-    const key = TICKET_PREFIX + secret;
-    const ticket = this.ctx.storage.kv.get<{ tokenId: number; until: number }>(key);
+  redeemTicket(nonce: string, tokenId: number): string | null {
+    const key = TICKET_PREFIX + nonce;
+    const ticket = this.ctx.storage.kv.get<{ tokenId: number; tokenHash?: string; until: number }>(key);
     if (!ticket) return null;
     this.ctx.storage.kv.delete(key);
-    return ticket.until > Date.now() ? ticket.tokenId : null;
+    return ticket.until > Date.now() && ticket.tokenId === tokenId ? (ticket.tokenHash ?? null) : null;
   }
 
   /* ---------- events ---------- */
@@ -235,6 +236,18 @@ export class Stream {
     }
   }
 
+  /** Token `tokenId` was revoked (a device signed out or deleted): its sockets close with 4001 now. */
+  closeToken(tokenId: number): number {
+    const closing = this.sockets().filter(({ att }) => att.tokenId === tokenId);
+    for (const { ws } of closing) ws.close(STREAM_CLOSE.revoked.code, STREAM_CLOSE.revoked.reason);
+    return closing.length;
+  }
+
+  /** An event about the person's account (`phones`, `device`) on every open socket. */
+  announce(event: StreamEvent): void {
+    this.broadcast(event);
+  }
+
   /** The person is gone: every socket closes as a revoked token's would. */
   closeAll(): void {
     for (const { ws } of this.sockets()) ws.close(STREAM_CLOSE.revoked.code, STREAM_CLOSE.revoked.reason);
@@ -265,9 +278,3 @@ export class Stream {
     for (const { ws } of this.sockets()) ws.send(frame);
   }
 }
-
-const base64url = (bytes: Uint8Array) =>
-  btoa(String.fromCharCode(...bytes))
-    .replaceAll("+", "-")
-    .replaceAll("/", "_")
-    .replace(/=+$/, "");

@@ -5,6 +5,8 @@ import * as licenseHandlers from "./licenses.handlers";
 import * as licenseRoutes from "./licenses.routes";
 import * as moveHandlers from "./moves.handlers";
 import * as moveRoutes from "./moves.routes";
+import * as peopleHandlers from "./people.handlers";
+import * as peopleRoutes from "./people.routes";
 import * as phoneHandlers from "./phones.handlers";
 import * as phoneRoutes from "./phones.routes";
 import * as providerHandlers from "./providers.handlers";
@@ -26,6 +28,9 @@ const router = createRouter()
   .openapi(phoneRoutes.verifyCompanyPhone, phoneHandlers.verifyCompanyPhone)
   .openapi(phoneRoutes.rejectCompanyPhone, phoneHandlers.rejectCompanyPhone)
   .openapi(phoneRoutes.removeCompanyPhone, phoneHandlers.removeCompanyPhone)
+  .openapi(peopleRoutes.releasePhone, peopleHandlers.releasePhone)
+  .openapi(peopleRoutes.revokeToken, peopleHandlers.revokeToken)
+  .openapi(peopleRoutes.readOutbox, peopleHandlers.readOutbox)
   .openapi(statusRoutes.status, statusHandlers.status)
   .openapi(moveRoutes.startPersonMoves, moveHandlers.startPersonMoves)
   .openapi(moveRoutes.personMoveStatus, moveHandlers.personMoveStatus)

@@ -19,6 +19,15 @@ const PlatformCompanyPhoneSchema = CompanyPhoneSchema.extend({
   company_id: int64Id().openapi({ description: "The company that added the number", example: 1 }),
 }).openapi("PlatformCompanyPhone");
 
+const ListedCompanyPhoneSchema = PlatformCompanyPhoneSchema.extend({
+  belongs_to_person: z.boolean().openapi({
+    description:
+      "The number is now a person's (one of the platform's secure numbers, or a phone a person proved): the claim " +
+      "cannot be verified (409); reject it",
+    example: false,
+  }),
+}).openapi("ListedCompanyPhone");
+
 export const listCompanyPhones = createRoute({
   operationId: "adminListCompanyPhones",
   method: "get",
@@ -40,7 +49,7 @@ export const listCompanyPhones = createRoute({
     }),
   },
   responses: {
-    200: { ...jsonContent(z.array(PlatformCompanyPhoneSchema), "One page of phones"), headers: pageHeaders },
+    200: { ...jsonContent(z.array(ListedCompanyPhoneSchema), "One page of phones"), headers: pageHeaders },
     ...errorResponses(400, 401, 403, 429),
   },
 });

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { forbidden, notFound, unauthorized, upgradeRequired } from "../../lib/errors";
-import { personId } from "../../middleware/auth";
+import { personId, tokenFromAuthorization } from "../../middleware/auth";
 import { readsSignedBodyOnly } from "../../middleware/provider-signature";
 import * as activities from "../../services/activities";
 import { saveEncryption } from "../../services/encryption";
@@ -177,13 +177,19 @@ export const openStream: AppRouteHandler<typeof routes.openStream> = async (c) =
   }
   const who = principal
     ? { me: principal.personId, tokenId: principal.tokenId }
-    : await redeemStreamTicket(c.var.deps, ticket!);
-  if (!who) throw unauthorized("the ticket is unknown, spent or expired: ask POST /apps/buzz/stream/tickets again");
+    : await redeemStreamTicket(c.var.deps, ticket!, new Date());
+  if (!who) {
+    throw unauthorized(
+      "the ticket is unknown, spent or expired, or its token is no longer valid: ask POST /apps/buzz/stream/tickets again",
+    );
+  }
   return connectStream(c.var.deps, who.me, who.tokenId, after);
 };
 
 export const createStreamTicket: AppRouteHandler<typeof routes.createStreamTicket> = async (c) => {
   const principal = c.var.principal;
-  if (principal?.kind !== "person") throw unauthorized("this endpoint needs a person token");
-  return c.json(await mintStreamTicket(c.var.deps, principal.personId, principal.tokenId, new Date()), 201);
+  // The token the person authenticated with (requirePerson read it): the ticket is bound to it.
+  const token = tokenFromAuthorization(c.req.header("Authorization") ?? "");
+  if (principal?.kind !== "person" || !token) throw unauthorized("this endpoint needs a person token");
+  return c.json(await mintStreamTicket(c.var.deps, principal.personId, principal.tokenId, token, new Date()), 201);
 };

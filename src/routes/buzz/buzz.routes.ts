@@ -191,7 +191,7 @@ export const createActivity = createRoute({
     "The caller must be the sender or the receiver (else 403). `chat_*` types need `message` and `message_id`. " +
     "Idempotent on (sender, `message_id`): a retry answers the first record and creates nothing; `Idempotency-Key` as on every creating POST.",
   security: bearerSecurity,
-  middleware: [requirePerson, idempotent("person")] as const,
+  middleware: [requirePerson, idempotent("person", "activity")] as const,
   request: {
     headers: IdempotencyHeaders,
     body: { required: true, content: { "application/json": { schema: ActivityCreateSchema } } },
@@ -261,7 +261,7 @@ export const openStream = createRoute({
   request: { query: StreamQuery },
   responses: {
     101: { description: "Switching Protocols: the WebSocket is open; events follow as text frames" },
-    ...errorResponses(400, 401, 403, 426, 429),
+    ...errorResponses(400, 401, 403, 426, 429, 503),
   },
 });
 
@@ -273,12 +273,13 @@ export const createStreamTicket = createRoute({
   summary: "A one-use ticket to open the stream from a browser",
   description:
     "Browsers cannot set an Authorization header on a WebSocket: ask for a ticket with the person token, then " +
-    "open `GET /apps/buzz/stream?ticket=…` within 60 s. A ticket opens one connection; the connection lives as " +
-    "long as the token that asked for it.",
+    "open `GET /apps/buzz/stream?ticket=…` within 60 s. A ticket is signed by the server and bound to the " +
+    "person and the token that asked for it; it opens one connection, only while that token is still valid, " +
+    "and the connection lives as long as the token.",
   security: bearerSecurity,
   middleware: [requirePerson] as const,
   responses: {
     201: jsonContent(StreamTicketSchema, "The ticket"),
-    ...errorResponses(401, 403, 429),
+    ...errorResponses(401, 403, 429, 503),
   },
 });

@@ -121,9 +121,8 @@ export const createTrustRequest = createRoute({
   description:
     "Names the person by exactly one of `user_id`, `phone` or `email`. Answers 201 whether or not anyone " +
     "matched, so it cannot be used to find out who is a user. Asking again while pending refreshes the request. " +
-    "A request reaches one person at most: by `phone`, the person whose secure number or confirmed phone it is, " +
-    "else the one person holding it; a number several people hold and none confirmed is a 409 " +
-    "(`ambiguous recipient`), charged nothing.",
+    "A request reaches one person at most: by `phone`, the person whose secure number or proven phone it is, " +
+    "nobody else (a request that reaches nobody answers the same).",
   security: bearerSecurity,
   middleware: [requirePerson, idempotent("person")] as const,
   request: {

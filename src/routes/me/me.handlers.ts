@@ -1,4 +1,7 @@
-import { unauthorized } from "../../lib/errors";
+import { badRequest, unauthorized } from "../../lib/errors";
+import { CODE_TTL_MS, INVALID_CODE } from "../../services/codes";
+import { listDevices, revokeDevice } from "../../services/devices";
+import { clientIp, codeSettings } from "../request-context";
 import { personId } from "../../middleware/auth";
 import * as myPhones from "../../services/my-phones";
 import { changeSettings, readSettings } from "../../services/person-settings";
@@ -19,8 +22,40 @@ export const getMe: AppRouteHandler<typeof routes.getMe> = async (c) => {
 export const listMyPhones: AppRouteHandler<typeof routes.listMyPhones> = async (c) =>
   c.json(await myPhones.listMyPhones(c.var.deps, personId(c.var.principal)), 200);
 
-export const confirmMyPhone: AppRouteHandler<typeof routes.confirmMyPhone> = async (c) =>
-  c.json(await myPhones.confirmMyPhone(c.var.deps, personId(c.var.principal), c.req.valid("param").id), 200);
+export const addMyPhone: AppRouteHandler<typeof routes.addMyPhone> = async (c) => {
+  const { phone, created } = await myPhones.addMyPhone(
+    c.var.deps,
+    personId(c.var.principal),
+    c.req.valid("json").phone,
+  );
+  return created ? c.json(phone, 201) : c.json(phone, 200);
+};
+
+export const verifyMyPhone: AppRouteHandler<typeof routes.verifyMyPhone> = async (c) => {
+  const me = personId(c.var.principal);
+  await myPhones.sendPhoneCode(c.var.deps, codeSettings(c), me, c.req.valid("param").id, clientIp(c));
+  return c.json({ expires_in: CODE_TTL_MS / 1000 }, 202);
+};
+
+export const confirmMyPhone: AppRouteHandler<typeof routes.confirmMyPhone> = async (c) => {
+  const code = c.req.valid("json")?.code;
+  if (code === undefined) throw badRequest(INVALID_CODE);
+  const me = personId(c.var.principal);
+  const phone = await myPhones.confirmMyPhone(c.var.deps, c.var.deps.codes.key, me, c.req.valid("param").id, code);
+  return c.json(phone, 200);
+};
+
+/* ---------- the caller's devices ---------- */
+
+export const listMyDevices: AppRouteHandler<typeof routes.listMyDevices> = async (c) => {
+  const principal = c.var.principal!;
+  return c.json(await listDevices(c.var.deps, personId(principal), principal.tokenId), 200);
+};
+
+export const deleteMyDevice: AppRouteHandler<typeof routes.deleteMyDevice> = async (c) => {
+  await revokeDevice(c.var.deps, personId(c.var.principal), c.req.valid("param").id);
+  return c.body(null, 204);
+};
 
 /* ---------- settings ---------- */
 

@@ -6,7 +6,11 @@ import * as routes from "./me.routes";
 const router = createRouter()
   .openapi(routes.getMe, handlers.getMe)
   .openapi(routes.listMyPhones, handlers.listMyPhones)
+  .openapi(routes.addMyPhone, handlers.addMyPhone)
+  .openapi(routes.verifyMyPhone, handlers.verifyMyPhone)
   .openapi(routes.confirmMyPhone, handlers.confirmMyPhone)
+  .openapi(routes.listMyDevices, handlers.listMyDevices)
+  .openapi(routes.deleteMyDevice, handlers.deleteMyDevice)
   .openapi(routes.getSettings, handlers.getSettings)
   .openapi(routes.putSettings, handlers.putSettings);
 

@@ -1,7 +1,17 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
 import { requirePerson } from "../../middleware/auth";
-import { MeSchema, MyPhoneParams, MyPhoneSchema, SettingsChangeSchema, SettingsSchema } from "./me.schemas";
+import { CodeSentSchema, ConfirmCodeSchema } from "../auth/auth.schemas";
+import {
+  DeviceListItemSchema,
+  DeviceParams,
+  MeSchema,
+  MyPhoneParams,
+  MyPhoneSchema,
+  NewPhoneSchema,
+  SettingsChangeSchema,
+  SettingsSchema,
+} from "./me.schemas";
 
 const tags = ["Me"];
 
@@ -43,22 +53,101 @@ export const listMyPhones = createRoute({
   },
 });
 
+export const addMyPhone = createRoute({
+  method: "post",
+  operationId: "addMyPhone",
+  path: "/me/phones",
+  tags,
+  summary: "Add a phone to the caller's account",
+  description:
+    "Adds the number, unconfirmed (201); a number already on the account answers that phone (200). Prove it with " +
+    "`POST /me/phones/{id}/verification` and `…/confirm`. A secure number of the platform → 409.",
+  security: bearerSecurity,
+  middleware: [requirePerson] as const,
+  request: { body: { required: true, content: { "application/json": { schema: NewPhoneSchema } } } },
+  responses: {
+    201: jsonContent(MyPhoneSchema, "The phone, added unconfirmed"),
+    200: jsonContent(MyPhoneSchema, "The phone the caller already holds"),
+    ...errorResponses(400, 401, 403, 409, 413, 429),
+  },
+});
+
+export const verifyMyPhone = createRoute({
+  method: "post",
+  operationId: "sendMyPhoneCode",
+  path: "/me/phones/{id}/verification",
+  tags,
+  summary: "Send a code to one of the caller's phones",
+  description:
+    "Sends the phone an SMS with a 6-digit code, valid 10 minutes (a newer code replaces it). Limits: 5 codes an " +
+    "hour to one number, 10 a day per person, 20 an hour per client (429 with Retry-After); SMS go only to the " +
+    "deployment's countries (400 otherwise). The provider refusing the message → 502, not answering → 503.",
+  security: bearerSecurity,
+  middleware: [requirePerson] as const,
+  request: { params: MyPhoneParams },
+  responses: {
+    202: jsonContent(CodeSentSchema, "The code is on its way"),
+    ...errorResponses(400, 401, 403, 404, 429, 502, 503),
+  },
+});
+
 export const confirmMyPhone = createRoute({
   method: "post",
   operationId: "confirmMyPhone",
   path: "/me/phones/{id}/confirm",
   tags,
-  summary: "Confirm a phone as the caller's own",
+  summary: "Prove a phone with the code sent to it",
   description:
-    "From now on calls from this number are trusted by the people who trust the caller, and a trust request " +
-    "sent to the number reaches the caller. Confirming again changes nothing. A number another person " +
-    "confirmed is a 409.",
+    "With the code of `…/verification`: the phone is confirmed as the caller's own. From then on calls from it " +
+    "are trusted by the people who trust the caller and a trust request sent to the number reaches the caller. " +
+    "Possession wins: a person who had confirmed the number loses that confirmation (their stream hears " +
+    "`phones`). A wrong, spent or expired code, or none → 400 `invalid or expired code`, and nothing changes.",
   security: bearerSecurity,
   middleware: [requirePerson] as const,
-  request: { params: MyPhoneParams },
+  request: {
+    params: MyPhoneParams,
+    body: { required: false, content: { "application/json": { schema: ConfirmCodeSchema } } },
+  },
   responses: {
     200: jsonContent(MyPhoneSchema, "The phone, confirmed"),
-    ...errorResponses(401, 403, 404, 409, 429),
+    ...errorResponses(400, 401, 403, 404, 413, 429),
+  },
+});
+
+/* ---------- the caller's devices ---------- */
+
+export const listMyDevices = createRoute({
+  method: "get",
+  operationId: "listMyDevices",
+  path: "/me/devices",
+  tags,
+  summary: "The caller's devices (their person tokens)",
+  description:
+    "One per sign-in, oldest first; `current` marks the one asking. A token the operator minted is listed as " +
+    "`minted by the operator`. `last_used_on` is the day it was last used (kept to the day).",
+  security: bearerSecurity,
+  middleware: [requirePerson] as const,
+  responses: {
+    200: jsonContent(z.array(DeviceListItemSchema), "The caller's devices"),
+    ...errorResponses(401, 403, 429),
+  },
+});
+
+export const deleteMyDevice = createRoute({
+  method: "delete",
+  operationId: "deleteMyDevice",
+  path: "/me/devices/{id}",
+  tags,
+  summary: "Sign a device out",
+  description:
+    "Revokes that device's token at once: its open streams close with 4001, and its next request is a 401 " +
+    "(in this location at once, everywhere within 60 s). A device may delete itself (signing out).",
+  security: bearerSecurity,
+  middleware: [requirePerson] as const,
+  request: { params: DeviceParams },
+  responses: {
+    204: { description: "Revoked" },
+    ...errorResponses(401, 403, 404, 429),
   },
 });
 

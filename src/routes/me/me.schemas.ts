@@ -1,6 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import { callPolicies } from "../../domain/caller-verification";
 import { int64Id, pathId } from "../../lib/ids";
+import { phoneFromParts } from "../../lib/phone";
+import { E164Phone } from "../auth/auth.schemas";
 import { SecureNumberSchema } from "../buzz/buzz.schemas";
 
 /* ---------- GET /me ---------- */
@@ -48,6 +50,41 @@ export const MyPhoneSchema = z
   .openapi("MyPhone");
 
 export const MyPhoneParams = z.object({ id: pathId("id", "Phone id (from GET /me/phones)") });
+
+/** `{"phone": "+E.164"}`, or the number in two parts as employees' phones are written. */
+export const NewPhoneSchema = z
+  .union([
+    z.object({ phone: E164Phone }).strict(),
+    z
+      .object({
+        country_code: z.string().max(8).openapi({ example: "1" }),
+        number: z.string().max(32).openapi({ example: "4155550199" }),
+      })
+      .strict()
+      .transform((value, ctx) => {
+        const phone = phoneFromParts(value.country_code, value.number);
+        if (!phone) {
+          ctx.addIssue({ code: "custom", message: "`country_code` and `number` must make a valid phone number" });
+          return z.NEVER;
+        }
+        return { phone };
+      }),
+  ])
+  .openapi("NewPhone", { example: { phone: "+14155550199" } });
+
+/* ---------- devices ---------- */
+
+export const DeviceListItemSchema = z
+  .object({
+    id: int64Id().openapi({ example: 12 }),
+    name: z.string().openapi({ example: "Bob's Pixel 9" }),
+    created_at: z.string().openapi({ format: "date-time", example: "2026-11-27T10:00:00.000Z" }),
+    last_used_on: z.string().nullable().openapi({ format: "date", example: "2026-11-27" }),
+    current: z.boolean().openapi({ description: "This is the device asking", example: true }),
+  })
+  .openapi("Device");
+
+export const DeviceParams = z.object({ id: pathId("id", "Device id (from GET /me/devices)") });
 
 /* ---------- settings ---------- */
 

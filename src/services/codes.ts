@@ -1,0 +1,237 @@
+import { and, count, desc, eq, gte, isNotNull, isNull, lt, min, sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import { guardStatement } from "../db/guard";
+import { oneTimeCodes, secureNumbers } from "../db/schema";
+import { ApiError, badRequest, tooManyRequests } from "../lib/errors";
+import { base64url, fromBase64url } from "../lib/crypto";
+import { DAY_MS } from "../lib/time";
+import type { Deps } from "./deps";
+import { NotSent, type Channel, type Sender } from "./messaging";
+
+/*
+ * One-time codes (docs/security.md, "Codes"): 6 random digits, kept only as an HMAC under the CODE_KEY
+ * secret, valid 10 minutes, void after 5 wrong tries, compared in constant time (Web Crypto's `verify`).
+ * Limits: 5 codes an hour to one address, 20 an hour from one client IP, 10 a day per person; SMS only to
+ * allowed countries and at most a configured number a day per country. A request is counted whether or
+ * not its address reaches anyone, so the limits say nothing about who exists.
+ */
+
+export const CODE_TTL_MS = 10 * 60_000;
+export const MAX_TRIES = 5;
+const HOUR_MS = 3_600_000;
+export const CODE_LIMITS = { perAddressPerHour: 5, perIpPerHour: 20, perPersonPerDay: 10 } as const;
+/** SMS a day to one country when the deployment sets no `SMS_DAILY_CAP`. */
+const DEFAULT_SMS_DAILY_CAP = 1_000;
+
+export type Purpose = "sign_in" | "phone";
+export const INVALID_CODE = "invalid or expired code";
+
+/** Who a code is for; `personId` null: the address reaches nobody (counted, nothing sent). */
+export type CodeRequest = {
+  channel: Channel;
+  address: string;
+  purpose: Purpose;
+  personId: number | null;
+  phoneId?: number | null;
+  ip: string;
+  /** The calling code of an SMS's number. */
+  country?: string | null;
+};
+
+/** What a deployment says about codes (wrangler.toml vars and secrets). */
+export type CodeSettings = {
+  key: string | undefined;
+  /** Calling codes SMS may go to; null: those of the secure-number pool. */
+  smsCountries: string[] | null;
+  smsDailyCap: number;
+  /** The host of the Web OTP line (`@host #code`). */
+  host: string;
+  send: Sender;
+};
+
+/** A deployment's code settings but the host, which each request names (services/deps.ts). */
+export const codeSettingsOf = (env: Env, send: Sender): Omit<CodeSettings, "host"> => ({
+  key: env.CODE_KEY,
+  smsCountries: env.SMS_COUNTRIES ? env.SMS_COUNTRIES.split(",").map((code) => code.trim().replace(/^\+/, "")) : null,
+  smsDailyCap: Number(env.SMS_DAILY_CAP) > 0 ? Number(env.SMS_DAILY_CAP) : DEFAULT_SMS_DAILY_CAP,
+  send,
+});
+
+/**
+ * Counts the request against its limits, records it, and (when it reaches a person) sends a fresh code.
+ * A limit passed is a 429 with `Retry-After`, an SMS country not allowed a 400, both before anything is
+ * recorded or sent. A message that does not leave is a 502/503; the code stays valid.
+ */
+export async function issueCode(
+  deps: Pick<Deps, "db">,
+  settings: CodeSettings,
+  request: CodeRequest,
+  now = new Date(),
+) {
+  await checkLimits(deps, settings, request, now);
+  const code = randomCode();
+  const reaches = request.personId !== null;
+  await deps.db.insert(oneTimeCodes).values({
+    channel: request.channel,
+    address: request.address,
+    purpose: request.purpose,
+    personId: request.personId,
+    phoneId: request.phoneId ?? null,
+    ip: request.ip,
+    country: request.channel === "sms" ? (request.country ?? null) : null,
+    codeHash: reaches ? await codeHash(settings.key, request.address, request.purpose, code) : null,
+    expiresAt: new Date(now.getTime() + CODE_TTL_MS),
+    createdAt: now,
+  });
+  if (!reaches) return;
+  const text = `${code} is your verification code. It expires in 10 minutes.`;
+  try {
+    await settings.send({
+      channel: request.channel,
+      to: request.address,
+      subject: "Your verification code",
+      body: request.channel === "sms" ? `${text}\n\n@${settings.host} #${code}` : text,
+    });
+  } catch (err) {
+    if (!(err instanceof NotSent)) throw err;
+    throw new ApiError(err.kind === "refused" ? 502 : 503, `the code could not be sent: ${err.message}`);
+  }
+}
+
+/** The code's row (to spend in the caller's batch, `spendStatements`), or 400 `invalid or expired code`. */
+export async function checkCode(
+  deps: Pick<Deps, "db">,
+  key: string | undefined,
+  wanted: { address: string; purpose: Purpose; code: string; personId?: number; phoneId?: number },
+  now = new Date(),
+): Promise<{ id: number; personId: number; phoneId: number | null }> {
+  // Only the newest code of the address (and person) counts: asking again replaces the one before.
+  const row = await deps.db
+    .select()
+    .from(oneTimeCodes)
+    .where(
+      and(
+        eq(oneTimeCodes.address, wanted.address),
+        eq(oneTimeCodes.purpose, wanted.purpose),
+        isNotNull(oneTimeCodes.codeHash),
+        wanted.personId === undefined ? undefined : eq(oneTimeCodes.personId, wanted.personId),
+      ),
+    )
+    .orderBy(desc(oneTimeCodes.id))
+    .limit(1)
+    .get();
+  const usable =
+    row !== undefined &&
+    row.personId !== null &&
+    row.spentAt === null &&
+    row.expiresAt > now &&
+    row.tries < MAX_TRIES &&
+    (wanted.phoneId === undefined || row.phoneId === wanted.phoneId);
+  if (!usable) throw badRequest(INVALID_CODE);
+  if (
+    !/^\d{6}$/.test(wanted.code) ||
+    !(await codeMatches(key, row.codeHash!, wanted.address, wanted.purpose, wanted.code))
+  ) {
+    await deps.db
+      .update(oneTimeCodes)
+      .set({ tries: sql`${oneTimeCodes.tries} + 1` })
+      .where(eq(oneTimeCodes.id, row.id));
+    throw badRequest(INVALID_CODE);
+  }
+  return { id: row.id, personId: row.personId!, phoneId: row.phoneId };
+}
+
+/**
+ * The statements that spend code `id` at the head of a command's batch: the spend, then a guard that
+ * rolls the whole batch back when another request spent it first (the batch's effects never happen
+ * twice). The caller answers `INVALID_CODE` when `failedGuard` names `codeSpent`.
+ */
+export function spendStatements(deps: Pick<Deps, "db">, id: number, now: Date): BatchItem<"sqlite">[] {
+  return [
+    deps.db
+      .update(oneTimeCodes)
+      .set({ spentAt: now })
+      .where(and(eq(oneTimeCodes.id, id), isNull(oneTimeCodes.spentAt))),
+    guardStatement(deps.db, "codeSpent", sql`changes() = 0`),
+  ];
+}
+
+/* ---------- limits ---------- */
+
+async function checkLimits(deps: Pick<Deps, "db">, settings: CodeSettings, request: CodeRequest, now: Date) {
+  const since = (ms: number) => new Date(now.getTime() - ms);
+  const window = (where: ReturnType<typeof and>) =>
+    deps.db
+      .select({ n: count(), oldest: min(oneTimeCodes.createdAt) })
+      .from(oneTimeCodes)
+      .where(where);
+  const day = new Date(Math.floor(now.getTime() / DAY_MS) * DAY_MS);
+  const sms = request.channel === "sms" && request.country ? request.country : null;
+  const [byAddress, byIp, byPerson, byCountry, pool] = await deps.db.batch([
+    window(and(eq(oneTimeCodes.address, request.address), gte(oneTimeCodes.createdAt, since(HOUR_MS)))),
+    window(and(eq(oneTimeCodes.ip, request.ip), gte(oneTimeCodes.createdAt, since(HOUR_MS)))),
+    window(and(eq(oneTimeCodes.personId, request.personId ?? -1), gte(oneTimeCodes.createdAt, since(DAY_MS)))),
+    window(and(eq(oneTimeCodes.country, sms ?? ""), gte(oneTimeCodes.createdAt, day))),
+    // The pool's countries: is there a secure number with this calling code (a range of the unique index)?
+    deps.db
+      .select({ e164: secureNumbers.e164 })
+      .from(secureNumbers)
+      .where(and(gte(secureNumbers.e164, `+${sms ?? "-"}`), lt(secureNumbers.e164, `+${sms ?? "-"}:`)))
+      .limit(1),
+  ]);
+  const refuse = (what: string, row: { oldest: Date | null } | undefined, windowMs: number) => {
+    const oldest = row?.oldest?.getTime() ?? now.getTime();
+    const wait = Math.max(1, Math.ceil((oldest + windowMs - now.getTime()) / 1000));
+    throw tooManyRequests(`${what}; try again in ${wait} s`, wait);
+  };
+  if (sms !== null) {
+    const allowed = settings.smsCountries ? settings.smsCountries.includes(sms) : pool.length > 0;
+    if (!allowed) throw badRequest("codes are not sent to this country");
+    if (byCountry[0]!.n >= settings.smsDailyCap) {
+      const wait = Math.ceil((day.getTime() + DAY_MS - now.getTime()) / 1000);
+      throw tooManyRequests(`the day's codes by SMS to this country are spent; try again in ${wait} s`, wait);
+    }
+  }
+  if (byAddress[0]!.n >= CODE_LIMITS.perAddressPerHour) {
+    refuse(`at most ${CODE_LIMITS.perAddressPerHour} codes an hour go to one address`, byAddress[0], HOUR_MS);
+  }
+  if (byIp[0]!.n >= CODE_LIMITS.perIpPerHour) {
+    refuse(`at most ${CODE_LIMITS.perIpPerHour} codes an hour are asked from one client`, byIp[0], HOUR_MS);
+  }
+  if (request.personId !== null && byPerson[0]!.n >= CODE_LIMITS.perPersonPerDay) {
+    refuse(`at most ${CODE_LIMITS.perPersonPerDay} codes a day go to one person`, byPerson[0], DAY_MS);
+  }
+}
+
+/* ---------- the code and its hash ---------- */
+
+/** 6 uniformly random digits (rejection sampling: no digit is likelier than another). */
+export function randomCode(): string {
+  const limit = 4_294_000_000; // the largest multiple of 10^6 below 2^32
+  for (;;) {
+    const [value] = crypto.getRandomValues(new Uint32Array(1));
+    if (value! < limit) return String(value! % 1_000_000).padStart(6, "0");
+  }
+}
+
+async function hmacKey(secret: string | undefined): Promise<CryptoKey> {
+  if (!secret)
+    throw new ApiError(503, "codes cannot be checked: this deployment has no CODE_KEY secret (docs/security.md)");
+  return crypto.subtle.importKey("raw", fromBase64url(secret), { name: "HMAC", hash: "SHA-256" }, false, [
+    "sign",
+    "verify",
+  ]);
+}
+
+const codeInput = (address: string, purpose: Purpose, code: string) =>
+  new TextEncoder().encode(`${purpose}:${address}:${code}`);
+
+async function codeHash(secret: string | undefined, address: string, purpose: Purpose, code: string) {
+  const signature = await crypto.subtle.sign("HMAC", await hmacKey(secret), codeInput(address, purpose, code));
+  return base64url(new Uint8Array(signature));
+}
+
+/** Web Crypto's HMAC verify compares in constant time. */
+async function codeMatches(secret: string | undefined, hash: string, address: string, purpose: Purpose, code: string) {
+  return crypto.subtle.verify("HMAC", await hmacKey(secret), fromBase64url(hash), codeInput(address, purpose, code));
+}

@@ -1,0 +1,58 @@
+/*
+ * A message to a person's phone or mailbox (docs/security.md, "Codes"): one interface, one module per
+ * way out — Twilio's or Telnyx's messaging API for SMS, Cloudflare Email Service for email, and the
+ * development outbox where none is configured.
+ */
+
+export type Channel = "sms" | "email";
+
+export type Message = {
+  channel: Channel;
+  /** E.164 for SMS, an email address for email. */
+  to: string;
+  /** Email only. */
+  subject?: string;
+  body: string;
+};
+
+/** Sends one message; throws `NotSent` when the way out refused or failed. */
+export type Sender = (message: Message) => Promise<void>;
+
+/**
+ * The message did not leave: `unavailable` (a timeout, a 5xx, a 429, or nothing configured) answers
+ * 503, `refused` (the provider's 4xx: a bad number, an unverified sender) 502. Either way the code
+ * stays valid and nothing else was written.
+ */
+export class NotSent extends Error {
+  constructor(
+    readonly kind: "unavailable" | "refused",
+    detail: string,
+  ) {
+    super(detail);
+    this.name = "NotSent";
+  }
+}
+
+/** How long a provider has to answer. */
+export const SEND_TIMEOUT_MS = 10_000;
+
+/** A provider's HTTP answer turned into `NotSent` when it is not a success. */
+export async function expectAccepted(provider: string, send: () => Promise<Response>): Promise<void> {
+  let answer: Response;
+  try {
+    answer = await send();
+  } catch (err) {
+    const timeout = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
+    throw new NotSent(
+      "unavailable",
+      `${provider} did not answer${timeout ? ` within ${SEND_TIMEOUT_MS / 1000} s` : ""}`,
+    );
+  }
+  if (answer.ok) {
+    await answer.body?.cancel();
+    return;
+  }
+  const text = (await answer.text().catch(() => "")).slice(0, 300);
+  const kind = answer.status >= 500 || answer.status === 429 ? "unavailable" : "refused";
+  throw new NotSent(kind, `${provider} answered ${answer.status}${text ? `: ${text}` : ""}`);
+}

@@ -1,0 +1,126 @@
+import { and, eq, sql } from "drizzle-orm";
+import { accessTokens, personEmails, personPhones } from "../db/schema";
+import type { Phone } from "../lib/phone";
+import { logError } from "../lib/log";
+import { checkCode, issueCode, spendStatements, type CodeSettings } from "./codes";
+import { deviceView, newPersonToken } from "./devices";
+import { commitSpending, takeNumber, tellPhonesChanged } from "./my-phones";
+import { WriteBatch } from "./outbox";
+import type { Deps } from "./deps";
+
+/*
+ * Signing in (docs/app.md, "Signing in"): a person the platform knows proves an email or a phone with a
+ * one-time code and gets a person token for one device. No account is created. `POST /auth/codes` answers
+ * the same, in about the same time, whether or not the address reaches anyone: the row that counts the
+ * request is written either way, and the message leaves after the answer.
+ */
+
+export type Address = { email: string } | { phone: Phone };
+
+const addressOf = (address: Address) =>
+  "email" in address
+    ? { channel: "email" as const, address: address.email, country: null }
+    : { channel: "sms" as const, address: address.phone.e164, country: address.phone.countryCode };
+
+/**
+ * The one person `address` signs in: the owner of an email (emails are unique), or of a phone the one
+ * person who confirmed it, else the one person holding it. Null for nobody, or for several holders.
+ */
+async function personOf(deps: Pick<Deps, "db">, address: Address): Promise<number | null> {
+  if ("email" in address) {
+    const row = await deps.db
+      .select({ id: personEmails.personId })
+      .from(personEmails)
+      .where(eq(personEmails.email, address.email))
+      .get();
+    return row?.id ?? null;
+  }
+  // One read: the confirmed holder first, then up to two holders (two: not one person).
+  const rows = await deps.db
+    .select({ id: personPhones.personId, confirmed: personPhones.confirmed })
+    .from(personPhones)
+    .where(eq(personPhones.e164, address.phone.e164))
+    .orderBy(sql`${personPhones.confirmed} desc`)
+    .limit(2)
+    .all();
+  if (rows[0]?.confirmed) return rows[0].id;
+  const holders = new Set(rows.map((row) => row.id));
+  return holders.size === 1 ? rows[0]!.id : null;
+}
+
+/**
+ * `POST /auth/codes`: counts the request, and sends a code when the address reaches one person. The
+ * message leaves in `background` (after the answer), so the answer's time does not tell whether it went.
+ */
+export async function requestSignInCode(
+  deps: Pick<Deps, "db">,
+  settings: CodeSettings,
+  address: Address,
+  ip: string,
+  background: (work: Promise<unknown>) => void,
+) {
+  const personId = await personOf(deps, address);
+  const where = addressOf(address);
+  let sending: Promise<unknown> = Promise.resolve();
+  const deferred: CodeSettings = {
+    ...settings,
+    send: (message) => {
+      sending = settings.send(message);
+      return Promise.resolve();
+    },
+  };
+  await issueCode(deps, deferred, { ...where, purpose: "sign_in", personId, ip });
+  background(sending.catch((err) => logError("a sign-in code was not sent; the person can ask again", err)));
+}
+
+/**
+ * `POST /auth/tokens`: spends the address's code and creates a person token named `deviceName`, in one
+ * batch; signing in by phone also proves that phone (possession wins, services/my-phones.ts). The
+ * person's open streams hear `device`.
+ */
+export async function signIn(
+  deps: Deps,
+  key: string | undefined,
+  address: Address,
+  code: string,
+  deviceName: string,
+  now = new Date(),
+) {
+  const where = addressOf(address);
+  const spent = await checkCode(deps, key, { address: where.address, purpose: "sign_in", code }, now);
+  const personId = spent.personId;
+  const minted = await newPersonToken();
+  const batch = new WriteBatch(deps, now);
+  for (const statement of spendStatements(deps, spent.id, now)) batch.add(statement);
+  const inserted = batch.add(
+    deps.db
+      .insert(accessTokens)
+      .values({ tokenHash: minted.hash, prefix: minted.prefix, personId, scopes: [], deviceName, createdAt: now })
+      .returning({
+        id: accessTokens.id,
+        deviceName: accessTokens.deviceName,
+        createdAt: accessTokens.createdAt,
+        lastUsedAt: accessTokens.lastUsedAt,
+      }),
+  );
+  let losers = -1;
+  if ("phone" in address) {
+    losers = batch.add(takeNumber(deps, where.address, personId));
+    batch.add(
+      deps.db
+        .update(personPhones)
+        .set({ confirmed: true })
+        .where(and(eq(personPhones.personId, personId), eq(personPhones.e164, where.address))),
+    );
+    batch.reindexNumbers([where.address]);
+  }
+  const results = await commitSpending(batch);
+  const [row] = results[inserted] as Parameters<typeof deviceView>[0][];
+  const device = deviceView(row!, row!.id);
+  if (losers >= 0) await tellPhonesChanged(deps, results[losers] as { personId: number }[]);
+  await deps.objects
+    .of(personId)
+    .announce({ type: "device", data: { id: device.id, name: device.name, created_at: device.created_at } })
+    .catch(() => undefined);
+  return { token: minted.token, device: { id: device.id, name: device.name, created_at: device.created_at } };
+}
