@@ -459,8 +459,9 @@ async function releasePhone() {
   console.error(`${e164}: ${released} confirmation${released === 1 ? "" : "s"} ended.`);
 }
 
-const outboxLine = (m) =>
-  `${m.created_at}  ${m.channel.padEnd(5)} to ${m.to}\n    ${m.body.replaceAll("\n", "\n    ")}`;
+function outboxLine(m) {
+  return `${m.created_at}  ${m.channel.padEnd(5)} to ${m.to}\n    ${m.body.replaceAll("\n", "\n    ")}`;
+}
 
 /** `outbox`: GET /internal/outbox (development only). */
 async function showOutbox() {

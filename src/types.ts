@@ -6,7 +6,14 @@ import type { Deps } from "./services/deps";
 /** Who is calling, resolved from the bearer token (docs/decisions.md). */
 export type Principal =
   /** `scope: "vcc"`: a container-scoped token, valid only on /apps/vcc/* (docs/decisions.md). */
-  | { kind: "person"; tokenId: number; personId: number; scope?: "vcc" }
+  | {
+      kind: "person";
+      tokenId: number;
+      personId: number;
+      scope?: "vcc";
+      /** When the token expires (ms); absent: never. A live stream closes then (docs/realtime.md). */
+      expiresAt?: number;
+    }
   /**
    * `signing`: a provider token's signing configuration; its requests must be signed (docs/providers.md).
    * Twilio's auth token only sealed: a principal is written to KV with the token's record.

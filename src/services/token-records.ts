@@ -64,13 +64,15 @@ export function toCheck(row: TokenRow | undefined, now: Date): TokenCheck {
   if (row.revokedAt) return { ok: false, reason: "the bearer token has been revoked" };
   if (row.expiresAt && row.expiresAt.getTime() <= now.getTime())
     return { ok: false, reason: "the bearer token has expired" };
-  if (row.personId !== null)
+  if (row.personId !== null) {
+    const expires = row.expiresAt ? { expiresAt: row.expiresAt.getTime() } : {};
     return {
       ok: true,
       principal: row.scopes.includes(CONTAINER_SCOPE)
-        ? { kind: "person", tokenId: row.id, personId: row.personId, scope: CONTAINER_SCOPE }
-        : { kind: "person", tokenId: row.id, personId: row.personId },
+        ? { kind: "person", tokenId: row.id, personId: row.personId, scope: CONTAINER_SCOPE, ...expires }
+        : { kind: "person", tokenId: row.id, personId: row.personId, ...expires },
     };
+  }
   // A provider token's signing configuration travels with its principal (and so with its record),
   // a Twilio auth token only sealed (signingRefOf).
   const principal: Principal = {
@@ -101,7 +103,12 @@ export function checkOfRecord(record: TokenRecord | null, now: Date): TokenCheck
   if ("refused" in record) return { ok: false, reason: record.refused };
   if (record.expiresAt !== null && record.expiresAt <= now.getTime())
     return { ok: false, reason: "the bearer token has expired" };
-  return { ok: true, principal: withoutClearSecret(record.principal) };
+  // A record written before principals carried their expiry: its own `expiresAt` says it.
+  const principal = withoutClearSecret(record.principal);
+  if (principal.kind === "person" && record.expiresAt !== null && principal.expiresAt === undefined) {
+    return { ok: true, principal: { ...principal, expiresAt: record.expiresAt } };
+  }
+  return { ok: true, principal };
 }
 
 /**

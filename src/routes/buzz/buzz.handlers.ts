@@ -176,14 +176,14 @@ export const openStream: AppRouteHandler<typeof routes.openStream> = async (c) =
     throw upgradeRequired("this endpoint is a WebSocket: connect with `Upgrade: websocket` (docs/realtime.md)");
   }
   const who = principal
-    ? { me: principal.personId, tokenId: principal.tokenId }
+    ? { me: principal.personId, tokenId: principal.tokenId, until: principal.expiresAt }
     : await redeemStreamTicket(c.var.deps, ticket!, new Date());
   if (!who) {
     throw unauthorized(
       "the ticket is unknown, spent or expired, or its token is no longer valid: ask POST /apps/buzz/stream/tickets again",
     );
   }
-  return connectStream(c.var.deps, who.me, who.tokenId, after);
+  return connectStream(c.var.deps, who, after);
 };
 
 export const createStreamTicket: AppRouteHandler<typeof routes.createStreamTicket> = async (c) => {
