@@ -1,5 +1,5 @@
 import type { RouteConfig, RouteHandler } from "@hono/zod-openapi";
-import type { ProviderSigning } from "./domain/provider-signing";
+import type { SigningRef } from "./domain/provider-signing";
 import type { CompanyRow } from "./services/companies";
 import type { Deps } from "./services/deps";
 
@@ -14,8 +14,11 @@ export type Principal =
       /** When the token expires (ms); absent: never. A live stream closes then (docs/realtime.md). */
       expiresAt?: number;
     }
-  /** `signing`: a provider token's signing configuration; its requests must be signed (docs/providers.md). */
-  | { kind: "service"; tokenId: number; service: string; scopes: string[]; signing?: ProviderSigning };
+  /**
+   * `signing`: a provider token's signing configuration; its requests must be signed (docs/providers.md).
+   * Twilio's auth token only sealed: a principal is written to KV with the token's record.
+   */
+  | { kind: "service"; tokenId: number; service: string; scopes: string[]; signing?: SigningRef };
 
 /**
  * The caller's standing in the company of a `/companies/{company_id}/…` path,

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { forbidden, notFound, unauthorized, upgradeRequired } from "../../lib/errors";
 import { personId, tokenFromAuthorization } from "../../middleware/auth";
+import { readsSignedBodyOnly } from "../../middleware/provider-signature";
 import * as activities from "../../services/activities";
 import { saveEncryption } from "../../services/encryption";
 import { mintStreamTicket, openStream as connectStream, redeemStreamTicket } from "../../services/stream";
@@ -66,9 +67,11 @@ export const trustLookupGet: AppRouteHandler<typeof routes.trustLookupGet> = asy
 
 export const trustLookupPost: AppRouteHandler<typeof routes.trustLookupPost> = async (c) => {
   // Query fields count too (the seed's sample sends them there); body fields win; a Telnyx
-  // Call Control envelope is read like To/From.
+  // Call Control envelope is read like To/From. A Telnyx-signed request is its signed body
+  // alone: Telnyx does not sign the query string (docs/providers.md, "Signed requests").
   const body = await readAnyBody(c);
-  const sources = [c.req.queries(), callControlFields(body), body];
+  const query = readsSignedBodyOnly(c.var.principal) ? {} : c.req.queries();
+  const sources = [query, callControlFields(body), body];
   return respond(c, await answerTrustLookup(c, readLookupFields(...sources), callerVerificationOf(...sources)));
 };
 
