@@ -372,3 +372,22 @@ export async function provePhone(who: Who | { token: string }, phoneId: number):
   const phone = phones.find((p) => p.id === phoneId)!;
   return api.send("POST", `/me/phones/${phoneId}/confirm`, { code: await codeSentTo(phone.phone_full) });
 }
+
+/** Acme (Alice, its Admin) enters a new employee holding `phone`: their person id. */
+export async function acmeEmployeeWithPhone(tag: string, phone: string, extra: Record<string, unknown> = {}) {
+  const created = await as("alice").send(
+    "POST",
+    "/companies/1/employees",
+    employeeBody(fresh(tag), { ...extra, phone_numbers: [{ phone_full: phone, primary: true }] }),
+  );
+  expect(created.status, await created.clone().text()).toBe(200);
+  return ((await created.json()) as { id: number }).id;
+}
+
+/** Acme's Admin sets the phones of its employee `personId` (the first one primary), as an employer does. */
+export async function employerSetsPhones(personId: number, ...numbers: string[]) {
+  const response = await as("alice").send("PUT", `/companies/1/employees/${personId}`, {
+    phone_numbers: numbers.map((phone_full, i) => ({ phone_full, primary: i === 0 })),
+  });
+  expect(response.status).toBe(200);
+}
