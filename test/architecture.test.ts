@@ -84,6 +84,10 @@ describe("architecture", () => {
     expect(importsInto([...under("src/services/"), ...under("src/db/")], ["src/routes/"])).toEqual([]);
   });
 
+  it("src/services/ never imports from src/queue/: the queue's message shapes are the domain's", () => {
+    expect(importsInto(under("src/services/"), ["src/queue/"])).toEqual([]);
+  });
+
   it("src/domain/ imports only the domain and src/lib/", () => {
     const outside = under("src/domain/").flatMap((file) =>
       importsOf(file)

@@ -1,5 +1,5 @@
 import { logError, logInfo } from "../lib/log";
-import type { BackgroundMessage } from "../queue/messages";
+import type { BackgroundMessage } from "../domain/queue-messages";
 import { runBackgroundJob } from "../services/background-jobs";
 import { backgroundStatus } from "../services/backlog";
 import { deadLetterDue } from "../services/dead-letters";

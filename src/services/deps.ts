@@ -2,7 +2,7 @@ import { createDb, type Db } from "../db/client";
 import type { WriteGuard } from "../db/write-guard";
 import { secretBox, type SecretBox } from "../lib/secret-box";
 import { twimlSettings, type TwimlSettings } from "../lib/twiml";
-import type { BackgroundMessage, DeliveryMessage, ScanEventsMessage } from "../queue/messages";
+import type { BackgroundMessage, DeliveryMessage, ScanEventsMessage } from "../domain/queue-messages";
 import { codeSettingsOf, type CodeSettings } from "./codes";
 import { messagingOf } from "./messaging";
 import { personObjectsOf, type PersonObjects } from "./person-objects";
