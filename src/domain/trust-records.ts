@@ -16,9 +16,10 @@
 /**
  * Records carry no TTL: the index is complete, and every write rewrites what it changed. A digest of
  * the value last put lets a writer skip an unchanged put; it counts for this long, after which the
- * value is put again (a cheap refresh that also repairs a key lost by hand).
+ * value is put again (a cheap refresh that also repairs a key lost by hand). A day: the rows go with
+ * it (retention, `pruneIndexWritten`), so the bookkeeping of a rebuild is gone within a day.
  */
-export const WRITTEN_TRUSTED_MS = 30 * 24 * 3600 * 1000;
+export const WRITTEN_TRUSTED_MS = 24 * 3600 * 1000;
 
 /**
  * The mark the index rebuild puts once every key is written (services/index-rebuild.ts): from then
