@@ -172,6 +172,7 @@ describe("GET /apps/buzz/blocked", () => {
     expect(response.status).toBe(200);
     const blocked = (await response.json()) as {
       id: number;
+      blocked_call_id: number;
       caller_id: string;
       phone_number: string;
       created_at: string;
@@ -179,6 +180,7 @@ describe("GET /apps/buzz/blocked", () => {
     expect(blocked).toHaveLength(100);
     expect(blocked[0]).toEqual({
       id,
+      blocked_call_id: 105,
       caller_id: "",
       country_code: "1",
       phone_number: "4155551104",
@@ -187,6 +189,9 @@ describe("GET /apps/buzz/blocked", () => {
     });
     expect(blocked[1]!.caller_id).toBe("CALLER 103");
     expect(blocked[99]!.phone_number).toBe("4155551005");
+    // Each call has an id of its own: 100 ids, descending with the calls.
+    const ids = blocked.map((call) => call.blocked_call_id);
+    expect(ids).toEqual(Array.from({ length: 100 }, (_, i) => 105 - i));
     // Nobody else's.
     expect(((await (await as("bob").get("/apps/buzz/blocked")).json()) as unknown[]).length).toBe(0);
   });

@@ -238,16 +238,25 @@ describe("GET /apps/buzz/stream", () => {
       body: [{ display_name: "X", phone_numbers: ["+14155550123"] }],
     });
     expect(synced.status).toBe(200);
+    const at = Date.now();
     await personObject(bob.id).recordBlockedCalls([
-      { callerId: null, countryCode: "1", phoneNumber: "4155550123", createdAt: Date.now() },
+      { callerId: null, countryCode: "1", phoneNumber: "4155550123", createdAt: at },
+      { callerId: null, countryCode: "1", phoneNumber: "4155550123", createdAt: at },
     ]);
-    const frames = await socket.until(3);
+    const frames = await socket.until(4);
     const requests = (await (await call("/contacts/requests", { token: bob.token })).json()) as unknown[];
     expect(frames[0]).toEqual({ type: "trust_request", data: requests[0] });
     expect(frames[1]!.type).toBe("contacts");
     expect(Date.parse(String(frames[1]!.data!.updated_at))).toBeGreaterThan(Date.now() - 60_000);
-    const blocked = (await (await call("/apps/buzz/blocked", { token: bob.token })).json()) as unknown[];
-    expect(frames[2]).toEqual({ type: "blocked_call", data: blocked[0] });
+    // Two calls alike but for their own ids, the same in the list (newest first) and the events.
+    const blocked = (await (await call("/apps/buzz/blocked", { token: bob.token })).json()) as {
+      blocked_call_id: number;
+    }[];
+    expect(frames.slice(2)).toEqual([
+      { type: "blocked_call", data: blocked[1] },
+      { type: "blocked_call", data: blocked[0] },
+    ]);
+    expect(blocked[0]!.blocked_call_id).toBeGreaterThan(blocked[1]!.blocked_call_id);
   });
 
   it("an idle socket schedules no alarm: nothing checks its token on a timer", async () => {

@@ -404,6 +404,7 @@ describe("trust-lookup: blocked calls", () => {
       const blocked = (await response.json()) as Blocked[];
       expect(blocked[0]).toEqual({
         id: alice,
+        blocked_call_id: expect.any(Number),
         caller_id: "SPAM LIKELY",
         country_code: "1",
         phone_number: "4155550166",

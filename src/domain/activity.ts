@@ -104,11 +104,12 @@ export const unnamedParty = (type: PartyKind, id: number): Party =>
 
 /**
  * A blocked call as GET /apps/buzz/blocked shows it: `id` is the person's own id
- * (docs/decisions.md, "Blocked calls").
+ * (docs/decisions.md, "Blocked calls"), `blocked_call_id` the call's own.
  */
 export const blockedCallView = (
   personId: number,
   row: {
+    id: number;
     callerId: string | null;
     countryCode: string;
     phoneNumber: string;
@@ -117,6 +118,7 @@ export const blockedCallView = (
   },
 ) => ({
   id: personId,
+  blocked_call_id: row.id,
   caller_id: row.callerId ?? "",
   country_code: row.countryCode,
   phone_number: row.phoneNumber,

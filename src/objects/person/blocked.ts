@@ -13,21 +13,26 @@ import { blockedCalls } from "./schema";
 
 type Db = DrizzleSqliteDODatabase;
 
-/** Appends calls the provider was told not to put through (ids in person `me`'s slot); keeps the newest. */
-export function append(db: Db, me: number, calls: BlockedCallRow[]): void {
+/**
+ * Appends calls the provider was told not to put through, each with an id of its own (in person `me`'s
+ * slot: the `blocked_call_id` an app de-duplicates by); keeps the newest. Returns the calls with their ids.
+ */
+export function append(db: Db, me: number, calls: BlockedCallRow[]): (BlockedCallRow & { id: number })[] {
   let last =
     db.select({ id: blockedCalls.id }).from(blockedCalls).orderBy(desc(blockedCalls.id)).limit(1).get()?.id ?? 0;
-  for (const call of calls) {
+  const stored = calls.map((call) => {
     last = nextId(me, last);
     db.insert(blockedCalls)
       .values({ ...call, id: last, createdAt: new Date(call.createdAt) })
       .run();
-  }
+    return { ...call, id: last };
+  });
   db.delete(blockedCalls)
     .where(
       sql`${blockedCalls.id} <= (select id from ${blockedCalls} order by id desc limit 1 offset ${KEEP.blockedCalls})`,
     )
     .run();
+  return stored;
 }
 
 /** The newest `limit` blocked calls, newest first. */

@@ -207,9 +207,9 @@ export class Person extends DurableObject<Env> {
   /** Appends calls the provider was told not to put through; keeps the newest `KEEP.blockedCalls`. */
   recordBlockedCalls(calls: api.BlockedCallRow[]): void {
     if (this.self.erased) return;
-    blocked.append(this.db, this.self.id, calls);
+    const stored = blocked.append(this.db, this.self.id, calls);
     this.jobs.care();
-    this.stream.blockedCalls(this.self.id, calls);
+    this.stream.blockedCalls(this.self.id, stored);
   }
   /** The newest `limit` blocked calls, newest first. */
   latestBlockedCalls(limit: number) {

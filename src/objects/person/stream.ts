@@ -190,10 +190,7 @@ export class Stream {
     this.broadcast({ type: "contacts", data: { updated_at: new Date(at).toISOString() } });
   }
 
-  blockedCalls(
-    me: number,
-    calls: { callerId: string | null; countryCode: string; phoneNumber: string; createdAt: number }[],
-  ): void {
+  blockedCalls(me: number, calls: Parameters<typeof blockedCallView>[1][]): void {
     for (const call of calls) this.broadcast({ type: "blocked_call", data: blockedCallView(me, call) });
   }
 

@@ -235,6 +235,11 @@ export const BlockedCallSchema = z
     id: int64Id().openapi({
       description: "The authenticated person's id: the person the call was blocked for, not an id of the call",
     }),
+    blocked_call_id: int64Id().openapi({
+      description:
+        "The call's own id, unique among the person's blocked calls: the same in this list and in the stream's " +
+        "`blocked_call` event, so an app can de-duplicate them; newer calls have greater ids",
+    }),
     caller_id: z.string().openapi({ description: "Caller id the provider sent; empty when none" }),
     country_code: z.string().openapi({ example: "1" }),
     phone_number: z.string().openapi({ example: "4155550123" }),
