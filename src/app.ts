@@ -1,16 +1,16 @@
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
-import { requestId } from "hono/request-id";
 import { matchedRoutes } from "hono/route";
 import type { Context } from "hono";
 import { API_REFERENCE_PATH, apiReferenceAsset, apiReferencePage } from "./lib/api-reference";
 import { ApiError, errorBody, loggableError, type ErrorStatus } from "./lib/errors";
 import { createRouter } from "./routes/create-router";
-import { documentFor } from "./lib/openapi";
+import { commonHeaderComponents, documentFor } from "./lib/openapi";
 import { identify } from "./middleware/auth";
 import { database } from "./middleware/db";
 import { dateHeader } from "./middleware/date";
 import { rateLimit } from "./middleware/rate-limit";
+import { requestId } from "./middleware/request-id";
 import { RINGING_PATH } from "./middleware/request-kind";
 import { twimlRefusals } from "./middleware/twiml-answers";
 import buzz from "./routes/buzz/buzz.index";
@@ -35,7 +35,7 @@ export function createApp() {
   const app = createRouter();
 
   app.use(dateHeader);
-  app.use(requestId());
+  app.use(requestId);
   // A trust-lookup that asked for TwiML is answered in TwiML, refusals included (docs/providers.md).
   app.use(RINGING_PATH, twimlRefusals);
   app.use(
@@ -58,6 +58,9 @@ export function createApp() {
     scheme: "bearer",
     description: "`Authorization: Bearer <token>`; person tokens start with `pk_`, service tokens with `sk_`.",
   });
+  for (const { name, header } of commonHeaderComponents()) {
+    app.openAPIRegistry.registerComponent("headers", name, header);
+  }
   app.doc31("/openapi.json", (c) => documentFor(new URL(c.req.url).origin));
   app.get(API_REFERENCE_PATH, apiReferencePage);
   app.get(`${API_REFERENCE_PATH}/:asset`, apiReferenceAsset);

@@ -58,8 +58,8 @@ beforeAll(async () => {
 
 describe("the conformance check", () => {
   const health = gets.find((op) => op.path === "/healthz")!;
-  const json = (body: unknown, status = 200) =>
-    new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
+  const json = (body: unknown, status = 200, headers: Record<string, string> = { "X-Request-Id": "r1" }) =>
+    new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", ...headers } });
 
   it("accepts the documented answer and refuses an undocumented field, status or error shape", async () => {
     expect(await conformanceProblems(doc, health, json({ ok: true }))).toEqual([]);
@@ -73,6 +73,24 @@ describe("the conformance check", () => {
     expect(await conformanceProblems(doc, company, json({ error: { code: "400", message: "x" } }, 404))).toHaveLength(
       1,
     );
+  });
+
+  it("refuses an answer without a header its status declares required, or with a common one it does not declare", async () => {
+    expect(await conformanceProblems(doc, health, json({ ok: true }, 200, {}))).toEqual([
+      "GET /healthz → 200: required header X-Request-Id not sent",
+    ]);
+    const company = gets.find((op) => op.path === "/companies/{company_id}")!;
+    expect(await conformanceProblems(doc, company, json({ id: 1 }, 200))).toContain(
+      "GET /companies/{company_id} → 200: required header RateLimit not sent",
+    );
+    const post = operationsOf(doc).find((op) => op.method === "POST" && op.path === "/apps/buzz/activity")!;
+    const refused = json({ error: { code: "403", message: "Forbidden: x" } }, 403, {
+      "X-Request-Id": "r1",
+      "x-d1-bookmark": "b",
+    });
+    expect(await conformanceProblems(doc, post, refused)).toEqual([
+      "POST /apps/buzz/activity → 403: header x-d1-bookmark sent, not declared",
+    ]);
   });
 });
 

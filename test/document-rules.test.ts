@@ -48,16 +48,19 @@ const cases: Case[] = [
     token: alice,
     body: { sendable_type: "person", sendable_id: 1, receivable_type: "person", receivable_id: 2, ...extra },
   })),
-  ...[{ email: [{ email: "x1@acme.example" }], emails: [{ email: "x1@acme.example" }] }, { middle_name: "Q" }].map(
-    (body) => ({
-      name: `employee PUT ${Object.keys(body).join(",")}`,
-      path: "/companies/{company_id}/employees/{id}",
-      method: "put",
-      send: "/companies/1/employees/2",
-      token: alice,
-      body,
-    }),
-  ),
+  ...[
+    { email: [{ email: "x1@acme.example" }], emails: [{ email: "x1@acme.example" }] },
+    { middle_name: "Q" },
+    {},
+    { nickname: "Q" },
+  ].map((body) => ({
+    name: `employee PUT ${JSON.stringify(Object.keys(body))}`,
+    path: "/companies/{company_id}/employees/{id}",
+    method: "put",
+    send: "/companies/1/employees/2",
+    token: alice,
+    body,
+  })),
   ...[
     { label: "desk" },
     { country_code: "1" },
@@ -94,7 +97,23 @@ const cases: Case[] = [
       body: { name: "Rules Co", slug, ...extra },
     };
   }),
-  ...["dana@example.com", "dana@[192.0.2.1]", '"quoted"@example.com'].map((email) => ({
+  ...[{}, { bogus: true }, { status: "enabled" }].map((body) => ({
+    name: `platform company PATCH ${JSON.stringify(body)}`,
+    path: "/internal/companies/{id}",
+    method: "patch",
+    send: "/internal/companies/1",
+    token: OPERATOR,
+    body,
+  })),
+  ...[
+    "dana@example.com",
+    "dana@[192.0.2.1]",
+    '"quoted"@example.com',
+    "dana@acme-.example",
+    "dana@mail.acme-.example",
+    "dana@-acme.example",
+    "dana@ac-me.example",
+  ].map((email) => ({
     name: `email ${email}`,
     path: "/contacts/requests",
     method: "post",
@@ -142,6 +161,27 @@ describe("query rules in the document", () => {
     const example = param("/contacts/deleted", "since").example as string;
     expect(Date.now() - Date.parse(example)).toBeLessThan(30 * 24 * 3600 * 1000);
     expect((await as("carol").get(`/contacts/deleted?since=${example}`)).status).toBe(200);
+  });
+
+  it("bounds `page` at 2^53 − 1, and the server holds to it", async () => {
+    expect(param("/contacts", "page").maximum).toBe(Number.MAX_SAFE_INTEGER);
+    expect((await as("carol").get(`/contacts?page=${Number.MAX_SAFE_INTEGER}`)).status).toBe(200);
+    await expectError(await as("carol").get("/contacts?page=9007199254740992"), 400, "Bad Request");
+  });
+
+  it("gives email addresses a pattern whose host labels neither start nor end with `-`, as the server's", async () => {
+    const email = resolve(doc, doc.components.schemas.TrustRequestCreate).properties as Record<string, JsonSchema>;
+    const pattern = new RegExp(email.email!.pattern as string);
+    for (const refused of ["dana@acme-.example", "dana@mail.acme-.example", "dana@-acme.example"]) {
+      expect(pattern.test(refused)).toBe(false);
+      const response = await call("/contacts/requests", {
+        method: "POST",
+        token: "pk_demo_carol",
+        body: { email: refused },
+      });
+      await expectError(response, 400, "Bad Request");
+    }
+    expect(pattern.test("dana@ac-me.example")).toBe(true);
   });
 
   it("declares a webhook's endpoint as a URI", () => {

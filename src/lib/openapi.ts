@@ -39,13 +39,8 @@ const ERROR_EXAMPLES: Record<ErrorStatus, string> = {
   503: "the code could not be sent: Telnyx did not answer within 10 s",
 };
 
-/** Every 429 carries it (lib/errors `tooManyRequests`): seconds until the budget allows a retry. */
-export const retryAfterHeaders = z.object({
-  "Retry-After": z.string().openapi({
-    description: "Seconds to wait before retrying (a whole number)",
-    example: "30",
-  }),
-});
+/** Every 429 carries it (lib/errors `tooManyRequests`), as a reference to `components.headers` (`COMMON_HEADERS`). */
+const retryAfterHeaders = { "Retry-After": { $ref: "#/components/headers/Retry-After" } };
 
 /** Documents the error answers a route can give, all in the one error body (a 429 with its `Retry-After`). */
 export function errorResponses<S extends ErrorStatus>(...statuses: S[]) {
@@ -65,6 +60,113 @@ export function errorResponses<S extends ErrorStatus>(...statuses: S[]) {
     };
   };
 }
+
+/**
+ * The response headers the app's middleware adds to answers of every route
+ * (src/app.ts), declared once as the document's `components.headers`
+ * (registered in app.ts) and named on each operation's answers by
+ * `withCommonHeaders`, which routes/create-router.ts applies to every route
+ * (`Retry-After`, on every 429, by `errorResponses`):
+ * - `X-Request-Id` on every answer (docs/decisions.md, "Wire and errors");
+ * - `RateLimit` and `RateLimit-Policy` on a success of a token's request
+ *   (docs/decisions.md, "Rate limits");
+ * - `x-d1-bookmark` where the answer's D1 session has one: any answer of a
+ *   read, a success of a write (docs/capacity.md, "Reads near users").
+ */
+export const COMMON_HEADERS = {
+  "Retry-After": {
+    required: true,
+    description: "Seconds to wait before retrying (a whole number)",
+    example: "30",
+  },
+  "X-Request-Id": {
+    required: true,
+    description:
+      "The request's id: the inbound `X-Request-Id` when the request had one, else a new UUID. A 500's message quotes it",
+    example: "8d3c2f0e-1b7a-4c55-9e61-0f2a7d9b4c13",
+  },
+  RateLimit: {
+    required: true,
+    description:
+      "IETF RateLimit field: what is left of the token's budget (`r`) and the seconds until its window ends (`t`), " +
+      "as the server that answered counted it; the 429's `Retry-After` is the authority",
+    example: '"person";r=998;t=42',
+  },
+  "RateLimit-Policy": {
+    required: true,
+    description: "IETF RateLimit-Policy field: the token's budget, `q` requests per `w` seconds",
+    example: '"person";q=1000;w=60',
+  },
+  "x-d1-bookmark": {
+    required: false,
+    description:
+      "Where the database stood when this answer was made; send it back on the next request to read at least " +
+      "that fresh (your own writes included). Sent on any answer of a read and on a write's success, when the " +
+      "answer touched the database or the request sent one",
+    example: "00000085-0000024c-00004c6d-8e61117bf38d7adb71b934ebbf891683",
+  },
+} as const;
+
+export type CommonHeader = keyof typeof COMMON_HEADERS;
+
+/** `COMMON_HEADERS` as OpenAPI header objects, for `components.headers`. */
+export const commonHeaderComponents = () =>
+  Object.entries(COMMON_HEADERS).map(([name, { required, description, example }]) => ({
+    name,
+    header: { required, description, schema: { type: "string" as const, example } },
+  }));
+
+/** The answers of a route: a zod object of headers, a plain headers object, or none. */
+type Responses = Record<string, { headers?: z.ZodObject<z.ZodRawShape> | Record<string, unknown> } | object>;
+
+/**
+ * Adds the common headers `which(status)` names to each answer of a route: as
+ * references to `components.headers`, or, where the answer already declares
+ * its own headers as a zod object (the library renders those whole), as zod
+ * fields beside them.
+ */
+export function withCommonHeaders<R extends Responses>(responses: R, which: (status: number) => CommonHeader[]): R {
+  return Object.fromEntries(
+    Object.entries(responses).map(([status, response]) => {
+      const names = which(Number(status));
+      if (names.length === 0 || "$ref" in response) return [status, response];
+      const own = (response as { headers?: unknown }).headers;
+      if (own instanceof z.ZodObject) {
+        const fields = Object.fromEntries(
+          names.map((name) => {
+            const { required, description, example } = COMMON_HEADERS[name];
+            const field = z.string().openapi({ description, example });
+            return [name, required ? field : field.optional()];
+          }),
+        );
+        return [status, { ...response, headers: own.extend(fields) }];
+      }
+      const refs = Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+      return [status, { ...response, headers: { ...(own as object | undefined), ...refs } }];
+    }),
+  ) as R;
+}
+
+/**
+ * An optional request field the server fills with `value` when it is absent.
+ * The document states the value in words (the field's description), not as
+ * JSON Schema's `default`: openapi-typescript (its `defaultNonNullable`, on by
+ * default) makes a property with a `default` required in a generated client,
+ * so every client would have to send it (docs/decisions.md, "The document
+ * states the rules").
+ */
+export const whenAbsent = <T extends z.ZodType>(schema: T, value: z.output<T>) =>
+  schema.optional().transform((given): z.output<T> => (given === undefined ? value : given));
+
+/**
+ * A change body that refuses `{}`, as the document states it: at least one
+ * property (`minProperties`), and that one among `fields` (`anyOf` of each
+ * required), since the server ignores a field it does not know.
+ */
+export const atLeastOneOf = (fields: readonly string[]) => ({
+  minProperties: 1,
+  anyOf: fields.map((field) => ({ required: [field] })),
+});
 
 /** Every authenticated route declares this, so the document shows the lock. */
 export const bearerSecurity = [{ bearerAuth: [] }];

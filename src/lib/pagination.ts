@@ -12,6 +12,7 @@ export function pageQuery(defaultPerPage: number, maxPerPage: number) {
       .number()
       .int()
       .min(1)
+      .max(Number.MAX_SAFE_INTEGER)
       .default(1)
       .openapi({ param: { name: "page", in: "query" }, description: "Page number, from 1", example: 1 }),
     per_page: z.coerce

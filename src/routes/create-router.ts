@@ -2,6 +2,8 @@ import { OpenAPIHono, type z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../types";
 import { badRequest, describeZodError, notFound } from "../lib/errors";
+import { withCommonHeaders, type CommonHeader } from "../lib/openapi";
+import { RINGING_PATH } from "../middleware/request-kind";
 
 /**
  * Every router of the app is made here, so every route validates input the
@@ -18,13 +20,35 @@ export function createRouter() {
     },
   });
   const openapi = router.openapi;
-  router.openapi = ((route, handler, hook) => {
+  router.openapi = ((declared, handler, hook) => {
+    const route = { ...declared, responses: withCommonHeaders(declared.responses, commonHeadersOf(declared)) };
     const params = route.request?.params as z.ZodType | undefined;
     if (!params) return openapi(route, handler, hook);
     const middleware = route.middleware === undefined ? [] : [route.middleware].flat();
     return openapi({ ...route, middleware: [pathFirst(params), ...middleware] }, handler, hook);
   }) as typeof openapi;
   return router;
+}
+
+/**
+ * Which of the headers the app's middleware adds (lib/openapi.ts
+ * `COMMON_HEADERS`) an answer of `route` carries: `X-Request-Id` always
+ * (src/app.ts); `RateLimit`/`RateLimit-Policy` on a success of a route that
+ * takes only tokens (middleware/rate-limit.ts sets them for a principal's
+ * answer below 400); `x-d1-bookmark` on any answer of a read, a success of a
+ * write (middleware/db.ts). The stream's 101 is a success of a read.
+ */
+function commonHeadersOf(route: { method: string; path: string; security?: Record<string, string[]>[] }) {
+  const tokensOnly = !!route.security?.length && route.security.every((scheme) => Object.keys(scheme).length > 0);
+  const reads = route.method === "get" || route.path === RINGING_PATH;
+  return (status: number): CommonHeader[] => {
+    const success = status < 400;
+    return [
+      "X-Request-Id",
+      ...(success && tokensOnly ? (["RateLimit", "RateLimit-Policy"] as const) : []),
+      ...(reads || success ? (["x-d1-bookmark"] as const) : []),
+    ];
+  };
 }
 
 /**

@@ -20,11 +20,12 @@ export type Operation = {
   security?: Record<string, string[]>[];
   parameters?: Parameter[];
   requestBody?: { required?: boolean; content: Record<string, { schema?: JsonSchema }> };
-  responses: Record<string, { content?: Record<string, { schema?: JsonSchema }> }>;
+  responses: Record<string, { content?: Record<string, { schema?: JsonSchema }>; headers?: Record<string, Header> }>;
 };
+export type Header = { required?: boolean; $ref?: string };
 export type Document = {
   paths: Record<string, Record<string, Operation>>;
-  components: { schemas: Record<string, JsonSchema> };
+  components: { schemas: Record<string, JsonSchema>; headers?: Record<string, Header> };
 };
 export type Op = { method: string; path: string; operation: Operation };
 
@@ -73,7 +74,9 @@ const validators = new Map<string, Validator>();
  * Problems of one answer of `op` (empty when it conforms): its status must be
  * documented; a JSON body must match the documented schema strictly; every 4xx
  * must be the error body with its status as the code (unless it documents a
- * non-JSON answer for that status).
+ * non-JSON answer for that status); every header the answer declares required
+ * must be sent, and `X-Request-Id` and `x-d1-bookmark` must be declared where
+ * they are sent.
  */
 export async function conformanceProblems(doc: Document, op: Op, response: Response): Promise<string[]> {
   const where = `${op.method} ${op.path} → ${response.status}`;
@@ -81,6 +84,7 @@ export async function conformanceProblems(doc: Document, op: Op, response: Respo
   const text = await response.clone().text();
   const problems: string[] = [];
   if (!documented) problems.push(`${where}: status not documented (body ${text.slice(0, 200)})`);
+  else problems.push(...headerProblems(doc, documented.headers ?? {}, response).map((p) => `${where}: ${p}`));
   const type = response.headers.get("Content-Type") ?? "";
   // Every 4xx is the error body, unless the operation documents another kind of
   // answer for it (the consent frame's HTML 404 for people, docs/decisions.md).
@@ -124,6 +128,24 @@ export async function conformanceProblems(doc: Document, op: Op, response: Respo
       .slice(0, 3)
       .map((error) => `${error.instanceLocation}: ${error.error}`);
     problems.push(`${where}: body does not match the schema: ${errors.join("; ")} (body ${text.slice(0, 300)})`);
+  }
+  return problems;
+}
+
+/** Headers to check both ways: sent where declared (required ones), declared where sent. */
+const DECLARED_WHERE_SENT = ["X-Request-Id", "x-d1-bookmark"];
+
+function headerProblems(doc: Document, declared: Record<string, Header>, response: Response): string[] {
+  const problems: string[] = [];
+  const lower = new Set(Object.keys(declared).map((name) => name.toLowerCase()));
+  for (const [name, header] of Object.entries(declared)) {
+    const resolved = header.$ref ? doc.components.headers?.[header.$ref.split("/").pop()!] : header;
+    if (!resolved) problems.push(`header ${name} refers to ${header.$ref}, which the document does not define`);
+    else if (resolved.required && !response.headers.has(name)) problems.push(`required header ${name} not sent`);
+  }
+  for (const name of DECLARED_WHERE_SENT) {
+    if (response.headers.has(name) && !lower.has(name.toLowerCase()))
+      problems.push(`header ${name} sent, not declared`);
   }
   return problems;
 }

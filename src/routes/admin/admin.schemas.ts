@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { companyKinds } from "../../db/schema";
 import { EmailAddress } from "../../lib/email";
 import { pathId, int64Id } from "../../lib/ids";
+import { atLeastOneOf } from "../../lib/openapi";
 import { ContainerSchema } from "../vcc/vcc.routes";
 
 /*
@@ -83,6 +84,8 @@ export const NewCompanySchema = z
     })),
   });
 
+const COMPANY_CHANGES = ["name", "url", "logo", "domain", "scanner", "status"] as const;
+
 export const CompanyChangesSchema = z
   .object({
     name: Name.optional(),
@@ -96,9 +99,9 @@ export const CompanyChangesSchema = z
       .openapi({ description: "A disabled publisher's container answers 404" }),
   })
   .refine((body) => Object.values(body).some((value) => value !== undefined), {
-    message: "give at least one of `name`, `url`, `logo`, `domain`, `scanner`, `status`",
+    message: `give at least one of ${COMPANY_CHANGES.map((field) => `\`${field}\``).join(", ")}`,
   })
-  .openapi("PlatformCompanyChanges");
+  .openapi("PlatformCompanyChanges", { description: "At least one field", ...atLeastOneOf(COMPANY_CHANGES) });
 
 export const PlatformCompanySchema = z
   .object({

@@ -4,6 +4,7 @@ import { blockReasons, callerVerifications } from "../../domain/caller-verificat
 import { IdSchema, pathId, int64Id } from "../../lib/ids";
 import { CompanyRefSchema } from "../companies/companies.schemas";
 import { ContactSchema } from "../contacts/contacts.schemas";
+import { whenAbsent } from "../../lib/openapi";
 
 const LOOKUP_FIELDS = {
   number_code: { description: "Country calling code of the receiving (secure) number", example: "1", required: true },
@@ -267,7 +268,7 @@ export const ActivityCreateSchema = z
     sendable_id: IdSchema,
     receivable_type: PartyTypeSchema,
     receivable_id: IdSchema,
-    call_time: z.number().int().min(0).default(0).openapi({ description: "Call length in seconds" }),
+    call_time: whenAbsent(z.number().int().min(0), 0).openapi({ description: "Call length in seconds; 0 when absent" }),
     message: z.string().min(1).max(65_536).optional().openapi({ description: "Encrypted message content" }),
     message_id: z
       .uuid()

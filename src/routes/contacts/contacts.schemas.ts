@@ -8,6 +8,7 @@ import { REQUEST_CURSOR } from "../../services/trust-requests";
 import { phoneFromInternational } from "../../lib/phone";
 import { CalendarDate, QueryTimestamp } from "../../lib/time";
 import { CONTACT_COLLECTIONS, type ContactCollection } from "../../services/contacts";
+import { whenAbsent } from "../../lib/openapi";
 
 const strings = (description: string) => z.array(z.string()).openapi({ description });
 
@@ -163,7 +164,10 @@ export const TrustRequestCreateSchema = z
     user_id: IdSchema.optional().openapi({ description: "The platform user to ask" }),
     phone: PhoneNumber.optional().openapi({ description: "…or their phone or secure number" }),
     email: EmailAddress.optional().openapi({ description: "…or their email" }),
-    contact_reason: z.string().trim().max(500).default("").openapi({ example: "We met at the conference" }),
+    contact_reason: whenAbsent(z.string().trim().max(500), "").openapi({
+      description: "Empty when absent",
+      example: "We met at the conference",
+    }),
   })
   .superRefine((value, ctx) => {
     const given = (["user_id", "phone", "email"] as const).filter((key) => value[key] !== undefined);

@@ -3,6 +3,7 @@
 // schemas (paths, queries, the Person and Exposure bodies) are in employees.schemas.ts.
 import { z } from "@hono/zod-openapi";
 import { EmailAddress } from "../../lib/email";
+import { atLeastOneOf, whenAbsent } from "../../lib/openapi";
 import { isCountryCode, normalizeCallingCode, phoneFromInternational, phoneFromParts } from "../../lib/phone";
 import { CalendarDate } from "../../lib/time";
 import { usStateCode } from "../../lib/us-states";
@@ -115,13 +116,14 @@ const AddressInputSchema = z
     line_1: z.string().trim().min(1).max(200),
     line_2: OptionalText(200),
     city: z.string().trim().min(1).max(100),
-    region: z
-      .string()
-      .trim()
-      .max(100)
-      .default("")
-      .openapi({ description: "State or region; in the US a state name or its two-letter code", example: "CA" }),
-    postal_code: z.string().trim().max(20).default("").openapi({ example: "94105" }),
+    region: whenAbsent(z.string().trim().max(100), "").openapi({
+      description: "State or region; in the US a state name or its two-letter code; empty when absent",
+      example: "CA",
+    }),
+    postal_code: whenAbsent(z.string().trim().max(20), "").openapi({
+      description: "Empty when absent",
+      example: "94105",
+    }),
     country: z
       .string()
       .trim()
@@ -222,13 +224,23 @@ export const CreateEmployeeSchema = z
     last_name: Name.openapi({ example: "Scully" }),
     emails: Emails,
     dob: Dob,
-    akas: Akas.default([]),
-    phone_numbers: Phones.nullable().default(null),
+    akas: whenAbsent(Akas, []).openapi({ description: "Other names; none when absent" }),
+    phone_numbers: whenAbsent(Phones.nullable(), null).openapi({ description: "None when absent or null" }),
     addresses: Addresses,
-    roles: Roles.default(["HR"]),
-    license: LicenseRef.default("scan"),
-    invite: z.boolean().default(false).openapi({ description: "Record a login invitation for the primary email" }),
-    ephemeral: z.boolean().default(false).openapi({ description: "Remove the employee 24 hours after creation" }),
+    roles: whenAbsent(Roles, ["HR"]).openapi({
+      description: 'Role names of the company (GET /companies/{company_id}/roles); `["HR"]` when absent',
+      example: ["HR"],
+    }),
+    license: whenAbsent(LicenseRef, "scan").openapi({
+      description: "License id or name, case-insensitive; null for none; `scan` when absent",
+      example: "scan",
+    }),
+    invite: whenAbsent(z.boolean(), false).openapi({
+      description: "Record a login invitation for the primary email; false when absent",
+    }),
+    ephemeral: whenAbsent(z.boolean(), false).openapi({
+      description: "Remove the employee 24 hours after creation; false when absent",
+    }),
   })
   .transform((body): NewEmployee => ({
     firstName: body.first_name,
@@ -271,6 +283,20 @@ export const BulkCreateEmployeesSchema = z
   })
   .openapi({ description: "1 to 1,000 employees, each as POST /companies/{company_id}/employees takes it" });
 
+/** The fields a PUT may change (`email` is another spelling of `emails`). */
+const EMPLOYEE_CHANGES = [
+  "first_name",
+  "middle_name",
+  "last_name",
+  "emails",
+  "dob",
+  "akas",
+  "phone_numbers",
+  "addresses",
+  "roles",
+  "license",
+] as const;
+
 export const UpdateEmployeeSchema = z
   .object({
     first_name: Name.optional(),
@@ -305,16 +331,13 @@ export const UpdateEmployeeSchema = z
       license: body.license,
     };
     if (Object.values(changes).every((value) => value === undefined)) {
-      ctx.addIssue({
-        code: "custom",
-        message:
-          "names no field to change (first_name, middle_name, last_name, emails, dob, akas, phone_numbers, addresses, roles, license)",
-      });
+      ctx.addIssue({ code: "custom", message: `names no field to change (${EMPLOYEE_CHANGES.join(", ")})` });
       return z.NEVER;
     }
     return changes;
   })
   .openapi("UpdateEmployee", {
     description: "At least one field; `email` and `emails` are the same field, so not both",
+    ...atLeastOneOf([...EMPLOYEE_CHANGES, "email"]),
     not: { properties: { email: { type: "array" }, emails: { type: "array" } }, required: ["email", "emails"] },
   });

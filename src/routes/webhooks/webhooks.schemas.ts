@@ -5,6 +5,7 @@ import { QueryTimestamp } from "../../lib/time";
 import { EVENT_NAMES, TEST_EVENT } from "../../domain/events";
 import { MAX_ENDPOINT_LENGTH } from "../../services/webhooks";
 import { CompanyParams } from "../companies/companies.schemas";
+import { whenAbsent } from "../../lib/openapi";
 
 const EVENT_LIST = EVENT_NAMES.join(", ");
 
@@ -47,7 +48,7 @@ export const CreateWebhookSchema = z
   .object({
     endpoint: EndpointSchema,
     event: EventNameSchema,
-    active: z.boolean().default(true).openapi({ description: "Defaults to true" }),
+    active: whenAbsent(z.boolean(), true).openapi({ description: "True when absent" }),
   })
   .openapi("CreateWebhook");
 
