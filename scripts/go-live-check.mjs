@@ -20,6 +20,7 @@ import {
   run,
   sqlString,
   step,
+  stopServer,
   waitForHealth,
 } from "./lib/cli.mjs";
 
@@ -301,26 +302,4 @@ async function startServer() {
 
 async function serverUp(api) {
   if (!(await waitForHealth(api, { seconds: 90 }))) throw new Error(`${api}/healthz did not answer within 90 s`);
-}
-
-/** Stops the server's process group by the PID this script started, and waits for it. */
-async function stopServer(child) {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.stopping = true;
-  try {
-    process.kill(-child.pid, "SIGTERM");
-  } catch {
-    return;
-  }
-  const timer = setTimeout(() => {
-    try {
-      process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }, 10_000);
-  await exited;
-  clearTimeout(timer);
-  step(`Stopped the server (pid ${child.pid})`);
 }

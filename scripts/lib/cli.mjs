@@ -1,7 +1,7 @@
 // Shared plumbing for the operator scripts: run the project's own binaries
 // (node_modules/.bin first on PATH, so wrangler gets the project's Node 22),
 // report steps, and run SQL on the local or remote D1 through wrangler.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -155,4 +155,60 @@ export async function freePorts(n = 1) {
   const ports = servers.map((server) => /** @type {net.AddressInfo} */ (server.address()).port);
   await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
   return ports;
+}
+
+/**
+ * `npm run dev -- --port <port>` in its own process group (so its wrangler and workerd stop with it;
+ * `stopServer`). Resolves once it served /healthz and loaded the demo world's data into people's
+ * objects (scripts/dev.mjs says so on stderr); rejects when it exits or `seconds` pass first.
+ */
+export async function startDevServer(port, { seconds = 180 } = {}) {
+  const child = spawn("npm", ["run", "-s", "dev", "--", "--port", String(port)], {
+    cwd: ROOT,
+    env: childEnv(),
+    stdio: ["ignore", "ignore", "pipe"],
+    detached: true,
+  });
+  let log = "";
+  const ready = new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`npm run dev was not ready within ${seconds} s:\n${log}`)),
+      seconds * 1000,
+    );
+    child.stderr.on("data", (chunk) => {
+      log = (log + chunk).slice(-8000);
+      if (/the demo world's data in people's own objects is loaded|✖ /.test(log)) {
+        clearTimeout(timer);
+        if (log.includes("✖ ")) reject(new Error(`npm run dev could not load the demo world:\n${log}`));
+        else resolve();
+      }
+    });
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      if (!child.stopping) reject(new Error(`npm run dev exited (${code}):\n${log}`));
+    });
+  });
+  return { server: child, api: `http://127.0.0.1:${port}`, ready };
+}
+
+/** Stops a server started in its own process group (`startDevServer`) by its PID, and waits for it. */
+export async function stopServer(child) {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.stopping = true;
+  try {
+    process.kill(-child.pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  const timer = setTimeout(() => {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }, 10_000);
+  await exited;
+  clearTimeout(timer);
+  step(`Stopped the server (pid ${child.pid})`);
 }
