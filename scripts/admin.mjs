@@ -464,8 +464,10 @@ async function releasePhone() {
   console.error(`${e164}: ${released} confirmation${released === 1 ? "" : "s"} ended.`);
 }
 
-const outboxLine = (m) =>
-  `${m.created_at}  ${m.channel.padEnd(5)} to ${m.to}\n    ${m.body.replaceAll("\n", "\n    ")}`;
+// A declaration, not a `const`: `outbox` without a token runs before the module's body reaches this line.
+function outboxLine(m) {
+  return `${m.created_at}  ${m.channel.padEnd(5)} to ${m.to}\n    ${m.body.replaceAll("\n", "\n    ")}`;
+}
 
 /** `push-keys`: a VAPID pair on stdout (offline), what to do with it on stderr. */
 function printPushKeys() {
