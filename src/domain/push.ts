@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { fromBase64url } from "../lib/crypto";
+import type { ActivityType } from "./activity";
 
 /*
  * Push (docs/app.md, "Push"): where a device is woken when it has no open stream, and what a push
@@ -13,7 +14,7 @@ export const pushTypes = ["chat", "trust_request", "missed_call"] as const;
 export type PushType = (typeof pushTypes)[number];
 
 /** The chats that wake a device: a message or a reaction (a read indicator waits until the app opens). */
-export const wakingChats: readonly string[] = ["chat_message", "chat_reaction_emoji"];
+export const wakingChats: readonly ActivityType[] = ["chat_message", "chat_reaction_emoji"];
 
 /** What a push says: the type and the id of what arrived (a chat's activity id; the others' own ids). */
 export type PushEvent = { type: PushType; id: number };
@@ -150,7 +151,7 @@ export const PushJob = z.object({
   event: z.object({ type: z.enum(pushTypes), id: z.number().int().min(0) }),
   at: z.number().int().min(0),
 });
-export type PushJob = z.input<typeof PushJob>;
+export type PushJob = z.output<typeof PushJob>;
 
 /**
  * How long a push is retried (backoff 1 s doubling to 60 s): past this it is dropped and logged — a

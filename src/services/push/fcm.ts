@@ -114,11 +114,11 @@ export async function sendFcm(
   } catch (err) {
     return noAnswer(err);
   }
-  const outcome = await outcomeOf(response);
   // The access token was refused (revoked, or expired early): the next try gets a new one.
   if (response.status === 401) {
+    await response.body?.cancel();
     accessTokens.delete(account.client_email);
-    return { result: "retry", status: 401, reason: outcome.result === "sent" ? "" : "access token refused" };
+    return { result: "retry", status: 401, reason: "the access token was refused" };
   }
-  return outcome;
+  return outcomeOf(response);
 }

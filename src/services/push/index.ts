@@ -98,7 +98,7 @@ export async function sendPush(
  */
 export async function runPushJob(
   deps: Pick<Deps, "objects" | "environment" | "push">,
-  job: PushJob & { target: PushTarget },
+  job: PushJob,
   now = new Date(),
 ): Promise<{ done: Record<string, unknown>; retry: boolean }> {
   const outcome = await sendPush(deps.push, deps.environment, job.target, job.event, now.getTime());
