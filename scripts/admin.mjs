@@ -58,6 +58,11 @@ Commands:
       (default: $TWILIO_AUTH_TOKEN, so it stays out of your shell history), or Telnyx's Ed25519
       signature with the account's public key (default: $TELNYX_PUBLIC_KEY); \`none\` clears it.
       The secret is never printed; unsigned requests with that token then answer 403.
+  provider-keys rotate
+      Seals every stored Twilio auth token under the first key of the Worker secret
+      PROVIDER_SECRET_KEYS (after you put a new key first: \`kid:base64url\`, comma, the old pair), and
+      any an older version stored in clear. The minute cron does the same, 100 tokens a minute. Remove
+      the old key from the secret once this prints "remaining: no, unopened: 0". Prints the JSON.
   company-phones reject <phone id>
       Rejects a company's pending claim on a number (it is deleted; the company may claim it again).
   company-phones remove <phone id>
@@ -113,6 +118,7 @@ const commands = {
   outbox: showOutbox,
   "verify-phone": verifyPhone,
   "provider-signing": providerSigning,
+  "provider-keys": providerKeys,
   "company-phones": companyPhones,
   "move-person-data": movePersonData,
   "move-status": moveStatus,
@@ -464,7 +470,6 @@ async function releasePhone() {
   console.error(`${e164}: ${released} confirmation${released === 1 ? "" : "s"} ended.`);
 }
 
-// A declaration, not a `const`: `outbox` without a token runs before the module's body reaches this line.
 function outboxLine(m) {
   return `${m.created_at}  ${m.channel.padEnd(5)} to ${m.to}\n    ${m.body.replaceAll("\n", "\n    ")}`;
 }
@@ -500,4 +505,21 @@ function localOutbox() {
   const [rows] = d1(`SELECT "to", channel, body, created_at FROM dev_outbox ${where} ORDER BY id DESC LIMIT ${limit}`);
   if (rows.length === 0) console.error("The outbox is empty.");
   for (const row of rows) console.log(outboxLine({ ...row, created_at: new Date(row.created_at).toISOString() }));
+}
+
+/** `provider-keys rotate`: POST /internal/provider-keys/rotate, until nothing is left or nothing moves. */
+async function providerKeys() {
+  if (args[0] !== "rotate") fail("provider-keys needs `rotate`, e.g. `npm run admin -- provider-keys rotate`.");
+  let total = { key_id: null, resealed: 0, unopened: 0, remaining: true };
+  while (total.remaining) {
+    const run = await request("POST", "/internal/provider-keys/rotate");
+    total = { ...run, resealed: total.resealed + run.resealed };
+    if (run.resealed === 0) break;
+  }
+  console.error(
+    `sealed under key ${total.key_id}: ${total.resealed} auth token(s) sealed again; ` +
+      `remaining: ${total.remaining ? "yes (run again)" : "no"}, unopened: ${total.unopened}` +
+      (total.unopened > 0 ? " (their key is no longer in PROVIDER_SECRET_KEYS: list it again after the new one)" : ""),
+  );
+  console.log(JSON.stringify(total));
 }

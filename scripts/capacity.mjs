@@ -25,6 +25,9 @@
 // 4. Per-record figures and the stated sizes of docs/capacity.md are composed from the phases.
 //
 // `--scale` multiplies the scalable loads (default 1); the target load is fixed by the issue.
+// `--smoke`: every phase with a handful of records and a 300-employee big company, in about a
+// minute; its figures mean nothing (a few records in a page), it proves the script still runs
+// against the code (.ci/run runs it).
 import { execFileSync } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
 import fs from "node:fs";
@@ -37,31 +40,42 @@ import { ROOT, fail, parseArgs, step } from "./lib/cli.mjs";
 import { measureBigCompany } from "./lib/big-company.mjs";
 import { startLocalWorker } from "./lib/local-worker.mjs";
 
-const { flags } = parseArgs(process.argv.slice(2), { switches: ["json"] });
+const { flags } = parseArgs(process.argv.slice(2), { switches: ["json", "smoke"] });
 // `--json-file <path>`: also write the JSON there (docs/capacity.md is written from it).
 const jsonFile = flags["json-file"] ? path.resolve(flags["json-file"]) : null;
+const smoke = flags.smoke === "true";
+if (smoke && flags.scale !== undefined) fail("--smoke sets its own sizes: leave --scale out");
 const scale = Number(flags.scale ?? 1);
 if (!(scale > 0 && scale <= 4)) fail("--scale must be a number in (0, 4]");
 const n = (count) => Math.max(3, Math.round(count * scale));
 
-/** What is loaded (scaled by --scale). */
-const LOAD = {
-  companies: n(50), // employer companies, each with its first Admin
-  phonesPerCompany: 4, // company phones, each verified by the operator
-  webhooksPerCompany: null, // one per event the API knows (filled from /openapi.json)
-  appUsers: n(500), // people with a token, an email and a phone; a heartbeat each
-  employees: Math.min(1_000, n(500)), // of Acme, one POST /employees/bulk (at most 1,000 a call)
-  trustPairs: n(400), // requests, decisions, company trust settings
-};
+/** What is loaded (scaled by --scale). The trust phases need 11 app users at least. */
+const LOAD = smoke
+  ? { companies: 2, phonesPerCompany: 2, webhooksPerCompany: null, appUsers: 13, employees: 5, trustPairs: 3 }
+  : {
+      companies: n(50), // employer companies, each with its first Admin
+      phonesPerCompany: 4, // company phones, each verified by the operator
+      webhooksPerCompany: null, // one per event the API knows (filled from /openapi.json)
+      appUsers: n(500), // people with a token, an email and a phone; a heartbeat each
+      employees: Math.min(1_000, n(500)), // of Acme, one POST /employees/bulk (at most 1,000 a call)
+      trustPairs: n(400), // requests, decisions, company trust settings
+    };
 /** The issue's target load (docs/capacity.md): three people. Not scaled. */
-const TARGET = { people: 3, blockedCalls: 1_000, chats: 300, contacts: 9_000 };
+const TARGET = smoke
+  ? { people: 3, blockedCalls: 6, chats: 6, contacts: 30 }
+  : { people: 3, blockedCalls: 1_000, chats: 300, contacts: 9_000 };
 /** Samples for the per-record object figures: one object each, not scaled. */
-const SAMPLE = { blockedCalls: 1_000, callRecords: 1_000, chats: 500 };
+const SAMPLE = smoke
+  ? { blockedCalls: 5, callRecords: 5, chats: 5 }
+  : { blockedCalls: 1_000, callRecords: 1_000, chats: 500 };
+/** The big company built in SQLite (scripts/lib/big-company.mjs) and how often each page is read. */
+const BIG = smoke ? { employees: 300, runs: 1 } : { employees: Math.round(100_000 * Math.min(scale, 1)), runs: 9 };
 const CHAT_TEXT = "x".repeat(200);
 const SITES = [3, 4]; // PeopleFinder and SpyDirectory of the demo world: two listings per employee
 const ACME = 1;
 const CONCURRENCY = 12;
-const CONTACTS_PER_SYNC = 500;
+/** Contacts a sync request carries; the target's contacts are a whole number of syncs per person. */
+const CONTACTS_PER_SYNC = smoke ? 5 : 500;
 const FIRST_USER_ID = 100_000;
 
 /**
@@ -873,8 +887,12 @@ try {
   d1.scanHistoryPerEmployeePerScan = scanHistoryPerEmployee;
 
   // A company of 100,000 employees (scripts/lib/big-company.mjs): built in SQLite, its pages timed.
-  step("A company of 100,000 employees, built directly in SQLite; its list pages timed");
-  const big = await measureBigCompany({ employees: Math.round(100_000 * Math.min(scale, 1)), log });
+  step(`A company of ${BIG.employees.toLocaleString("en")} employees, built directly in SQLite; its list pages timed`);
+  const big = await measureBigCompany({ ...BIG, log });
+  // The Worker's own reads must see what was built: every employee, two current exposures each.
+  const seen = big.totals.big;
+  if (seen.employees !== big.employees || seen.exposures !== 2 * big.employees)
+    throw new Error(`the big company's pages counted ${JSON.stringify(seen)} for ${big.employees} employees`);
   const bigCompany = {
     employees: big.employees,
     totals: big.totals.big,
@@ -950,6 +968,7 @@ try {
     machine: `${os.cpus()[0]?.model ?? "unknown cpu"} × ${os.cpus().length}, ${os.platform()} ${os.release()}, node ${process.version}`,
     code: commit,
     scale,
+    ...(smoke ? { smoke: "tiny sizes: a check that the script runs, not a measurement" } : {}),
     loaded: { ...LOAD, target: TARGET, samples: SAMPLE, chatCharacters: CHAT_TEXT.length },
     webhookDeliveriesReceived: delivered,
     seconds: Math.round((Date.now() - started) / 1000),
@@ -1000,7 +1019,9 @@ if (flags.json) {
   const r = result;
   const kb = (b) => `${(b / 1e3).toFixed(1)} kB`;
   const mb = (b) => `${(b / 1e6).toFixed(2)} MB`;
-  console.log(`\nCapacity measured ${r.measuredAt} on ${r.machine}, code ${r.code} (scale ${r.scale}, ${r.seconds} s)`);
+  console.log(
+    `\nCapacity measured ${r.measuredAt} on ${r.machine}, code ${r.code} (${smoke ? "smoke: tiny sizes, the figures mean nothing" : `scale ${r.scale}`}, ${r.seconds} s)`,
+  );
   console.log("\nD1 bytes per record (tables and their indexes; transient index work apart):");
   for (const [what, bytes] of Object.entries(r.d1BytesPer))
     console.log(`  ${what.padEnd(28)} ${String(bytes).padStart(8)}`);
@@ -1046,7 +1067,7 @@ if (flags.json) {
   console.log(
     `  the removal step's choice of its next 1,000 among ${b.removalChoice.pending.toLocaleString("en")} pending: ${b.removalChoice.ms} ms (${b.removalChoice.min})`,
   );
-  console.log("  SQLite time per page (median and least of 9 runs; 100 a page unless said):");
+  console.log(`  SQLite time per page (median and least of ${BIG.runs} runs; 100 a page unless said):`);
   for (const [what, time] of Object.entries(b.pageMs))
     console.log(
       `  ${what.padEnd(32)} ${`${time.ms} ms`.padStart(10)} ${`(${time.min})`.padStart(9)}   beside it, 500 employees: ${b.beside500[what].ms} ms`,

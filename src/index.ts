@@ -12,3 +12,4 @@ const worker: ExportedHandler<Env> = {
 
 export default worker;
 export { Person } from "./objects/person/person";
+export { ReplayGuard } from "./objects/replay-guard/replay-guard";

@@ -1,14 +1,24 @@
 import type { RouteConfig, RouteHandler } from "@hono/zod-openapi";
-import type { ProviderSigning } from "./domain/provider-signing";
+import type { SigningRef } from "./domain/provider-signing";
 import type { CompanyRow } from "./services/companies";
 import type { Deps } from "./services/deps";
 
 /** Who is calling, resolved from the bearer token (docs/decisions.md). */
 export type Principal =
   /** `scope: "vcc"`: a container-scoped token, valid only on /apps/vcc/* (docs/decisions.md). */
-  | { kind: "person"; tokenId: number; personId: number; scope?: "vcc" }
-  /** `signing`: a provider token's signing configuration; its requests must be signed (docs/providers.md). */
-  | { kind: "service"; tokenId: number; service: string; scopes: string[]; signing?: ProviderSigning };
+  | {
+      kind: "person";
+      tokenId: number;
+      personId: number;
+      scope?: "vcc";
+      /** When the token expires (ms); absent: never. A live stream closes then (docs/realtime.md). */
+      expiresAt?: number;
+    }
+  /**
+   * `signing`: a provider token's signing configuration; its requests must be signed (docs/providers.md).
+   * Twilio's auth token only sealed: a principal is written to KV with the token's record.
+   */
+  | { kind: "service"; tokenId: number; service: string; scopes: string[]; signing?: SigningRef };
 
 /**
  * The caller's standing in the company of a `/companies/{company_id}/…` path,

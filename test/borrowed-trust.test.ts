@@ -9,6 +9,7 @@ import {
   fresh,
   provePhone,
   trustIndexSettledFor,
+  employerSetsPhones,
 } from "./helpers";
 
 /*
@@ -45,14 +46,7 @@ async function bobsPhones(): Promise<MyPhone[]> {
   return response.json();
 }
 
-const setBobsPhones = async (...numbers: string[]) =>
-  expect(
-    (
-      await as("alice").send("PUT", `/companies/1/employees/${DEMO.people.bob}`, {
-        phone_numbers: numbers.map((phone_full, i) => ({ phone_full, primary: i === 0 })),
-      })
-    ).status,
-  ).toBe(200);
+const setBobsPhones = (...numbers: string[]) => employerSetsPhones(DEMO.people.bob, ...numbers);
 
 describe("an employer cannot lend a number the trust others gave its employee", () => {
   it("Carol trusts Bob: Alice changing Bob's phone does not make the new number ring Carol until Bob confirms it", async () => {

@@ -1,4 +1,7 @@
+import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
+import { applyVerification } from "../src/domain/caller-verification";
+import { callerVerificationOf } from "../src/services/caller-verification";
 import { as, call, countD1, DEMO, expectError, indexKeysWritten, inPersonObject, personObject } from "./helpers";
 import { fileTokens } from "./principals";
 
@@ -65,6 +68,10 @@ const VALUES: [string, Fields, string | null, boolean][] = [
   ["Telnyx C, validated", { shaken_stir_attestation: "C", shaken_stir_validated: "true" }, "C", true],
   ["Telnyx A, not validated", { shaken_stir_attestation: "A", shaken_stir_validated: "false" }, "failed", false],
   ["Telnyx without a level", { shaken_stir_validated: "true" }, "none", true],
+  ["Telnyx A, validation absent", { shaken_stir_attestation: "A" }, "none", true],
+  ["Telnyx A, validation empty", { shaken_stir_attestation: "A", shaken_stir_validated: "" }, "none", true],
+  ["Telnyx A, validated no", { shaken_stir_attestation: "A", shaken_stir_validated: "no" }, "none", true],
+  ["Telnyx A, validated 0", { shaken_stir_attestation: "A", shaken_stir_validated: "0" }, "none", true],
   ["an unreadable value", { StirVerstat: "maybe" }, "none", true],
 ];
 
@@ -194,6 +201,12 @@ describe("strict mode: PUT /me/settings {calls: verified_only}", () => {
       [{ StirVerstat: "TN-Validation-Passed-A" }, true],
       [{ verstat: "TN-Validation-Passed" }, true],
       [{ shaken_stir_attestation: "A", shaken_stir_validated: "true" }, true],
+      // The audit's reproduction: an attestation nobody validated is no A, in every spelling of "not validated".
+      [{ shaken_stir_attestation: "A" }, false],
+      [{ shaken_stir_attestation: "A", shaken_stir_validated: "" }, false],
+      [{ shaken_stir_attestation: "A", shaken_stir_validated: "0" }, false],
+      [{ shaken_stir_attestation: "A", shaken_stir_validated: "no" }, false],
+      [{ shaken_stir_attestation: "A", shaken_stir_validated: "null" }, false],
       [{ StirVerstat: "TN-Validation-Passed-B" }, false],
       [{ StirVerstat: "TN-Validation-Passed-C" }, false],
       [{ StirVerstat: "No-TN-Validation" }, false],
@@ -204,6 +217,15 @@ describe("strict mode: PUT /me/settings {calls: verified_only}", () => {
       expect(await answer(await lookup(verification)), JSON.stringify(verification)).toMatchObject({
         trusted,
         user_id: bob,
+      });
+    }
+    // The same by JSON, where Telnyx's values are typed: null, 0 and an absent field are no validation.
+    for (const validated of [null, 0, false, undefined]) {
+      const body = { To: BOB, From: ACME, shaken_stir_attestation: "A", shaken_stir_validated: validated };
+      const response = await call("/apps/buzz/trust-lookup", { method: "POST", token: fileTokens.telephony, body });
+      expect(await answer(response), String(validated)).toMatchObject({
+        trusted: false,
+        caller_verification: validated === false ? "failed" : "none",
       });
     }
     await answer(await lookup({ StirVerstat: "TN-Validation-Passed-B", caller_id: "ACME AT B" }));
@@ -236,6 +258,64 @@ describe("strict mode: PUT /me/settings {calls: verified_only}", () => {
     await expectError(await as("carol").send("PUT", "/me/settings", { ring: "always" }), 400, "Bad Request");
     await expectError(await as("telephony").get("/me/settings"), 403, "Forbidden");
     await expectError(await call("/me/settings"), 401, "Unauthorized");
+  });
+});
+
+describe("Telnyx's attestation counts only when validated (property)", () => {
+  /** What Telnyx may send for each field: its own values, near misses, other types, any text; `absent`: no field. */
+  const absent = Symbol("absent");
+  const validatedValues = fc.oneof(
+    fc.constantFrom<unknown>(true, false, "true", "false", "", 0, 1, "no", "yes", null, absent),
+    fc.constantFrom<unknown>("TRUE", "True", " true ", "1", "FALSE", " false", "t", "validated", [], {}),
+    fc.string({ maxLength: 8 }),
+    fc.integer(),
+  );
+  const attestationValues = fc.oneof(
+    fc.constantFrom<unknown>("A", "B", "C", "a", " b ", "c", "D", "AB", "", null, 0, true, absent),
+    fc.string({ maxLength: 3 }),
+  );
+  const source = (attestation: unknown, validated: unknown) => {
+    const fields: Record<string, unknown> = {};
+    if (attestation !== absent) fields.shaken_stir_attestation = attestation;
+    if (validated !== absent) fields.shaken_stir_validated = validated;
+    return fields;
+  };
+  /** What the provider said, as text (JSON's booleans and numbers as they print); undefined: nothing readable. */
+  const asText = (value: unknown) =>
+    typeof value === "string" || typeof value === "boolean" || typeof value === "number" ? String(value) : undefined;
+
+  it('a level reads only with shaken_stir_validated true (JSON true or "true"); false is failed; else none or null', () => {
+    fc.assert(
+      fc.property(attestationValues, validatedValues, (attestation, validated) => {
+        const reading = callerVerificationOf(source(attestation, validated));
+        const said = { attestation: asText(attestation)?.trim() ?? "", validated: asText(validated)?.trim() ?? "" };
+        const level = said.attestation.toUpperCase();
+        const expected =
+          said.attestation === "" && said.validated === ""
+            ? null
+            : said.validated.toLowerCase() === "false"
+              ? "failed"
+              : said.validated === "true" && ["A", "B", "C"].includes(level)
+                ? level
+                : "none";
+        expect(reading).toBe(expected);
+      }),
+      { seed: 3602, numRuns: 2000 },
+    );
+  });
+
+  it("strict mode rings a Telnyx caller only when validated is true, from whichever source it came", () => {
+    fc.assert(
+      fc.property(attestationValues, validatedValues, fc.boolean(), (attestation, validated, inQuery) => {
+        // The fields from the query string or the body (a later source wins), as trust-lookup reads them.
+        const fields = source(attestation, validated);
+        const reading = inQuery ? callerVerificationOf(fields, {}) : callerVerificationOf({}, fields);
+        const rings = applyVerification(true, reading, "verified_only").trusted;
+        if (rings)
+          expect(validated === true || (typeof validated === "string" && validated.trim() === "true")).toBe(true);
+      }),
+      { seed: 3603, numRuns: 2000 },
+    );
   });
 });
 

@@ -8,7 +8,7 @@ import {
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
-import type { BackgroundMessage } from "../src/queue/messages";
+import type { BackgroundMessage } from "../src/domain/queue-messages";
 import { INDEX_SWEEP_CHUNK, OUTBOX_SWEEP_CHUNK } from "../src/services/background-jobs";
 import { REMOVAL_BATCHES_PER_INVOCATION, REMOVAL_BATCH_SIZE } from "../src/services/exposures";
 import { countD1, countRows, DEMO } from "./helpers";

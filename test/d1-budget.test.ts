@@ -1,5 +1,6 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { as, countD1, DEMO } from "./helpers";
+import { as, countD1, DEMO, personObject } from "./helpers";
 
 /**
  * What an active app user costs the one D1, in statements (docs/capacity.md,
@@ -7,7 +8,8 @@ import { as, countD1, DEMO } from "./helpers";
  * its steady state (the token verified before, the person's object told its
  * facts), at the figure the capacity page multiplies out (the token's daily
  * bookkeeping, one statement, is counted in test/token-bookkeeping.test.ts). A change that adds a
- * statement to one of these fails here and names the statements it ran.
+ * statement to one of these fails here and names the statements it ran. `countD1` spies on D1's
+ * prototypes, so the statements the person's object runs through its own `env.DB` count too.
  */
 
 afterEach(() => vi.restoreAllMocks());
@@ -76,12 +78,6 @@ describe("D1 statements of what an app user does, in the steady state", () => {
       expected: 1,
     },
     {
-      label: "GET /contacts (the links of the page's contacts)",
-      action: () => as("bob").get("/contacts"),
-      status: 200,
-      expected: 1,
-    },
-    {
       label: "POST /apps/buzz/activity, a call record",
       action: () => as("bob").send("POST", "/apps/buzz/activity", callRecord()),
       status: 200,
@@ -99,6 +95,13 @@ describe("D1 statements of what an app user does, in the steady state", () => {
       status: 200,
       expected: 2,
     },
+    // After the sync, so the page has contacts whose links are read.
+    {
+      label: "GET /contacts (the links of the page's contacts)",
+      action: () => as("bob").get("/contacts"),
+      status: 200,
+      expected: 1,
+    },
     {
       label: "POST /contacts/trust/{id} (answering a request)",
       action: () => as("bob").send("POST", `/contacts/trust/${DEMO.people.carol}`, { trusted: true }),
@@ -107,5 +110,23 @@ describe("D1 statements of what an app user does, in the steady state", () => {
     },
   ])("$label: $expected statement(s)", async ({ action, status, expected }) => {
     expect(await statementsOf(action, status)).toHaveLength(expected);
+  });
+});
+
+describe("D1 statements of an open stream", () => {
+  it("an idle socket: no periodic token check; the object's alarm (if any) makes no D1 statement", async () => {
+    const res = await as("carol").get("/apps/buzz/stream", { headers: { Upgrade: "websocket" } });
+    expect(res.status).toBe(101);
+    const ws = res.webSocket!;
+    ws.accept();
+    const stub = personObject(DEMO.people.carol);
+    // Before 2026-11-27 an open stream re-checked its token in D1 every minute (1 statement an alarm,
+    // 1,440 a day for a person connected all day); a revocation now reaches the object at once instead.
+    const d1 = countD1();
+    await runDurableObjectAlarm(stub); // the retention alarm a written object keeps, or none at all
+    vi.restoreAllMocks();
+    expect(d1.queries).toEqual([]);
+    expect(ws.readyState).toBe(WebSocket.OPEN);
+    ws.close(1000, "done");
   });
 });

@@ -8,7 +8,7 @@ import {
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
-import type { BackgroundMessage } from "../src/queue/messages";
+import type { BackgroundMessage } from "../src/domain/queue-messages";
 import { REDRIVE_FIRST_DELAY_MS } from "../src/services/dead-letters";
 import { as, call, countRows, DEMO, failingD1, insertToken } from "./helpers";
 

@@ -92,46 +92,74 @@ export async function startOfUsableWindow(neededMs: number) {
   if (left < neededMs) await new Promise((resolve) => setTimeout(resolve, left + 250));
 }
 
+/** The SQL of a prepared D1 statement (workerd keeps it as `statement`). */
+const sqlOf = (statement: D1PreparedStatement) => (statement as unknown as { statement: string }).statement;
+
+type Batch = (statements: D1PreparedStatement[]) => Promise<unknown>;
+
 /**
- * Counts what the Worker asks of D1 from now on, on the binding and on every
- * session opened from it (reads run in D1 sessions): `statements` prepared,
- * and `rounds`, the round trips (each `batch`, and each statement run on its
- * own by `first`, `all`, `run` or `raw`), and the SQL of each statement in
- * `queries` (what a failing count names). Restore with `vi.restoreAllMocks()`.
+ * Calls `onRound` with the SQL of every D1 round trip from now on, before it
+ * runs: each statement run on its own (`first`, `all`, `run`, `raw`) and each
+ * `batch`, on the binding or a session, by whoever runs it. The spies sit on
+ * the prototypes, not on one binding, so they also see the statements the
+ * Durable Objects run through their own `env.DB` (docs/capacity.md, "D1
+ * statements per active app user"). A promise `onRound` returns is awaited
+ * before the round runs. Restore with `vi.restoreAllMocks()`.
  */
-export function countD1(): { readonly statements: number; readonly rounds: number; readonly queries: string[] } {
-  const counts = { statements: 0, rounds: 0, queries: [] as string[] };
+export function spyOnD1(onRound: (sql: string[]) => void | Promise<void>): void {
+  const around = (sql: string[], run: () => unknown) => {
+    const before = onRound(sql);
+    return before ? before.then(run) : run();
+  };
   const statement = Object.getPrototypeOf(env.DB.prepare("select 1")) as D1PreparedStatement;
   for (const method of ["first", "all", "run", "raw"] as const) {
     const original = statement[method] as (...args: unknown[]) => unknown;
     vi.spyOn(statement, method).mockImplementation(function (this: D1PreparedStatement, ...args: unknown[]) {
-      counts.rounds++;
-      return original.apply(this, args);
+      return around([sqlOf(this)], () => original.apply(this, args));
     } as never);
   }
-  const count = (database: D1Database | D1DatabaseSession) => {
-    const prepare = database.prepare.bind(database);
-    const batch = database.batch.bind(database);
-    return {
-      prepare: (query: string) => {
-        counts.statements++;
-        counts.queries.push(query);
-        return prepare(query);
-      },
-      batch: (statements: D1PreparedStatement[]) => {
-        counts.rounds++;
-        return batch(statements);
-      },
-    };
-  };
-  const binding = count(env.DB);
-  vi.spyOn(env.DB, "prepare").mockImplementation(binding.prepare);
-  vi.spyOn(env.DB, "batch").mockImplementation(binding.batch as D1Database["batch"]);
-  const withSession = env.DB.withSession.bind(env.DB);
-  vi.spyOn(env.DB, "withSession").mockImplementation((constraint) => {
-    const session = withSession(constraint);
-    Object.assign(session, count(session));
-    return session;
+  // The binding's `batch` hands its statements to a session's (its always-primary
+  // session): a batch is counted once, where it enters.
+  let entered = 0;
+  const databases = new Set<{ batch: Batch }>([
+    Object.getPrototypeOf(env.DB) as { batch: Batch },
+    Object.getPrototypeOf(env.DB.withSession()) as { batch: Batch },
+  ]);
+  for (const database of databases) {
+    const original = database.batch;
+    vi.spyOn(database, "batch").mockImplementation(function (this: unknown, statements: D1PreparedStatement[]) {
+      const run = () => {
+        entered++;
+        try {
+          return original.call(this, statements);
+        } finally {
+          entered--;
+        }
+      };
+      return (entered > 0 ? run() : around(statements.map(sqlOf), run)) as Promise<unknown>;
+    });
+  }
+}
+
+/**
+ * Counts what D1 is asked from now on, by the Worker and by the Durable
+ * Objects (`spyOnD1`): `statements` run (each statement of a batch), `rounds`,
+ * the round trips (each `batch`, and each statement run on its own), the SQL
+ * of each statement in `queries` (what a failing count names) and of each
+ * round trip in `roundTrips`. Restore with `vi.restoreAllMocks()`.
+ */
+export function countD1(): {
+  readonly statements: number;
+  readonly rounds: number;
+  readonly queries: string[];
+  readonly roundTrips: string[][];
+} {
+  const counts = { statements: 0, rounds: 0, queries: [] as string[], roundTrips: [] as string[][] };
+  spyOnD1((sql) => {
+    counts.statements += sql.length;
+    counts.rounds++;
+    counts.queries.push(...sql);
+    counts.roundTrips.push(sql);
   });
   return counts;
 }
@@ -343,4 +371,23 @@ export async function provePhone(who: Who | { token: string }, phoneId: number):
   const phones = (await (await api.get("/me/phones")).json()) as { id: number; phone_full: string }[];
   const phone = phones.find((p) => p.id === phoneId)!;
   return api.send("POST", `/me/phones/${phoneId}/confirm`, { code: await codeSentTo(phone.phone_full) });
+}
+
+/** Acme (Alice, its Admin) enters a new employee holding `phone`: their person id. */
+export async function acmeEmployeeWithPhone(tag: string, phone: string, extra: Record<string, unknown> = {}) {
+  const created = await as("alice").send(
+    "POST",
+    "/companies/1/employees",
+    employeeBody(fresh(tag), { ...extra, phone_numbers: [{ phone_full: phone, primary: true }] }),
+  );
+  expect(created.status, await created.clone().text()).toBe(200);
+  return ((await created.json()) as { id: number }).id;
+}
+
+/** Acme's Admin sets the phones of its employee `personId` (the first one primary), as an employer does. */
+export async function employerSetsPhones(personId: number, ...numbers: string[]) {
+  const response = await as("alice").send("PUT", `/companies/1/employees/${personId}`, {
+    phone_numbers: numbers.map((phone_full, i) => ({ phone_full, primary: i === 0 })),
+  });
+  expect(response.status).toBe(200);
 }

@@ -5,7 +5,7 @@ import { INDEX_COMPLETE_KEY } from "../src/domain/trust-records";
 import { COMPANIES_COMPLETE_KEY } from "../src/domain/company-records";
 import { rebuildChunk, rebuildNow, REBUILD_KEY, startRebuild } from "../src/services/index-rebuild";
 import { createDeps } from "../src/services/deps";
-import type { BackgroundMessage } from "../src/queue/messages";
+import type { BackgroundMessage } from "../src/domain/queue-messages";
 import worker from "../src/index";
 import { as, call, countD1, DEMO, indexKeysWritten, insertToken } from "./helpers";
 

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { License } from "../src/services/licenses";
-import { as, call, countRows, DEMO_SITES, employeeBody, expectError, insertToken } from "./helpers";
+import { as, call, countRows, DEMO_SITES, employeeBody, expectError, insertToken, spyOnD1 } from "./helpers";
 
 const { peopleFinder, spyDirectory, whitePages } = DEMO_SITES;
 
@@ -48,39 +48,18 @@ async function catalogOf(who: "alice" | "carol"): Promise<License[]> {
 }
 
 /**
- * Retires license `id` (a plain DELETE on D1) just before the D1 batch that
- * writes seats runs: the purchase read the catalog while the license existed.
- * Hooks the binding and its sessions (a write request runs in one), as
- * countD1 in helpers.ts does. Restore with `vi.restoreAllMocks()`.
+ * Retires license `id` (a plain DELETE on D1) just before the D1 round trip
+ * that writes seats runs: the purchase read the catalog while the license
+ * existed. Hooks every round trip as countD1 does (`spyOnD1` in helpers.ts).
+ * Restore with `vi.restoreAllMocks()`.
  */
 function retireBeforeSeatWrite(id: string) {
   const retire = env.DB.prepare("DELETE FROM licenses WHERE id = ?").bind(id);
-  let seatWrite = false;
-  const hook = (database: D1Database | D1DatabaseSession) => {
-    const prepare = database.prepare.bind(database);
-    const batch = database.batch.bind(database);
-    return {
-      prepare: (query: string) => {
-        if (/insert into "company_seats"/i.test(query)) seatWrite = true;
-        return prepare(query);
-      },
-      batch: async (statements: D1PreparedStatement[]) => {
-        if (seatWrite) {
-          seatWrite = false;
-          await retire.run();
-        }
-        return batch(statements);
-      },
-    };
-  };
-  const binding = hook(env.DB);
-  vi.spyOn(env.DB, "prepare").mockImplementation(binding.prepare);
-  vi.spyOn(env.DB, "batch").mockImplementation(binding.batch as D1Database["batch"]);
-  const withSession = env.DB.withSession.bind(env.DB);
-  vi.spyOn(env.DB, "withSession").mockImplementation((constraint) => {
-    const session = withSession(constraint);
-    Object.assign(session, hook(session));
-    return session;
+  let retired = false;
+  spyOnD1((sql) => {
+    if (retired || !sql.some((query) => /insert into "company_seats"/i.test(query))) return;
+    retired = true;
+    return retire.run().then(() => undefined);
   });
 }
 

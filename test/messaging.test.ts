@@ -4,7 +4,7 @@ import { NotSent } from "../src/services/messaging";
 import { emailSender } from "../src/services/messaging/email";
 import { telnyxSms } from "../src/services/messaging/telnyx";
 import { twilioSms } from "../src/services/messaging/twilio";
-import { as, codeSentTo, employeeBody, expectError, fresh } from "./helpers";
+import { acmeEmployeeWithPhone, as, codeSentTo, expectError } from "./helpers";
 
 /*
  * The ways a code leaves (docs/security.md, "Codes"): each provider's request checked against its documented
@@ -84,12 +84,7 @@ describe("a provider's failure", () => {
 
   it("over HTTP: 502 for a refusal, 503 for silence; the code already sent stays valid and nothing else is written", async () => {
     const number = "+16505552323";
-    const made = await as("alice").send(
-      "POST",
-      "/companies/1/employees",
-      employeeBody(fresh("fail"), { phone_numbers: [{ phone_full: number, primary: true }] }),
-    );
-    expect(made.status).toBe(200);
+    await acmeEmployeeWithPhone("fail", number);
     // Bob holds it too, so Bob proves it: first a code through the development outbox.
     const added = await as("bob").send("POST", "/me/phones", { phone: number });
     const { id } = (await added.json()) as { id: number };

@@ -9,7 +9,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { receiverKey } from "../src/domain/trust-records";
 import worker from "../src/index";
-import type { BackgroundMessage } from "../src/queue/messages";
+import type { BackgroundMessage } from "../src/domain/queue-messages";
 import { ERASE_CHUNK, ERASE_RETRY_MS } from "../src/services/person-objects";
 import { as, call, countInPersonObject, countRows, DEMO, inPersonObject, insertToken, personObject } from "./helpers";
 

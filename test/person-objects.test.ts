@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
-import type { BackgroundMessage } from "../src/queue/messages";
+import type { BackgroundMessage } from "../src/domain/queue-messages";
 import {
   as,
   call,

@@ -1,17 +1,17 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
+  acmeEmployeeWithPhone,
   as,
   asAny,
   call,
   codeSentTo,
   countInPersonObject,
   DEMO,
-  employeeBody,
   expectError,
-  fresh,
   insertToken,
   provePhone,
+  employerSetsPhones,
 } from "./helpers";
 
 /*
@@ -29,13 +29,7 @@ beforeAll(async () => {
 
 /** Acme (Alice, its Admin) enters a new employee holding `phone`; the employee gets a token of their own. */
 async function employee(phone: string) {
-  const created = await as("alice").send(
-    "POST",
-    "/companies/1/employees",
-    employeeBody(fresh("vic"), { first_name: "Vic", phone_numbers: [{ phone_full: phone, primary: true }] }),
-  );
-  expect(created.status, await created.clone().text()).toBe(200);
-  const { id } = (await created.json()) as { id: number };
+  const id = await acmeEmployeeWithPhone("vic", phone, { first_name: "Vic" });
   const token = `pk_test_vic_${crypto.randomUUID().replaceAll("-", "")}`;
   await insertToken(token, { personId: id });
   return { id, token, api: asAny({ token }) };
@@ -45,14 +39,7 @@ const phonesOf = async (api: { get: (path: string) => Promise<Response> }) =>
   (await (await api.get("/me/phones")).json()) as MyPhone[];
 
 /** Alice (Acme's Admin) puts `numbers` on her own record, as the audit did. */
-const setAlicesPhones = async (...numbers: string[]) =>
-  expect(
-    (
-      await as("alice").send("PUT", `/companies/1/employees/${DEMO.people.alice}`, {
-        phone_numbers: numbers.map((phone_full, i) => ({ phone_full, primary: i === 0 })),
-      })
-    ).status,
-  ).toBe(200);
+const setAlicesPhones = (...numbers: string[]) => employerSetsPhones(DEMO.people.alice, ...numbers);
 
 describe("a confirmation needs the code sent to the number", () => {
   it("an Admin who types an employee's number onto her own record cannot confirm it, bare or guessed; its holder can", async () => {

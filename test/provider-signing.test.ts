@@ -1,6 +1,17 @@
+import {
+  createExecutionContext,
+  createScheduledController,
+  runDurableObjectAlarm,
+  runInDurableObject,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, inject, it } from "vitest";
+import { createApp } from "../src/app";
+import worker from "../src/index";
 import { sha256Hex } from "../src/lib/crypto";
+import { createDeps } from "../src/services/deps";
+import { rotateProviderSecrets } from "../src/services/provider-secrets";
 import { as, call, DEMO, expectError, insertToken } from "./helpers";
 import { parseXml } from "./support/xml";
 
@@ -255,8 +266,8 @@ describe("Telnyx: telnyx-signature-ed25519", () => {
       meta: { attempt: 1 },
     });
 
-  const post = (body: string, headers: Record<string, string>) =>
-    call("/apps/buzz/trust-lookup", {
+  const post = (body: string, headers: Record<string, string>, path = "/apps/buzz/trust-lookup") =>
+    call(path, {
       method: "POST",
       token: provider.token,
       body,
@@ -305,6 +316,277 @@ describe("Telnyx: telnyx-signature-ed25519", () => {
     });
     expect(await answered.json()).toEqual({ trusted: false, user_id: alice, caller_verification: null });
     expect(await blockedCallerIds("SIGNED TELNYX")).not.toContain("FORGED TELNYX");
+  });
+});
+
+describe("Telnyx: what a captured request can still ask (the audit's reproductions)", () => {
+  let provider: { token: string; id: number };
+  let keys: CryptoKeyPair;
+  beforeAll(async () => {
+    provider = await providerToken("telnyxaudit");
+    keys = (await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"])) as CryptoKeyPair;
+    const publicKey = bytesToBase64((await crypto.subtle.exportKey("raw", keys.publicKey)) as ArrayBuffer);
+    expect((await configure(provider.id, { kind: "telnyx", public_key: publicKey })).status).toBe(200);
+  });
+
+  /** Telnyx's headers for `body` signed at `timestamp` (now by default). */
+  async function signed(body: string, timestamp = String(Math.floor(Date.now() / 1000))) {
+    const bytes = new TextEncoder().encode(`${timestamp}|${body}`);
+    const signature = bytesToBase64(await crypto.subtle.sign({ name: "Ed25519" }, keys.privateKey, bytes));
+    return { "telnyx-signature-ed25519": signature, "telnyx-timestamp": timestamp };
+  }
+
+  const lookup = (path: string, init: { method?: string; body?: string; headers: Record<string, string> }) =>
+    call(path, { ...init, token: provider.token, headers: { "Content-Type": "application/json", ...init.headers } });
+
+  it("the query string asks nothing: a signed POST with ?inbound=…&StirVerstat=… answers what its body says", async () => {
+    // An untrusted caller, no verification, signed; the query names Acme's trusted number at level A.
+    const body = JSON.stringify({
+      data: { event_type: "call.initiated", id: crypto.randomUUID(), payload: { to: ALICE, from: STRANGER } },
+    });
+    const query = new URLSearchParams({ inbound: ACME, StirVerstat: "TN-Validation-Passed-A", From: ACME });
+    const response = await lookup(`/apps/buzz/trust-lookup?${query}`, {
+      method: "POST",
+      body,
+      headers: await signed(body),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ trusted: false, user_id: alice, caller_verification: null });
+  });
+
+  it("a GET is refused (403): its signature covers `<timestamp>|`, so it would vouch for any query", async () => {
+    const headers = await signed("");
+    for (const path of [
+      `/apps/buzz/trust-lookup?${new URLSearchParams({ To: ALICE, From: ACME })}`,
+      `/apps/buzz/trust-lookup?${new URLSearchParams({ To: ALICE, From: STRANGER, caller_id: "TELNYX GET" })}`,
+      `/apps/buzz/call-lookup?number_code=1&number=${ALICE.slice(2)}&inbound_code=1&inbound=${ACME.slice(2)}`,
+    ]) {
+      const response = await lookup(path, { headers });
+      await expectError(response, 403, "Forbidden");
+    }
+    // The signed request a GET could have been is still answered as a POST.
+    const body = JSON.stringify({ To: ALICE, From: ACME });
+    const post = await lookup("/apps/buzz/trust-lookup", { method: "POST", body, headers: await signed(body) });
+    expect(await post.json()).toEqual({ trusted: true, user_id: alice, caller_verification: null });
+  });
+
+  it("a signed request is answered once: its replay, even with a query string added, is 403 and records nothing", async () => {
+    const body = JSON.stringify({ To: ALICE, From: STRANGER, caller_id: "TELNYX ONCE" });
+    const headers = await signed(body);
+    const first = await lookup("/apps/buzz/trust-lookup", { method: "POST", body, headers });
+    expect(await first.json()).toEqual({ trusted: false, user_id: alice, caller_verification: null });
+    const query = new URLSearchParams({ inbound: ACME, StirVerstat: "TN-Validation-Passed-A" });
+    for (const path of ["/apps/buzz/trust-lookup", `/apps/buzz/trust-lookup?${query}`]) {
+      const replay = await lookup(path, { method: "POST", body, headers });
+      expect(((await replay.clone().json()) as { error: { message: string } }).error.message).toMatch(
+        /already answered/,
+      );
+      await expectError(replay, 403, "Forbidden");
+    }
+    // The same signature in base64url without padding is the same signed request.
+    const recoded = headers["telnyx-signature-ed25519"].replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const again = await lookup("/apps/buzz/trust-lookup", {
+      method: "POST",
+      body,
+      headers: { ...headers, "telnyx-signature-ed25519": recoded },
+    });
+    await expectError(again, 403, "Forbidden");
+    // One blocked call: the first request's.
+    await scheduler.wait(100);
+    expect((await blockedCallerIds("TELNYX ONCE")).filter((id) => id === "TELNYX ONCE")).toHaveLength(1);
+  });
+
+  it("copies of one signed request sent at once: exactly one is answered", async () => {
+    const body = JSON.stringify({ To: ALICE, From: ACME, shaken_stir_attestation: "A", shaken_stir_validated: true });
+    const headers = await signed(body);
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => lookup("/apps/buzz/trust-lookup", { method: "POST", body, headers })),
+    );
+    expect(answers.map((response) => response.status).sort()).toEqual([200, 403, 403, 403, 403, 403]);
+  });
+
+  it("the same call signed again (a new timestamp) is a new request and is answered", async () => {
+    const body = JSON.stringify({ To: ALICE, From: ACME, caller_id: "TELNYX SIGNED TWICE" });
+    const second = String(Math.floor(Date.now() / 1000) - 1);
+    for (const headers of [await signed(body), await signed(body, second)]) {
+      const response = await lookup("/apps/buzz/trust-lookup", { method: "POST", body, headers });
+      expect(await response.json()).toEqual({ trusted: true, user_id: alice, caller_verification: null });
+    }
+  });
+
+  it("the answer format may still come from the URL (?answer=twiml): how to answer, not what", async () => {
+    const form = new URLSearchParams({ To: ALICE, From: ACME, CallSid: "v3:texml" }).toString();
+    const response = await lookup("/apps/buzz/trust-lookup?answer=twiml&From=%2B16505550123", {
+      method: "POST",
+      body: form,
+      headers: { ...(await signed(form)), "Content-Type": "application/x-www-form-urlencoded" },
+    });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain(`<Client>person-${alice}</Client>`);
+  });
+});
+
+describe("the replay guard keeps only what its window needs", () => {
+  const guard = (name: string) => env.REPLAY_GUARD.get(env.REPLAY_GUARD.idFromName(name));
+
+  it("a digest is refused while it is kept, forgotten once expired, and the alarm clears the rest", async () => {
+    const object = guard(`replay:test:${crypto.randomUUID()}`);
+    const soon = Date.now() + 60_000;
+    expect(await object.firstUse("digest-1", soon)).toBe(true);
+    expect(await object.firstUse("digest-1", soon)).toBe(false);
+    // Expired digests are pruned by the next call: the same digest is new again, and the table holds only it.
+    expect(await object.firstUse("old-1", Date.now() - 1)).toBe(true);
+    expect(await object.firstUse("old-2", Date.now() - 1)).toBe(true);
+    expect(await object.firstUse("old-1", Date.now() - 1)).toBe(true);
+    expect(await object.size()).toBe(2); // digest-1 and the last old-1, not yet pruned
+    expect(await runInDurableObject(object, (_, state) => state.storage.getAlarm())).not.toBeNull();
+    await runInDurableObject(object, (_, state) => state.storage.setAlarm(Date.now()));
+    await runDurableObjectAlarm(object);
+    expect(await object.size()).toBe(1);
+  });
+});
+
+describe("the Twilio auth token at rest", () => {
+  /** The token's stored signing configuration, as D1 holds it (text). */
+  const storedSigning = async (id: number) =>
+    (await env.DB.prepare("SELECT signing FROM access_tokens WHERE id = ?").bind(id).first<{ signing: string }>())!
+      .signing;
+  /** The token's `tok:` record in KV, as text. */
+  const tokRecord = async (token: string) => env.TRUST_INDEX.get(`tok:${await sha256Hex(token)}`);
+  /** A form Twilio signed with `authToken` for the lookup URL. */
+  async function signedTwilio(token: string, authToken = AUTH_TOKEN, from = ACME) {
+    const fields = incomingCall(from);
+    const signature = await twilioLibrary<string>({ op: "sign", authToken, url: LOOKUP, params: fields });
+    return twilioPost(token, fields, signature);
+  }
+  /** The Worker's handle with another PROVIDER_SECRET_KEYS (the deployed secret after an operator changed it). */
+  const depsWith = (keys: string | undefined) => createDeps({ ...env, PROVIDER_SECRET_KEYS: keys });
+  const KEY_T1 = env.PROVIDER_SECRET_KEYS!;
+  const KEY_T2 = `t2:${"cm90YXRlZC1wcm92aWRlci1rZXktcm90YXRlZC1rZXktMzI"}`;
+
+  it("is stored sealed (AES-GCM under PROVIDER_SECRET_KEYS' first key) and never reaches KV, yet verifies", async () => {
+    const provider = await providerToken("sealed");
+    expect((await configure(provider.id, { kind: "twilio", auth_token: AUTH_TOKEN })).status).toBe(200);
+    const stored = await storedSigning(provider.id);
+    expect(stored).not.toContain(AUTH_TOKEN);
+    expect(JSON.parse(stored)).toEqual({ kind: "twilio", sealed: expect.stringMatching(/^v1\.t1\./) });
+
+    expect(await (await signedTwilio(provider.token)).json()).toEqual({
+      trusted: true,
+      user_id: alice,
+      caller_verification: "A",
+    });
+    // The verification's record (written after the answer) carries the ciphertext, never the auth token.
+    let record: string | null = null;
+    for (let i = 0; i < 80 && record === null; i++) {
+      record = await tokRecord(provider.token);
+      if (record === null) await scheduler.wait(25);
+    }
+    expect(record).not.toBeNull();
+    expect(record).not.toContain(AUTH_TOKEN);
+    expect(JSON.parse(record!).principal.signing).toEqual(JSON.parse(stored));
+    // Another account's signature still fails against the opened token.
+    await expectError(await signedTwilio(provider.token, "fedcba9876543210fedcba9876543210"), 403, "Forbidden");
+  });
+
+  it("a sealed value opens only as its own token's: copied to another token's row, it is a 503, not a key", async () => {
+    const [from, to] = [await providerToken("sealedfrom"), await providerToken("sealedto")];
+    expect((await configure(from.id, { kind: "twilio", auth_token: AUTH_TOKEN })).status).toBe(200);
+    await env.DB.prepare("UPDATE access_tokens SET signing = ? WHERE id = ?")
+      .bind(await storedSigning(from.id), to.id)
+      .run();
+    const response = await signedTwilio(to.token);
+    expect(response.status).toBe(503);
+    expect(await response.text()).toMatch(/does not open/);
+    // A rotation leaves such a value as it is and counts it.
+    const rotation = await rotateProviderSecrets(depsWith(`${KEY_T2},${KEY_T1}`));
+    expect(rotation.unopened).toBe(1);
+    await rotateProviderSecrets(depsWith(KEY_T1)); // everything back under t1
+    await env.DB.prepare("UPDATE access_tokens SET signing = NULL WHERE id = ?").bind(to.id).run();
+  });
+
+  it("without PROVIDER_SECRET_KEYS: setting a Twilio auth token is a 503 naming it, and nothing is stored", async () => {
+    const provider = await providerToken("nokeys");
+    const ctx = createExecutionContext();
+    const response = await createApp().fetch(
+      new Request(`http://api.test/internal/providers/${provider.id}/signing`, {
+        method: "PUT",
+        headers: { Authorization: `Bearer ${ADMIN}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ kind: "twilio", auth_token: AUTH_TOKEN }),
+      }),
+      { ...env, PROVIDER_SECRET_KEYS: undefined },
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    expect(response.status).toBe(503);
+    expect(await response.text()).toMatch(/PROVIDER_SECRET_KEYS is not set/);
+    expect(await storedSigning(provider.id)).toBeNull();
+    await expect(depsWith("t1:tooshort").providerKeys.seal("x", "y")).rejects.toThrow(/is malformed/);
+  });
+
+  it("a token stored in clear by an older version still verifies, and the minute cron seals it and rewrites its record", async () => {
+    const provider = await providerToken("legacy");
+    const hash = await sha256Hex(provider.token);
+    const clear = JSON.stringify({ kind: "twilio", authToken: AUTH_TOKEN });
+    await env.DB.prepare("UPDATE access_tokens SET signing = ? WHERE id = ?").bind(clear, provider.id).run();
+    // The record an older version wrote: the principal with the auth token in clear.
+    const principal = { kind: "service", tokenId: provider.id, service: "legacy", scopes: ["calls:lookup"] };
+    const oldRecord = { v: 1, principal: { ...principal, signing: JSON.parse(clear) }, expiresAt: null, usedAt: null };
+    await env.TRUST_INDEX.put(`tok:${hash}`, JSON.stringify(oldRecord));
+
+    // Before the cron: answered (the auth token read from D1, never from the record).
+    expect((await signedTwilio(provider.token)).status).toBe(200);
+    await expectError(await signedTwilio(provider.token, "fedcba9876543210fedcba9876543210"), 403, "Forbidden");
+
+    const ctx = createExecutionContext();
+    await worker.scheduled!(createScheduledController({ cron: "* * * * *", scheduledTime: Date.now() }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    const stored = await storedSigning(provider.id);
+    expect(stored).not.toContain(AUTH_TOKEN);
+    expect(JSON.parse(stored)).toEqual({ kind: "twilio", sealed: expect.stringMatching(/^v1\.t1\./) });
+    const record = (await tokRecord(provider.token))!;
+    expect(record).not.toContain(AUTH_TOKEN);
+    expect(JSON.parse(record).principal.signing).toEqual(JSON.parse(stored));
+    expect((await signedTwilio(provider.token)).status).toBe(200);
+  });
+
+  it("rotation: a new key put first, the command seals everything under it; the old key may then go", async () => {
+    const provider = await providerToken("rotated");
+    expect((await configure(provider.id, { kind: "twilio", auth_token: AUTH_TOKEN })).status).toBe(200);
+    const underT1 = await storedSigning(provider.id);
+
+    // The operator puts t2 first (t1 still listed) and rotates: sealed again under t2, the records rewritten.
+    const rotated = await rotateProviderSecrets(depsWith(`${KEY_T2},${KEY_T1}`));
+    expect(rotated).toMatchObject({ key_id: "t2", unopened: 0, remaining: false });
+    expect(rotated.resealed).toBeGreaterThanOrEqual(1);
+    const underT2 = await storedSigning(provider.id);
+    expect(JSON.parse(underT2).sealed).toMatch(/^v1\.t2\./);
+    // It opens under t2 alone, as the same auth token; this Worker (t1 only) says which key it lacks.
+    expect(
+      await depsWith(KEY_T2).providerKeys.open(JSON.parse(underT2).sealed, `access_tokens.signing:${provider.id}`),
+    ).toBe(AUTH_TOKEN);
+    const withoutT2 = await signedTwilio(provider.token);
+    expect(withoutT2.status).toBe(503);
+    expect(await withoutT2.text()).toMatch(/PROVIDER_SECRET_KEYS has no key `t2`/);
+    // Nothing is due under t2 any more; under t1 first again, the operator's route seals it back.
+    expect(await rotateProviderSecrets(depsWith(`${KEY_T2},${KEY_T1}`))).toMatchObject({
+      resealed: 0,
+      remaining: false,
+    });
+    const back = await rotateProviderSecrets(depsWith(`${KEY_T1},${KEY_T2}`));
+    expect(back).toMatchObject({ key_id: "t1", unopened: 0, remaining: false });
+    expect(JSON.parse(await storedSigning(provider.id)).sealed).toMatch(/^v1\.t1\./);
+    expect(await storedSigning(provider.id)).not.toBe(underT1); // a new IV every time
+    expect((await signedTwilio(provider.token)).status).toBe(200);
+
+    const route = await call("/internal/provider-keys/rotate", { method: "POST", token: ADMIN });
+    expect(route.status).toBe(200);
+    expect(await route.json()).toEqual({ key_id: "t1", resealed: 0, unopened: 0, remaining: false });
+    await expectError(
+      await call("/internal/provider-keys/rotate", { method: "POST", token: provider.token }),
+      403,
+      "Forbidden",
+    );
   });
 });
 

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { as, asAny, call, codeSentTo, DEMO, employeeBody, expectError, fresh, insertToken } from "./helpers";
+import { acmeEmployeeWithPhone, as, asAny, call, codeSentTo, DEMO, expectError, fresh, insertToken } from "./helpers";
 
 /*
  * Signing in and devices (docs/app.md, "Signing in" and "Devices"): a code to an email or a phone, a
@@ -41,13 +41,7 @@ describe("signing in", () => {
 
   it("by phone: signing in proves that phone", async () => {
     const number = "+16505551212";
-    const created = await as("alice").send(
-      "POST",
-      "/companies/1/employees",
-      employeeBody(fresh("phone"), { phone_numbers: [{ phone_full: number, primary: true }] }),
-    );
-    expect(created.status).toBe(200);
-    const { id } = (await created.json()) as { id: number };
+    const id = await acmeEmployeeWithPhone("phone", number);
     const signed = await signIn({ phone: number }, "Work phone");
     expect(((await (await call("/me", { token: signed.token })).json()) as { id: number }).id).toBe(id);
     const phones = (await (await call("/me/phones", { token: signed.token })).json()) as { confirmed: boolean }[];
@@ -67,14 +61,7 @@ describe("signing in", () => {
     expect(await expectError(refused, 400, "Bad Request")).toBe("Bad Request: invalid or expired code");
     // A phone several people hold, none proven, reaches nobody either.
     const shared = "+16505551213";
-    for (let i = 0; i < 2; i++) {
-      const made = await as("alice").send(
-        "POST",
-        "/companies/1/employees",
-        employeeBody(fresh("shared"), { phone_numbers: [{ phone_full: shared, primary: true }] }),
-      );
-      expect(made.status).toBe(200);
-    }
+    for (let i = 0; i < 2; i++) await acmeEmployeeWithPhone("shared", shared);
     expect((await call("/auth/codes", { method: "POST", body: { phone: shared } })).status).toBe(202);
     expect(await outboxCount(shared)).toBe(0);
   });

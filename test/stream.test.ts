@@ -250,21 +250,37 @@ describe("GET /apps/buzz/stream", () => {
     expect(frames[2]).toEqual({ type: "blocked_call", data: blocked[0] });
   });
 
-  it("closes a revoked token's connections when the object's alarm checks (at least every 60 s)", async () => {
-    const bob = await newPerson("Revoked");
-    const socket = await connect("", bob.token);
-    const other = await newPerson("Kept");
-    const kept = await connect("", other.token);
-    const stub = personObject(bob.id);
-    expect(await runInDurableObject(stub, async (_, state) => state.storage.getAlarm())).toBeLessThanOrEqual(
-      Date.now() + 60_000,
-    );
-    await createDb(env.DB).update(accessTokens).set({ revokedAt: new Date() }).where(eq(accessTokens.id, bob.tokenId));
+  it("an idle socket schedules no alarm: nothing checks its token on a timer", async () => {
+    const idle = await newPerson("Idle");
+    const socket = await connect("", idle.token);
+    const stub = personObject(idle.id);
+    // A new person's object has written nothing, so only a socket could have asked for an alarm.
+    expect(await runInDurableObject(stub, async (_, state) => state.storage.getAlarm())).toBeNull();
+    expect(socket.ws.readyState).toBe(WebSocket.OPEN);
+    socket.ws.close();
+  });
+
+  it("a socket whose token expires closes at that time (its one alarm), with 4001", async () => {
+    const brief = await newPerson("Brief");
+    const token = `pk_${fresh("expiring").replaceAll(".", "_")}`;
+    const expiresAt = new Date(Date.now() + 60_000);
+    await insertToken(token, { personId: brief.id, expiresAt });
+    const socket = await connect("", token);
+    const kept = await connect("", brief.token);
+    const stub = personObject(brief.id);
+    expect(await runInDurableObject(stub, async (_, state) => state.storage.getAlarm())).toBe(expiresAt.getTime());
+    // Not yet: the alarm leaves it open.
     await runDurableObjectAlarm(stub);
+    expect(socket.ws.readyState).toBe(WebSocket.OPEN);
+    // At its expiry (as the alarm sees it): closed, and the other token's socket stays.
+    await runInDurableObject(stub, async (instance) => {
+      (instance as unknown as { stream: { closeExpired(now: number): number | null } }).stream.closeExpired(
+        expiresAt.getTime(),
+      );
+    });
     expect(await socket.closed).toEqual({ code: 4001, reason: "the token of this connection is no longer valid" });
-    // The alarm is set again while sockets are open, and a valid token's socket stays.
-    await runDurableObjectAlarm(personObject(other.id));
     expect(kept.ws.readyState).toBe(WebSocket.OPEN);
+    kept.ws.close();
   });
 
   it("closes the connections of a person whose account is erased", async () => {

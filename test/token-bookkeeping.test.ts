@@ -13,35 +13,6 @@ import { call, countD1, countInPersonObject, countRows, DEMO, expectError, inser
 
 afterEach(() => vi.restoreAllMocks());
 
-/** Every D1 round trip the Worker makes from now on, as the SQL of its statements. */
-function recordD1(): string[][] {
-  const rounds: string[][] = [];
-  const sqlOf = (statement: D1PreparedStatement) => (statement as unknown as { statement: string }).statement;
-  const prototype = Object.getPrototypeOf(env.DB.prepare("select 1")) as D1PreparedStatement;
-  for (const method of ["first", "all", "run", "raw"] as const) {
-    const original = prototype[method] as (...args: unknown[]) => unknown;
-    vi.spyOn(prototype, method).mockImplementation(function (this: D1PreparedStatement, ...args: unknown[]) {
-      rounds.push([sqlOf(this)]);
-      return original.apply(this, args);
-    } as never);
-  }
-  const recordBatches = (database: D1Database | D1DatabaseSession) => {
-    const batch = database.batch.bind(database);
-    return (statements: D1PreparedStatement[]) => {
-      rounds.push(statements.map(sqlOf));
-      return batch(statements);
-    };
-  };
-  vi.spyOn(env.DB, "batch").mockImplementation(recordBatches(env.DB) as D1Database["batch"]);
-  const withSession = env.DB.withSession.bind(env.DB);
-  vi.spyOn(env.DB, "withSession").mockImplementation((constraint) => {
-    const session = withSession(constraint);
-    Object.assign(session, { batch: recordBatches(session) });
-    return session;
-  });
-  return rounds;
-}
-
 const TOKEN_LOOKUP = /from "access_tokens" where "access_tokens"."token_hash" = \?/;
 const BOOKKEEPING = /update "(access_tokens|people)" set "(last_used_at|last_login_at)"/;
 const TOKEN_CHECK = /from access_tokens where id = \?/;
@@ -70,7 +41,8 @@ const encrypt = (token: string, n: number) =>
 describe("token work of 100 writes with one token", () => {
   it("one token read, one bookkeeping round, the check inside each write's own round trip, no `select 1`", async () => {
     const token = await newToken("hundred", DEMO.people.bob);
-    const rounds = recordD1();
+    // Every D1 round trip from now on, as the SQL of its statements.
+    const rounds = countD1().roundTrips;
     const started = Date.now();
     for (let n = 0; n < 100; n++) expect((await encrypt(token, n)).status).toBe(200);
     await settle();

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { sha256Hex } from "../src/lib/crypto";
-import { as, call, countRows, DEMO, expectError, insertToken } from "./helpers";
+import { as, call, countD1, countRows, DEMO, expectError, insertToken } from "./helpers";
 
 /**
  * A token's verification record lives in KV without a TTL (docs/architecture.md,
@@ -13,45 +13,13 @@ import { as, call, countRows, DEMO, expectError, insertToken } from "./helpers";
  * within 60 s, and a refused KV put is retried by the index work until it lands.
  */
 
-const spies: { mockRestore(): void }[] = [];
 afterEach(() => {
   vi.useRealTimers();
-  for (const spy of spies.splice(0)) spy.mockRestore();
   vi.restoreAllMocks();
 });
 
-const bindingPrepare = env.DB.prepare;
-const bindingWithSession = env.DB.withSession;
-
-/** The SQL of every statement the Worker prepares from now on (on the binding and its sessions). */
-function d1Statements(): string[] {
-  const seen: string[] = [];
-  const wrapped = new WeakSet<object>();
-  const recorded = (database: D1Database | D1DatabaseSession) => {
-    const prepare = database.prepare.bind(database);
-    return (query: string) => {
-      seen.push(query);
-      return prepare(query);
-    };
-  };
-  spies.push(
-    vi.spyOn(env.DB, "prepare").mockImplementation((query: string) => {
-      seen.push(query);
-      return bindingPrepare.call(env.DB, query);
-    }),
-  );
-  const withSession = bindingWithSession.bind(env.DB);
-  spies.push(
-    vi.spyOn(env.DB, "withSession").mockImplementation((constraint) => {
-      const session = withSession(constraint);
-      // A session object may be handed out again: wrap its `prepare` once.
-      if (!wrapped.has(session)) Object.assign(session, { prepare: recorded(session) });
-      wrapped.add(session);
-      return session;
-    }),
-  );
-  return seen;
-}
+/** The SQL of every statement D1 runs from now on (countD1: the Worker's and the objects'). */
+const d1Statements = (): string[] => countD1().queries;
 
 const TOKEN_WORK = /access_tokens|'tok:'/;
 const BOOKKEEPING = /update "(access_tokens|people)" set "(last_used_at|last_login_at)"/;

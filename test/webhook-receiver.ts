@@ -2,7 +2,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
 import worker from "../src/index";
-import type { DeliveryMessage } from "../src/queue/messages";
+import type { DeliveryMessage } from "../src/domain/queue-messages";
 import { as } from "./helpers";
 
 /**

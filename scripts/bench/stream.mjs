@@ -8,13 +8,13 @@
 //    heap is read again, with workerd's resident memory before and after;
 // 3. Alice sends Bob `CHATS` chats, one after another (POST /apps/buzz/activity): each is
 //    timed from just before Alice's request to the frame on Bob's socket; p50 and p99.
-// The chat POST's own time (to its 200) is given beside it.
+// The chat POST's own time (to its 200) is given beside it. `npm run bench -- --smoke` runs it
+// with a few sockets and chats and no wait (`sizes`), to check that it still runs.
 import { createHash, randomUUID } from "node:crypto";
 import WebSocket from "ws";
 
-export const IDLE_CONNECTIONS = 1000;
-const CHATS = 200;
-const HIBERNATE_WAIT_MS = 15_000;
+/** Idle sockets, chats, and the wait for the idle objects to hibernate. */
+const SIZES = { idle: 1000, chats: 200, hibernateMs: 15_000 };
 const ALICE = { id: 1, token: "pk_demo_alice" };
 const BOB = { id: 2, token: "pk_demo_bob" };
 
@@ -35,9 +35,11 @@ function open(/** @type {string} */ wsUrl, /** @type {string} */ token) {
 
 /**
  * @param {{ url: string, db: D1Database, heap: (() => Promise<number>) | null,
- *   rss: () => { mib: number } | null, say: (line: string) => void }} options
+ *   rss: () => { mib: number } | null, say: (line: string) => void,
+ *   sizes?: { idle: number, chats: number, hibernateMs: number } }} options
  */
-export async function streamScenario({ url, db, heap, rss, say }) {
+export async function streamScenario({ url, db, heap, rss, say, sizes = SIZES }) {
+  const { idle: IDLE_CONNECTIONS, chats: CHATS, hibernateMs: HIBERNATE_WAIT_MS } = sizes;
   const wsUrl = url.replace(/^http/, "ws");
   const tokens = Array.from({ length: IDLE_CONNECTIONS }, (_, i) => `pk_bench_stream_${i}_${randomUUID().slice(0, 8)}`);
   // People and tokens in chunks (D1 binds at most 100 parameters a statement).

@@ -169,6 +169,8 @@ export async function measureBigCompany({ employees = 100_000, runs = 9, log = (
   const { listEmployees, employeeListCache } = await tsImport("../../src/services/employees/list.ts", import.meta.url);
   const timer = { ms: 0, statements: 0 };
   const drizzle = createDb(d1Over(db, timer));
+  // The list services take the Worker's handle (`Pick<Deps, "db">`); pendingInTurns a bare Db.
+  const deps = { db: drizzle };
   const current = { since: null, employees: null, statuses: ["pending", "in_progress"] };
 
   /**
@@ -199,16 +201,14 @@ export async function measureBigCompany({ employees = 100_000, runs = 9, log = (
       .prepare("SELECT person_id FROM memberships WHERE company_id = ? ORDER BY person_id LIMIT 1 OFFSET ?")
       .get(company, (lastPage - 1) * 100 - 1).person_id;
     const reads = {
-      exposures_page_1: () => listExposures(drizzle, company, current, { page: 1, per_page: 100 }),
-      exposures_page_100: () => listExposures(drizzle, company, current, { page: 100, per_page: 100 }),
-      exposures_page_1_of_1000: () => listExposures(drizzle, company, current, { page: 1, per_page: 1000 }),
-      employees_page_1: () => listEmployees(drizzle, company, null, { page: 1, per_page: 100 }, null),
-      employees_last_page_by_keyset: () =>
-        listEmployees(drizzle, company, null, { page: 1, per_page: 100 }, null, before),
-      employees_last_page_by_number: () =>
-        listEmployees(drizzle, company, null, { page: lastPage, per_page: 100 }, null),
-      employees_page_1_of_1000: () => listEmployees(drizzle, company, null, { page: 1, per_page: 1000 }, null),
-      employees_search: () => listEmployees(drizzle, company, "e123", { page: 1, per_page: 100 }, null),
+      exposures_page_1: () => listExposures(deps, company, current, { page: 1, per_page: 100 }),
+      exposures_page_100: () => listExposures(deps, company, current, { page: 100, per_page: 100 }),
+      exposures_page_1_of_1000: () => listExposures(deps, company, current, { page: 1, per_page: 1000 }),
+      employees_page_1: () => listEmployees(deps, company, null, { page: 1, per_page: 100 }, null),
+      employees_last_page_by_keyset: () => listEmployees(deps, company, null, { page: 1, per_page: 100 }, null, before),
+      employees_last_page_by_number: () => listEmployees(deps, company, null, { page: lastPage, per_page: 100 }, null),
+      employees_page_1_of_1000: () => listEmployees(deps, company, null, { page: 1, per_page: 1000 }, null),
+      employees_search: () => listEmployees(deps, company, "e123", { page: 1, per_page: 100 }, null),
     };
     pages[label] = {};
     for (const [name, read] of Object.entries(reads)) {
@@ -241,8 +241,8 @@ export async function measureBigCompany({ employees = 100_000, runs = 9, log = (
     }));
   }
   const plans = {
-    exposures: await plan(() => listExposures(drizzle, BIG, current, { page: 100, per_page: 100 })),
-    employees: await plan(() => listEmployees(drizzle, BIG, null, { page: 1, per_page: 100 }, null, employees / 2)),
+    exposures: await plan(() => listExposures(deps, BIG, current, { page: 100, per_page: 100 })),
+    employees: await plan(() => listEmployees(deps, BIG, null, { page: 1, per_page: 100 }, null, employees / 2)),
   };
   db.close();
   return {

@@ -1,10 +1,11 @@
 import { logError, logInfo } from "../lib/log";
-import type { BackgroundMessage } from "../queue/messages";
+import type { BackgroundMessage } from "../domain/queue-messages";
 import { runBackgroundJob } from "../services/background-jobs";
 import { backgroundStatus } from "../services/backlog";
 import { deadLetterDue } from "../services/dead-letters";
 import { rebuildIfNever } from "../services/index-rebuild";
 import { createDeps } from "../services/deps";
+import { resealProviderSecrets } from "../services/provider-secrets";
 
 export const MINUTELY = "* * * * *";
 export const HOURLY = "0 * * * *";
@@ -55,7 +56,10 @@ export async function handleScheduled(controller: ScheduledController, env: Env)
       });
       // A deployment whose trust index was never built builds it (then marks it complete).
       const rebuild = await run("rebuild", () => rebuildIfNever(deps, now));
-      logInfo({ cron: controller.cron, index, outbox, erase, redrive, rebuild });
+      // Twilio auth tokens stored in clear by an older version, or under a key rotated away, sealed
+      // under PROVIDER_SECRET_KEYS' first key (one read of the few signed tokens when none is due).
+      const providerKeys = await run("provider-keys", () => resealProviderSecrets(deps, now));
+      logInfo({ cron: controller.cron, index, outbox, erase, redrive, rebuild, providerKeys });
       const backlog = await run("status", () => backgroundStatus(deps, now));
       if (backlog) logInfo({ metric: "background_backlog", ...backlog });
       return;

@@ -48,12 +48,17 @@ function fromVerstat(value: string): CallerVerification {
 }
 
 /**
- * Telnyx's pair: `shaken_stir_validated` false is a failed verification;
- * otherwise the attestation level (`A`, `B`, `C`) counts, and a level that
- * is absent or unreadable is `none`.
+ * Telnyx's pair: `shaken_stir_validated` false is a failed verification; the
+ * attestation level (`A`, `B`, `C`) counts only when `shaken_stir_validated`
+ * is `true` (JSON `true` arrives here as the string): a level is what the
+ * originating carrier claimed, and only the validation says the claim was
+ * checked. Absent, empty, `0`, `no`, `null` or anything else, and a level
+ * that is absent or unreadable, read as `none` (docs/providers.md, "Caller
+ * verification"), so strict mode never rings an unchecked `A`.
  */
 function fromTelnyx(attestation: string | undefined, validated: string | undefined): CallerVerification {
   if (given(validated) && validated.trim().toLowerCase() === "false") return "failed";
+  if (validated?.trim() !== "true") return "none";
   const level = attestation?.trim().toUpperCase();
   return level === "A" || level === "B" || level === "C" ? level : "none";
 }

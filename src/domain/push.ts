@@ -139,7 +139,7 @@ export function targetKey(target: PushTarget): string {
 }
 
 /**
- * A push on its way (a message of the `background` queue, src/queue/messages.ts): one device, one
+ * A push on its way (a message of the `background` queue, domain/queue-messages.ts): one device, one
  * event. `at` is when the event arrived (ms): a push that keeps failing is retried only within
  * `PUSH_RETRY_MS` of it.
  */

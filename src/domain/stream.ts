@@ -12,8 +12,6 @@ export const MAX_STREAMS = 10;
 export const RESUME_LIMIT = 500;
 /** How long a ticket (`POST /apps/buzz/stream/tickets`) can be used, once. */
 export const TICKET_TTL_MS = 60_000;
-/** How often the object re-checks the tokens of its open sockets (a revoked one closes within this). */
-export const TOKEN_RECHECK_MS = 60_000;
 
 /** Close codes the server sends (4000–4999 are the application's). */
 export const STREAM_CLOSE = {

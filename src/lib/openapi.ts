@@ -19,7 +19,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   429: "Rate limit exceeded; see Retry-After",
   500: "Unexpected failure; reported with the request id",
   502: "A provider the request needed (SMS, email) refused it; nothing was changed",
-  503: "A provider the request needed did not answer, or a provider or Worker secret is not configured here; the message names it",
+  503: "A provider or object the request needed did not answer, or a provider or Worker secret is not configured here; the message names it",
 };
 
 /** A message each status really answers, for the document's examples (one per status, not one for all). */

@@ -134,9 +134,14 @@ export async function verifyTelnyx(publicKey: string, request: TelnyxRequest): P
   const signature = base64ToBytes(request.signature);
   const key = await telnyxKey(publicKey);
   if (!signature || signature.byteLength !== 64 || !key) return false;
-  const prefix = encoder.encode(`${timestamp}|`);
-  const signed = new Uint8Array(prefix.byteLength + request.body.byteLength);
+  return crypto.subtle.verify({ name: "Ed25519" }, key, signature, telnyxSignedBytes(timestamp, request.body));
+}
+
+/** What Telnyx signs: `<telnyx-timestamp>|<raw body>`. */
+export function telnyxSignedBytes(timestamp: string, body: Uint8Array): Uint8Array {
+  const prefix = encoder.encode(`${timestamp.trim()}|`);
+  const signed = new Uint8Array(prefix.byteLength + body.byteLength);
   signed.set(prefix);
-  signed.set(request.body, prefix.byteLength);
-  return crypto.subtle.verify({ name: "Ed25519" }, key, signature, signed);
+  signed.set(body, prefix.byteLength);
+  return signed;
 }

@@ -1,7 +1,11 @@
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import { forbidden } from "../lib/errors";
-import { verifyTelnyx, verifyTwilio } from "../lib/provider-signatures";
-import type { AppEnv } from "../types";
+import { forbidden, serviceUnavailable } from "../lib/errors";
+import { logError } from "../lib/log";
+import { TELNYX_TOLERANCE_SECONDS, telnyxSignedBytes, verifyTelnyx, verifyTwilio } from "../lib/provider-signatures";
+import { signsBodyOnly } from "../domain/provider-signing";
+import { twilioAuthToken } from "../services/provider-secrets";
+import type { AppEnv, Principal } from "../types";
 
 const BASIC = /^Basic[ ]+([A-Za-z0-9+/]+={0,2})\s*$/i;
 
@@ -19,40 +23,96 @@ function basicCredentials(header: string | undefined): { user: string; password:
 }
 
 /**
+ * Whether this request's question is its signed body alone (a Telnyx-signed
+ * token, `signsBodyOnly`): the handler then reads no field from the query
+ * string, which Telnyx does not sign.
+ */
+export const readsSignedBodyOnly = (principal: Principal | null) =>
+  principal?.kind === "service" && signsBodyOnly(principal.signing);
+
+/**
  * A provider token with a signing configuration answers only requests its
  * provider signed (docs/providers.md, "Signed requests"): Twilio's
  * `X-Twilio-Signature` or Telnyx's `telnyx-signature-ed25519` with
  * `telnyx-timestamp`. Anything else is 403 before the handler runs, so nothing
  * is recorded. The configuration came with the token's verification (cached
- * with it): no read of its own. Runs after `requireAuth`.
+ * with it): no read of its own (a Twilio auth token is opened from the
+ * sealed value it carries, services/provider-secrets.ts). Runs after
+ * `requireAuth`.
  */
 export const requireProviderSignature = createMiddleware<AppEnv>(async (c, next) => {
   const principal = c.var.principal;
-  const signing = principal?.kind === "service" ? principal.signing : undefined;
-  if (!signing) return next();
-  const body = new Uint8Array(c.req.method === "GET" || c.req.method === "HEAD" ? [] : await c.req.arrayBuffer());
-  const valid =
-    signing.kind === "twilio"
-      ? await verifyTwilio(signing.authToken, {
-          url: c.req.url,
-          contentType: c.req.header("Content-Type") ?? "",
-          body,
-          signature: c.req.header("X-Twilio-Signature"),
-          basic: basicCredentials(c.req.header("Authorization")),
-        })
-      : await verifyTelnyx(signing.publicKey, {
-          body,
-          signature: c.req.header("telnyx-signature-ed25519"),
-          timestamp: c.req.header("telnyx-timestamp"),
-          nowSeconds: Math.floor(Date.now() / 1000),
-        });
-  if (!valid) {
-    throw forbidden(
-      signing.kind === "twilio"
-        ? "this token answers only requests Twilio signed: X-Twilio-Signature is missing or does not match"
-        : "this token answers only requests Telnyx signed: telnyx-signature-ed25519 is missing or does not match, " +
-            "or telnyx-timestamp is more than 5 minutes away",
-    );
-  }
+  if (principal?.kind !== "service" || !principal.signing) return next();
+  const { tokenId, signing } = principal;
+  if (signing.kind === "twilio") await checkTwilio(c, await twilioAuthToken(c.var.deps, tokenId, signing));
+  else await checkTelnyx(c, tokenId, signing.publicKey);
   await next();
 });
+
+const hasNoBody = (c: Context<AppEnv>) => c.req.method === "GET" || c.req.method === "HEAD";
+
+async function checkTwilio(c: Context<AppEnv>, authToken: string) {
+  const valid = await verifyTwilio(authToken, {
+    url: c.req.url,
+    contentType: c.req.header("Content-Type") ?? "",
+    body: new Uint8Array(hasNoBody(c) ? [] : await c.req.arrayBuffer()),
+    signature: c.req.header("X-Twilio-Signature"),
+    basic: basicCredentials(c.req.header("Authorization")),
+  });
+  if (!valid)
+    throw forbidden("this token answers only requests Twilio signed: X-Twilio-Signature is missing or does not match");
+}
+
+/**
+ * Telnyx: a POST only, signed, and used once. Telnyx signs the body and not
+ * the URL, so a GET's signature (over `<timestamp>|`) would vouch for any
+ * query string; and a signature stays valid for its 5 minutes, so each
+ * signed request is claimed in the token's replay guard
+ * (services/replay-guards.ts) and a second use is refused
+ * (docs/security.md, "Provider signatures"). The guard is asked only once
+ * the signature verified: a forgery costs no round trip.
+ */
+async function checkTelnyx(c: Context<AppEnv>, tokenId: number, publicKey: string) {
+  if (hasNoBody(c))
+    throw forbidden(
+      "this token answers only POSTs Telnyx signed: Telnyx signs the body, not the URL, so a GET proves nothing; " +
+        "send the webhook as a POST",
+    );
+  const body = new Uint8Array(await c.req.arrayBuffer());
+  const timestamp = c.req.header("telnyx-timestamp");
+  const valid = await verifyTelnyx(publicKey, {
+    body,
+    signature: c.req.header("telnyx-signature-ed25519"),
+    timestamp,
+    nowSeconds: Math.floor(Date.now() / 1000),
+  });
+  if (!valid)
+    throw forbidden(
+      "this token answers only requests Telnyx signed: telnyx-signature-ed25519 is missing or does not match, " +
+        "or telnyx-timestamp is more than 5 minutes away",
+    );
+  // Remembered until its timestamp leaves the window, and a minute more for clocks that differ.
+  const expiresAt = (Number(timestamp!.trim()) + TELNYX_TOLERANCE_SECONDS + 60) * 1000;
+  const signed = telnyxSignedBytes(timestamp!, body);
+  if (!(await firstUse(c, tokenId, signed, expiresAt)))
+    throw forbidden(
+      "this signed request was already answered: a Telnyx signature (telnyx-timestamp with its " +
+        "telnyx-signature-ed25519) is accepted once, so a captured request cannot be sent again",
+    );
+}
+
+/**
+ * The replay guard's answer; when it cannot be had, 503 (never an answer
+ * unchecked). Not retried: a first try that landed without its answer would
+ * make the retry see the request as its own replay.
+ */
+async function firstUse(c: Context<AppEnv>, tokenId: number, signed: Uint8Array, expiresAt: number) {
+  try {
+    return await c.var.deps.replays.firstUse(tokenId, signed, expiresAt);
+  } catch (err) {
+    logError("the replay guard did not answer", err, { tokenId });
+    throw serviceUnavailable(
+      "the check that this signed request is not a replay could not be made; the provider's fallback applies",
+    );
+  }
+}

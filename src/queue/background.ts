@@ -3,7 +3,7 @@ import { describeZodError } from "../lib/errors";
 import { logError, logInfo } from "../lib/log";
 import { runBackgroundJob } from "../services/background-jobs";
 import { createDeps } from "../services/deps";
-import { backgroundMessage } from "./messages";
+import { backgroundMessage } from "../domain/queue-messages";
 
 /**
  * `background`: work that continues past the invocation that started it,

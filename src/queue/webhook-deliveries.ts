@@ -1,5 +1,5 @@
 import { createDb } from "../db/client";
-import { deliveryMessage } from "./messages";
+import { deliveryMessage } from "../domain/queue-messages";
 import { attemptDelivery, deliveriesById, fairOrder, Lanes, type Delivery } from "../services/webhook-delivery";
 
 const log = (level: "error" | "warn" | "info", fields: Record<string, unknown>) =>

@@ -1,5 +1,5 @@
 import { describeZodError, loggableError } from "../lib/errors";
-import { backgroundMessage, type BackgroundMessage } from "../queue/messages";
+import { backgroundMessage, type BackgroundMessage } from "../domain/queue-messages";
 import { ScanEventBatch } from "../domain/scan-events";
 import { pruneContactTombstones } from "./contacts";
 import { claimDeadLetter, deadLetterDue, finishDeadLetter } from "./dead-letters";

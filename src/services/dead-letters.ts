@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { deadLetters, indexWork, webhookDeliveries } from "../db/schema";
 import { backoffSql, inList } from "../db/sql";
-import { backgroundMessage, deliveryMessage } from "../queue/messages";
+import { backgroundMessage, deliveryMessage } from "../domain/queue-messages";
 
 /**
  * Dead letters (docs/architecture.md, "Dead letters"): a message a queue

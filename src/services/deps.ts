@@ -1,11 +1,13 @@
 import { createDb, type Db } from "../db/client";
 import type { WriteGuard } from "../db/write-guard";
+import { secretBox, type SecretBox } from "../lib/secret-box";
 import { twimlSettings, type TwimlSettings } from "../lib/twiml";
-import type { BackgroundMessage, DeliveryMessage, ScanEventsMessage } from "../queue/messages";
+import type { BackgroundMessage, DeliveryMessage, ScanEventsMessage } from "../domain/queue-messages";
 import { codeSettingsOf, type CodeSettings } from "./codes";
 import { messagingOf } from "./messaging";
 import { personObjectsOf, type PersonObjects } from "./person-objects";
 import { pushSecretsOf, type PushSecrets } from "./push";
+import { replayGuardsOf, type ReplayGuards } from "./replay-guards";
 
 /**
  * The one dependency handle: the database, the trust index, the queues that
@@ -23,6 +25,10 @@ export type Deps = {
   scanQueue: Queue<ScanEventsMessage>;
   /** Each person's own Durable Object (services/person-objects.ts). */
   objects: PersonObjects;
+  /** Seals and opens provider secrets at rest under `PROVIDER_SECRET_KEYS` (services/provider-secrets.ts). */
+  providerKeys: SecretBox;
+  /** Whether a provider's signed request is used for the first time (services/replay-guards.ts). */
+  replays: ReplayGuards;
   /** `ENVIRONMENT` (wrangler.toml): development allows local webhook endpoints and plain-http publisher pages. */
   environment: Env["ENVIRONMENT"];
   /** How a trust-lookup answered in TwiML puts a trusted call through (`TWIML_*` in wrangler.toml). */
@@ -56,6 +62,8 @@ export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = 
     backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
     scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
     objects: personObjectsOf(env.PERSON, guard && (() => guard.finish())),
+    providerKeys: secretBox("PROVIDER_SECRET_KEYS", env.PROVIDER_SECRET_KEYS),
+    replays: replayGuardsOf(env.REPLAY_GUARD),
     environment: env.ENVIRONMENT,
     twiml: twimlSettings(env),
     codes: codeSettingsOf(env, messagingOf(env, db)),

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { INDEX_COMPLETE_KEY } from "../domain/trust-records";
 import { companyKey, COMPANIES_COMPLETE_KEY } from "../domain/company-records";
-import type { BackgroundMessage } from "../queue/messages";
+import type { BackgroundMessage } from "../domain/queue-messages";
 import type { Chunk } from "./background-jobs";
 import type { Deps } from "./deps";
 import { applyIndexWork, factsOf, workForKeys } from "./trust-index";

@@ -11,7 +11,7 @@ import {
 } from "../db/schema";
 import { KEEP } from "../objects/person/limits";
 import type { MovedContact, MovedFeedRow, MovedRows, MovedTrustRequestRow } from "../objects/person/api";
-import type { BackgroundMessage } from "../queue/messages";
+import type { BackgroundMessage } from "../domain/queue-messages";
 import type { Deps } from "./deps";
 import { applyIndexWork, factsKey, workForPerson } from "./trust-index";
 import { DAY_MS } from "../lib/time";

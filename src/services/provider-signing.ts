@@ -1,6 +1,6 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { accessTokens } from "../db/schema";
-import type { ProviderSigning } from "../domain/provider-signing";
+import { sealContext, type ProviderSigning, type StoredSigning } from "../domain/provider-signing";
 import { badRequest, notFound } from "../lib/errors";
 import { telnyxKey } from "../lib/provider-signatures";
 import { WriteBatch } from "./outbox";
@@ -14,8 +14,10 @@ export type SigningState = { token_id: number; kind: "twilio" | "telnyx" | null 
  * Sets (null: clears) a provider token's signing configuration
  * (docs/providers.md, "Signed requests"). Only an active service token with
  * scope `calls:lookup` has one (anything else is 404); a Telnyx key must be
- * a 32-byte Ed25519 public key (400). One D1 statement; the token's cached
- * verification is forgotten here at once and everywhere within 60 s.
+ * a 32-byte Ed25519 public key (400); a Twilio auth token is stored sealed
+ * under `PROVIDER_SECRET_KEYS` (services/provider-secrets.ts; 503 without
+ * it). One D1 statement; the token's cached verification is forgotten here
+ * at once and everywhere within 60 s.
  */
 export async function setProviderSigning(
   deps: Deps,
@@ -24,11 +26,16 @@ export async function setProviderSigning(
 ): Promise<SigningState> {
   if (signing?.kind === "telnyx" && !(await telnyxKey(signing.publicKey)))
     throw badRequest("`public_key` must be the account's Ed25519 public key: 32 bytes in base64, as Telnyx shows it");
+  // The auth token is sealed before anything is written (a missing PROVIDER_SECRET_KEYS: 503, nothing stored).
+  const stored: StoredSigning | null =
+    signing?.kind === "twilio"
+      ? { kind: "twilio", sealed: await deps.providerKeys.seal(signing.authToken, sealContext(tokenId)) }
+      : signing;
   const batch = new WriteBatch(deps);
   const update = batch.add(
     deps.db
       .update(accessTokens)
-      .set({ signing })
+      .set({ signing: stored })
       .where(
         and(
           eq(accessTokens.id, tokenId),

@@ -17,7 +17,10 @@ import { checkOfRecord, computeTokenRecords, tokenKey, type TokenCheck, type Tok
  * Opens `me`'s stream with token `tokenId`. With `after`, the records after
  * that id come first (at most `RESUME_LIMIT`, then a `resync` event).
  */
-export async function openStream(deps: Deps, me: number, tokenId: number, after: number | undefined) {
+/** Whose stream, with which token, and when that token expires (if it does). */
+export type StreamHolder = { me: number; tokenId: number; until?: number | undefined };
+
+export async function openStream(deps: Deps, { me, tokenId, until }: StreamHolder, after: number | undefined) {
   let backlog: Backlog | null = null;
   if (after !== undefined) {
     const rows = await activitiesAfter(deps, me, after, RESUME_LIMIT + 1);
@@ -27,7 +30,7 @@ export async function openStream(deps: Deps, me: number, tokenId: number, after:
   // An upgrade carries no body into the object: the resume's records go first, by RPC, under a key.
   const key = backlog ? crypto.randomUUID() : null;
   if (backlog && key) await stub.stageStream(key, backlog);
-  const params: ConnectParams = { me, tokenId, backlog: key };
+  const params: ConnectParams = { me, tokenId, backlog: key, ...(until ? { until } : {}) };
   // The object's one HTTP entry: an upgrade the Worker has checked (objects/person/person.ts `fetch`).
   const url = new URL("https://person.internal/stream");
   url.searchParams.set("connect", JSON.stringify(params));
@@ -82,11 +85,7 @@ export async function mintStreamTicket(deps: Deps, me: number, tokenId: number, 
  * (forged, expired, spent, or its token no longer valid). Its shape, MAC and
  * expiry are checked before the person's object is addressed.
  */
-export async function redeemStreamTicket(
-  deps: Deps,
-  ticket: string,
-  now: Date,
-): Promise<{ me: number; tokenId: number } | null> {
+export async function redeemStreamTicket(deps: Deps, ticket: string, now: Date): Promise<StreamHolder | null> {
   const read = readTicket(ticket);
   if (!read) return null;
   const { claims, mac } = read;
@@ -100,7 +99,8 @@ export async function redeemStreamTicket(
     check.principal.kind === "person" &&
     check.principal.personId === claims.personId &&
     check.principal.tokenId === claims.tokenId;
-  return valid ? { me: claims.personId, tokenId: claims.tokenId } : null;
+  if (!valid || check.principal.kind !== "person") return null;
+  return { me: claims.personId, tokenId: claims.tokenId, until: check.principal.expiresAt };
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { accessTokens } from "../db/schema";
 import { inList } from "../db/sql";
 import type { Principal } from "../types";
-import type { ProviderSigning } from "../domain/provider-signing";
+import { signingRefOf, type StoredSigning } from "../domain/provider-signing";
 
 /*
  * The verification record of a token in KV (docs/architecture.md, "Tokens"):
@@ -39,7 +39,7 @@ export type TokenRow = {
   expiresAt: Date | null;
   revokedAt: Date | null;
   /** A provider token's signing configuration (docs/providers.md); absent where not read. */
-  signing?: ProviderSigning | null;
+  signing?: StoredSigning | null;
 };
 
 /** The columns a token's check and record read: one set for every read of a token. */
@@ -64,21 +64,25 @@ export function toCheck(row: TokenRow | undefined, now: Date): TokenCheck {
   if (row.revokedAt) return { ok: false, reason: "the bearer token has been revoked" };
   if (row.expiresAt && row.expiresAt.getTime() <= now.getTime())
     return { ok: false, reason: "the bearer token has expired" };
-  if (row.personId !== null)
+  if (row.personId !== null) {
+    const expires = row.expiresAt ? { expiresAt: row.expiresAt.getTime() } : {};
     return {
       ok: true,
       principal: row.scopes.includes(CONTAINER_SCOPE)
-        ? { kind: "person", tokenId: row.id, personId: row.personId, scope: CONTAINER_SCOPE }
-        : { kind: "person", tokenId: row.id, personId: row.personId },
+        ? { kind: "person", tokenId: row.id, personId: row.personId, scope: CONTAINER_SCOPE, ...expires }
+        : { kind: "person", tokenId: row.id, personId: row.personId, ...expires },
     };
-  // A provider token's signing configuration travels with its principal (and so with its record).
+  }
+  // A provider token's signing configuration travels with its principal (and so with its record),
+  // a Twilio auth token only sealed (signingRefOf).
   const principal: Principal = {
     kind: "service",
     tokenId: row.id,
     service: row.serviceName ?? "service",
     scopes: row.scopes,
   };
-  return { ok: true, principal: row.signing ? { ...principal, signing: row.signing } : principal };
+  const signing = signingRefOf(row.signing);
+  return { ok: true, principal: signing ? { ...principal, signing } : principal };
 }
 
 /** The record of a token row as D1 has it now. */
@@ -99,7 +103,25 @@ export function checkOfRecord(record: TokenRecord | null, now: Date): TokenCheck
   if ("refused" in record) return { ok: false, reason: record.refused };
   if (record.expiresAt !== null && record.expiresAt <= now.getTime())
     return { ok: false, reason: "the bearer token has expired" };
-  return { ok: true, principal: record.principal };
+  // A record written before principals carried their expiry: its own `expiresAt` says it.
+  const principal = withoutClearSecret(record.principal);
+  if (principal.kind === "person" && record.expiresAt !== null && principal.expiresAt === undefined) {
+    return { ok: true, principal: { ...principal, expiresAt: record.expiresAt } };
+  }
+  return { ok: true, principal };
+}
+
+/**
+ * A principal read from a record an older version wrote may carry a Twilio
+ * auth token in clear: it is dropped here (the sealed one is read from D1
+ * where needed), so the isolate never re-writes it, and the minute's sealing
+ * job rewrites the record (services/provider-secrets.ts).
+ */
+function withoutClearSecret(principal: Principal): Principal {
+  if (principal.kind !== "service" || principal.signing === undefined) return principal;
+  const signing = signingRefOf(principal.signing);
+  const { signing: _stored, ...rest } = principal;
+  return signing ? { ...rest, signing } : rest;
 }
 
 /**

@@ -3,7 +3,8 @@ import { createDb, type Db } from "../db/client";
 import { accessTokens } from "../db/schema";
 import type { WriteCondition } from "../db/write-guard";
 import { base64url, sha256Hex } from "../lib/crypto";
-import { unauthorized } from "../lib/errors";
+import { ApiError, unauthorized } from "../lib/errors";
+import { d1Fallback } from "../lib/fallback-gate";
 import type { Principal } from "../types";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
@@ -87,9 +88,11 @@ export async function verifyToken(
     let entry = cached && cached.until > now.getTime() ? cached : null;
     if (!entry && kv) {
       const record = await readRecord(kv, hash);
-      const check = checkOfRecord(record, now);
+      // KV failed: one D1 read a second per isolate (lib/fallback-gate.ts); the others wait a second.
+      if (record === KV_FAILED && !d1Fallback.pass()) throw indexUnavailable();
+      const check = checkOfRecord(record === KV_FAILED ? null : record, now);
       if (check && !check.ok) return check;
-      if (check?.ok && record && "principal" in record) {
+      if (check?.ok && record && record !== KV_FAILED && "principal" in record) {
         entry = remember(hash, check.principal, record.expiresAt, record.usedAt, now);
       }
     }
@@ -197,13 +200,20 @@ function tokenGuard(tokenId: number, hash: string, now: Date, kv: KVNamespace | 
   };
 }
 
-async function readRecord(kv: KVNamespace, hash: string): Promise<TokenRecord | null> {
+const KV_FAILED = "kv failed";
+
+async function readRecord(kv: KVNamespace, hash: string): Promise<TokenRecord | null | typeof KV_FAILED> {
   try {
     return await kv.get<TokenRecord>(tokenKey(hash), { type: "json", cacheTtl: KV_CACHE_TTL_SECONDS });
   } catch {
-    return null; // the D1 read decides
+    return KV_FAILED; // the D1 read decides, when the gate lets it
   }
 }
+
+const indexUnavailable = () =>
+  new ApiError(503, "tokens cannot be checked right now (their index is unavailable); retry in a second", {
+    "Retry-After": "1",
+  });
 
 const useIsDue = (lastUsedAt: number | null, now: Date) =>
   lastUsedAt === null || lastUsedAt <= now.getTime() - USE_RECORDED_EVERY_MS;

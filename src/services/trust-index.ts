@@ -11,6 +11,7 @@ import {
   type ReceiverRecord,
 } from "../domain/trust-records";
 import { factsOfNumber } from "../db/facts";
+import { d1Fallback } from "../lib/fallback-gate";
 import { logError } from "../lib/log";
 import { applyIndexWork, type IndexDeps } from "./index-apply";
 import { workForKeys } from "./index-work";
@@ -78,12 +79,14 @@ export async function readRecords(
   receivingE164: string,
   callerE164: string | null,
   defer: Defer,
-): Promise<{ receiver: ReceiverRecord; caller: NumberRecord; bucket: string }> {
+): Promise<{ receiver: ReceiverRecord; caller: NumberRecord; bucket: string; unavailable?: true }> {
   const rcv = receiverKey(receivingE164);
   const num = callerE164 ? numberKey(callerE164) : null;
   const bucketKey = callerE164 ? contactBucketKey(receivingE164, bucketOf(callerE164)) : null;
   const keys = [rcv, ...(num ? [num] : []), ...(bucketKey ? [bucketKey] : []), INDEX_COMPLETE_KEY];
-  const found = await safeGetMany(deps.kv, keys);
+  const { found, failed } = await safeGetMany(deps.kv, keys);
+  // KV failed and this isolate read D1 for it less than a second ago: no answer from the index.
+  if (failed && !d1Fallback.pass()) return { receiver: NOBODY, caller: NO_HOLDERS, bucket: "", unavailable: true };
   const bucketNeeded = (receiver: ReceiverRecord) => callerE164 !== null && receiver.nb.includes(bucketOf(callerE164));
   // A receiver record this version cannot read (written by an older one) counts as missed.
   let receiver = readableReceiver(found.get(rcv) ?? null);
@@ -163,12 +166,18 @@ async function fill(deps: IndexDeps, computed: Map<string, string>) {
   }
 }
 
-/** Reads `keys` in one KV operation (a bulk get); a failed read counts as a miss for each key (D1 decides). */
-async function safeGetMany(kv: KVNamespace, keys: string[]): Promise<Map<string, string | null>> {
+/**
+ * Reads `keys` in one KV operation (a bulk get); a failed read counts as a miss for each key (D1
+ * decides, when the isolate's fallback gate lets it: lib/fallback-gate.ts).
+ */
+async function safeGetMany(
+  kv: KVNamespace,
+  keys: string[],
+): Promise<{ found: Map<string, string | null>; failed: boolean }> {
   try {
-    return await kv.get(keys, "text");
+    return { found: await kv.get(keys, "text"), failed: false };
   } catch (err) {
     logError("trust index read failed", err, { keys: keys.join(",") });
-    return new Map();
+    return { found: new Map(), failed: true };
   }
 }

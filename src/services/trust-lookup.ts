@@ -36,6 +36,9 @@ export type LookupFields = {
   repeated?: string[];
 };
 
+/** The `Lookup-Problem` of a lookup the index could not answer (KV failing; lib/fallback-gate.ts). */
+export const INDEX_UNAVAILABLE = "index unavailable";
+
 /** What was wrong with one side of a lookup, for the `Lookup-Problem` header. */
 export type PartyProblem = "missing" | "unreadable";
 
@@ -145,6 +148,8 @@ export async function lookupTrust(
   if (!receiving) return nobody;
   const caller = callerParty.phone;
   const records = await readRecords(deps, receiving.e164, caller?.e164 ?? null, defer);
+  // The index could not be read, and this isolate may not ask D1 now: fail closed (lib/fallback-gate.ts).
+  if (records.unavailable) return { ...nobody, problem: [problem, INDEX_UNAVAILABLE].filter(Boolean).join(", ") };
   const receiverId = records.receiver.p;
   if (receiverId === 0) return nobody;
   const known = caller !== null && decide(records.receiver, caller.e164, records.caller, records.bucket);
@@ -208,7 +213,9 @@ export async function lookupCall(
   const receiving = phoneFromParts(fields.number_code ?? "", fields.number ?? "");
   if (!receiving) return asPerson === null ? nothing : null;
   const caller = phoneFromParts(fields.inbound_code ?? "", fields.inbound ?? "");
-  const { receiver, caller: holders, bucket } = await readRecords(deps, receiving.e164, caller?.e164 ?? null, defer);
+  const records = await readRecords(deps, receiving.e164, caller?.e164 ?? null, defer);
+  if (records.unavailable) return nothing; // fail closed: nothing is known about the caller
+  const { receiver, caller: holders, bucket } = records;
   const receiverId = receiver.p === 0 ? null : receiver.p;
   if (asPerson !== null && receiverId !== asPerson) return null;
   if (receiverId === null || caller === null || !decide(receiver, caller.e164, holders, bucket)) return nothing;

@@ -1,7 +1,8 @@
+import { sql } from "drizzle-orm";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { createdAt, id, timestamp } from "./columns";
 import { people } from "./people";
-import type { ProviderSigning } from "../../domain/provider-signing";
+import type { StoredSigning } from "../../domain/provider-signing";
 
 /**
  * Bearer tokens. Only the SHA-256 hex of a token is stored (docs/decisions.md);
@@ -20,8 +21,11 @@ export const accessTokens = sqliteTable(
     expiresAt: timestamp("expires_at"),
     revokedAt: timestamp("revoked_at"),
     lastUsedAt: timestamp("last_used_at"),
-    /** A provider token's signing configuration (docs/providers.md, "Signed requests"); null: none. */
-    signing: text("signing", { mode: "json" }).$type<ProviderSigning>(),
+    /**
+     * A provider token's signing configuration (docs/providers.md, "Signed requests"); null: none. A Twilio
+     * auth token is stored sealed (domain/provider-signing.ts).
+     */
+    signing: text("signing", { mode: "json" }).$type<StoredSigning>(),
     /**
      * The device a person signed in on (`POST /auth/tokens`, docs/app.md "Devices"); null for a token
      * the operator minted, listed as `minted by the operator`.
@@ -29,5 +33,13 @@ export const accessTokens = sqliteTable(
     deviceName: text("device_name"),
     createdAt: createdAt(),
   },
-  (t) => [uniqueIndex("access_tokens_hash_uq").on(t.tokenHash), index("access_tokens_person_idx").on(t.personId)],
+  (t) => [
+    uniqueIndex("access_tokens_hash_uq").on(t.tokenHash),
+    index("access_tokens_person_idx").on(t.personId),
+    // The few tokens with a signing configuration, for the minute's sealing and rotation job
+    // (services/provider-secrets.ts) to read without scanning every token.
+    index("access_tokens_signed_idx")
+      .on(t.id)
+      .where(sql`${t.signing} is not null`),
+  ],
 );

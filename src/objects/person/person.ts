@@ -40,7 +40,7 @@ export class Person extends DurableObject<Env> {
     const self = (this.self = new Self(ctx, env, db));
     const push = (this.push = new Push({ ctx, env, db, self, openDevices: () => this.stream.openDevices() }));
     this.feed = new Feed({ db, self, push, stream: () => this.stream, care: () => this.jobs.care() });
-    const stream = (this.stream = new Stream(ctx, env, this.feed));
+    const stream = (this.stream = new Stream(ctx, this.feed));
     this.writer = new KeyWriter(db, env.TRUST_INDEX);
     this.jobs = new Scheduler({ ctx, db, self, stream, writer: this.writer });
     void ctx.blockConcurrencyWhile(() => self.open());
@@ -280,7 +280,7 @@ export class Person extends DurableObject<Env> {
   override async fetch(request: Request): Promise<Response> {
     const params = JSON.parse(new URL(request.url).searchParams.get("connect") ?? "null") as api.ConnectParams;
     const response = this.stream.connect(params);
-    await this.jobs.watchStreams();
+    await this.jobs.watchStreams(params.until);
     return response;
   }
 

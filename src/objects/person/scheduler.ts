@@ -2,7 +2,6 @@ import { sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Requester } from "../../domain/stream";
-import { TOKEN_RECHECK_MS } from "../../domain/stream";
 import { backoff } from "../../lib/backoff";
 import { logError } from "../../lib/log";
 import * as budgets from "./budgets";
@@ -27,8 +26,8 @@ const RETRY = { base: 1_000, cap: 60_000 };
  * asked again for 365 days, tombstones 90 days, idempotency keys a day,
  * budget days before yesterday), at most `PRUNE_CHUNK` rows per table per
  * alarm; while a table had a full chunk the next alarm follows at once,
- * otherwise in a day. While sockets are open, their tokens are checked again
- * at least every `TOKEN_RECHECK_MS`.
+ * otherwise in a day. A socket whose token expires closes at that time; no
+ * other socket asks for an alarm.
  */
 
 /** Rows one alarm deletes per table before it hands over to the next alarm. */
@@ -120,14 +119,14 @@ export class Scheduler {
     void this.alarmBy(Date.now() + DAY_MS);
   }
 
-  /** A stream opened: its token is checked again within `TOKEN_RECHECK_MS`. */
-  watchStreams(): Promise<void> {
-    return this.alarmBy(Date.now() + TOKEN_RECHECK_MS);
+  /** A stream opened with a token that expires at `until`: the alarm closes it then. */
+  watchStreams(until: number | undefined): Promise<void> {
+    return until === undefined ? Promise.resolve() : this.alarmBy(until);
   }
 
-  /** While sockets are open, their tokens are checked again at least every `TOKEN_RECHECK_MS`. */
+  /** Closes the sockets whose token expired, and asks to be woken when the next one does. */
   private async checkStreams(): Promise<void> {
-    await this.host.stream.checkTokens();
-    if (this.host.stream.open()) await this.watchStreams();
+    const next = this.host.stream.closeExpired();
+    if (next !== null) await this.alarmBy(next);
   }
 }

@@ -1,5 +1,3 @@
-import { createDb } from "../../db/client";
-import { stillValidTokens } from "../../db/token-validity";
 import {
   blockedCallView,
   readActivity,
@@ -10,7 +8,6 @@ import {
   type Party,
 } from "../../domain/activity";
 import { MAX_STREAMS, STREAM_CLOSE, type ChatParties, type Requester, type StreamEvent } from "../../domain/stream";
-import { logError } from "../../lib/log";
 
 /*
  * A person's live streams (docs/realtime.md), held by their own object with
@@ -35,12 +32,15 @@ export type FeedSource = {
   trustedMe(ids: number[]): number[];
 };
 
-type Attachment = { me: number; tokenId: number; last: number; since: number };
+/** `until`: when the socket's token expires (ms), if it does. */
+type Attachment = { me: number; tokenId: number; last: number; since: number; until?: number };
 
 /** What the Worker sends with an upgrade: who, with which token, and the records missed (already rendered). */
 export type ConnectParams = {
   me: number;
   tokenId: number;
+  /** When the token expires (ms), if it does: the socket closes then. */
+  until?: number;
   /** The key of the resume's records staged just before (`stage`), or null: no resume. */
   backlog: string | null;
 };
@@ -62,14 +62,13 @@ export class Stream {
 
   constructor(
     private readonly ctx: DurableObjectState,
-    private readonly env: Env,
     private readonly feed: FeedSource,
   ) {
     // Answered by the runtime without waking the object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
   }
 
-  /** Whether any socket is open (the alarm keeps checking their tokens while one is). */
+  /** Whether any socket is open. */
   open(): boolean {
     return this.ctx.getWebSockets().length > 0;
   }
@@ -87,7 +86,7 @@ export class Stream {
    * the feed holds after them. Without a resume it starts after the newest
    * record. All of it in one turn: no write can fall between.
    */
-  connect({ me, tokenId, backlog: key }: ConnectParams): Response {
+  connect({ me, tokenId, until, backlog: key }: ConnectParams): Response {
     const backlog = key === null ? null : this.staged.get(key);
     if (key !== null) this.staged.delete(key);
     const open = this.sockets().sort((a, b) => a.att.since - b.att.since);
@@ -96,7 +95,7 @@ export class Stream {
     }
     const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
     this.ctx.acceptWebSocket(server);
-    const att: Attachment = { me, tokenId, last: this.feed.newest(), since: Date.now() };
+    const att: Attachment = { me, tokenId, last: this.feed.newest(), since: Date.now(), ...(until ? { until } : {}) };
     if (backlog === undefined) {
       // Staged in an instance that is gone (it cannot sleep between the two calls, but is not trusted to):
       // nothing is missed, the records come through the feed without names.
@@ -222,23 +221,20 @@ export class Stream {
   }
 
   /**
-   * Closes the sockets whose token is no longer valid (revoked, expired, its
-   * person gone). Run by the object's alarm while sockets are open; a failed
-   * check keeps them until the next one.
+   * Closes the sockets whose token has expired; answers when the next open
+   * one expires (null: none does). Nothing else is checked on a timer: a
+   * revocation reaches the object at once (`closeToken`), a removed person's
+   * object is erased (`closeAll`), so an idle socket of a token that never
+   * expires schedules no alarm and costs nothing (docs/realtime.md).
    */
-  async checkTokens(): Promise<void> {
-    const open = this.sockets();
-    if (open.length === 0) return;
-    let valid: Set<number>;
-    try {
-      valid = await stillValidTokens(createDb(this.env.DB), [...new Set(open.map((s) => s.att.tokenId))], new Date());
-    } catch (err) {
-      logError("checking the tokens of open streams failed; the next alarm checks again", err);
-      return;
+  closeExpired(now = Date.now()): number | null {
+    let next: number | null = null;
+    for (const { ws, att } of this.sockets()) {
+      if (att.until === undefined) continue;
+      if (att.until <= now) ws.close(STREAM_CLOSE.revoked.code, STREAM_CLOSE.revoked.reason);
+      else next = Math.min(next ?? Infinity, att.until);
     }
-    for (const { ws, att } of open) {
-      if (!valid.has(att.tokenId)) ws.close(STREAM_CLOSE.revoked.code, STREAM_CLOSE.revoked.reason);
-    }
+    return next;
   }
 
   /** Token `tokenId` was revoked (a device signed out or deleted): its sockets close with 4001 now. */

@@ -37,6 +37,7 @@ const router = createRouter()
   .openapi(indexRoutes.startRebuild, indexHandlers.startRebuild)
   .openapi(indexRoutes.rebuildStatus, indexHandlers.rebuildStatus)
   .openapi(providerRoutes.putProviderSigning, providerHandlers.putProviderSigning)
-  .openapi(providerRoutes.deleteProviderSigning, providerHandlers.deleteProviderSigning);
+  .openapi(providerRoutes.deleteProviderSigning, providerHandlers.deleteProviderSigning)
+  .openapi(providerRoutes.rotateProviderKeys, providerHandlers.rotateProviderKeys);
 
 export default router;

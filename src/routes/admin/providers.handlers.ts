@@ -1,3 +1,4 @@
+import { rotateProviderSecrets } from "../../services/provider-secrets";
 import { setProviderSigning } from "../../services/provider-signing";
 import type { AppRouteHandler } from "../../types";
 import type * as routes from "./providers.routes";
@@ -13,3 +14,6 @@ export const putProviderSigning: AppRouteHandler<typeof routes.putProviderSignin
 
 export const deleteProviderSigning: AppRouteHandler<typeof routes.deleteProviderSigning> = async (c) =>
   c.json(await setProviderSigning(c.var.deps, c.req.valid("param").token_id, null), 200);
+
+export const rotateProviderKeys: AppRouteHandler<typeof routes.rotateProviderKeys> = async (c) =>
+  c.json(await rotateProviderSecrets(c.var.deps), 200);

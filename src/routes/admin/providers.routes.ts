@@ -70,7 +70,7 @@ export const putProviderSigning = createRoute({
   },
   responses: {
     200: jsonContent(SigningStateSchema, "The token's signing state"),
-    ...errorResponses(400, 401, 403, 404, 413, 429),
+    ...errorResponses(400, 401, 403, 404, 413, 429, 503),
   },
 });
 
@@ -87,5 +87,48 @@ export const deleteProviderSigning = createRoute({
   responses: {
     200: jsonContent(SigningStateSchema, "The token's signing state (`kind`: null)"),
     ...errorResponses(400, 401, 403, 404, 429),
+  },
+});
+
+const ResealedSchema = z
+  .object({
+    key_id: z
+      .string()
+      .nullable()
+      .openapi({ description: "The key id every auth token is now sealed under (the first of PROVIDER_SECRET_KEYS)" }),
+    resealed: z
+      .number()
+      .int()
+      .openapi({ description: "Auth tokens sealed again: stored in clear by an older version, or under an older key" }),
+    unopened: z
+      .number()
+      .int()
+      .openapi({
+        description:
+          "Auth tokens sealed under a key PROVIDER_SECRET_KEYS no longer lists: left as they are (list that key " +
+          "again, after the new one, and rotate once more)",
+      }),
+    remaining: z.boolean().openapi({ description: "More are due than one call takes: call again" }),
+  })
+  .openapi("ProviderKeysRotation");
+
+export const rotateProviderKeys = createRoute({
+  operationId: "adminRotateProviderKeys",
+  method: "post",
+  path: "/internal/provider-keys/rotate",
+  tags,
+  summary: "Seal every stored provider secret under the first key of PROVIDER_SECRET_KEYS",
+  description:
+    NEEDS +
+    "Twilio auth tokens are stored sealed (AES-GCM) under the Worker secret `PROVIDER_SECRET_KEYS`. After a new " +
+    "key is put first in it, this seals again every auth token not sealed under that key (and any an older " +
+    "version stored in clear), and rewrites the tokens' cached records. The minute cron does the same, 100 " +
+    "tokens a minute; this does up to 2,000 now. The older key may leave the secret once `remaining` is false " +
+    "and `unopened` is 0. 503 when the secret is not set.",
+  security: bearerSecurity,
+  middleware: [requireAdmin] as const,
+  responses: {
+    200: jsonContent(ResealedSchema, "What was sealed again"),
+    ...errorResponses(401, 403, 429, 503),
   },
 });

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { forbidden, notFound, unauthorized, upgradeRequired } from "../../lib/errors";
 import { personId, tokenFromAuthorization } from "../../middleware/auth";
+import { readsSignedBodyOnly } from "../../middleware/provider-signature";
 import * as activities from "../../services/activities";
 import { saveEncryption } from "../../services/encryption";
 import { mintStreamTicket, openStream as connectStream, redeemStreamTicket } from "../../services/stream";
@@ -66,9 +67,11 @@ export const trustLookupGet: AppRouteHandler<typeof routes.trustLookupGet> = asy
 
 export const trustLookupPost: AppRouteHandler<typeof routes.trustLookupPost> = async (c) => {
   // Query fields count too (the seed's sample sends them there); body fields win; a Telnyx
-  // Call Control envelope is read like To/From.
+  // Call Control envelope is read like To/From. A Telnyx-signed request is its signed body
+  // alone: Telnyx does not sign the query string (docs/providers.md, "Signed requests").
   const body = await readAnyBody(c);
-  const sources = [c.req.queries(), callControlFields(body), body];
+  const query = readsSignedBodyOnly(c.var.principal) ? {} : c.req.queries();
+  const sources = [query, callControlFields(body), body];
   return respond(c, await answerTrustLookup(c, readLookupFields(...sources), callerVerificationOf(...sources)));
 };
 
@@ -173,14 +176,14 @@ export const openStream: AppRouteHandler<typeof routes.openStream> = async (c) =
     throw upgradeRequired("this endpoint is a WebSocket: connect with `Upgrade: websocket` (docs/realtime.md)");
   }
   const who = principal
-    ? { me: principal.personId, tokenId: principal.tokenId }
+    ? { me: principal.personId, tokenId: principal.tokenId, until: principal.expiresAt }
     : await redeemStreamTicket(c.var.deps, ticket!, new Date());
   if (!who) {
     throw unauthorized(
       "the ticket is unknown, spent or expired, or its token is no longer valid: ask POST /apps/buzz/stream/tickets again",
     );
   }
-  return connectStream(c.var.deps, who.me, who.tokenId, after);
+  return connectStream(c.var.deps, who, after);
 };
 
 export const createStreamTicket: AppRouteHandler<typeof routes.createStreamTicket> = async (c) => {

@@ -76,7 +76,7 @@ const lookupResponses = {
       "`Lookup-Problem` names a missing or unreadable number.",
     headers: LookupProblemHeaders,
   },
-  ...errorResponses(401, 403, 413, 429),
+  ...errorResponses(401, 403, 413, 429, 503),
 };
 
 /** The provider's token as a bearer token, or as the HTTP Basic password (docs/decisions.md, "Auth"). */
@@ -92,7 +92,8 @@ const trustLookupDescription =
   "recorded as blocked. The caller's verification (STIR/SHAKEN: `StirVerstat`, `verstat`, " +
   "`shaken_stir_attestation`/`shaken_stir_validated`) is read too: a failed one is never trusted, and a member in " +
   "strict mode rings only for level A. A token with a signing configuration answers only requests its provider " +
-  "signed (403 otherwise). Integration guide: docs/providers.md in the repository.";
+  "signed (403 otherwise); a Telnyx-signed token answers only POSTs, reads its fields from the signed body alone " +
+  "and takes each signed request once (403 for a replay). Integration guide: docs/providers.md in the repository.";
 
 export const trustLookupGet = createRoute({
   method: "get",
@@ -145,7 +146,7 @@ export const callLookup = createRoute({
   request: { query: CallLookupQuery },
   responses: {
     200: jsonContent(CallLookupResultSchema, "The caller's contacts, people and companies"),
-    ...errorResponses(400, 401, 403, 404, 429),
+    ...errorResponses(400, 401, 403, 404, 429, 503),
   },
 });
 

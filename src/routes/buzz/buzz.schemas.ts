@@ -26,7 +26,9 @@ const VERIFICATION_FIELDS = {
   },
   shaken_stir_attestation: { description: "Telnyx's attestation level: `A`, `B` or `C`", example: "A" },
   shaken_stir_validated: {
-    description: "Telnyx: whether the attestation verified (`true`/`false`); `false` is a failed verification",
+    description:
+      "Telnyx: whether the attestation verified (`true`/`false`); `false` is a failed verification, and the " +
+      "attestation level counts only with `true`",
     example: "true",
   },
 } as const;

@@ -2,7 +2,7 @@ import { and, asc, eq, lt } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { webhookDeliveries } from "../../db/schema";
 import { inList } from "../../db/sql";
-import type { DeliveryMessage } from "../../queue/messages";
+import type { DeliveryMessage } from "../../domain/queue-messages";
 import { enqueueDeliveries } from "../events";
 
 /** A `pending` row older than this was not enqueued (or its message was lost): the sweep re-enqueues it. */

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { PushJob } from "../domain/push";
+import { PushJob } from "./push";
 
 /**
  * Messages of the `background` queue: work that continues after the

@@ -1,0 +1,1 @@
+CREATE INDEX `access_tokens_signed_idx` ON `access_tokens` (`id`) WHERE "access_tokens"."signing" is not null;
