@@ -69,7 +69,14 @@ export class Push {
     const personId = this.host.self.id;
     const at = Date.now();
     const jobs = asleep.map((row) => ({
-      body: { kind: "push", personId, deviceId: row.deviceId, target: row.target, event: { type, id }, at } as PushJob,
+      body: {
+        kind: "push",
+        personId,
+        deviceId: row.deviceId,
+        target: row.target,
+        event: { type, id },
+        at,
+      } satisfies PushJob,
     }));
     const queue = this.host.env.BACKGROUND_QUEUE;
     this.host.ctx.waitUntil(
