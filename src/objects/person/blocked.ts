@@ -13,8 +13,11 @@ import { blockedCalls } from "./schema";
 
 type Db = DrizzleSqliteDODatabase;
 
-/** Appends calls the provider was told not to put through (ids in person `me`'s slot); keeps the newest. */
-export function append(db: Db, me: number, calls: BlockedCallRow[]): void {
+/**
+ * Appends calls the provider was told not to put through (ids in person `me`'s slot); keeps the
+ * newest. Answers the last one's id (null: none), the id a push names (push.ts).
+ */
+export function append(db: Db, me: number, calls: BlockedCallRow[]): number | null {
   let last =
     db.select({ id: blockedCalls.id }).from(blockedCalls).orderBy(desc(blockedCalls.id)).limit(1).get()?.id ?? 0;
   for (const call of calls) {
@@ -28,6 +31,7 @@ export function append(db: Db, me: number, calls: BlockedCallRow[]): void {
       sql`${blockedCalls.id} <= (select id from ${blockedCalls} order by id desc limit 1 offset ${KEEP.blockedCalls})`,
     )
     .run();
+  return calls.length > 0 ? last : null;
 }
 
 /** The newest `limit` blocked calls, newest first. */
