@@ -8,6 +8,7 @@ import m0005 from './0005_idempotency_keys.sql';
 import m0006 from './0006_request_outbox_and_erasure.sql';
 import m0007 from './0007_heartbeat_facts.sql';
 import m0008 from './0008_idempotency_charges.sql';
+import m0009 from './0009_push_registrations.sql';
 
   export default {
     journal,
@@ -20,7 +21,8 @@ m0004,
 m0005,
 m0006,
 m0007,
-m0008
+m0008,
+m0009
     }
   }
   

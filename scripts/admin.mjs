@@ -7,6 +7,7 @@
 // The id a command creates is printed on stdout; everything else on stderr,
 // so `COMPANY=$(npm run -s admin -- create-company employer …)` works.
 import { d1, fail, parseArgs } from "./lib/cli.mjs";
+import { vapidKeyPair } from "./lib/vapid.mjs";
 
 const KINDS = ["employer", "site", "publisher", "vendor"];
 const USAGE = `Usage: npm run admin -- <command> [options] [--api <url>] [--token <token>]
@@ -78,6 +79,12 @@ Commands:
       are absent is answered without D1. --wait polls until it is complete. Prints its status.
   index-status
       Where the rebuild stands, and whether the index is marked complete.
+  push-keys
+      Prints a fresh VAPID key pair for a deployment's Web Push (docs/app.md, "Push") as
+      VAPID_PUBLIC_KEY=… and VAPID_PRIVATE_KEY=… lines; works offline, needs no token. Set both (and
+      VAPID_SUBJECT, a mailto: or https: contact) with \`wrangler secret put … --env production\`; the
+      public key is also what the web app subscribes with. A new pair invalidates every browser's
+      subscription (they must subscribe again), so make it once per deployment.
 
 Options:
   --api <url>      the API (default http://127.0.0.1:8787, the server of \`npm run dev\`)
@@ -118,6 +125,10 @@ const commands = {
   "rebuild-index": rebuildIndex,
   "index-status": indexStatus,
 };
+if (command === "push-keys") {
+  printPushKeys();
+  process.exit(0);
+}
 if (!commands[command]) fail(`unknown command "${command}".\n\n${USAGE}`);
 if (!token && command === "outbox") {
   localOutbox();
@@ -461,6 +472,20 @@ async function releasePhone() {
 
 function outboxLine(m) {
   return `${m.created_at}  ${m.channel.padEnd(5)} to ${m.to}\n    ${m.body.replaceAll("\n", "\n    ")}`;
+}
+
+/** `push-keys`: a VAPID pair on stdout (offline), what to do with it on stderr. */
+function printPushKeys() {
+  const { publicKey, privateKey } = vapidKeyPair();
+  console.log(`VAPID_PUBLIC_KEY=${publicKey}`);
+  console.log(`VAPID_PRIVATE_KEY=${privateKey}`);
+  console.error(
+    "Set them, and a contact, as the deployment's secrets:\n" +
+      "  wrangler secret put VAPID_PUBLIC_KEY --env production\n" +
+      "  wrangler secret put VAPID_PRIVATE_KEY --env production\n" +
+      "  wrangler secret put VAPID_SUBJECT --env production   # mailto:ops@example.com or https://…\n" +
+      "The web app subscribes with VAPID_PUBLIC_KEY (PushManager.subscribe's applicationServerKey).",
+  );
 }
 
 /** `outbox`: GET /internal/outbox (development only). */

@@ -2,7 +2,8 @@
 // developer's guide, in order and in one bash (so a variable one block sets serves the next), as
 // written except that `API=` points at the server under test; then checks every `# → …` line of
 // a block against what that block printed (`…` stands for anything). It fails on a block that
-// exits non-zero or a `# →` line no output line matches. Without --api it starts `npm run dev`
+// exits non-zero or a `# →` line no output line matches. A block opened with ```sh and a word
+// after it (```sh not-checked: a second terminal, a deployment's secrets) is not run. Without --api it starts `npm run dev`
 // on a free port and stops it by its PID at the end. Reruns are fine: the code requests an
 // earlier run counted for the guide's addresses are deleted from the local D1 first, and Bob's
 // contacts are cleared (a development-only route), so the guide's figures hold.
@@ -132,6 +133,8 @@ function guideBlocks() {
     found.push({ section, code, expectations });
   }
   if (found.length === 0) fail(`${GUIDE} has no \`\`\`sh blocks.`);
+  const skipped = text.match(/^```sh \S.*$/gm) ?? [];
+  if (skipped.length) step(`Not running ${skipped.length} blocks marked as such (${[...new Set(skipped)].join(", ")})`);
   if (!/^API=/m.test(found[0].code)) fail(`${GUIDE}'s first sh block does not set API=: has it changed?`);
   return found;
 }

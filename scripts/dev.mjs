@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ROOT, bin, childEnv, fail, run, runQuiet, step, waitForHealth } from "./lib/cli.mjs";
 import { loadDemoObjects } from "./lib/demo-objects.mjs";
+import { vapidKeyPair } from "./lib/vapid.mjs";
 
 const { port, ip, rest } = serverArgs(process.argv.slice(2), process.env.PORT);
 
@@ -120,11 +121,25 @@ function appliedMigrations(output) {
  */
 function developmentSecrets() {
   const file = path.join(ROOT, ".wrangler", "dev-secrets.env");
-  const keys = ["CODE_KEY", "STREAM_TICKET_KEY", "PROVIDER_SECRET_KEYS"];
-  const have = existsSync(file) ? readFileSync(file, "utf8") : "";
+  const keys = [
+    "CODE_KEY",
+    "STREAM_TICKET_KEY",
+    "PROVIDER_SECRET_KEYS",
+    "VAPID_PUBLIC_KEY",
+    "VAPID_PRIVATE_KEY",
+    "VAPID_SUBJECT",
+  ];
+  const found = existsSync(file) ? readFileSync(file, "utf8") : "";
+  // The VAPID keys are a pair: one without the other is made again with a new partner.
+  const pairMissing = !/^VAPID_PUBLIC_KEY=/m.test(found) || !/^VAPID_PRIVATE_KEY=/m.test(found);
+  const have = pairMissing ? found.replace(/^VAPID_(PUBLIC|PRIVATE)_KEY=.*\n?/gm, "") : found;
   const missing = keys.filter((key) => !new RegExp(`^${key}=`, "m").test(have));
   if (missing.length > 0) {
+    const vapid = vapidKeyPair();
     const value = (key) => {
+      if (key === "VAPID_PUBLIC_KEY") return vapid.publicKey;
+      if (key === "VAPID_PRIVATE_KEY") return vapid.privateKey;
+      if (key === "VAPID_SUBJECT") return "mailto:developer@example.com";
       const secret = randomBytes(32).toString("base64url");
       return key === "PROVIDER_SECRET_KEYS" ? `dev1:${secret}` : secret;
     };

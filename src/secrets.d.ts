@@ -31,4 +31,22 @@ interface __BaseEnv_Env {
   SMS_DAILY_CAP?: string;
   /** The sender of code emails (Cloudflare Email Service); unset: the development outbox. */
   EMAIL_FROM?: string;
+  /*
+   * Push (docs/app.md, "Push"). A kind whose secrets are unset is not sent: each push of it is skipped
+   * and logged, naming what is missing. `npm run admin -- push-keys` prints a VAPID pair.
+   */
+  /** Web Push: the VAPID public key, base64url of the uncompressed P-256 point (what browsers subscribe with). */
+  VAPID_PUBLIC_KEY?: string;
+  /** Web Push: the VAPID private key, base64url of the 32-byte P-256 scalar. */
+  VAPID_PRIVATE_KEY?: string;
+  /** Web Push: whom push services contact, `mailto:ops@example.com` or an https URL (RFC 8292). */
+  VAPID_SUBJECT?: string;
+  /** FCM HTTP v1: the service account's JSON key file, whole (project_id, client_email, private_key). */
+  FCM_SERVICE_ACCOUNT?: string;
+  /** APNs: the token signing key, the `.p8` file's PEM text (PKCS #8, P-256). */
+  APNS_KEY?: string;
+  /** APNs: the signing key's 10-character key id. */
+  APNS_KEY_ID?: string;
+  /** APNs: the developer team id (10 characters). */
+  APNS_TEAM_ID?: string;
 }

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from "node:crypto";
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
@@ -20,6 +21,38 @@ const sqlText = {
   },
 };
 
+/**
+ * The push services' keys (src/secrets.d.ts), made afresh for each run (no private key is kept in the
+ * repository): a VAPID pair, a service account of FCM's shape with an RSA key, an APNs P-256 key.
+ * The tests read the public halves back from the private keys.
+ */
+function pushSecrets() {
+  const vapid = generateKeyPairSync("ec", { namedCurve: "prime256v1" }).privateKey.export({ format: "jwk" });
+  const point = Buffer.concat([
+    Buffer.from([4]),
+    Buffer.from(vapid.x!, "base64url"),
+    Buffer.from(vapid.y!, "base64url"),
+  ]);
+  const pkcs8 = (key: ReturnType<typeof generateKeyPairSync>["privateKey"]) =>
+    key.export({ format: "pem", type: "pkcs8" }).toString();
+  return {
+    VAPID_PUBLIC_KEY: point.toString("base64url"),
+    VAPID_PRIVATE_KEY: vapid.d!,
+    VAPID_SUBJECT: "mailto:push-test@example.com",
+    FCM_SERVICE_ACCOUNT: JSON.stringify({
+      type: "service_account",
+      project_id: "privacy-test",
+      private_key_id: "test-key-1",
+      private_key: pkcs8(generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey),
+      client_email: "push@privacy-test.iam.gserviceaccount.com",
+      token_uri: "https://oauth2.googleapis.com/token",
+    }),
+    APNS_KEY: pkcs8(generateKeyPairSync("ec", { namedCurve: "prime256v1" }).privateKey),
+    APNS_KEY_ID: "TESTKEY123",
+    APNS_TEAM_ID: "TESTTEAM12",
+  };
+}
+
 export default defineConfig(async () => ({
   root,
   plugins: [
@@ -33,6 +66,7 @@ export default defineConfig(async () => ({
           CODE_KEY: "dGVzdC1jb2RlLWtleS10ZXN0LWNvZGUta2V5LTMyYnl0ZXM",
           STREAM_TICKET_KEY: "dGVzdC10aWNrZXQta2V5LXRlc3QtdGlja2V0LWtleS0zMg",
           PROVIDER_SECRET_KEYS: "t1:dGVzdC1wcm92aWRlci1rZXktdGVzdC1wcm92aWRlci0z",
+          ...pushSecrets(),
         },
         // Tests run the webhook and background consumers themselves
         // (`exports.default.queue`; `deliverPending` in test/webhook-receiver.ts):
@@ -52,8 +86,9 @@ export default defineConfig(async () => ({
     // The logs of passing tests (the failures many of them provoke on purpose) are not printed:
     // a green run reads as one (a failing test still shows its logs).
     silent: "passed-only" as const,
-    // Twilio's own library, in Node, for the tests of signed requests and TwiML answers.
-    globalSetup: ["test/support/twilio-reference.ts"],
+    // Twilio's own library, in Node, for the tests of signed requests and TwiML answers; a Web Push
+    // receiver that decrypts with `http_ece` and checks VAPID (and `web-push` as a reference sender).
+    globalSetup: ["test/support/twilio-reference.ts", "test/support/web-push-receiver.ts"],
     // Generous bounds: CI has two cores and each file boots its own workerd.
     testTimeout: 30_000,
     hookTimeout: 60_000,

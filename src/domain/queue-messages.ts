@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { PushJob } from "./push";
 
 /**
  * Messages of the `background` queue: work that continues after the
@@ -22,7 +23,9 @@ import { z } from "@hono/zod-openapi";
  *   (`person_erasures`), and another while more are due;
  * - `rebuild-index`: the next chunk of the trust-index rebuild, and another
  *   until every key is written and the index is marked complete
- *   (services/index-rebuild.ts).
+ *   (services/index-rebuild.ts);
+ * - `push`: wake one device about one event (domain/push.ts; queued by the
+ *   person's object, sent by services/push/), retried while it is young.
  *
  * Every kind is one bounded chunk per message: the `background` consumer
  * takes one message per invocation (wrangler.toml).
@@ -49,6 +52,7 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
     /** The last person id (`people`), number (`numbers`) or company id (`companies`) done. */
     after: z.string().max(40),
   }),
+  PushJob,
 ]);
 
 export type BackgroundMessage = z.infer<typeof backgroundMessage>;

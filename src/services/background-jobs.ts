@@ -11,6 +11,7 @@ import { movePeopleChunk, movePersonChunk } from "./person-moves";
 import { eraseGonePersons } from "./person-objects";
 import { pruneExpired } from "./retention";
 import { applyScanEvents } from "./scans";
+import { runPushJob } from "./push";
 import { applyIndexWork } from "./trust-index";
 import { sweepOutbox } from "./webhook-delivery";
 
@@ -101,6 +102,8 @@ export async function runBackgroundJob(deps: Deps, body: BackgroundMessage, now:
     }
     case "rebuild-index":
       return rebuildChunk(deps, body, now);
+    case "push":
+      return runPushJob(deps, body, now);
   }
 }
 

@@ -6,6 +6,7 @@ import type { BackgroundMessage, DeliveryMessage, ScanEventsMessage } from "../d
 import { codeSettingsOf, type CodeSettings } from "./codes";
 import { messagingOf } from "./messaging";
 import { personObjectsOf, type PersonObjects } from "./person-objects";
+import { pushSecretsOf, type PushSecrets } from "./push";
 import { replayGuardsOf, type ReplayGuards } from "./replay-guards";
 
 /**
@@ -36,6 +37,8 @@ export type Deps = {
   codes: Omit<CodeSettings, "host">;
   /** The Worker secret that signs stream tickets (src/secrets.d.ts); unset, a ticket is a 503 naming it. */
   streamTicketKey: Env["STREAM_TICKET_KEY"];
+  /** The push services' credentials (src/secrets.d.ts); a kind whose are unset is skipped (services/push/). */
+  push: PushSecrets;
   /**
    * A write request's guard (db/write-guard.ts), which `db` runs on: a token
    * verified from a cache arms it (services/tokens.ts), and a write to a
@@ -65,6 +68,7 @@ export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = 
     twiml: twimlSettings(env),
     codes: codeSettingsOf(env, messagingOf(env, db)),
     streamTicketKey: env.STREAM_TICKET_KEY,
+    push: pushSecretsOf(env),
     guard,
   };
 };

@@ -50,6 +50,16 @@ export async function listDevices(deps: Pick<Deps, "db">, personId: number, curr
   return rows.map((row) => deviceView(row, currentTokenId));
 }
 
+/** Whether `tokenId` is one of person `personId`'s devices (a live person token of theirs). */
+export async function ownsDevice(deps: Pick<Deps, "db">, personId: number, tokenId: number, now = new Date()) {
+  const row = await deps.db
+    .select({ id: accessTokens.id })
+    .from(accessTokens)
+    .where(and(eq(accessTokens.id, tokenId), live(personId, now)))
+    .get();
+  return row !== undefined;
+}
+
 /** A new person token for a device, printed once; only its SHA-256 is kept. */
 export async function newPersonToken() {
   const token = `pk_${base64url(crypto.getRandomValues(new Uint8Array(32)))}`;

@@ -101,6 +101,7 @@ export type CompanySetting = "trusted" | "negative" | null;
 export type { ActivityInput } from "../../domain/activity";
 export type { CallPolicy } from "../../domain/caller-verification";
 export type { Facts } from "../../domain/facts";
+export type { PushRegistration, PushTarget } from "../../domain/push";
 export type { AnswerToKeep, IdempotencyClaim, KeptAnswer } from "../../domain/idempotency";
 export type { AccountEvent, ChatParties, Requester } from "../../domain/stream";
 export type { ReceiverRecord } from "../../domain/trust-records";

@@ -15,7 +15,8 @@ type Db = DrizzleSqliteDODatabase;
 
 /**
  * Appends calls the provider was told not to put through, each with an id of its own (in person `me`'s
- * slot: the `blocked_call_id` an app de-duplicates by); keeps the newest. Returns the calls with their ids.
+ * slot: the `blocked_call_id` an app de-duplicates by); keeps the newest. Returns the calls with their ids
+ * (the last one's is the id a push names, push.ts).
  */
 export function append(db: Db, me: number, calls: BlockedCallRow[]): (BlockedCallRow & { id: number })[] {
   let last =

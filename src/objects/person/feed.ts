@@ -1,11 +1,13 @@
 import { and, asc, desc, eq, gt, lt } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { ActivityInput } from "../../domain/activity";
+import { wakingChats } from "../../domain/push";
 import type { ChatParties } from "../../domain/stream";
 import type { Answer, FeedRow, Refusal } from "./api";
 import * as budgets from "./budgets";
 import { ACTIVITY_BUDGET, STRANGERS_BUDGET, utcDay } from "./budgets";
 import { nextId } from "./ids";
+import type { Push } from "./push";
 import { feed, activityDays, receivedDays } from "./schema";
 import type { Self } from "./self";
 import { isAcquainted, type Sender } from "./senders";
@@ -26,6 +28,8 @@ export type FeedHost = {
   stream(): Stream;
   /** Makes sure the retention alarm is set (a row was written). */
   care(): void;
+  /** Wakes the person's devices that have no open stream (a chat arrived). */
+  push: Push;
 };
 
 export type RecordAnswer = Answer<{ row: FeedRow }>;
@@ -187,6 +191,7 @@ export class Feed implements FeedSource {
         .values({ ...row, id, createdAt: new Date(row.createdAt) })
         .run();
       this.host.care();
+      if (wakingChats.includes(row.type)) this.host.push.wake("chat", id);
     }
     this.host.stream().recorded(me, id, parties);
     return id;

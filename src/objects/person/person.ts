@@ -11,6 +11,7 @@ import * as idempotency from "./idempotency";
 import * as keys from "./index-keys";
 import { answerMiss, KeyWriter, rewriteAll, values } from "./index-writer";
 import * as move from "./move";
+import { Push } from "./push";
 import * as requests from "./requests";
 import { Scheduler } from "./scheduler";
 import { Self } from "./self";
@@ -29,6 +30,7 @@ export class Person extends DurableObject<Env> {
   private readonly self: Self;
   private readonly stream: Stream;
   private readonly feed: Feed;
+  private readonly push: Push;
   private readonly writer: KeyWriter;
   private readonly jobs: Scheduler;
 
@@ -36,7 +38,8 @@ export class Person extends DurableObject<Env> {
     super(ctx, env);
     const db = (this.db = drizzle(ctx.storage));
     const self = (this.self = new Self(ctx, env, db));
-    this.feed = new Feed({ db, self, stream: () => this.stream, care: () => this.jobs.care() });
+    const push = (this.push = new Push({ ctx, env, db, self, openDevices: () => this.stream.openDevices() }));
+    this.feed = new Feed({ db, self, push, stream: () => this.stream, care: () => this.jobs.care() });
     const stream = (this.stream = new Stream(ctx, this.feed));
     this.writer = new KeyWriter(db, env.TRUST_INDEX);
     this.jobs = new Scheduler({ ctx, db, self, stream, writer: this.writer });
@@ -76,7 +79,7 @@ export class Person extends DurableObject<Env> {
   /** `requesterId` asks this person for trust (at `askedAt`, ms); an erased object takes nothing. */
   receiveTrustRequest(requesterId: number, reason: string, askedAt = Date.now(), requester?: api.Requester): void {
     if (this.self.erased) return;
-    requests.receive(this.db, this.self.id, requesterId, reason, askedAt);
+    this.push.wake("trust_request", requests.receive(this.db, this.self.id, requesterId, reason, askedAt));
     // The person's live streams hear of it (a delivery the sender's alarm retried carries no names: no event).
     if (requester) this.stream.trustRequest(requester, reason, new Date(askedAt));
     this.jobs.care();
@@ -208,6 +211,7 @@ export class Person extends DurableObject<Env> {
   recordBlockedCalls(calls: api.BlockedCallRow[]): void {
     if (this.self.erased) return;
     const stored = blocked.append(this.db, this.self.id, calls);
+    this.push.wake("missed_call", stored.at(-1)?.id ?? null);
     this.jobs.care();
     this.stream.blockedCalls(this.self.id, stored);
   }
@@ -292,9 +296,14 @@ export class Person extends DurableObject<Env> {
   announce(event: api.AccountEvent): void {
     this.stream.announce(event);
   }
-  /** Token `tokenId` was revoked: its sockets close with 4001 at once (docs/security.md, "Devices"). */
+  /** Token `tokenId` was revoked: its sockets close with 4001 at once, its push registration goes (docs/security.md). */
   tokenRevoked(tokenId: number): number {
+    this.push.change(tokenId, null);
     return this.stream.closeToken(tokenId);
+  }
+  /** Where device `deviceId` is woken; null: nowhere (`ifStill`: only while it is that target), push.ts. */
+  changePush(deviceId: number, target: api.PushTarget | null, ifStill?: api.PushTarget) {
+    return this.push.change(deviceId, target, ifStill);
   }
   /** Remembers a signed ticket's nonce for its one use: made with token `tokenId` (`tokenHash`), until `until`. */
   mintStreamTicket(nonce: string, tokenId: number, tokenHash: string, until: number): void {

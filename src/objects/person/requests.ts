@@ -76,8 +76,10 @@ export const queuedCount = (db: Db): number =>
  * `requesterId` asks this person (`me`) for trust at `askedAt`: a new pending
  * request, or, while one is pending, its reason and time refreshed. A
  * delivery retried after it landed changes nothing (same reason and time).
+ * Answers the request's id when it is new or asked again later (the person's
+ * devices are woken: push.ts), null when nothing new arrived.
  */
-export function receive(db: Db, me: number, requesterId: number, reason: string, askedAt: number) {
+export function receive(db: Db, me: number, requesterId: number, reason: string, askedAt: number): number | null {
   const at = new Date(askedAt);
   const pending = db
     .select({ id: trustRequests.id, updatedAt: trustRequests.updatedAt })
@@ -92,12 +94,13 @@ export function receive(db: Db, me: number, requesterId: number, reason: string,
         .where(eq(trustRequests.id, pending.id))
         .run();
     }
-    return;
+    return pending.updatedAt.getTime() < askedAt ? pending.id : null;
   }
   const newest = db.select({ id: trustRequests.id }).from(trustRequests).orderBy(desc(trustRequests.id)).limit(1).get();
+  const id = nextId(me, newest?.id ?? 0);
   db.insert(trustRequests)
     .values({
-      id: nextId(me, newest?.id ?? 0),
+      id,
       requesterId,
       contactReason: reason,
       status: "pending",
@@ -105,6 +108,7 @@ export function receive(db: Db, me: number, requesterId: number, reason: string,
       updatedAt: at,
     })
     .run();
+  return id;
 }
 
 /**

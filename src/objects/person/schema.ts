@@ -3,6 +3,7 @@ import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "driz
 import { activityTypes, partyTypes } from "../../db/schema/buzz";
 import { timestamp } from "../../db/schema/columns";
 import { blockReasons, callPolicies } from "../../domain/caller-verification";
+import type { PushTarget } from "../../domain/push";
 
 /*
  * The tables inside one person's Durable Object (docs/architecture.md, "Where
@@ -302,4 +303,18 @@ export const idempotencyDays = sqliteTable("idempotency_days", {
   /** Days since 1970-01-01, UTC. */
   day: integer("day").primaryKey(),
   keys: integer("keys").notNull(),
+});
+
+/* ---------- push (push.ts) ---------- */
+
+/**
+ * Where each of the person's devices is woken when it has no open stream (docs/app.md, "Push"): one
+ * registration per device (its person token's id), as `PUT /me/devices/{id}/push` gave it. Goes when
+ * the device is deleted (`tokenRevoked`) or the push service answers 404 or 410.
+ */
+export const pushRegistrations = sqliteTable("push_registrations", {
+  deviceId: integer("device_id").primaryKey(),
+  kind: text("kind", { enum: ["webpush", "fcm", "apns"] }).notNull(),
+  target: text("target", { mode: "json" }).$type<PushTarget>().notNull(),
+  updatedAt: integer("updated_at").notNull(),
 });

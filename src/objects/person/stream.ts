@@ -73,6 +73,11 @@ export class Stream {
     return this.ctx.getWebSockets().length > 0;
   }
 
+  /** The devices (token ids) with an open socket: push wakes only the others (push.ts). */
+  openDevices(): Set<number> {
+    return new Set(this.sockets().map(({ att }) => att.tokenId));
+  }
+
   /* ---------- connecting ---------- */
 
   /**

@@ -4,9 +4,10 @@ import { listDevices, revokeDevice } from "../../services/devices";
 import { clientIp, codeSettings } from "../request-context";
 import { personId } from "../../middleware/auth";
 import * as myPhones from "../../services/my-phones";
+import { pushRegistrationView, registerPush, unregisterPush } from "../../services/push";
 import { changeSettings, readSettings } from "../../services/person-settings";
 import { ownAccount } from "../../services/own-account";
-import type { AppRouteHandler } from "../../types";
+import type { AppRouteHandler, Principal } from "../../types";
 import type * as routes from "./me.routes";
 
 /* ---------- GET /me ---------- */
@@ -54,6 +55,26 @@ export const listMyDevices: AppRouteHandler<typeof routes.listMyDevices> = async
 
 export const deleteMyDevice: AppRouteHandler<typeof routes.deleteMyDevice> = async (c) => {
   await revokeDevice(c.var.deps, personId(c.var.principal), c.req.valid("param").id);
+  return c.body(null, 204);
+};
+
+/* ---------- push ---------- */
+
+/** The caller as the push services take it: their person and the device asking. */
+const caller = (principal: Principal | null) => ({ personId: personId(principal), tokenId: principal!.tokenId });
+
+export const putMyDevicePush: AppRouteHandler<typeof routes.putMyDevicePush> = async (c) => {
+  const registration = await registerPush(
+    c.var.deps,
+    caller(c.var.principal),
+    c.req.valid("param").id,
+    c.req.valid("json"),
+  );
+  return c.json(pushRegistrationView(registration), 200);
+};
+
+export const deleteMyDevicePush: AppRouteHandler<typeof routes.deleteMyDevicePush> = async (c) => {
+  await unregisterPush(c.var.deps, caller(c.var.principal), c.req.valid("param").id);
   return c.body(null, 204);
 };
 

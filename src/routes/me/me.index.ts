@@ -11,6 +11,8 @@ const router = createRouter()
   .openapi(routes.confirmMyPhone, handlers.confirmMyPhone)
   .openapi(routes.listMyDevices, handlers.listMyDevices)
   .openapi(routes.deleteMyDevice, handlers.deleteMyDevice)
+  .openapi(routes.putMyDevicePush, handlers.putMyDevicePush)
+  .openapi(routes.deleteMyDevicePush, handlers.deleteMyDevicePush)
   .openapi(routes.getSettings, handlers.getSettings)
   .openapi(routes.putSettings, handlers.putSettings);
 

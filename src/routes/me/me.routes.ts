@@ -9,6 +9,8 @@ import {
   MyPhoneParams,
   MyPhoneSchema,
   NewPhoneSchema,
+  NewPushRegistrationSchema,
+  PushRegistrationSchema,
   SettingsChangeSchema,
   SettingsSchema,
 } from "./me.schemas";
@@ -147,6 +149,51 @@ export const deleteMyDevice = createRoute({
   request: { params: DeviceParams },
   responses: {
     204: { description: "Revoked" },
+    ...errorResponses(401, 403, 404, 429),
+  },
+});
+
+/* ---------- push: where a device is woken ---------- */
+
+export const putMyDevicePush = createRoute({
+  method: "put",
+  operationId: "putMyDevicePush",
+  path: "/me/devices/{id}/push",
+  tags,
+  summary: "Register where a device is woken (push)",
+  description:
+    "One registration per device (this replaces it): a browser's Web Push subscription, an FCM registration " +
+    "token or an APNs device token. When a chat, a trust request or a missed call arrives and this device has " +
+    'no open stream, it gets a push within seconds carrying only `{"type", "id"}` (`chat`, `trust_request`, ' +
+    "`missed_call`); the app then reads what arrived. A push service answering 404 or 410 removes the " +
+    "registration; deleting the device removes it too. Only the caller's own devices (else 404). A Web Push " +
+    "endpoint must be https on a public host (http://127.0.0.1 only in development) → else 400.",
+  security: bearerSecurity,
+  middleware: [requirePerson] as const,
+  request: {
+    params: DeviceParams,
+    body: { required: true, content: { "application/json": { schema: NewPushRegistrationSchema } } },
+  },
+  responses: {
+    200: jsonContent(PushRegistrationSchema, "The device's registration"),
+    ...errorResponses(400, 401, 403, 404, 413, 429),
+  },
+});
+
+export const deleteMyDevicePush = createRoute({
+  method: "delete",
+  operationId: "deleteMyDevicePush",
+  path: "/me/devices/{id}/push",
+  tags,
+  summary: "Stop waking a device (push)",
+  description:
+    "Removes the device's push registration (none: nothing changes); it keeps its token and its stream. " +
+    "Only the caller's own devices (else 404).",
+  security: bearerSecurity,
+  middleware: [requirePerson] as const,
+  request: { params: DeviceParams },
+  responses: {
+    204: { description: "Removed" },
     ...errorResponses(401, 403, 404, 429),
   },
 });

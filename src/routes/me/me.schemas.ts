@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { callPolicies } from "../../domain/caller-verification";
+import { PushTarget } from "../../domain/push";
 import { int64Id, pathId } from "../../lib/ids";
 import { phoneFromParts } from "../../lib/phone";
 import { E164Phone } from "../auth/auth.schemas";
@@ -85,6 +86,64 @@ export const DeviceListItemSchema = z
   .openapi("Device");
 
 export const DeviceParams = z.object({ id: pathId("id", "Device id (from GET /me/devices)") });
+
+/* ---------- push ---------- */
+
+/** Where a device is woken: Web Push, FCM or APNs (domain/push.ts validates each). */
+export const NewPushRegistrationSchema = PushTarget.openapi("NewPushRegistration", {
+  example: {
+    kind: "webpush",
+    subscription: {
+      endpoint: "https://updates.push.services.mozilla.com/wpush/v2/gAAAAABmExample",
+      keys: {
+        p256dh: "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4",
+        auth: "BTBZMqHH6r4Tts7J_aSIgg",
+      },
+    },
+  },
+});
+
+const pushAnswer = {
+  device_id: int64Id().openapi({ description: "The device (GET /me/devices)", example: 12 }),
+  updated_at: z.string().openapi({ format: "date-time", example: "2026-11-27T10:00:00.000Z" }),
+};
+
+export const PushRegistrationSchema = z
+  .discriminatedUnion("kind", [
+    z.object({
+      device_id: pushAnswer.device_id,
+      kind: z.literal("webpush"),
+      subscription: z.object({
+        endpoint: z.string().openapi({ format: "uri" }),
+        keys: z.object({ p256dh: z.string(), auth: z.string() }),
+      }),
+      updated_at: pushAnswer.updated_at,
+    }),
+    z.object({
+      device_id: pushAnswer.device_id,
+      kind: z.literal("fcm"),
+      token: z.string(),
+      updated_at: pushAnswer.updated_at,
+    }),
+    z.object({
+      device_id: pushAnswer.device_id,
+      kind: z.literal("apns"),
+      token: z.string(),
+      topic: z.string(),
+      sandbox: z.boolean(),
+      updated_at: pushAnswer.updated_at,
+    }),
+  ])
+  .openapi("PushRegistration", {
+    example: {
+      device_id: 12,
+      kind: "apns",
+      token: "a9d0ed10e9cfd022a61cb08753f49c5a0b0dfb383697bf9f9d750a1003da19c7",
+      topic: "com.example.privacy",
+      sandbox: false,
+      updated_at: "2026-11-27T10:00:00.000Z",
+    },
+  });
 
 /* ---------- settings ---------- */
 
