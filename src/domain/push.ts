@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { fromBase64url } from "../lib/crypto";
+import { whenAbsent } from "../lib/openapi";
 import type { ActivityType } from "./activity";
 
 /*
@@ -107,10 +108,10 @@ export const ApnsTarget = z
       .max(255)
       .regex(/^[A-Za-z0-9.-]+$/, { message: "must be the app's bundle id" })
       .openapi({ description: "The app's bundle id (`apns-topic`)", example: "com.example.privacy" }),
-    sandbox: z
-      .boolean()
-      .default(false)
-      .openapi({ description: "The development environment of APNs (a debug build's token)", example: false }),
+    sandbox: whenAbsent(z.boolean(), false).openapi({
+      description: "The development environment of APNs (a debug build's token); false when absent",
+      example: false,
+    }),
   })
   .openapi("ApnsRegistration", { description: "An iOS app, through APNs with a token-based provider key" });
 
