@@ -54,5 +54,5 @@ describe("the ephemeral purge is chunked, resumable and fair", () => {
     }
     // Round-robin: the first chunk takes from every company in turn.
     expect(firstChunk.slice(0, 6).map((row) => row.companyId)).toEqual([...companies, ...companies]);
-  }, 120_000);
+  }, 300_000); // about 40 s on a quiet machine; 105 s seen with other work on the two cores
 });
