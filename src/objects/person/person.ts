@@ -207,9 +207,14 @@ export class Person extends DurableObject<Env> {
 
   /* ---------- blocked calls (blocked.ts) ---------- */
 
-  /** Appends calls the provider was told not to put through; keeps the newest `KEEP.blockedCalls`. */
-  recordBlockedCalls(calls: api.BlockedCallRow[]): void {
+  /**
+   * Appends calls the provider was told not to put through; keeps the newest `KEEP.blockedCalls`. `unlisted`:
+   * calls past their number's share of the provider's budget, counted, not listed (blocked.ts).
+   */
+  recordBlockedCalls(calls: api.BlockedCallRow[], unlisted = 0): void {
     if (this.self.erased) return;
+    if (unlisted > 0) blocked.countUnlisted(this.ctx.storage, unlisted, Date.now());
+    if (calls.length === 0) return;
     const stored = blocked.append(this.db, this.self.id, calls);
     this.push.wake("missed_call", stored.at(-1)?.id ?? null);
     this.jobs.care();
@@ -219,13 +224,17 @@ export class Person extends DurableObject<Env> {
   latestBlockedCalls(limit: number) {
     return blocked.latest(this.db, limit);
   }
+  /** Blocked calls counted, not listed (blocked.ts): today's (UTC) and since the object began. */
+  unlistedBlockedCalls() {
+    return blocked.unlisted(this.ctx.storage, Date.now());
+  }
 
   /* ---------- the whole person ---------- */
 
   /** Development only: wipes the feed and the blocked calls (the other party keeps its copy of a chat). */
   clearHistory(): void {
     clearFeed(this.db);
-    blocked.clear(this.db);
+    blocked.clear(this.db, this.ctx.storage);
   }
   /**
    * The account is gone: marked erased first (before any await), so every later write is refused; the
