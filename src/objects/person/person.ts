@@ -205,17 +205,12 @@ export class Person extends DurableObject<Env> {
     return heartbeatTimes(this.db);
   }
 
-  /* ---------- blocked calls (blocked.ts) ---------- */
+  /* ---------- blocked calls: listed, and counted past the number's share (blocked.ts) ---------- */
 
-  /**
-   * Appends calls the provider was told not to put through; keeps the newest `KEEP.blockedCalls`. `unlisted`:
-   * calls past their number's share of the provider's budget, counted, not listed (blocked.ts).
-   */
+  /** Appends blocked calls, keeping the newest `KEEP.blockedCalls`; counts `unlisted` ones (blocked.ts). */
   recordBlockedCalls(calls: api.BlockedCallRow[], unlisted = 0): void {
-    if (this.self.erased) return;
-    if (unlisted > 0) blocked.countUnlisted(this.ctx.storage, unlisted, Date.now());
-    if (calls.length === 0) return;
-    const stored = blocked.append(this.db, this.self.id, calls);
+    const stored = this.self.erased ? [] : blocked.record(this.db, this.ctx.storage, this.self.id, calls, unlisted);
+    if (stored.length === 0) return; // erased (no late write), or only counted
     this.push.wake("missed_call", stored.at(-1)?.id ?? null);
     this.jobs.care();
     this.stream.blockedCalls(this.self.id, stored);
@@ -224,7 +219,6 @@ export class Person extends DurableObject<Env> {
   latestBlockedCalls(limit: number) {
     return blocked.latest(this.db, limit);
   }
-  /** Blocked calls counted, not listed (blocked.ts): today's (UTC) and since the object began. */
   unlistedBlockedCalls() {
     return blocked.unlisted(this.ctx.storage, Date.now());
   }

@@ -7,14 +7,13 @@ import { saveEncryption } from "../../services/encryption";
 import { mintStreamTicket, openStream as connectStream, redeemStreamTicket } from "../../services/stream";
 import { heartbeat as readHeartbeat } from "../../services/heartbeat";
 import {
-  latestBlockedCalls,
   lookupCall,
   lookupTrust,
   readLookupFields,
   readReceiver,
-  recordBlockedCall,
   type LookupFields,
 } from "../../services/trust-lookup";
+import { latestBlockedCalls, recordBlockedCall } from "../../services/blocked-calls";
 import { dialFor } from "../../services/call-answers";
 import { callControlFields } from "../../services/call-control";
 import { callerVerificationOf } from "../../services/caller-verification";
