@@ -33,6 +33,13 @@ export type CompanyAccess = {
   company: CompanyRow;
 };
 
+/**
+ * What charging one ringing-path lookup decided (rate-limit.ts `chargeLookup`): `admitted` by the token's
+ * budget (else the answer is a 429), and whether the receiving number was `withinShare` of it (else its
+ * blocked call is counted, not listed).
+ */
+export type LookupCharge = { admitted: boolean; withinShare: boolean };
+
 export type AppEnv = {
   Bindings: Env;
   Variables: {
@@ -52,6 +59,12 @@ export type AppEnv = {
      * did not; work a read defers past its answer waits for this first.
      */
     admitted: Promise<boolean>;
+    /**
+     * The ringing path with a service token (rate-limit.ts): charges this lookup to its receiving
+     * number's share (E.164, or null when unreadable) and then to the token's budget; called by the
+     * handler once it has read the number, awaited by the rate limit after it. Absent otherwise.
+     */
+    chargeLookup?: (receiver: string | null) => Promise<LookupCharge>;
   };
 };
 

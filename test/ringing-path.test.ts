@@ -12,6 +12,7 @@ import {
   countInPersonObject,
   DEMO,
   insertToken,
+  personObject,
   startOfUsableWindow,
   withoutIndexMark,
   indexKeysWritten,
@@ -158,7 +159,7 @@ describe("provider-sized rate limits", () => {
       expect(response.status).toBe(429);
       expect(response.headers.get("Retry-After")).toBe("60");
       expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(
-        /^Too Many Requests: .*60000/,
+        /^Too Many Requests: .*600000/,
       );
     }
   });
@@ -195,6 +196,72 @@ describe("provider-sized rate limits", () => {
     expect(await ask(true)).toBe(200); // the same call, admitted (another token with budget left), is recorded
     expect(await recorded()).toBe(1);
   });
+
+  it("a burst at one number past its share: its lookups still get decisions, counted not listed, and spend nothing of the token's budget; another number never sees a 429", async () => {
+    await startOfUsableWindow(50_000);
+    const token = `sk_share_${Date.now()}_aaaaaaaa`;
+    await insertToken(token, { serviceName: "telephony", scopes: ["calls:lookup"] });
+    const bob = (await (await as("bob").get("/apps/buzz/heartbeat")).json()) as {
+      secure_number: { country_code: string; number: string };
+    };
+    const hot = new URLSearchParams({ ...(await aliceNumber()), inbound_code: "1", inbound: "3035550142" });
+    const quiet = new URLSearchParams({
+      number_code: bob.secure_number.country_code,
+      number: bob.secure_number.number,
+      ...FROM_ACME,
+    });
+    // The real local bindings; the token's limiter counted on its way.
+    let tokenCharges = 0;
+    const counted = {
+      ...env,
+      SERVICE_RATE_LIMIT: {
+        limit: (options: RateLimitOptions) => {
+          tokenCharges++;
+          return env.SERVICE_RATE_LIMIT.limit(options);
+        },
+      },
+    };
+    const contexts: ExecutionContext[] = [];
+    const ask = async (fields: URLSearchParams) => {
+      const ctx = createExecutionContext();
+      contexts.push(ctx);
+      const response = await createApp().request(
+        `/apps/buzz/trust-lookup?${fields}`,
+        { headers: { Authorization: `Bearer ${token}` } },
+        counted,
+        ctx,
+      );
+      return { status: response.status, body: (await response.json()) as { trusted: boolean; user_id: number } };
+    };
+    const before = await personObject(DEMO.people.alice).unlistedBlockedCalls();
+
+    const HOT = 1_300; // past the number's share of 1,200 a minute
+    let quietAnswered = 0;
+    for (let sent = 0; sent < HOT; sent += 50) {
+      const [hotAnswers, quietAnswers] = await Promise.all([
+        Promise.all(Array.from({ length: 50 }, () => ask(hot))),
+        Promise.all(Array.from({ length: 5 }, () => ask(quiet))),
+      ]);
+      // The hot number's own lookups still get their decision (untrusted: the call is blocked).
+      for (const answer of hotAnswers) {
+        expect(answer).toEqual({
+          status: 200,
+          body: { trusted: false, user_id: DEMO.people.alice, caller_verification: null },
+        });
+      }
+      for (const answer of quietAnswers)
+        expect(answer).toMatchObject({ status: 200, body: { user_id: DEMO.people.bob } });
+      quietAnswered += quietAnswers.length;
+    }
+    await Promise.all(contexts.map((ctx) => waitOnExecutionContext(ctx)));
+
+    // The calls past the share were counted, not listed; only the ones within it spent the token's budget.
+    const after = await personObject(DEMO.people.alice).unlistedBlockedCalls();
+    const unlisted = after.total - before.total;
+    expect(unlisted).toBeGreaterThan(0);
+    expect(unlisted).toBeLessThanOrEqual(HOT - 1_200);
+    expect(tokenCharges).toBeLessThanOrEqual(Math.ceil((HOT - unlisted + quietAnswered) / 8));
+  }, 90_000);
 
   it("unknown tokens are counted against the IP before any D1 read: past 300, a 429 reads nothing", async () => {
     const ip = `198.51.100.${Math.floor(Math.random() * 200) + 1}`;

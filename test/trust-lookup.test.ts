@@ -4,7 +4,7 @@ import { createDb } from "../src/db/client";
 import { applyIndexWork, EMPTY_FILL_TTL_SECONDS, workForKeys } from "../src/services/trust-index";
 import { createDeps } from "../src/services/deps";
 import { personObjectsFrom, type PersonObjects } from "../src/services/person-objects";
-import { recordBlockedCall } from "../src/services/trust-lookup";
+import { recordBlockedCall } from "../src/services/blocked-calls";
 import {
   as,
   call,

@@ -74,7 +74,7 @@ describe("RateLimit and RateLimit-Policy on successes", () => {
 
   it("a service token's answer states the service budget; an error carries neither", async () => {
     const ok = await as("telephony").get("/apps/buzz/trust-lookup?phone_number=%2B14155550199&caller_id=x");
-    if (ok.status < 400) expect(ok.headers.get("RateLimit-Policy")).toBe('"service";q=60000;w=60');
+    if (ok.status < 400) expect(ok.headers.get("RateLimit-Policy")).toBe('"service";q=600000;w=60');
     const refused = await as("bob").get("/companies/1");
     expect(refused.status).toBe(403);
     expect(refused.headers.get("RateLimit")).toBeNull();

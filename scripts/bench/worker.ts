@@ -26,7 +26,7 @@ import { companies } from "../../src/db/schema";
 import { requireAuth } from "../../src/middleware/auth";
 import { handleQueue } from "../../src/queue/consumer";
 import { rebuildNow } from "../../src/services/index-rebuild";
-import { recordBlockedCall } from "../../src/services/trust-lookup";
+import { recordBlockedCall } from "../../src/services/blocked-calls";
 import { bucketOf, contactBucketKey, numberKey, receiverKey } from "../../src/domain/trust-records";
 import { COMPANIES_COMPLETE_KEY, companyKey } from "../../src/domain/company-records";
 import type { AppEnv } from "../../src/types";

@@ -1,8 +1,8 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { errorBody, tooManyRequests } from "../lib/errors";
-import type { AppEnv } from "../types";
-import { readsOnly } from "./request-kind";
+import type { AppEnv, LookupCharge } from "../types";
+import { readsOnly, RINGING_PATH } from "./request-kind";
 
 /** Every limit uses a 60 s window (wrangler.toml), so that is the longest wait. */
 const WINDOW_SECONDS = 60;
@@ -10,8 +10,10 @@ const WINDOW_SECONDS = 60;
 /**
  * Rate limits (README "Rate limits"), counted by the Workers rate-limiting
  * binding (https://developers.cloudflare.com/workers/runtime-apis/bindings/rate-limit/):
- * - service tokens: their own budget (60,000 / 60 s), sized for a telephony
- *   provider's whole call volume;
+ * - service tokens: their own budget (600,000 / 60 s: 10,000 lookups a second,
+ *   docs/capacity.md's provider figure), sized for a telephony provider's whole
+ *   call volume; on the ringing path each receiving number has its share of it
+ *   (`RECEIVER_SHARE`, `chargeLookup`);
  * - person tokens: 1,000 / 60 s each;
  * - requests without a valid token: 300 / 60 s per client IP (IP_RATE_LIMIT),
  *   also charged by `identify` before an uncached token is looked up in D1.
@@ -30,21 +32,35 @@ export const rateLimit = createMiddleware<AppEnv>(async (c, next) => {
   }
   const budget = principal.kind === "service" ? SERVICE_BUDGET : PERSON_BUDGET;
   const limiter = principal.kind === "service" ? c.env.SERVICE_RATE_LIMIT : c.env.TOKEN_RATE_LIMIT;
-  const admission = admit(limiter, budget, principal.tokenId);
+  const ringing = principal.kind === "service" && RINGING_PATHS.has(c.req.path);
+  // The ringing path with a service token is charged once its handler knows the receiving number
+  // (`chargeLookup`); a request whose handler never asks (a 400, a 403) is charged to the token alone.
+  let lookupCharge: Promise<LookupCharge> | null = null;
+  const tokenId = principal.tokenId;
+  const admission = ringing
+    ? new Promise<boolean>((resolve) => {
+        c.set("chargeLookup", (receiver) => {
+          lookupCharge ??= chargeLookup(c.env, tokenId, receiver);
+          void lookupCharge.then(({ admitted }) => resolve(admitted));
+          return lookupCharge;
+        });
+      })
+    : admit(limiter, budget, tokenId);
   c.set("admitted", admission);
+  const settled = () => (ringing ? (c.var.chargeLookup?.(null) ?? admission) : admission).then(() => admission);
   const refused = () =>
     tooManyRequests(
       `this token made more than ${budget.perMinute} requests in the last minute; retry after the Retry-After delay`,
       WINDOW_SECONDS,
     );
   if (!readsOnly(c)) {
-    if (!(await admission)) throw refused();
+    if (!(await settled())) throw refused();
     await next();
   } else {
     // A read (and the ringing path, a question) does its work while its budget is checked: one
     // round of I/O less. A refused read's answer is replaced by the 429; it changed nothing.
     await next();
-    if (!(await admission)) {
+    if (!(await settled())) {
       const error = refused();
       c.res = c.json(errorBody(429, error.detail), 429, error.headers);
       return;
@@ -89,19 +105,46 @@ const windowOf = (ms: number) => Math.floor(ms / (WINDOW_SECONDS * 1000));
 type Budget = { name: string; perMinute: number; sample: number; state: SampleState };
 /** `used`: requests per token in the current window, for the RateLimit header. */
 type SampleState = {
-  seen: Map<number, number>;
-  refusedUntil: Map<number, number>;
-  used: Map<number, { window: number; count: number }>;
+  seen: Map<number | string, number>;
+  refusedUntil: Map<number | string, number>;
+  used: Map<number | string, { window: number; count: number }>;
 };
 const sampleState = (): SampleState => ({ seen: new Map(), refusedUntil: new Map(), used: new Map() });
 
-/** Binding limits in wrangler.toml: SERVICE_RATE_LIMIT 7,500 (60,000 / 8), TOKEN_RATE_LIMIT 125 (1,000 / 8). */
-const SERVICE_BUDGET: Budget = { name: "service", perMinute: 60_000, sample: 8, state: sampleState() };
+/**
+ * Binding limits in wrangler.toml: SERVICE_RATE_LIMIT 75,000 (600,000 / 8), RECEIVER_RATE_LIMIT 150
+ * (1,200 / 8), TOKEN_RATE_LIMIT 125 (1,000 / 8).
+ */
+const SERVICE_BUDGET: Budget = { name: "service", perMinute: 600_000, sample: 8, state: sampleState() };
+/**
+ * Each receiving number's share of its provider token's budget (docs/decisions.md, "Rate limits"):
+ * 1,200 lookups a minute, 20 calls a second for one number, more than a busy call centre's line
+ * receives. A number past it still gets its decisions, but they no longer spend the token's budget
+ * and its blocked calls are counted, not listed (services/trust-lookup.ts `recordBlockedCall`), so
+ * one number's burst never brings a 429 to the others (docs/security.md, "What a stranger can cost").
+ */
+const RECEIVER_SHARE: Budget = { name: "receiver", perMinute: 1_200, sample: 8, state: sampleState() };
+/** Paths whose service-token requests are charged per receiving number (`chargeLookup`). */
+const RINGING_PATHS = new Set([RINGING_PATH, "/apps/buzz/call-lookup"]);
+
+/**
+ * Charges one ringing-path lookup of service token `tokenId` to `receiver`'s share (its E.164, null when
+ * unreadable: the token alone is charged), then, only within the share, to the token's budget. A lookup
+ * past its number's share is answered (one KV read) and spends nothing of the token's budget.
+ */
+async function chargeLookup(env: Env, tokenId: number, receiver: string | null): Promise<LookupCharge> {
+  if ((SERVICE_BUDGET.state.refusedUntil.get(tokenId) ?? 0) > Date.now()) return { admitted: false, withinShare: true };
+  if (receiver !== null) {
+    const share = await admit(env.RECEIVER_RATE_LIMIT, RECEIVER_SHARE, `${tokenId}:${receiver}`);
+    if (!share) return { admitted: true, withinShare: false };
+  }
+  return { admitted: await admit(env.SERVICE_RATE_LIMIT, SERVICE_BUDGET, tokenId), withinShare: true };
+}
 const PERSON_BUDGET: Budget = { name: "person", perMinute: 1_000, sample: 8, state: sampleState() };
 /** Entries kept per budget; a full map starts over (an isolate rarely sees this many tokens a minute). */
 const MAX_TRACKED_TOKENS = 10_000;
 
-async function admit(limiter: RateLimit, { sample, state }: Budget, tokenId: number): Promise<boolean> {
+async function admit(limiter: RateLimit, { sample, state }: Budget, tokenId: number | string): Promise<boolean> {
   const now = Date.now();
   if ((state.refusedUntil.get(tokenId) ?? 0) > now) return false;
   if (state.seen.size >= MAX_TRACKED_TOKENS) state.seen.clear();

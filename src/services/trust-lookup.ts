@@ -1,13 +1,10 @@
 import { and, asc, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { companies, people } from "../db/schema";
-import type { BlockedCallRow, ContactRead } from "../objects/person/api";
-import type { PersonObjects } from "./person-objects";
+import type { ContactRead } from "../objects/person/api";
 import { ReadBatch } from "../db/batch";
 import { inList } from "../db/sql";
 import { phoneFromInternational, phoneFromParts, type Phone } from "../lib/phone";
-import { logError } from "../lib/log";
-import { blockedCallView } from "../domain/activity";
 import { knowsPerson } from "./acquaintance";
 import { contactsRead, type Contact } from "./contacts";
 import { toCompanyRef, type CompanyRef } from "./companies";
@@ -293,70 +290,6 @@ function companyRefs(db: Db, ids: number[]) {
     .from(companies)
     .where(inList(companies.id, ids))
     .orderBy(asc(companies.id));
-}
-
-/**
- * Records a blocked call after the answer (the caller passes the returned
- * promise to `waitUntil`): appended to the receiver's own object, which keeps
- * their newest 1,000 and 90 days (docs/architecture.md). The provider never
- * waits for it; a failed append is retried once, then logged, never surfaced.
- *
- * Calls to one receiver arriving in this isolate while a group is open share
- * one call into their object: the first call of a group (its leader) sends
- * it, later ones only add their row and return at once, so no request ever
- * awaits a promise another request's I/O resolves (workerd cancels those:
- * "Promise will never complete"). A quiet receiver's group is open
- * `QUIET_WINDOW_MS`; a receiver that had a group within the last second is
- * hot, and its groups stay open `HOT_WINDOW_MS`, so one isolate makes at most
- * ten appends a second to a hot receiver's object however many calls arrive.
- */
-export function recordBlockedCall(objects: PersonObjects, call: BlockedCallInput): Promise<void> {
-  const row: BlockedCallRow = {
-    callerId: call.callerId ?? null,
-    countryCode: call.countryCode,
-    phoneNumber: call.phoneNumber,
-    reason: call.reason ?? null,
-    createdAt: Date.now(),
-  };
-  const open = appending.get(call.personId);
-  if (open && open.rows.length < MAX_APPEND) {
-    open.rows.push(row);
-    return Promise.resolve();
-  }
-  const now = Date.now();
-  const hot = now - (lastSent.get(call.personId) ?? -Infinity) < HOT_MS;
-  const group = { rows: [row] };
-  appending.set(call.personId, group);
-  return scheduler.wait(hot ? HOT_WINDOW_MS : QUIET_WINDOW_MS).then(async () => {
-    if (appending.get(call.personId) === group) appending.delete(call.personId);
-    lastSent.set(call.personId, Date.now());
-    if (lastSent.size > 10_000) lastSent.clear();
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await objects.of(call.personId).recordBlockedCalls(group.rows);
-      } catch (err) {
-        if (attempt < 2) continue;
-        logError("recording blocked calls failed", err, { personId: call.personId, calls: group.rows.length });
-        return;
-      }
-    }
-  });
-}
-
-/** How long a receiver's group of blocked calls takes more: quiet, and hot (a group within `HOT_MS`). */
-const QUIET_WINDOW_MS = 5;
-const HOT_WINDOW_MS = 100;
-const HOT_MS = 1_000;
-/** At most this many calls in one append (the object keeps its newest 1,000 anyway). */
-const MAX_APPEND = 1_000;
-/** Groups taking calls, by receiver (per isolate), and when each receiver's last group was sent. */
-const appending = new Map<number, { rows: BlockedCallRow[] }>();
-const lastSent = new Map<number, number>();
-
-/** The newest 100 blocked calls of a member (docs/decisions.md, "Blocked calls"), from their object. */
-export async function latestBlockedCalls(objects: PersonObjects, personId: number) {
-  const rows = await objects.of(personId).latestBlockedCalls(100);
-  return rows.map((row) => blockedCallView(personId, row));
 }
 
 const FIELD_NAMES = [

@@ -2,7 +2,7 @@ import { desc, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { BlockedCallRow } from "./api";
 import { nextId } from "./ids";
-import { KEEP } from "./limits";
+import { KEEP, utcDay } from "./limits";
 import { blockedCalls } from "./schema";
 
 /*
@@ -40,5 +40,36 @@ export function append(db: Db, me: number, calls: BlockedCallRow[]): (BlockedCal
 export const latest = (db: Db, limit: number) =>
   db.select().from(blockedCalls).orderBy(desc(blockedCalls.createdAt), desc(blockedCalls.id)).limit(limit).all();
 
-/** Development only: wipes the blocked calls. */
-export const clear = (db: Db) => db.delete(blockedCalls).run();
+/** Development only: wipes the blocked calls, and their count of unlisted ones. */
+export const clear = (db: Db, storage: DurableObjectStorage) => {
+  db.delete(blockedCalls).run();
+  storage.kv.delete(UNLISTED);
+};
+
+/**
+ * Blocked calls counted, not listed: calls to the person's number past its share of the provider's
+ * budget (docs/decisions.md, "Rate limits"). A call centre's
+ * number called 1,000 times a second keeps its newest listed calls and a count of the rest: one
+ * storage value, today's count (UTC) and the total, written at most once per append.
+ */
+const UNLISTED = "blocked-unlisted";
+type Unlisted = { day: number; today: number; total: number };
+
+/** Counts `unlisted` calls and appends `calls` (`append`); returns those appended. */
+export function record(db: Db, storage: DurableObjectStorage, me: number, calls: BlockedCallRow[], unlisted: number) {
+  if (unlisted > 0) countUnlisted(storage, unlisted, Date.now());
+  return calls.length > 0 ? append(db, me, calls) : [];
+}
+
+function countUnlisted(storage: DurableObjectStorage, calls: number, now: number): void {
+  const day = utcDay(now);
+  const held = storage.kv.get<Unlisted>(UNLISTED);
+  const today = held?.day === day ? held.today : 0;
+  storage.kv.put(UNLISTED, { day, today: today + calls, total: (held?.total ?? 0) + calls });
+}
+
+/** The calls counted, not listed: `today`'s (UTC) and the `total` since the object began. */
+export function unlisted(storage: DurableObjectStorage, now: number): { today: number; total: number } {
+  const held = storage.kv.get<Unlisted>(UNLISTED);
+  return { today: held?.day === utcDay(now) ? held.today : 0, total: held?.total ?? 0 };
+}

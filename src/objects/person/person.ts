@@ -205,12 +205,12 @@ export class Person extends DurableObject<Env> {
     return heartbeatTimes(this.db);
   }
 
-  /* ---------- blocked calls (blocked.ts) ---------- */
+  /* ---------- blocked calls: listed, and counted past the number's share (blocked.ts) ---------- */
 
-  /** Appends calls the provider was told not to put through; keeps the newest `KEEP.blockedCalls`. */
-  recordBlockedCalls(calls: api.BlockedCallRow[]): void {
-    if (this.self.erased) return;
-    const stored = blocked.append(this.db, this.self.id, calls);
+  /** Appends blocked calls, keeping the newest `KEEP.blockedCalls`; counts `unlisted` ones (blocked.ts). */
+  recordBlockedCalls(calls: api.BlockedCallRow[], unlisted = 0): void {
+    const stored = this.self.erased ? [] : blocked.record(this.db, this.ctx.storage, this.self.id, calls, unlisted);
+    if (stored.length === 0) return; // erased (no late write), or only counted
     this.push.wake("missed_call", stored.at(-1)?.id ?? null);
     this.jobs.care();
     this.stream.blockedCalls(this.self.id, stored);
@@ -219,13 +219,16 @@ export class Person extends DurableObject<Env> {
   latestBlockedCalls(limit: number) {
     return blocked.latest(this.db, limit);
   }
+  unlistedBlockedCalls() {
+    return blocked.unlisted(this.ctx.storage, Date.now());
+  }
 
   /* ---------- the whole person ---------- */
 
   /** Development only: wipes the feed and the blocked calls (the other party keeps its copy of a chat). */
   clearHistory(): void {
     clearFeed(this.db);
-    blocked.clear(this.db);
+    blocked.clear(this.db, this.ctx.storage);
   }
   /**
    * The account is gone: marked erased first (before any await), so every later write is refused; the

@@ -7,19 +7,20 @@ import { saveEncryption } from "../../services/encryption";
 import { mintStreamTicket, openStream as connectStream, redeemStreamTicket } from "../../services/stream";
 import { heartbeat as readHeartbeat } from "../../services/heartbeat";
 import {
-  latestBlockedCalls,
   lookupCall,
   lookupTrust,
   readLookupFields,
-  recordBlockedCall,
+  readReceiver,
   type LookupFields,
 } from "../../services/trust-lookup";
+import { latestBlockedCalls, recordBlockedCall } from "../../services/blocked-calls";
 import { dialFor } from "../../services/call-answers";
 import { callControlFields } from "../../services/call-control";
 import { callerVerificationOf } from "../../services/caller-verification";
 import type { CallerVerification } from "../../domain/caller-verification";
 import { dialTwiml, rejectTwiml, wantsTwiml, XML_CONTENT_TYPE } from "../../lib/twiml";
-import type { AppEnv, AppRouteHandler } from "../../types";
+import type { AppEnv, AppRouteHandler, LookupCharge } from "../../types";
+import { phoneFromParts } from "../../lib/phone";
 import type * as routes from "./buzz.routes";
 import { LOOKUP_PROBLEM } from "./buzz.schemas";
 
@@ -36,17 +37,34 @@ export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async
  */
 async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields, verification: CallerVerification) {
   const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
+  // A provider's lookup is charged to its receiving number's share, alongside the KV read (rate-limit.ts).
+  const charge = chargeOf(c, readReceiver(fields).phone?.e164 ?? null);
   const { trusted, user_id, caller_verification, blocked, problem } = await lookupTrust(
     c.var.deps,
     fields,
     verification,
     defer,
   );
-  // A lookup the rate limit refuses is answered 429 (rate-limit.ts): its call is not recorded.
-  const admitted = c.var.admitted ?? Promise.resolve(true);
-  if (blocked) defer(admitted.then((ok) => (ok ? recordBlockedCall(c.var.deps.objects, blocked) : undefined)));
+  // A lookup the rate limit refuses is answered 429 (rate-limit.ts): its call is not recorded. One
+  // past its number's share is counted, not listed (docs/decisions.md, "Rate limits").
+  if (blocked) {
+    defer(
+      charge.then(({ admitted, withinShare }) =>
+        admitted ? recordBlockedCall(c.var.deps.objects, blocked, withinShare) : undefined,
+      ),
+    );
+  }
   if (problem) c.header(LOOKUP_PROBLEM, problem);
   return { trusted, user_id, caller_verification };
+}
+
+/**
+ * Charges a ringing-path lookup to `receiver`'s share when the rate limit asks for it (a provider's
+ * token, rate-limit.ts); otherwise what the token's own charge decided, within any share.
+ */
+function chargeOf(c: Context<AppEnv>, receiver: string | null): Promise<LookupCharge> {
+  if (c.var.chargeLookup) return c.var.chargeLookup(receiver);
+  return (c.var.admitted ?? Promise.resolve(true)).then((admitted) => ({ admitted, withinShare: true }));
 }
 
 /**
@@ -116,6 +134,7 @@ export const callLookup: AppRouteHandler<typeof routes.callLookup> = async (c) =
   const asPerson = principal?.kind === "person" ? principal.personId : null;
   const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
   const query = c.req.valid("query");
+  void chargeOf(c, phoneFromParts(query.number_code ?? "", query.number ?? "")?.e164 ?? null);
   const details = await lookupCall(c.var.deps, query, callerVerificationOf(query), asPerson, defer);
   if (!details) throw notFound("the receiving number is not your secure number");
   return c.json(details, 200);
