@@ -40,6 +40,23 @@ export function isCountryCode(code: string): boolean {
   return /^[A-Z]{2}$/.test(code) && isSupportedCountry(code as CountryCode, metadata);
 }
 
+/*
+ * The document's `pattern`s for phone inputs (docs/decisions.md, "The document
+ * states the rules"): each accepts every string the functions below accept
+ * (blanks the server trims included), and refuses what they always refuse.
+ * Validity itself (libphonenumber's metadata) is stated in words.
+ */
+/** `normalizeCallingCode`'s input: 1–3 digits with an optional `+`, or two letters ("US", "us"). */
+export const CALLING_CODE_PATTERN = String.raw`^\s*(?:\+?[0-9]{1,3}|[A-Za-z]{2})\s*$`;
+/**
+ * `phoneFromParts`'s national number: its characters (digits, `+()-.` and
+ * blanks), at least one digit. All zeros is valid only under a few calling
+ * codes (`00000` under 672), so that is in words, not here.
+ */
+export const NATIONAL_NUMBER_PATTERN = String.raw`^[0-9+()\-.\s]*[0-9][0-9+()\-.\s]*$`;
+/** `phoneFromInternational`'s input: `+`, then digits and `()-.` or blanks, a digit other than 0 among them (the calling code's). */
+export const INTERNATIONAL_PHONE_PATTERN = String.raw`^\s*\+[0-9()\-.\s]*[1-9][0-9()\-.\s]*$`;
+
 /** A valid number from a calling code and a national number, or null. */
 export function phoneFromParts(callingCode: string, number: string): Phone | null {
   const code = normalizeCallingCode(callingCode);

@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { pathId } from "../../lib/ids";
 import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
+import { INTERNATIONAL_PHONE_PATTERN } from "../../lib/phone";
 import { requireAuth } from "../../middleware/auth";
 import { developmentOnly } from "../../middleware/development-only";
 
@@ -31,7 +32,12 @@ export const releasePhone = createRoute({
       e164: z
         .string()
         .max(40)
-        .openapi({ param: { name: "e164", in: "path" }, example: "+14155550199", description: "The number, E.164" }),
+        .openapi({
+          param: { name: "e164", in: "path" },
+          pattern: INTERNATIONAL_PHONE_PATTERN,
+          example: "+14155550199",
+          description: "The number, E.164 (a valid one, else 400)",
+        }),
     }),
   },
   responses: {

@@ -31,10 +31,21 @@ export const ProviderSigningSchema = z
     z
       .object({
         kind: z.literal("telnyx"),
-        public_key: z.string().trim().min(40).max(64).openapi({
-          description: "The Telnyx account's public key (Ed25519, base64, as the portal shows it)",
-          example: "Xr0aHv0lC3Xtu8J1a4Kk8CqGbrt0S6K7J0FuM5qgq6k=",
-        }),
+        public_key: z
+          .string()
+          .trim()
+          .min(40)
+          .max(64)
+          .openapi({
+            description:
+              "The Telnyx account's public key as the portal shows it: the 32-byte Ed25519 key in base64, 44 " +
+              "characters with its `=` padding (43 without; the URL-safe alphabet is accepted too, surrounding " +
+              "blanks are trimmed). Any other length is 400",
+            // telnyxKey (src/lib/provider-signatures.ts): 43 base64 digits are 258 bits, 32 bytes and 2 spare bits.
+            pattern: String.raw`^\s*[A-Za-z0-9+/_-]{43}=?\s*$`,
+            minLength: 43,
+            example: "Xr0aHv0lC3Xtu8J1a4Kk8CqGbrt0S6K7J0FuM5qgq6k=",
+          }),
       })
       .strict(),
   ])

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { EmailAddress } from "../../lib/email";
 import { int64Id } from "../../lib/ids";
-import { phoneFromInternational, type Phone } from "../../lib/phone";
+import { INTERNATIONAL_PHONE_PATTERN, phoneFromInternational, type Phone } from "../../lib/phone";
 
 /* The shapes of signing in and of proving a phone (docs/app.md, "Signing in"). */
 
@@ -17,7 +17,12 @@ export const E164Phone = z
     }
     return phone;
   })
-  .openapi({ type: "string", example: "+14155550100", description: "A phone number in E.164 form" });
+  .openapi({
+    type: "string",
+    pattern: INTERNATIONAL_PHONE_PATTERN,
+    example: "+14155550100",
+    description: "A valid phone number in E.164 form (blanks, `-`, `.` and parentheses between digits are tolerated)",
+  });
 
 const addressFields = {
   email: EmailAddress.optional(),

@@ -5,7 +5,7 @@ import { EmailAddress } from "../../lib/email";
 import { IdSchema, pathId, int64Id } from "../../lib/ids";
 import { cursorQuery, pageQuery } from "../../lib/pagination";
 import { REQUEST_CURSOR } from "../../services/trust-requests";
-import { phoneFromInternational } from "../../lib/phone";
+import { INTERNATIONAL_PHONE_PATTERN, phoneFromInternational } from "../../lib/phone";
 import { CalendarDate, QueryTimestamp } from "../../lib/time";
 import { CONTACT_COLLECTIONS, type ContactCollection } from "../../services/contacts";
 import { whenAbsent } from "../../lib/openapi";
@@ -48,7 +48,12 @@ const PhoneNumber = z
     }
     return phone.e164;
   })
-  .openapi({ type: "string", example: "+1 415 555 0123" });
+  .openapi({
+    type: "string",
+    pattern: INTERNATIONAL_PHONE_PATTERN,
+    description: "A valid phone number written with its `+` and calling code",
+    example: "+1 415 555 0123",
+  });
 
 const writeFields = {
   display_name: z.string().trim().max(200).optional().openapi({ example: "Dana Doe" }),

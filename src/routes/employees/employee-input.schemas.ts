@@ -4,7 +4,15 @@
 import { z } from "@hono/zod-openapi";
 import { EmailAddress } from "../../lib/email";
 import { atLeastOneOf, whenAbsent } from "../../lib/openapi";
-import { isCountryCode, normalizeCallingCode, phoneFromInternational, phoneFromParts } from "../../lib/phone";
+import {
+  CALLING_CODE_PATTERN,
+  INTERNATIONAL_PHONE_PATTERN,
+  NATIONAL_NUMBER_PATTERN,
+  isCountryCode,
+  normalizeCallingCode,
+  phoneFromInternational,
+  phoneFromParts,
+} from "../../lib/phone";
 import { CalendarDate } from "../../lib/time";
 import { usStateCode } from "../../lib/us-states";
 import {
@@ -44,7 +52,13 @@ const Primary = z
 
 const Dob = CalendarDate.refine((date) => date >= "1900-01-01" && date < new Date().toISOString().slice(0, 10), {
   message: "must be a real date in the past",
-}).openapi({ description: "Date of birth, YYYY-MM-DD", example: "1988-04-12" });
+}).openapi({
+  description:
+    "Date of birth, YYYY-MM-DD: a real date from 1900-01-01 to yesterday (UTC); today or later is 400 " +
+    "(JSON Schema cannot compare with today, so the `pattern` only bounds the year to 1900–2099)",
+  pattern: String.raw`^(?:19|20)[0-9]{2}-[0-9]{2}-[0-9]{2}$`,
+  example: "1988-04-12",
+});
 
 const EmailInput = z.object({ primary: Primary, email: EmailAddress }).openapi("EmailInput");
 
@@ -60,16 +74,36 @@ const AkaInput = z
 export const PhoneInputSchema = z
   .object({
     primary: Primary,
-    country_code: z
-      .union([z.string(), z.number().int()])
-      .transform(String)
-      .optional()
-      .openapi({ description: 'Calling code: "1", "+1" or the country "US"', example: "1", type: "string" }),
-    phone_number: z.string().max(32).optional().openapi({ description: "National number", example: "4155550123" }),
-    phone_full: z.string().max(40).optional().openapi({
-      description: "International form; computed when omitted, checked when given",
-      example: "+14155550123",
+    country_code: z.union([z.string(), z.number().int()]).transform(String).optional().openapi({
+      description:
+        'Calling code: "1", "+1" or the country "US" (case-insensitive); one that exists (else 400, as is "")',
+      example: "1",
+      type: "string",
+      minLength: 1,
+      pattern: CALLING_CODE_PATTERN,
     }),
+    phone_number: z
+      .string()
+      .max(32)
+      .optional()
+      .openapi({
+        description:
+          "National number: digits, optionally with `+()-.` and blanks; a valid number for `country_code` " +
+          '(else 400: "" and, under most calling codes, all zeros)',
+        example: "4155550123",
+        minLength: 1,
+        pattern: NATIONAL_NUMBER_PATTERN,
+      }),
+    phone_full: z
+      .string()
+      .max(40)
+      .optional()
+      .openapi({
+        description:
+          "International form (`+` and the calling code), a valid number; computed when omitted or blank, checked when given",
+        example: "+14155550123",
+        pattern: String.raw`^\s*$|` + INTERNATIONAL_PHONE_PATTERN,
+      }),
   })
   .transform((input, ctx): PhoneInput => {
     const full = input.phone_full?.trim() ? phoneFromInternational(input.phone_full) : null;
@@ -107,7 +141,11 @@ export const PhoneInputSchema = z
   })
   .openapi("PhoneInput", {
     description: "`country_code` and `phone_number`, or `phone_full` (both forms: they must agree)",
-    anyOf: [{ required: ["country_code", "phone_number"] }, { required: ["phone_full"] }],
+    // Without the parts, a blank `phone_full` is no number at all (400).
+    anyOf: [
+      { required: ["country_code", "phone_number"] },
+      { required: ["phone_full"], properties: { phone_full: { pattern: INTERNATIONAL_PHONE_PATTERN } } },
+    ],
   });
 
 const AddressInputSchema = z
@@ -131,7 +169,13 @@ const AddressInputSchema = z
       .refine(isCountryCode, {
         message: "must be an ISO 3166-1 alpha-2 country code such as US",
       })
-      .openapi({ example: "US" }),
+      .openapi({
+        description:
+          "ISO 3166-1 alpha-2 country code, case-insensitive, one the server's phone metadata knows (every " +
+          "assigned code; else 400)",
+        pattern: String.raw`^\s*[A-Za-z]{2}\s*$`,
+        example: "US",
+      }),
   })
   .transform((input, ctx): AddressInput => {
     const collapse = (text: string) => text.replace(/\s+/g, " ");

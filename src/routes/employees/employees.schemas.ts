@@ -10,7 +10,11 @@ import { CompanyParams, CompanyRefSchema } from "../companies/companies.schemas"
 export const EmployeeParams = CompanyParams.extend({ id: pathId("id", "Employee (person) id") });
 export const ExposureParams = CompanyParams.extend({ id: pathId("id", "Exposure id") });
 
-export const EmployeeListQuery = pageQuery(100, 1000).extend({
+const employeePages = pageQuery(100, 1000);
+export const EmployeeListQuery = employeePages.extend({
+  page: employeePages.shape.page.openapi({
+    description: "Page number, from 1; with `after`, only 1 (another page with `after` is 400)",
+  }),
   search: z
     .string()
     .trim()
@@ -30,7 +34,7 @@ export const EmployeeListQuery = pageQuery(100, 1000).extend({
     .openapi({
       param: { name: "after", in: "query" },
       description:
-        "Keyset paging: only employees with an id greater than this (the last id of the page before), with `page` 1. It reads no page before it, however deep; the `Link` header's `next` carries it once a request uses it",
+        "Keyset paging: only employees with an id greater than this (the last id of the page before). Only with `page` 1 or no `page` (another page is 400: JSON Schema cannot tie two parameters). It reads no page before it, however deep; the `Link` header's `next` carries it once a request uses it",
       example: 1042,
     }),
 });

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { callPolicies } from "../../domain/caller-verification";
 import { PushTarget } from "../../domain/push";
 import { int64Id, pathId } from "../../lib/ids";
-import { phoneFromParts } from "../../lib/phone";
+import { CALLING_CODE_PATTERN, NATIONAL_NUMBER_PATTERN, phoneFromParts } from "../../lib/phone";
 import { E164Phone } from "../auth/auth.schemas";
 import { SecureNumberSchema } from "../buzz/buzz.schemas";
 
@@ -58,8 +58,18 @@ export const NewPhoneSchema = z
     z.object({ phone: E164Phone }).strict(),
     z
       .object({
-        country_code: z.string().max(8).openapi({ example: "1" }),
-        number: z.string().max(32).openapi({ example: "4155550199" }),
+        country_code: z.string().max(8).openapi({
+          description: 'Calling code: "1", "+1" or the country "US" (case-insensitive)',
+          minLength: 1,
+          pattern: CALLING_CODE_PATTERN,
+          example: "1",
+        }),
+        number: z.string().max(32).openapi({
+          description: "National number: digits, optionally with `+()-.` and blanks; valid for `country_code`",
+          minLength: 1,
+          pattern: NATIONAL_NUMBER_PATTERN,
+          example: "4155550199",
+        }),
       })
       .strict()
       .transform((value, ctx) => {

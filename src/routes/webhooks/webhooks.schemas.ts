@@ -164,13 +164,16 @@ const TypeList = z
 
 export const HistoryQuery = pageQuery(100, 1000)
   .extend({
+    // JSON Schema cannot compare two parameters: the rule is in words, and the examples keep it (January).
     start_date: QueryTimestamp.optional().openapi({
       param: { name: "start_date", in: "query" },
-      description: "Only events at or after this time",
+      description: "Only events at or after this time; must be earlier than `end_date` when both are given (else 400)",
+      example: "2026-01-01T00:00:00Z",
     }),
     end_date: QueryTimestamp.optional().openapi({
       param: { name: "end_date", in: "query" },
       description: "Only events before this time; must be later than `start_date` when both are given (else 400)",
+      example: "2026-02-01T00:00:00Z",
     }),
     type: TypeList.optional(),
   })
