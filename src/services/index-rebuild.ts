@@ -4,6 +4,7 @@ import { companyKey, COMPANIES_COMPLETE_KEY } from "../domain/company-records";
 import type { BackgroundMessage } from "../domain/queue-messages";
 import type { Chunk } from "./background-jobs";
 import type { Deps } from "./deps";
+import { putRebuildKey } from "../db/kv-writes";
 import { applyIndexWork, factsOf, workForKeys } from "./trust-index";
 
 /*
@@ -86,7 +87,7 @@ export async function startRebuild(deps: Pick<Deps, "kv">, now: Date): Promise<R
     finished_at: null,
     after: 0,
   };
-  await deps.kv.put(REBUILD_KEY, JSON.stringify(fresh));
+  await putRebuildKey(deps.kv, REBUILD_KEY, JSON.stringify(fresh));
   return { kind: "rebuild-index", stage: "people", after: "0" };
 }
 
@@ -185,13 +186,13 @@ async function companiesChunk(deps: Deps, progress: Stored, after: number, now: 
     await save(deps, { ...progress, stage: "companies", after: next.after });
     return { done: { stage: "companies", companies: keys.length }, next };
   }
-  await deps.kv.put(COMPANIES_COMPLETE_KEY, JSON.stringify({ at: now.toISOString() }));
-  await deps.kv.put(INDEX_COMPLETE_KEY, JSON.stringify({ at: now.toISOString() }));
+  await putRebuildKey(deps.kv, COMPANIES_COMPLETE_KEY, JSON.stringify({ at: now.toISOString() }));
+  await putRebuildKey(deps.kv, INDEX_COMPLETE_KEY, JSON.stringify({ at: now.toISOString() }));
   await save(deps, { ...progress, state: "complete", stage: null, after: 0, finished_at: now.toISOString() });
   return { done: { stage: "companies", companies: keys.length, complete: true } };
 }
 
-const save = (deps: Pick<Deps, "kv">, stored: Stored) => deps.kv.put(REBUILD_KEY, JSON.stringify(stored));
+const save = (deps: Pick<Deps, "kv">, stored: Stored) => putRebuildKey(deps.kv, REBUILD_KEY, JSON.stringify(stored));
 
 /** Runs a whole rebuild in this invocation: for the demo world and the tests (a handful of people). */
 export async function rebuildNow(deps: Deps, now = new Date()): Promise<void> {
