@@ -407,7 +407,10 @@ async function movePersonData() {
 
 function describeRebuild(status) {
   const where = status.stage ? `, stage ${status.stage}` : "";
-  return `trust index ${status.complete ? "complete" : "not complete"}: rebuild ${status.state}${where}, ${status.people} people, ${status.numbers} numbers written`;
+  return (
+    `trust index ${status.complete ? "complete" : "not complete"}: rebuild ${status.state}${where}, ${status.people} people, ${status.numbers} numbers written` +
+    (status.ranges?.total ? `, ${status.ranges.done}/${status.ranges.total} ranges of the stage done` : "")
+  );
 }
 
 async function rebuildIndex() {

@@ -2,7 +2,7 @@
 // (docs/decisions.md). Works on the local D1 by default, `--remote` on production.
 // A minted token is printed once, on stdout; only its SHA-256 is stored.
 import { createHash, randomBytes } from "node:crypto";
-import { d1, fail, kvPut, parseArgs, sqlString } from "./lib/cli.mjs";
+import { d1, fail, parseArgs, sqlString } from "./lib/cli.mjs";
 
 const SCOPES = ["calls:lookup", "scans:write", "platform:admin"];
 const USAGE = `Usage:
@@ -124,9 +124,12 @@ async function revoke() {
   revokeInD1(where);
 }
 
-/** The revocation and the index work that rewrites the token's KV record as refused, in one command. */
+/**
+ * The revocation and the index work that rewrites the token's KV record as refused, in one command.
+ * The record is written by the Worker's one writer of KV keys (its minute sweep applies the work;
+ * docs/architecture.md, "Tokens"), never by this script: a put of its own could race the Worker's.
+ */
 function revokeInD1(where) {
-  // If the KV put below fails, the minute sweep writes the record (docs/architecture.md, "Tokens").
   const [rows] = d1(
     `UPDATE access_tokens SET revoked_at = ${now} WHERE ${where} AND revoked_at IS NULL RETURNING id, prefix, token_hash;
      INSERT INTO index_work (key, version, attempts, due_at, created_at)
@@ -135,13 +138,9 @@ function revokeInD1(where) {
     { remote },
   );
   if (!rows.length) fail("no active token matched; nothing was revoked.");
-  const record = JSON.stringify({ v: 1, refused: "the bearer token has been revoked" });
-  const written = kvPut(`tok:${rows[0].token_hash}`, record, { remote });
   console.error(
-    `Revoked token ${rows[0].id} (${rows[0].prefix}…). ` +
-      (written
-        ? "Its record in KV says so: requests are refused everywhere within 60 s; its open streams close within 60 s."
-        : "Writing its KV record failed; the Worker's minute sweep writes it (then within 60 s)."),
+    `Revoked token ${rows[0].id} (${rows[0].prefix}…) in D1. The Worker's minute sweep rewrites its KV record ` +
+      "as refused; requests are then refused everywhere within 60 s more (its open streams close within 60 s).",
   );
 }
 

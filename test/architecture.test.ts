@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import architectureDoc from "../docs/architecture.md?raw";
+import workerTypes from "../src/worker-configuration.d.ts?raw";
 
 /**
  * The layering of docs/architecture.md ("Layout"), checked on the source text:
@@ -161,7 +162,21 @@ describe("architecture", () => {
     expect(offenders).toEqual([]);
   });
 
+  it("one writer of KV: every put or delete on a KV namespace under src/ is in src/db/kv-writes.ts", () => {
+    // docs/architecture.md, "The trust index" ("One writer of due keys"): the index work, the objects'
+    // key writer, the token checks' fills, the erasure's deletes and the rebuild's marks all write there.
+    const sites = files.flatMap((file) => kvWrites(file.text).map((call) => `${file.path}: ${call}`));
+    expect(sites.length).toBeGreaterThan(0);
+    expect(sites.filter((site) => !site.startsWith(`${KV_WRITER}:`))).toEqual([]);
+  });
+
   it("the checks catch what they look for", () => {
+    expect(kvWrites("await kv.put(key, value);\nawait deps.kv.delete(key);\nenv.TRUST_INDEX?.put(k, v)")).toEqual([
+      "kv.put(",
+      "deps.kv.delete(",
+      "env.TRUST_INDEX?.put(",
+    ]);
+    expect(kvWrites("this.ctx.storage.kv.put(KEY, 1); cache.delete(hash); db.delete(table)")).toEqual([]);
     expect(citesSeed(" * The Person of [seed 2.10]: every field")).toBe(true);
     expect(citesSeed("// trust-lookup [seed 4.1 rule 2]")).toBe(true);
     expect(citesSeed(" * HTTP Basic (contract §11.3)")).toBe(true);
@@ -179,6 +194,25 @@ describe("architecture", () => {
     ]);
   });
 });
+
+/** The one module that writes KV (docs/architecture.md, "The trust index"). */
+const KV_WRITER = "src/db/kv-writes.ts";
+/** The Worker's KV bindings, as wrangler's generated types declare them (`NAME: KVNamespace;`). */
+const KV_BINDINGS = [...workerTypes.matchAll(/^\s*(\w+): KVNamespace;/gm)].map((match) => match[1]!);
+/**
+ * The put and delete calls on a KV namespace in `text`: a receiver named `kv` (however reached:
+ * `deps.kv`, `this.kv`) or a KV binding (`env.TRUST_INDEX`); a Durable Object's own storage
+ * (`storage.kv`) is not KV.
+ */
+function kvWrites(text: string): string[] {
+  const bindings = new Set(["kv", "KV", "TRUST_INDEX", ...KV_BINDINGS]);
+  return [...text.matchAll(/\b([\w$]+(?:\??\.[\w$]+)*)\??\.(put|delete)\s*\(/g)]
+    .filter((match) => {
+      const parts = match[1]!.split(/\??\./);
+      return bindings.has(parts.at(-1)!) && parts.at(-2) !== "storage";
+    })
+    .map((match) => match[0].replace(/\s+/g, ""));
+}
 
 /**
  * The folders docs/architecture.md's "Layout" picture names under `src/`: a

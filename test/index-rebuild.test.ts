@@ -3,7 +3,16 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { INDEX_COMPLETE_KEY } from "../src/domain/trust-records";
 import { COMPANIES_COMPLETE_KEY } from "../src/domain/company-records";
-import { rebuildChunk, rebuildNow, REBUILD_KEY, startRebuild } from "../src/services/index-rebuild";
+import {
+  rebuildChunk,
+  rebuildNow,
+  rebuildStatus,
+  REBUILD_KEY,
+  STALLED_MS,
+  startRebuild,
+  startRebuildRanges,
+  type RebuildMessage,
+} from "../src/services/index-rebuild";
 import { createDeps } from "../src/services/deps";
 import type { BackgroundMessage } from "../src/domain/queue-messages";
 import worker from "../src/index";
@@ -158,5 +167,90 @@ describe("the rebuild", () => {
     vi.restoreAllMocks();
     await rebuildNow(createDeps(env));
     expect(await env.TRUST_INDEX.get(COMPANIES_COMPLETE_KEY)).not.toBeNull();
+  });
+
+  /** A fresh rebuild of one key a range, run through its people: answers the numbers stage's messages. */
+  async function numbersRanges(deps: ReturnType<typeof createDeps>, sent: BackgroundMessage[], now: Date) {
+    await Promise.all(
+      [REBUILD_KEY, INDEX_COMPLETE_KEY, COMPANIES_COMPLETE_KEY].map((key) => env.TRUST_INDEX.delete(key)),
+    );
+    const people = await startRebuildRanges(deps, now, { rangeRows: 1 });
+    let next: RebuildMessage | undefined;
+    for (const message of people) next = ((await rebuildChunk(deps, message, now)).next as RebuildMessage) ?? next;
+    const numbers = [next!, ...(sent.splice(0) as RebuildMessage[])];
+    expect(numbers.map((message) => [message.stage, message.range])).toEqual(numbers.map((_, i) => ["numbers", i]));
+    return { people: people.length, numbers };
+  }
+
+  it("works in parallel ranges, reports each stage's progress, and marks the index only when every range is done", async () => {
+    const sent = backgroundSends();
+    const deps = createDeps(env);
+    const now = new Date();
+    // One key a range: every number is a range of its own, each its own chain of messages.
+    const { people, numbers } = await numbersRanges(deps, sent, now);
+    expect(numbers.length).toBeGreaterThanOrEqual(2);
+    expect(await rebuildStatus(deps)).toMatchObject({
+      state: "running",
+      stage: "numbers",
+      people,
+      ranges: { total: numbers.length, done: 0 },
+    });
+    // The ranges finish in any order; the stage moves on only with the last.
+    const [first, ...others] = numbers;
+    for (const message of others.reverse()) expect((await rebuildChunk(deps, message, now)).next).toBeUndefined();
+    expect(await rebuildStatus(deps)).toMatchObject({
+      stage: "numbers",
+      ranges: { total: numbers.length, done: numbers.length - 1 },
+    });
+    expect(await env.TRUST_INDEX.get(INDEX_COMPLETE_KEY)).toBeNull();
+    const last = await rebuildChunk(deps, first!, now);
+
+    // The companies' chains run to their end (in any order); the marks come with the very last range.
+    const queue: RebuildMessage[] = [
+      ...(last.next ? [last.next as RebuildMessage] : []),
+      ...(sent.splice(0) as RebuildMessage[]),
+    ];
+    expect(queue.every((message) => message.stage === "companies")).toBe(true);
+    let chunks = 0;
+    while (queue.length > 0 && chunks++ < 200) {
+      expect(await env.TRUST_INDEX.get(INDEX_COMPLETE_KEY)).toBeNull();
+      const chunk = await rebuildChunk(deps, queue.pop()!, now);
+      queue.push(...(sent.splice(0) as RebuildMessage[]), ...(chunk.next ? [chunk.next as RebuildMessage] : []));
+    }
+    expect(await env.TRUST_INDEX.get(INDEX_COMPLETE_KEY)).not.toBeNull();
+    expect(await env.TRUST_INDEX.get(COMPANIES_COMPLETE_KEY)).not.toBeNull();
+    expect(await rebuildStatus(deps)).toMatchObject({
+      state: "complete",
+      stage: null,
+      complete: true,
+      people,
+      numbers: numbers.length,
+    });
+    expect(JSON.parse((await env.TRUST_INDEX.get(`num:${DEMO.bobPhone}`))!)).toMatchObject({ p: [DEMO.people.bob] });
+  });
+
+  it("a range whose chain broke is sent again by the minute cron once it stalled, and the rebuild then finishes", async () => {
+    const sent = backgroundSends();
+    const deps = createDeps(env);
+    const now = new Date();
+    const { numbers } = await numbersRanges(deps, sent, now);
+    const [kept, ...lost] = numbers;
+    await rebuildChunk(deps, kept!, now); // range 0 is done; the other ranges' messages were lost
+    await tick();
+    expect(sent.filter((m) => m.kind === "rebuild-index")).toEqual([]); // not stalled yet
+
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + STALLED_MS + 1_000 });
+    try {
+      await tick();
+      const again = sent.splice(0).filter((m) => m.kind === "rebuild-index") as RebuildMessage[];
+      expect(again).toEqual(lost);
+      expect(await env.TRUST_INDEX.get(INDEX_COMPLETE_KEY)).toBeNull();
+      // Their chains run again (here: a restart of the rebuild resumes them, as the operator's command would).
+      vi.restoreAllMocks();
+      await rebuildNow(createDeps(env), new Date());
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(await rebuildStatus(deps)).toMatchObject({ state: "complete", complete: true, numbers: numbers.length });
   });
 });

@@ -102,24 +102,6 @@ export function d1(sql, { remote = false } = {}) {
   return parsed.map((statement) => statement.results ?? []);
 }
 
-/**
- * Puts `value` under `key` in the KV namespace `TRUST_INDEX`: the local one that `npm run dev` uses,
- * or with `remote` the production one. Answers whether wrangler took it (a failure is printed, not fatal).
- */
-export function kvPut(key, value, { remote = false } = {}) {
-  const target = remote ? ["--remote", "--env", "production"] : ["--local"];
-  const result = spawnSync(bin("wrangler"), ["kv", "key", "put", key, value, "--binding", "TRUST_INDEX", ...target], {
-    cwd: ROOT,
-    encoding: "utf8",
-    env: childEnv({ CI: "1" }),
-  });
-  if (result.error || result.status !== 0) {
-    console.error(`KV put of ${key} failed: ${(result.error?.message ?? result.stderr ?? "").trim()}`);
-    return false;
-  }
-  return true;
-}
-
 export const sqlString = (value) => `'${String(value).replaceAll("'", "''")}'`;
 
 /**

@@ -105,3 +105,12 @@ export async function fillKey(kv: KVNamespace, key: string, value: string, ttlSe
     logError("trust index fill refused; the next miss fills again", err, { key });
   }
 }
+
+/**
+ * The rebuild's own keys (services/index-rebuild.ts): its progress and the index's marks. They are
+ * no index key of anyone — no lookup reads a record from them, no command changes them — and only
+ * the rebuild writes them, each at most once per chunk of its work.
+ */
+export async function putRebuildKey(kv: KVNamespace, key: string, value: string): Promise<void> {
+  await kv.put(key, value);
+}

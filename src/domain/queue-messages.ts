@@ -51,6 +51,10 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
     stage: z.enum(["people", "numbers", "companies"]),
     /** The last person id (`people`), number (`numbers`) or company id (`companies`) done. */
     after: z.string().max(40),
+    /** The range of the stage this chain works on (absent: the stage's one range). */
+    range: z.number().int().min(0).max(63).optional(),
+    /** The range's last key (absent: up to the stage's end). */
+    until: z.string().max(40).optional(),
   }),
   PushJob,
 ]);

@@ -88,12 +88,17 @@ export async function revokeDevice(deps: Deps, personId: number | null, tokenId:
   batch.add(deps.db.update(accessTokens).set({ revokedAt: now }).where(mine));
   // Its verification record in KV is rewritten as refused right after the commit (the index work).
   batch.reindexTokens([row.hash]);
-  await batch.commit();
+  // The object is told as soon as D1 committed, beside the record's rewrite (which may wait out a second).
+  const owner = row.personId;
+  await batch.commit({
+    committed: async () => {
+      forgetInIsolate(row.hash);
+      if (owner !== null)
+        await deps.objects
+          .of(owner)
+          .tokenRevoked(tokenId)
+          .catch(() => undefined);
+    },
+  });
   forgetInIsolate(row.hash);
-  if (row.personId !== null) {
-    await deps.objects
-      .of(row.personId)
-      .tokenRevoked(tokenId)
-      .catch(() => undefined);
-  }
 }

@@ -1,7 +1,8 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { INDEX_COMPLETE_KEY } from "../domain/trust-records";
 import { companyKey, COMPANIES_COMPLETE_KEY } from "../domain/company-records";
 import type { BackgroundMessage } from "../domain/queue-messages";
+import { putRebuildKey } from "../db/kv-writes";
 import type { Chunk } from "./background-jobs";
 import type { Deps } from "./deps";
 import { applyIndexWork, factsOf, workForKeys } from "./trust-index";
@@ -13,24 +14,35 @@ import { applyIndexWork, factsOf, workForKeys } from "./trust-index";
  * whose keys are absent answers from that absence (unknown caller, unknown
  * receiver) with no D1 statement; before the mark, a miss falls back to D1.
  *
- * Stages, each chunk one message, each resumable from where it stands:
- * - `people`: 100 holders of a secure number at a time; each one's object is
+ * Stages, one after the other:
+ * - `people`: 100 holders of a secure number a chunk; each one's object is
  *   told D1's facts and writes every key of their number (`rcv:`, `rcvn:`);
  * - `numbers`: 200 numbers that name someone (a confirmed personal phone, a
- *   held secure number, a verified phone of an enabled company) at a time,
+ *   held secure number, a verified phone of an enabled company) a chunk,
  *   their `num:` keys written from D1 through the index work;
- * - `companies`: 200 companies at a time, their `co:` records (the
- *   heartbeat's, domain/company-records.ts) written from D1 through the index
- *   work; the last numbers chunk starts them, so a small deployment ends there;
+ * - `companies`: 200 companies a chunk, their `co:` records (the heartbeat's,
+ *   domain/company-records.ts) written through the index work; a numbers
+ *   stage of one range starts them in its last chunk;
  * - then the marks: `COMPANIES_COMPLETE_KEY`, then `INDEX_COMPLETE_KEY`.
- * Where the rebuild stands is one KV record (`REBUILD_KEY`), written once per
- * chunk; starting again while it runs resumes from there.
+ * Each stage is split into ranges of its keys (`RANGE_ROWS` keys each, at most
+ * `MAX_RANGES`), each its own chain of messages, one chunk an invocation (a
+ * chunk's work stays that of one message, whatever the deployment's size). Each
+ * range keeps where it stands in its own KV record (`rangeKey`, written once per
+ * chunk); the range that finishes last starts the next stage. A range whose
+ * chain broke (its message lost) is sent again by the minute cron once it has
+ * not moved for `STALLED_MS`, or by starting the rebuild again; the marks are
+ * set only when every range of the last stage is done.
  */
 
 export const REBUILD_KEY = "idx:rebuild";
-const PEOPLE_CHUNK = 100;
-const NUMBERS_CHUNK = 200;
-const COMPANIES_CHUNK = 200;
+/** The record of range `i` of the running stage. */
+export const rangeKey = (i: number) => `${REBUILD_KEY}:range:${i}`;
+const CHUNK: Record<Stage, number> = { people: 100, numbers: 200, companies: 200 };
+/** Keys a range holds at least (20 chunks of people); more when the stage would need more ranges. */
+export const RANGE_ROWS = 2_000;
+export const MAX_RANGES = 16;
+/** A range that has not moved for this long lost its chain (a chunk takes seconds). */
+export const STALLED_MS = 5 * 60_000;
 
 type Stage = "people" | "numbers" | "companies";
 export type RebuildMessage = Extract<BackgroundMessage, { kind: "rebuild-index" }>;
@@ -43,40 +55,114 @@ export type RebuildStatus = {
   stage: Stage | null;
   people: number;
   numbers: number;
+  /** The running stage's ranges: how many, and how many are done. */
+  ranges: { total: number; done: number };
   started_at: string | null;
   finished_at: string | null;
 };
 
-type Stored = Omit<RebuildStatus, "complete"> & { after: number | string };
+type Stored = Omit<RebuildStatus, "complete" | "ranges"> & {
+  after: number | string;
+  /** The running stage's ranges (absent: one, as older code kept it). */
+  ranges?: number;
+  /** Keys a range holds at least (`RANGE_ROWS`; the tests make it small). */
+  range_rows?: number;
+};
+type Range = { stage: Stage; after: string; until: string | null; done: boolean; count: number; at: number };
 
 async function readStored(deps: Pick<Deps, "kv">): Promise<Stored | null> {
   const value = await deps.kv.get(REBUILD_KEY);
   return value ? (JSON.parse(value) as Stored) : null;
 }
 
+/** The running stage's ranges (one KV bulk get); a missing record is a range not started (older code's). */
+async function readRanges(deps: Pick<Deps, "kv">, stored: Stored): Promise<(Range | null)[]> {
+  const keys = Array.from({ length: stored.ranges ?? 1 }, (_, i) => rangeKey(i));
+  const found = await deps.kv.get(keys, "text");
+  return keys.map((key) => {
+    const value = found.get(key) ?? null;
+    const range = value === null ? null : (JSON.parse(value) as Range);
+    return range?.stage === stored.stage ? range : null;
+  });
+}
+
+const countOf = (ranges: (Range | null)[]) => ranges.reduce((sum, range) => sum + (range?.count ?? 0), 0);
+
 export async function rebuildStatus(deps: Pick<Deps, "kv">): Promise<RebuildStatus> {
   const [stored, mark] = await Promise.all([readStored(deps), deps.kv.get(INDEX_COMPLETE_KEY)]);
-  const { after: _after, ...status } = stored ?? {
-    state: "never" as const,
-    stage: null,
-    people: 0,
-    numbers: 0,
-    started_at: null,
-    finished_at: null,
-    after: 0,
+  if (!stored) {
+    const never = { state: "never" as const, stage: null, people: 0, numbers: 0, started_at: null, finished_at: null };
+    return { ...never, ranges: { total: 0, done: 0 }, complete: mark !== null };
+  }
+  const ranges = stored.state === "running" && stored.stage ? await readRanges(deps, stored) : [];
+  const { after: _after, ranges: _ranges, range_rows: _rows, ...status } = stored;
+  const running = stored.stage === "people" || stored.stage === "numbers" ? { [stored.stage]: countOf(ranges) } : {};
+  return {
+    ...status,
+    people: status.people + (running.people ?? 0),
+    numbers: status.numbers + (running.numbers ?? 0),
+    ranges: { total: ranges.length, done: ranges.filter((range) => range?.done).length },
+    complete: mark !== null,
   };
-  return { ...status, complete: mark !== null };
+}
+
+/** The keys of a stage, as column `k`, in order. */
+function sourceOf(stage: Stage): SQL {
+  if (stage === "people") return sql`select person_id as k from secure_numbers where person_id is not null`;
+  if (stage === "companies") return sql`select id as k from companies`;
+  return sql`select e164 as k from person_phones where confirmed = 1
+    union select e164 from secure_numbers where person_id is not null
+    union select p.e164 from company_phones p join companies c on c.id = p.company_id
+      where p.status = 'verified' and c.status = 'enabled'`;
+}
+const startOf = (stage: Stage) => (stage === "numbers" ? "" : "0");
+const boundOf = (stage: Stage, value: string) => (stage === "numbers" ? value : Number(value));
+
+function messageOf(stage: Stage, range: Pick<Range, "after" | "until">, i: number, total: number): RebuildMessage {
+  if (total === 1) return { kind: "rebuild-index", stage, after: range.after };
+  return { kind: "rebuild-index", stage, after: range.after, range: i, ...(range.until ? { until: range.until } : {}) };
 }
 
 /**
- * Starts the rebuild (or resumes it where it stands, when one is running):
- * answers the message of its next chunk, which the caller sends or runs.
+ * Starts `stage`: splits its keys into ranges (2 D1 statements), writes each range's record and the
+ * rebuild's, and answers the message of each range.
  */
-export async function startRebuild(deps: Pick<Deps, "kv">, now: Date): Promise<RebuildMessage> {
+async function startStage(deps: Deps, stored: Stored, stage: Stage, now: Date): Promise<RebuildMessage[]> {
+  const source = sourceOf(stage);
+  const [counted] = await deps.db.all<{ n: number }>(sql`select count(*) as n from (${source})`);
+  const n = counted?.n ?? 0;
+  const per = Math.max(stored.range_rows ?? RANGE_ROWS, Math.ceil(n / MAX_RANGES));
+  const cuts =
+    n > per
+      ? (
+          await deps.db.all<{ k: string | number }>(sql`select k from (select k, row_number() over (order by k) as rn
+            from (${source})) where rn % ${per} = 0 and rn < ${n} order by k`)
+        ).map((row) => String(row.k))
+      : [];
+  const ranges: Range[] = [...cuts, null].map((until, i) => ({
+    stage,
+    after: i === 0 ? startOf(stage) : cuts[i - 1]!,
+    until,
+    done: false,
+    count: 0,
+    at: now.getTime(),
+  }));
+  await Promise.all(ranges.map((range, i) => putRebuildKey(deps.kv, rangeKey(i), JSON.stringify(range))));
+  await save(deps, { ...stored, state: "running", stage, ranges: ranges.length, after: startOf(stage) });
+  return ranges.map((range, i) => messageOf(stage, range, i, ranges.length));
+}
+
+/**
+ * Starts the rebuild (or resumes it where it stands, when one is running: every range not done, or
+ * the next stage when all are): answers the messages, which the caller sends or runs.
+ */
+export async function startRebuildRanges(
+  deps: Deps,
+  now: Date,
+  { rangeRows }: { rangeRows?: number } = {},
+): Promise<RebuildMessage[]> {
   const stored = await readStored(deps);
-  if (stored?.state === "running" && stored.stage) {
-    return { kind: "rebuild-index", stage: stored.stage, after: String(stored.after) };
-  }
+  if (stored?.state === "running" && stored.stage) return resume(deps, stored, now, () => true);
   const fresh: Stored = {
     state: "running",
     stage: "people",
@@ -85,37 +171,75 @@ export async function startRebuild(deps: Pick<Deps, "kv">, now: Date): Promise<R
     started_at: now.toISOString(),
     finished_at: null,
     after: 0,
+    ...(rangeRows ? { range_rows: rangeRows } : {}),
   };
-  await deps.kv.put(REBUILD_KEY, JSON.stringify(fresh));
-  return { kind: "rebuild-index", stage: "people", after: "0" };
+  return startStage(deps, fresh, "people", now);
+}
+
+/** The first message of `startRebuildRanges` (a deployment of one range has one). */
+export async function startRebuild(deps: Deps, now: Date): Promise<RebuildMessage> {
+  return (await startRebuildRanges(deps, now))[0]!;
+}
+
+/** The messages that continue a running rebuild: its ranges not done that `again` picks, or the next stage. */
+async function resume(deps: Deps, stored: Stored, now: Date, again: (range: Range) => boolean) {
+  const ranges = await readRanges(deps, stored);
+  const stage = stored.stage!;
+  if (ranges.every((range) => range?.done)) return advance(deps, stored, ranges, now);
+  return ranges.flatMap((range, i) => {
+    // No record: a stage older code started (its one range stands at `after`).
+    const current = range ?? { stage, after: String(stored.after), until: null, done: false, count: 0, at: 0 };
+    return !current.done && again(current) ? [messageOf(stage, current, i, ranges.length)] : [];
+  });
+}
+
+/** Every range of the stage is done: the next stage starts (its messages), or the marks are set. */
+async function advance(deps: Deps, stored: Stored, ranges: (Range | null)[], now: Date): Promise<RebuildMessage[]> {
+  const stage = stored.stage!;
+  const totals = { ...stored, ...(stage === "companies" ? {} : { [stage]: stored[stage] + countOf(ranges) }) };
+  if (stage === "companies") {
+    await putRebuildKey(deps.kv, COMPANIES_COMPLETE_KEY, JSON.stringify({ at: now.toISOString() }));
+    await putRebuildKey(deps.kv, INDEX_COMPLETE_KEY, JSON.stringify({ at: now.toISOString() }));
+    await save(deps, { ...totals, state: "complete", stage: null, after: 0, finished_at: now.toISOString() });
+    return [];
+  }
+  return startStage(deps, totals, stage === "people" ? "numbers" : "companies", now);
 }
 
 /** Starts (or resumes) the rebuild on the background queue (the operator's command). */
 export async function requestRebuild(deps: Deps, now: Date): Promise<void> {
-  await deps.backgroundQueue.send(await startRebuild(deps, now));
+  await sendAll(deps, await startRebuildRanges(deps, now));
 }
+
+/** At most `MAX_RANGES` messages, one send each. */
+const sendAll = async (deps: Deps, messages: RebuildMessage[]) => {
+  for (const message of messages) await deps.backgroundQueue.send(message);
+};
 
 /**
  * The minute cron's check: an index that was never built (a new deployment), or one a finished
  * rebuild of older code left without the marks this code reads (no `COMPANIES_COMPLETE_KEY`: a
- * deployment upgraded to the heartbeat's company records), starts its rebuild by itself; one KV
- * bulk get a minute otherwise. A running rebuild is left to finish.
+ * deployment upgraded to the heartbeat's company records), starts its rebuild by itself; a running
+ * one gets every range that has not moved for `STALLED_MS` sent again (its chain broke), or its next
+ * stage when all its ranges are done. One KV bulk get a minute otherwise (two while one runs).
  */
 export async function rebuildIfNever(deps: Deps, now: Date): Promise<boolean> {
-  // One bulk get (one KV operation) of the rebuild's record and the companies mark.
   const found = await deps.kv.get([REBUILD_KEY, COMPANIES_COMPLETE_KEY], "text");
   const record = found.get(REBUILD_KEY) ?? null;
   const stored = record === null ? null : (JSON.parse(record) as Stored);
-  if (stored !== null && (stored.state === "running" || (found.get(COMPANIES_COMPLETE_KEY) ?? null) !== null)) {
-    return false;
+  if (stored?.state === "running" && stored.stage) {
+    const stalled = await resume(deps, stored, now, (range) => range.at <= now.getTime() - STALLED_MS);
+    await sendAll(deps, stalled);
+    return stalled.length > 0;
   }
+  if (stored !== null && (found.get(COMPANIES_COMPLETE_KEY) ?? null) !== null) return false;
   await requestRebuild(deps, now);
   return true;
 }
 
-/** One chunk of the rebuild; the message that continues it, if any. */
+/** One chunk of one range of the rebuild; the message that continues it, if any. */
 export async function rebuildChunk(deps: Deps, body: RebuildMessage, now: Date): Promise<Chunk> {
-  const progress: Stored = (await readStored(deps)) ?? {
+  const stored: Stored = (await readStored(deps)) ?? {
     state: "running",
     stage: body.stage,
     people: 0,
@@ -124,78 +248,70 @@ export async function rebuildChunk(deps: Deps, body: RebuildMessage, now: Date):
     finished_at: null,
     after: body.after,
   };
-  if (body.stage === "people") {
-    const holders = await deps.db.all<{ id: number }>(sql`
-      select person_id as id from secure_numbers where person_id is not null and person_id > ${Number(body.after)}
-      order by person_id limit ${PEOPLE_CHUNK}`);
-    const ids = holders.map((row) => row.id);
-    if (ids.length > 0) {
-      // Each object writes its own keys (its own KV operations); a failed write is retried by its alarm.
-      await Promise.all(
-        (await factsOf(deps.db, ids)).map((facts) => deps.objects.of(facts.personId).rewriteKeys(facts)),
-      );
-    }
-    const full = ids.length >= PEOPLE_CHUNK;
-    const next: RebuildMessage = full
-      ? { kind: "rebuild-index", stage: "people", after: String(ids.at(-1)) }
-      : { kind: "rebuild-index", stage: "numbers", after: "" };
-    await save(deps, { ...progress, stage: next.stage, after: next.after, people: progress.people + ids.length });
-    return { done: { stage: "people", people: ids.length }, next };
+  const stage = body.stage;
+  const i = body.range ?? 0;
+  const until = body.until ?? null;
+  const rows = await deps.db.all<{ k: string | number }>(sql`select k from (${sourceOf(stage)})
+    where k > ${boundOf(stage, body.after)} ${until === null ? sql`` : sql`and k <= ${boundOf(stage, until)}`}
+    order by k limit ${CHUNK[stage]}`);
+  const keys = rows.map((row) => String(row.k));
+  await writeKeys(deps, stage, keys, now);
+  const previous = (await readRanges(deps, stored))[i];
+  const done = keys.length < CHUNK[stage] || (until !== null && keys.at(-1) === until);
+  const range: Range = {
+    stage,
+    after: keys.at(-1) ?? body.after,
+    until,
+    done,
+    count: (previous?.count ?? 0) + keys.length,
+    at: now.getTime(),
+  };
+  await putRebuildKey(deps.kv, rangeKey(i), JSON.stringify(range));
+  const written = { stage, range: i, [stage]: keys.length };
+  if (!done) return { done: written, next: messageOf(stage, range, i, stored.ranges ?? 1) };
+  // The range is done: the last one of the stage starts the next (or the marks).
+  const ranges = (await readRanges(deps, stored)).map((other, j) => (j === i ? range : other));
+  if (stored.stage !== stage || !ranges.every((other) => other?.done)) return { done: written };
+  const next = await advance(deps, stored, ranges, now);
+  // A numbers stage of one range runs the companies' first chunk here (a small deployment ends in it).
+  if (stage === "numbers" && next.length === 1) {
+    const companies = await rebuildChunk(deps, next[0]!, now);
+    return { ...companies, done: { ...written, ...companies.done } };
   }
-  if (body.stage === "companies") return companiesChunk(deps, progress, Number(body.after), now);
-  const numbers = await deps.db.all<{ e164: string }>(sql`
-    select e164 from (
-      select e164 from person_phones where confirmed = 1
-      union select e164 from secure_numbers where person_id is not null
-      union select p.e164 from company_phones p join companies c on c.id = p.company_id
-        where p.status = 'verified' and c.status = 'enabled')
-    where e164 > ${body.after} order by e164 limit ${NUMBERS_CHUNK}`);
-  const keys = numbers.map((row) => `num:${row.e164}`);
-  if (keys.length > 0) {
-    await deps.db.batch([workForKeys(deps.db, keys, now)]);
-    // Put whatever KV is thought to hold (a key written less than a second ago once that second has
-    // passed, before the mark); a refused key stays due for the index sweep.
-    await applyIndexWork(deps, { keys, now, force: true, waitDeferred: true });
-  }
-  if (keys.length >= NUMBERS_CHUNK) {
-    const after = numbers.at(-1)!.e164;
-    await save(deps, { ...progress, stage: "numbers", after, numbers: progress.numbers + keys.length });
-    return {
-      done: { stage: "numbers", numbers: keys.length },
-      next: { kind: "rebuild-index", stage: "numbers", after },
-    };
-  }
-  // The numbers are done: the companies start in this chunk (a small deployment finishes here).
-  const companies = await companiesChunk(deps, { ...progress, numbers: progress.numbers + keys.length }, 0, now);
-  return { ...companies, done: { stage: "numbers", numbers: keys.length, ...companies.done } };
+  const [first, ...rest] = next;
+  await sendAll(deps, rest);
+  return { done: { ...written, ...(next.length === 0 ? { complete: true } : {}) }, ...(first ? { next: first } : {}) };
 }
 
-/** The `co:` records of the next companies after `after`; the marks once none is left. */
-async function companiesChunk(deps: Deps, progress: Stored, after: number, now: Date): Promise<Chunk> {
-  const rows = await deps.db.all<{ id: number }>(
-    sql`select id from companies where id > ${after} order by id limit ${COMPANIES_CHUNK}`,
-  );
-  const keys = rows.map((row) => companyKey(row.id));
-  if (keys.length > 0) {
-    await deps.db.batch([workForKeys(deps.db, keys, now)]);
-    await applyIndexWork(deps, { keys, now, force: true });
+/** Writes the keys of a chunk: each person's object its own; numbers and companies through the index work. */
+async function writeKeys(deps: Deps, stage: Stage, keys: string[], now: Date) {
+  if (keys.length === 0) return;
+  if (stage === "people") {
+    // Each object writes its own keys (its own KV operations); a failed write is retried by its alarm.
+    const facts = await factsOf(deps.db, keys.map(Number));
+    await Promise.all(facts.map((fact) => deps.objects.of(fact.personId).rewriteKeys(fact)));
+    return;
   }
-  if (keys.length >= COMPANIES_CHUNK) {
-    const next: RebuildMessage = { kind: "rebuild-index", stage: "companies", after: String(rows.at(-1)!.id) };
-    await save(deps, { ...progress, stage: "companies", after: next.after });
-    return { done: { stage: "companies", companies: keys.length }, next };
-  }
-  await deps.kv.put(COMPANIES_COMPLETE_KEY, JSON.stringify({ at: now.toISOString() }));
-  await deps.kv.put(INDEX_COMPLETE_KEY, JSON.stringify({ at: now.toISOString() }));
-  await save(deps, { ...progress, state: "complete", stage: null, after: 0, finished_at: now.toISOString() });
-  return { done: { stage: "companies", companies: keys.length, complete: true } };
+  const indexKeys = stage === "numbers" ? keys.map((e164) => `num:${e164}`) : keys.map((id) => companyKey(Number(id)));
+  await deps.db.batch([workForKeys(deps.db, indexKeys, now)]);
+  // Put whatever KV is thought to hold (a key written less than a second ago once that second has passed,
+  // before the mark); a refused key stays due for the index sweep.
+  await applyIndexWork(deps, { keys: indexKeys, now, force: true, waitDeferred: stage === "numbers" });
 }
 
-const save = (deps: Pick<Deps, "kv">, stored: Stored) => deps.kv.put(REBUILD_KEY, JSON.stringify(stored));
+const save = (deps: Pick<Deps, "kv">, stored: Stored) => putRebuildKey(deps.kv, REBUILD_KEY, JSON.stringify(stored));
 
 /** Runs a whole rebuild in this invocation: for the demo world and the tests (a handful of people). */
-export async function rebuildNow(deps: Deps, now = new Date()): Promise<void> {
-  let message: RebuildMessage | undefined = await startRebuild(deps, now);
-  for (let chunks = 0; message && chunks < 50; chunks++)
-    message = (await rebuildChunk(deps, message, now)).next as RebuildMessage | undefined;
+export async function rebuildNow(deps: Deps, now = new Date(), options: { rangeRows?: number } = {}): Promise<void> {
+  const queue: RebuildMessage[] = await startRebuildRanges(deps, now, options);
+  // Messages the chunks send (other ranges, the next stage's) are run here too.
+  const send = async (message: BackgroundMessage) => void queue.push(message as RebuildMessage);
+  const local: Deps = {
+    ...deps,
+    backgroundQueue: { ...deps.backgroundQueue, send } as unknown as Deps["backgroundQueue"],
+  };
+  for (let chunks = 0; queue.length > 0 && chunks < 500; chunks++) {
+    const next = (await rebuildChunk(local, queue.shift()!, now)).next as RebuildMessage | undefined;
+    if (next) queue.push(next);
+  }
 }

@@ -201,9 +201,11 @@ export class WriteBatch {
   /**
    * Runs the batch; then applies its index work and enqueues its deliveries.
    * Returns every statement's result (by the positions `add` returned) and
-   * the ids of the deliveries written.
+   * the ids of the deliveries written. `committed` runs as soon as the batch
+   * committed, beside the index work (a revocation's object is told at once,
+   * while a token's record may wait out its second).
    */
-  async commit(): Promise<Committed> {
+  async commit({ committed }: { committed?: () => Promise<unknown> } = {}): Promise<Committed> {
     if (this.#items.length === 0) return { results: [], deliveries: [] };
     const [first, ...rest] = this.#items.map((item) => item.statement);
     const results = (await this.deps.db.batch([first!, ...rest])) as unknown[];
@@ -211,7 +213,7 @@ export class WriteBatch {
       this.#items.flatMap((item, i) => (item.role === role ? (results[i] as Record<string, string>[]) : []));
     const deliveries = rows("deliveries").map((row) => row.id!);
     const keys = [...new Set(rows("index").map((row) => row.key!))];
-    await settleIndexWork(this.deps, keys);
+    await Promise.all([settleIndexWork(this.deps, keys), committed?.()]);
     await enqueueDeliveries(this.deps, deliveries);
     const erased = this.#items.flatMap((item, i) =>
       item.role === "erase" ? (results[i] as { personId: number }[]) : [],
@@ -273,7 +275,9 @@ export const INLINE_INDEX_KEYS = 200;
  * Applies index work right after a commit, so the next lookup already
  * answers the new way. A key another applier holds (a fill that may have
  * read D1 before this commit) is waited for briefly — leases last
- * milliseconds — and then applied from D1 as it is now. Keys KV refused,
+ * milliseconds — and then applied from D1 as it is now (a `tok:` key written
+ * less than a second ago is waited for too: a revocation lands before the
+ * answer). Keys KV refused,
  * written less than a second ago (one write per key per second), or still
  * held, or past the first `INLINE_INDEX_KEYS`, go to the background
  * queue with a short delay; the minute sweep is the last resort. Never
@@ -286,7 +290,10 @@ export async function settleIndexWork(deps: Deps, keys: string[]) {
   try {
     for (let round = 0; pending.length > 0 && round < 5; round++) {
       if (round > 0) await scheduler.wait(backoff(round, { base: 20, cap: 320 }));
-      const result = await trustIndex.applyIndexWork(deps, { keys: pending });
+      // A token's record (a revocation) written less than a second ago by its fill: that second is waited out
+      // here, so the refused record lands before the command answers (docs/architecture.md, "Tokens").
+      const waitDeferred = pending.some((key) => key.startsWith("tok:"));
+      const result = await trustIndex.applyIndexWork(deps, { keys: pending, waitDeferred });
       // Deferred (written less than a second ago, db/kv-writes.ts): the queue's 1 s delay writes them.
       failed = [...failed, ...result.failed, ...result.deferred];
       pending = result.busy;

@@ -50,6 +50,6 @@ export async function setProviderSigning(
   const [row] = results[update] as { hash: string }[];
   if (!row)
     throw notFound(`token ${tokenId} is not an active provider token (a service token with scope \`calls:lookup\`)`);
-  await forgetVerifiedToken(deps.kv, row.hash);
+  await forgetVerifiedToken(deps, row.hash);
   return { token_id: tokenId, kind: signing?.kind ?? null };
 }

@@ -7,13 +7,14 @@ import { signingRefOf, type StoredSigning } from "../domain/provider-signing";
 
 /*
  * The verification record of a token in KV (docs/architecture.md, "Tokens"):
- * `tok:<sha256 of the token>`, never with a TTL. Written by the verification
- * that read D1 (then checked against D1 once more, services/tokens.ts), by
- * the daily bookkeeping, and by the index work of every command that
- * invalidates the token, which retries a refused put until it lands. A
- * request whose token has a record reads no D1. Invalid is final — a token
- * is never un-revoked, a deleted one never comes back, an expiry only
- * passes — so a `refused` record may be written directly.
+ * `tok:<sha256 of the token>`, never with a TTL. Written through the one
+ * writer of KV keys (db/kv-writes.ts) only: by the verification that read D1
+ * and the daily bookkeeping, each having taken the key's write slot in the
+ * statement that read the token (services/index-apply.ts
+ * `reserveTokenRecord`), and by the index work of every command that
+ * invalidates the token, which waits out a slot taken less than a second ago
+ * and retries a refused put until it lands. A request whose token has a
+ * record reads no D1.
  */
 
 export const tokenKey = (hash: string) => `tok:${hash}`;

@@ -8,15 +8,15 @@ import { d1Fallback } from "../lib/fallback-gate";
 import type { Principal } from "../types";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
+import { putReservedToken, reserveTokenRecord, settleTokenRecords } from "./index-apply";
 import {
   checkOfRecord,
-  computeTokenRecords,
   CONTAINER_SCOPE,
   recordOf,
   TOKEN_COLUMNS,
-  tokenKey,
   toCheck,
   type TokenCheck,
+  tokenKey,
   type TokenRecord,
 } from "./token-records";
 
@@ -100,13 +100,8 @@ export async function verifyToken(
       guard?.arm(tokenGuard(entry.principal.tokenId, hash, now, kv));
       if (kv && onFirstUse && useIsDue(entry.usedAt, now)) {
         entry.usedAt = now.getTime(); // this isolate records it once
-        const record: TokenRecord = {
-          v: 1,
-          principal: entry.principal,
-          expiresAt: entry.expiresAt,
-          usedAt: entry.usedAt,
-        };
-        onFirstUse(Promise.all([recordUse(plain, entry.principal, now), fill(plain, kv, hash, record, now)]));
+        const record = { usedAt: entry.usedAt };
+        onFirstUse(Promise.all([recordUse(plain, entry.principal, now), fill(plain, kv, hash, now, record.usedAt)]));
       }
       return { ok: true, principal: entry.principal };
     }
@@ -114,14 +109,27 @@ export async function verifyToken(
   // A token this isolate never saw valid pays the IP budget first (a write re-reads known ones freely).
   if (!cached) await beforeDatabase?.();
 
-  const row = await db.select(TOKEN_COLUMNS).from(accessTokens).where(eq(accessTokens.tokenHash, hash)).get();
+  // A token D1 holds gets its record, refused or not (unknown ones do not: they would fill KV). The read
+  // that records it takes the key's write slot in the same statement (index-apply.ts `reserveTokenRecord`).
+  const recording = kv !== undefined && !fresh;
+  const { row, reserved } = recording
+    ? await reserveTokenRecord(plain, hash, now)
+    : {
+        row: await db.select(TOKEN_COLUMNS).from(accessTokens).where(eq(accessTokens.tokenHash, hash)).get(),
+        reserved: false,
+      };
 
   const check = toCheck(row, now);
   const bookkeeping = check.ok && onFirstUse !== undefined && useIsDue(row!.lastUsedAt?.getTime() ?? null, now);
-  // A token D1 holds gets its record, refused or not (unknown ones do not: they would fill KV).
-  if (row && kv && !fresh) {
+  if (row && recording) {
     const record = recordOf({ ...row, lastUsedAt: bookkeeping ? now : row.lastUsedAt }, now);
-    onFirstUse?.(fill(plain, kv, hash, record, now));
+    const put = reserved
+      ? putReservedToken(kv, hash, record)
+      : "refused" in record
+        ? settleTokenRecords({ db: plain, kv }, [hash], now)
+        : Promise.resolve();
+    if (onFirstUse) onFirstUse(put);
+    else put.catch(() => undefined); // as before: nobody waits for the record
   }
   if (!check.ok) return check;
   const usedAt = bookkeeping ? now.getTime() : (row!.lastUsedAt?.getTime() ?? null);
@@ -131,13 +139,12 @@ export async function verifyToken(
 }
 
 /**
- * Forgets a token's verification in this isolate and its record in KV: the
- * next request reads D1 again and records the token anew (its signing
- * configuration changed). Other isolates follow within 30 s.
+ * Forgets a token's verification in this isolate and rewrites its record in KV from D1 through the
+ * index work (its signing configuration changed): other isolates follow within 30 s.
  */
-export async function forgetVerifiedToken(kv: KVNamespace, tokenHash: string): Promise<void> {
+export async function forgetVerifiedToken(deps: Pick<Deps, "db" | "kv">, tokenHash: string, now = new Date()) {
   cache.delete(tokenHash);
-  await kv.delete(tokenKey(tokenHash)).catch(() => undefined);
+  await settleTokenRecords(deps, [tokenHash], now);
 }
 
 /** Forgets a token's verification in this isolate only (its KV record is rewritten by the revoking command). */
@@ -154,19 +161,18 @@ function remember(hash: string, principal: Principal, expiresAt: number | null, 
 }
 
 /**
- * Puts the token's record as D1 had it. A refused record is final and needs
- * nothing more. A valid one could land after a revocation's own put (the
- * revocation committed after D1 was read, its record written before this
- * one), so D1 is read again after the put, and the record rewritten if the
- * token is no longer valid: one D1 statement, once per token (and per day,
- * with its bookkeeping). Failures are left to the next verification.
+ * The record rewritten with the day's use (`usedAt`): the token is read again with the key's write
+ * slot taken (index-apply.ts `reserveTokenRecord`, one D1 statement, once per token and day), and
+ * its record put through the one writer of keys. A key written less than a second ago keeps what it
+ * holds (a refused token's record then goes through the index work). Failures are left to the next
+ * verification.
  */
-async function fill(db: Db, kv: KVNamespace, hash: string, record: TokenRecord, now: Date) {
-  const key = tokenKey(hash);
-  await kv.put(key, JSON.stringify(record));
-  if ("refused" in record) return;
-  const current = (await computeTokenRecords(db, [key], now)).get(key)!;
-  if ("refused" in (JSON.parse(current) as TokenRecord)) await kv.put(key, current);
+async function fill(db: Db, kv: KVNamespace, hash: string, now: Date, usedAt: number | null) {
+  const { row, reserved } = await reserveTokenRecord(db, hash, now);
+  if (!row) return;
+  const record = recordOf({ ...row, lastUsedAt: usedAt === null ? row.lastUsedAt : new Date(usedAt) }, now);
+  if (reserved) await putReservedToken(kv, hash, record);
+  else if ("refused" in record) await settleTokenRecords({ db, kv }, [hash], now);
 }
 
 /**
@@ -185,16 +191,13 @@ function tokenGuard(tokenId: number, hash: string, now: Date, kv: KVNamespace | 
   return {
     statement: (database) => database.prepare(TOKEN_STILL_VALID).bind(tokenId, now.getTime()),
     refusal: async (database) => {
-      const row = await createDb(database as D1Database)
-        .select(TOKEN_COLUMNS)
-        .from(accessTokens)
-        .where(eq(accessTokens.id, tokenId))
-        .get();
+      const db = createDb(database as D1Database);
+      const row = await db.select(TOKEN_COLUMNS).from(accessTokens).where(eq(accessTokens.id, tokenId)).get();
       const check = toCheck(row, now);
       if (check.ok) return null;
       cache.delete(hash);
-      const refused: TokenRecord = { v: 1, refused: check.reason };
-      await kv?.put(tokenKey(hash), JSON.stringify(refused)).catch(() => undefined);
+      // Invalid is final: the refused record goes through the index work (recorded, applied now).
+      if (kv) await settleTokenRecords({ db, kv }, [hash], now).catch(() => undefined);
       return unauthorized(check.reason);
     },
   };

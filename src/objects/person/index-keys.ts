@@ -225,5 +225,11 @@ export async function deleteAllKeys(db: Db, kv: KVNamespace) {
     .all()
     .map((row) => row.key);
   const all = [...new Set([...keys, ...everyKey(db)])];
-  await Promise.all(all.map((key) => kv.delete(key)));
+  // Through the one writer of keys (db/kv-writes.ts), each a forced delete; a refusal throws here.
+  const writes = await writeDueKeys(
+    kv,
+    all.map((key) => ({ key, value: null, digest: null, writtenAt: null, force: true })),
+  );
+  const refused = writes.filter((write) => write.outcome === "refused").length;
+  if (refused > 0) throw new Error(`KV refused ${refused} of the erased person's key deletes`);
 }

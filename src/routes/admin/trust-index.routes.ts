@@ -22,6 +22,15 @@ export const RebuildStatusSchema = z
       .openapi({ description: "The stage running now; null when none", example: null }),
     people: z.number().int().openapi({ description: "Secure-number holders whose keys were written", example: 3 }),
     numbers: z.number().int().openapi({ description: "Caller numbers whose records were written", example: 4 }),
+    ranges: z
+      .object({
+        total: z.number().int().openapi({ description: "The running stage's ranges (each its own chain)", example: 4 }),
+        done: z.number().int().openapi({ description: "Those of them finished", example: 3 }),
+      })
+      .openapi({
+        description:
+          "The running stage's progress: it is split into ranges of its keys worked on in parallel, and moves on when every range is done (none when no stage runs)",
+      }),
     started_at: z.string().nullable().openapi({ example: "2026-11-25T21:00:00.000Z" }),
     finished_at: z.string().nullable().openapi({ example: "2026-11-25T21:00:02.000Z" }),
   })
