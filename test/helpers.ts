@@ -391,3 +391,22 @@ export async function employerSetsPhones(personId: number, ...numbers: string[])
   });
   expect(response.status).toBe(200);
 }
+
+/** `from` sends person `to` a chat (or another activity `type`) through the API: the new activity's id. */
+export const sendChat = (from: { id: number; token: string }, to: number, type = "chat_message") =>
+  call("/apps/buzz/activity", {
+    method: "POST",
+    token: from.token,
+    body: {
+      type,
+      sendable_type: "person",
+      sendable_id: from.id,
+      receivable_type: "person",
+      receivable_id: to,
+      message: "aGk=",
+      message_id: crypto.randomUUID(),
+    },
+  }).then(async (res) => {
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { data: { id: number } }).data.id;
+  });

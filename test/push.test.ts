@@ -13,7 +13,7 @@ import { registerPush } from "../src/services/push";
 import { encryptPayload } from "../src/services/push/web-push";
 import type { PushRegistrationSchema } from "../src/routes/me/me.schemas";
 import type { z } from "@hono/zod-openapi";
-import { call, fresh, insertToken, personObject } from "./helpers";
+import { call, fresh, insertToken, personObject, sendChat } from "./helpers";
 import type { Received } from "./support/web-push-receiver";
 import { consume } from "./webhook-receiver";
 
@@ -96,23 +96,7 @@ async function until(jobs: Job[], count: number) {
 /** Gives queued work that should not happen a moment to show itself. */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 150));
 
-const chat = (from: Person, to: number, type = "chat_message") =>
-  call("/apps/buzz/activity", {
-    method: "POST",
-    token: from.token,
-    body: {
-      type,
-      sendable_type: "person",
-      sendable_id: from.id,
-      receivable_type: "person",
-      receivable_id: to,
-      message: "aGk=",
-      message_id: crypto.randomUUID(),
-    },
-  }).then(async (res) => {
-    expect(res.status).toBe(200);
-    return ((await res.json()) as { data: { id: number } }).data.id;
-  });
+const chat = sendChat;
 
 /** An open stream of `who`'s device; `close()` ends it. */
 async function openStream(who: Person) {

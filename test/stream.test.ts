@@ -6,7 +6,7 @@ import { accessTokens, memberships, people } from "../src/db/schema";
 import { sha256Hex } from "../src/lib/crypto";
 import { createDeps } from "../src/services/deps";
 import { mintStreamTicket, redeemStreamTicket } from "../src/services/stream";
-import { call, expectError, fresh, insertToken, personObject } from "./helpers";
+import { call, expectError, fresh, insertToken, personObject, sendChat } from "./helpers";
 import { eq } from "drizzle-orm";
 
 /**
@@ -69,23 +69,7 @@ async function connect(query: string, token?: string): Promise<Client> {
   };
 }
 
-const chat = (from: { id: number; token: string }, to: number, type = "chat_message") =>
-  call("/apps/buzz/activity", {
-    method: "POST",
-    token: from.token,
-    body: {
-      type,
-      sendable_type: "person",
-      sendable_id: from.id,
-      receivable_type: "person",
-      receivable_id: to,
-      message: "aGk=",
-      message_id: crypto.randomUUID(),
-    },
-  }).then(async (res) => {
-    expect(res.status).toBe(200);
-    return ((await res.json()) as { data: { id: number } }).data.id;
-  });
+const chat = sendChat;
 
 /** A call record `who` writes in their own feed: a marker that follows everything sent before it. */
 const callRecord = (who: { id: number; token: string }) =>

@@ -101,3 +101,4 @@ const worker: ExportedHandler<Env> = { fetch: app.fetch, queue: handleQueue, sch
 
 export default worker;
 export { Person } from "../../src/objects/person/person";
+export { ReplayGuard } from "../../src/objects/replay-guard/replay-guard";
