@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { as, call, DEMO, expectError, insertToken } from "./helpers";
+import { as, call, captureTokenUses, DEMO, expectError, insertToken } from "./helpers";
 
 describe("bearer authentication", () => {
   it("answers a missing token with 401 and WWW-Authenticate", async () => {
@@ -45,12 +45,15 @@ describe("bearer authentication", () => {
     await expectError(encryption, 403, "Forbidden");
   });
 
-  it("records the person's last login when a token is first verified", async () => {
+  it("records the person's last login when a token is first verified (through the token-uses queue)", async () => {
     await insertToken("pk_test_login_carol", { personId: DEMO.people.carol });
+    const uses = captureTokenUses();
     const before = Date.now();
     expect((await call("/companies/2", { token: "pk_test_login_carol" })).status).toBe(200);
-    // Recorded in waitUntil; give it a moment.
+    // Sent in waitUntil; give it a moment, then the queue's consumer writes it.
     await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(uses.sent).toHaveLength(1);
+    await uses.flush();
     const row = await env.DB.prepare("SELECT last_login_at FROM people WHERE id = ?")
       .bind(DEMO.people.carol)
       .first<{ last_login_at: number }>();

@@ -1,13 +1,14 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { as, countD1, DEMO, personObject } from "./helpers";
+import { as, call, captureTokenUses, countD1, DEMO, insertToken, personObject } from "./helpers";
 
 /**
  * What an active app user costs the one D1, in statements (docs/capacity.md,
  * "D1 statements per active app user"): each thing the app does, counted in
  * its steady state (the token verified before, the person's object told its
  * facts), at the figure the capacity page multiplies out (the token's daily
- * bookkeeping, one statement, is counted in test/token-bookkeeping.test.ts). A change that adds a
+ * bookkeeping is no statement of the request: its batch's statement, one per 100 tokens, is counted
+ * in test/token-bookkeeping.test.ts). A change that adds a
  * statement to one of these fails here and names the statements it ran. `countD1` spies on D1's
  * prototypes, so the statements the person's object runs through its own `env.DB` count too.
  */
@@ -110,6 +111,26 @@ describe("D1 statements of what an app user does, in the steady state", () => {
     },
   ])("$label: $expected statement(s)", async ({ action, status, expected }) => {
     expect(await statementsOf(action, status)).toHaveLength(expected);
+  });
+});
+
+describe("D1 statements of a token's first request of the day", () => {
+  it("the heartbeat of a token verified yesterday: 0 statements; its use leaves as one message", async () => {
+    const token = `pk_test_budget_day_${crypto.randomUUID().replaceAll("-", "")}`;
+    await insertToken(token, { personId: DEMO.people.bob });
+    expect((await call("/apps/buzz/heartbeat", { token })).status).toBe(200); // verified, recorded in KV
+    await scheduler.wait(20);
+    const uses = captureTokenUses();
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + 25 * 3_600_000 });
+    const d1 = countD1();
+    const response = await call("/apps/buzz/heartbeat", { token });
+    expect(response.status).toBe(200);
+    await response.arrayBuffer();
+    await scheduler.wait(20);
+    vi.useRealTimers();
+    vi.restoreAllMocks();
+    expect(d1.queries).toEqual([]);
+    expect(uses.sent).toHaveLength(1);
   });
 });
 

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
 import { employeeListCache, PAGE_MAX_AGE_MS } from "../src/services/employees/list";
 import { peopleReads } from "../src/services/people";
-import { as, countD1, employeeBody, fresh } from "./helpers";
+import { as, captureTokenUses, countD1, employeeBody, fresh } from "./helpers";
 import { until } from "./webhook-receiver";
 
 // The employee list answers a page it rendered before from the isolate's memory while the
@@ -79,8 +79,12 @@ describe("GET /companies/{company_id}/employees: rendered pages kept per company
     await run("UPDATE access_tokens SET last_used_at = NULL WHERE person_id = ?", BOB);
     await page(); // rendered and cached
     const before = await page();
-    // Bob uses the API: his hourly `last_login_at` write, off the response's path.
+    // Bob uses the API: his daily `last_login_at` write, off the response's path (the `token-uses` queue).
+    const uses = captureTokenUses();
     expect((await as("bob").get("/companies/1/sites")).status).toBe(200);
+    await until(async () => uses.sent.length > 0);
+    await uses.flush();
+    vi.restoreAllMocks();
     await until(async () => (await loginOf(BOB)) !== null);
     const counts = countD1();
     const after = await page();

@@ -1,3 +1,4 @@
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { vi } from "vitest";
 import { expect } from "vitest";
@@ -5,6 +6,8 @@ import { DEMO } from "../src/fixtures/demo-world";
 import { INDEX_COMPLETE_KEY } from "../src/domain/trust-records";
 import { KEY_WRITE_GAP_MS } from "../src/db/kv-writes";
 import { personStub } from "../src/objects/person/stub";
+import worker from "../src/index";
+import type { TokenUseMessage } from "../src/services/tokens";
 import { fileTokens, type Who } from "./principals";
 
 export { DEMO };
@@ -410,3 +413,27 @@ export const sendChat = (from: { id: number; token: string }, to: number, type =
     expect(res.status).toBe(200);
     return ((await res.json()) as { data: { id: number } }).data.id;
   });
+
+/**
+ * The day's token uses sent to `USES_QUEUE` from now on (a sink nobody consumes in tests, see
+ * test/vitest.config.ts); `flush()` runs the `token-uses` consumer on them as one batch, as the
+ * queue does (up to 100 a batch), and returns what it answered. Restore with `vi.restoreAllMocks()`.
+ */
+export function captureTokenUses() {
+  const sent: TokenUseMessage[] = [];
+  vi.spyOn(env.USES_QUEUE, "send").mockImplementation((async (body: TokenUseMessage) => {
+    sent.push(body);
+  }) as never);
+  return {
+    sent,
+    async flush() {
+      const batch = createMessageBatch(
+        "token-uses",
+        sent.splice(0).map((body, n) => ({ id: `use-${n}`, timestamp: new Date(), attempts: 1, body })),
+      );
+      const ctx = createExecutionContext();
+      await worker.queue!(batch, env, ctx);
+      return getQueueResult(batch, ctx);
+    },
+  };
+}

@@ -76,6 +76,7 @@ export default defineConfig(async () => ({
         queueProducers: {
           WEBHOOK_QUEUE: { queueName: "test-sink-webhooks" },
           BACKGROUND_QUEUE: { queueName: "test-sink-background" },
+          USES_QUEUE: { queueName: "test-sink-uses" },
         },
       },
     }),

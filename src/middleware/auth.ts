@@ -63,6 +63,7 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
       const check = await verifyToken(c.var.deps, token, new Date(), {
         onFirstUse: (work) =>
           c.executionCtx.waitUntil(work.catch((err: unknown) => logError("recording token use failed", err))),
+        uses: c.var.deps.usesQueue,
         // A write served from the cache re-checks the token inside its own first D1 write
         // (revocation, a removed person: 401, nothing written); a trust-lookup POST is a
         // question, not a write.

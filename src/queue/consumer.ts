@@ -1,6 +1,7 @@
 import { handleBackground } from "./background";
 import { handleDeadLetters } from "./dead-letters";
 import { handleScanEvents } from "./scan-events";
+import { handleTokenUses } from "./token-uses";
 import { handleWebhookDeliveries } from "./webhook-deliveries";
 
 /**
@@ -16,6 +17,7 @@ export const queueHandlers: Record<string, BatchHandler> = {
   "webhook-deliveries": handleWebhookDeliveries,
   "scan-events": handleScanEvents,
   background: handleBackground,
+  "token-uses": handleTokenUses,
 };
 
 export async function handleQueue(batch: MessageBatch<unknown>, env: Env): Promise<void> {

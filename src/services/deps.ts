@@ -8,6 +8,7 @@ import { messagingOf } from "./messaging";
 import { personObjectsOf, type PersonObjects } from "./person-objects";
 import { pushSecretsOf, type PushSecrets } from "./push";
 import { replayGuardsOf, type ReplayGuards } from "./replay-guards";
+import type { TokenUseMessage } from "./tokens";
 
 /**
  * The one dependency handle: the database, the trust index, the queues that
@@ -23,6 +24,8 @@ export type Deps = {
   backgroundQueue: Queue<BackgroundMessage>;
   /** The scanner's events on their way to the `scan-events` consumer (services/scans.ts). */
   scanQueue: Queue<ScanEventsMessage>;
+  /** Tokens' uses of the day on their way to D1 in batches (`token-uses`, services/tokens.ts). */
+  usesQueue: Queue<TokenUseMessage>;
   /** Each person's own Durable Object (services/person-objects.ts). */
   objects: PersonObjects;
   /** Seals and opens provider secrets at rest under `PROVIDER_SECRET_KEYS` (services/provider-secrets.ts). */
@@ -61,6 +64,7 @@ export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = 
     webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
     backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
     scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
+    usesQueue: env.USES_QUEUE as Queue<TokenUseMessage>,
     objects: personObjectsOf(env.PERSON, guard && (() => guard.finish())),
     providerKeys: secretBox("PROVIDER_SECRET_KEYS", env.PROVIDER_SECRET_KEYS),
     replays: replayGuardsOf(env.REPLAY_GUARD),

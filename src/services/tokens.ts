@@ -1,5 +1,5 @@
 import { and, eq, isNotNull, isNull, sql } from "drizzle-orm";
-import { createDb, type Db } from "../db/client";
+import { createDb } from "../db/client";
 import { accessTokens } from "../db/schema";
 import type { WriteCondition } from "../db/write-guard";
 import { base64url, sha256Hex } from "../lib/crypto";
@@ -46,12 +46,23 @@ const TOKEN_SHAPE = /^[A-Za-z0-9_-]{8,256}$/;
 
 export const tokenHasValidShape = (token: string) => TOKEN_SHAPE.test(token);
 
-/** `last_used` and `last_login` are written at most once a day per token (`recordUse`). */
+/** `last_used` and `last_login` are recorded at most once a day per token (`recordTokenUses`). */
 const USE_RECORDED_EVERY_MS = 86_400_000;
 
+/**
+ * A token's use of the day on its way to D1 (the `token-uses` queue, docs/architecture.md,
+ * "Tokens"): `h` the token's hash, `at` the request's time (ms).
+ */
+export type TokenUseMessage = { h: string; at: number };
+
+/** The uses this isolate sent (hash → ms): its cache's 30 s do not send them again. */
+const usesSent = new Map<string, number>();
+
 export type VerifyOptions = {
-  /** Runs the bookkeeping off the hot path: `last_used`/`last_login`, at most daily, and the record's fill. */
+  /** Runs the bookkeeping off the hot path: the day's use sent to `uses`, and a new record's put. */
   onFirstUse?: (work: Promise<unknown>) => void;
+  /** Where the day's first use of a token goes (the `token-uses` queue); without it, nowhere. */
+  uses?: Queue<TokenUseMessage>;
   /** Skip the isolate's cache and KV and read D1 now. */
   fresh?: boolean;
   /**
@@ -77,7 +88,7 @@ export async function verifyToken(
   { db, guard: writeGuard }: Pick<Deps, "db" | "guard">,
   token: string,
   now: Date,
-  { onFirstUse, fresh = false, write = false, kv, beforeDatabase }: VerifyOptions = {},
+  { onFirstUse, uses, fresh = false, write = false, kv, beforeDatabase }: VerifyOptions = {},
 ): Promise<TokenCheck> {
   const hash = await sha256Hex(token);
   const cached = cache.get(hash);
@@ -93,15 +104,15 @@ export async function verifyToken(
       const check = checkOfRecord(record === KV_FAILED ? null : record, now);
       if (check && !check.ok) return check;
       if (check?.ok && record && record !== KV_FAILED && "principal" in record) {
-        entry = remember(hash, check.principal, record.expiresAt, record.usedAt, now);
+        const usedAt = Math.max(record.usedAt ?? -Infinity, usesSent.get(hash) ?? -Infinity);
+        entry = remember(hash, check.principal, record.expiresAt, Number.isFinite(usedAt) ? usedAt : null, now);
       }
     }
     if (entry) {
       guard?.arm(tokenGuard(entry.principal.tokenId, hash, now, kv));
-      if (kv && onFirstUse && useIsDue(entry.usedAt, now)) {
-        entry.usedAt = now.getTime(); // this isolate records it once
-        const record = { usedAt: entry.usedAt };
-        onFirstUse(Promise.all([recordUse(plain, entry.principal, now), fill(plain, kv, hash, now, record.usedAt)]));
+      if (kv && onFirstUse && uses && useIsDue(entry.usedAt, now)) {
+        entry.usedAt = now.getTime(); // this isolate sends it once
+        onFirstUse(sendUse(uses, hash, now));
       }
       return { ok: true, principal: entry.principal };
     }
@@ -120,7 +131,8 @@ export async function verifyToken(
       };
 
   const check = toCheck(row, now);
-  const bookkeeping = check.ok && onFirstUse !== undefined && useIsDue(row!.lastUsedAt?.getTime() ?? null, now);
+  const bookkeeping =
+    check.ok && onFirstUse !== undefined && uses !== undefined && useIsDue(row!.lastUsedAt?.getTime() ?? null, now);
   if (row && recording) {
     const record = recordOf({ ...row, lastUsedAt: bookkeeping ? now : row.lastUsedAt }, now);
     const put = reserved
@@ -134,7 +146,7 @@ export async function verifyToken(
   if (!check.ok) return check;
   const usedAt = bookkeeping ? now.getTime() : (row!.lastUsedAt?.getTime() ?? null);
   remember(hash, check.principal, row!.expiresAt?.getTime() ?? null, usedAt, now);
-  if (bookkeeping) onFirstUse?.(recordUse(plain, check.principal, now));
+  if (bookkeeping) onFirstUse?.(sendUse(uses!, hash, now));
   return check;
 }
 
@@ -158,21 +170,6 @@ function remember(hash: string, principal: Principal, expiresAt: number | null, 
   const entry: Cached = { principal, until, expiresAt, usedAt };
   cache.set(hash, entry);
   return entry;
-}
-
-/**
- * The record rewritten with the day's use (`usedAt`): the token is read again with the key's write
- * slot taken (index-apply.ts `reserveTokenRecord`, one D1 statement, once per token and day), and
- * its record put through the one writer of keys. A key written less than a second ago keeps what it
- * holds (a refused token's record then goes through the index work). Failures are left to the next
- * verification.
- */
-async function fill(db: Db, kv: KVNamespace, hash: string, now: Date, usedAt: number | null) {
-  const { row, reserved } = await reserveTokenRecord(db, hash, now);
-  if (!row) return;
-  const record = recordOf({ ...row, lastUsedAt: usedAt === null ? row.lastUsedAt : new Date(usedAt) }, now);
-  if (reserved) await putReservedToken(kv, hash, record);
-  else if ("refused" in record) await settleTokenRecords({ db, kv }, [hash], now);
 }
 
 /**
@@ -221,25 +218,38 @@ const indexUnavailable = () =>
 const useIsDue = (lastUsedAt: number | null, now: Date) =>
   lastUsedAt === null || lastUsedAt <= now.getTime() - USE_RECORDED_EVERY_MS;
 
+/** The day's first use of a token, sent to the `token-uses` queue (no D1 statement on the request path). */
+function sendUse(uses: Queue<TokenUseMessage>, hash: string, now: Date) {
+  if (usesSent.size >= CACHE_MAX) usesSent.delete(usesSent.keys().next().value!);
+  usesSent.set(hash, now.getTime());
+  return uses.send({ h: hash, at: now.getTime() });
+}
+
 /**
- * `last_used` of the token and `last_login` of its person, when the token's
- * was written a day ago or more (docs/decisions.md, "Auth"): one D1 statement
- * a day per token, not one per request. Conditional, so isolates that read
- * the old time together change the rows once.
+ * The `token-uses` consumer's work (docs/architecture.md, "Tokens"): the batch's uses (up to 100
+ * tokens) in one statement — `last_used` of every token whose was written a day before its use or
+ * earlier, and by trigger (`token_use_is_a_login`, drizzle/0027) `last_login` of its person, in
+ * the same statement, without touching their `updated_at` — then the records of the tokens it
+ * changed rewritten through the index work, so that other isolates see the day's use recorded.
+ * Conditional, so a use sent twice (two isolates, a retried batch) changes the rows once.
  */
-async function recordUse(db: Db, principal: Principal, now: Date) {
-  const dayAgo = now.getTime() - USE_RECORDED_EVERY_MS;
-  // One statement: a person's `last_login_at` follows in the same statement (trigger
-  // `token_use_is_a_login`, drizzle/0027), without touching their `updated_at`.
-  await db
-    .update(accessTokens)
-    .set({ lastUsedAt: now })
-    .where(
-      and(
-        eq(accessTokens.id, principal.tokenId),
-        sql`(${accessTokens.lastUsedAt} is null or ${accessTokens.lastUsedAt} <= ${dayAgo})`,
-      ),
+export async function recordTokenUses(deps: Pick<Deps, "db" | "kv">, uses: TokenUseMessage[], now: Date) {
+  if (uses.length === 0) return { tokens: 0 };
+  const latest = new Map<string, number>();
+  for (const { h, at } of uses) latest.set(h, Math.max(at, latest.get(h) ?? at));
+  const list = JSON.stringify([...latest]);
+  const changed = await deps.db.all<{ hash: string }>(sql`
+    update access_tokens set last_used_at = u.used_at
+    from (select json_extract(value, '$[0]') as hash, json_extract(value, '$[1]') as used_at from json_each(${list})) as u
+    where token_hash = u.hash and (last_used_at is null or last_used_at <= u.used_at - ${USE_RECORDED_EVERY_MS})
+    returning token_hash as hash`);
+  if (changed.length > 0)
+    await settleTokenRecords(
+      deps,
+      changed.map((row) => row.hash),
+      now,
     );
+  return { tokens: changed.length };
 }
 
 export { CONTAINER_SCOPE };
