@@ -155,6 +155,20 @@ describe("the token-uses consumer", () => {
     console.log(JSON.stringify({ flush: { tokens: 100, statements: flush.statements, rounds: flush.rounds } }));
     expect(flush.statements).toBeLessThanOrEqual(10);
   });
+
+  it("a batch delivered twice changes the rows once, and an older use never moves last_used back", async () => {
+    const token = await newToken("twice", DEMO.people.bob, { lastUsedAt: new Date(Date.now() - 2 * 86_400_000) });
+    const uses = captureTokenUses();
+    expect((await call("/contacts", { token })).status).toBe(200);
+    await settle();
+    const sent = [...uses.sent];
+    expect(sent).toHaveLength(1);
+    await uses.flush();
+    const first = await lastUsed(token);
+    uses.sent.push(...sent, { h: sent[0]!.h, at: sent[0]!.at - 3 * 86_400_000 });
+    expect((await uses.flush()).retryMessages).toEqual([]);
+    expect(await lastUsed(token)).toBe(first);
+  });
 });
 
 describe("a write with a token revoked after it was cached", () => {

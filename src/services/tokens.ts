@@ -231,7 +231,8 @@ function sendUse(uses: Queue<TokenUseMessage>, hash: string, now: Date) {
  * earlier, and by trigger (`token_use_is_a_login`, drizzle/0027) `last_login` of its person, in
  * the same statement, without touching their `updated_at` — then the records of the tokens it
  * changed rewritten through the index work, so that other isolates see the day's use recorded.
- * Conditional, so a use sent twice (two isolates, a retried batch) changes the rows once.
+ * Conditional, so a use sent twice (two isolates) changes the rows once; a retried batch (its
+ * records' rewrite failed) matches the rows it set again (same time: no change), so the rewrite is retried too.
  */
 export async function recordTokenUses(deps: Pick<Deps, "db" | "kv">, uses: TokenUseMessage[], now: Date) {
   if (uses.length === 0) return { tokens: 0 };
@@ -241,7 +242,8 @@ export async function recordTokenUses(deps: Pick<Deps, "db" | "kv">, uses: Token
   const changed = await deps.db.all<{ hash: string }>(sql`
     update access_tokens set last_used_at = u.used_at
     from (select json_extract(value, '$[0]') as hash, json_extract(value, '$[1]') as used_at from json_each(${list})) as u
-    where token_hash = u.hash and (last_used_at is null or last_used_at <= u.used_at - ${USE_RECORDED_EVERY_MS})
+    where token_hash = u.hash
+      and (last_used_at is null or last_used_at <= u.used_at - ${USE_RECORDED_EVERY_MS} or last_used_at = u.used_at)
     returning token_hash as hash`);
   if (changed.length > 0)
     await settleTokenRecords(
