@@ -170,7 +170,21 @@ describe("architecture", () => {
     expect(sites.filter((site) => !site.startsWith(`${KV_WRITER}:`))).toEqual([]);
   });
 
+  it("one writer of the Person object's alarm: only scheduler.ts sets or deletes it under src/objects/person/", () => {
+    // docs/architecture.md, "The Person object": the scheduler orders the alarm's reads and sets, so no call
+    // elsewhere may set a later alarm over a sooner one.
+    const sites = files
+      .filter((file) => file.path.startsWith("src/objects/person/"))
+      .flatMap((file) => alarmWrites(file.text).map((call) => `${file.path}: ${call}`));
+    expect(sites.length).toBeGreaterThan(0);
+    expect(sites.filter((site) => !site.startsWith("src/objects/person/scheduler.ts:"))).toEqual([]);
+  });
+
   it("the checks catch what they look for", () => {
+    expect(alarmWrites("await this.ctx.storage.setAlarm(now);\nstorage.deleteAlarm()\nstorage.getAlarm()")).toEqual([
+      "setAlarm(",
+      "deleteAlarm(",
+    ]);
     expect(kvWrites("await kv.put(key, value);\nawait deps.kv.delete(key);\nenv.TRUST_INDEX?.put(k, v)")).toEqual([
       "kv.put(",
       "deps.kv.delete(",
@@ -194,6 +208,11 @@ describe("architecture", () => {
     ]);
   });
 });
+
+/** The calls that set or delete a Durable Object's alarm in `text`. */
+function alarmWrites(text: string): string[] {
+  return [...text.matchAll(/\b(setAlarm|deleteAlarm)\s*\(/g)].map((match) => `${match[1]}(`);
+}
 
 /** The one module that writes KV (docs/architecture.md, "The trust index"). */
 const KV_WRITER = "src/db/kv-writes.ts";

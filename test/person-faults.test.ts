@@ -174,4 +174,46 @@ describe("an erased object", () => {
     expect(await countInPersonObject(personId, "SELECT count(*) AS n FROM erasure")).toBe(1);
     expect(await env.TRUST_INDEX.get(receiverKey(e164))).toBeNull();
   });
+
+  it("refuses a chat and drops a late trust request, mirror, key rewrite and blocked call; sets no alarm", async () => {
+    const personId = 970_002;
+    const object = personObject(personId);
+    const e164 = "+14155550918";
+    await object.takeFacts({ personId, e164, companies: [], version: 1 });
+    await object.erase();
+    expect(await runInDurableObject(object, (_, state) => state.storage.getAlarm())).toBeNull();
+
+    const now = Date.now();
+    const row = {
+      id: 1,
+      type: "chat",
+      message: "late",
+      createdAt: new Date(now),
+      personId: DEMO.people.alice,
+      peerId: personId,
+    } as unknown as Parameters<typeof object.acceptChat>[0];
+    const sender = { personId: DEMO.people.alice, companies: [], e164: null };
+    expect(await object.acceptChat(row, false, sender)).toMatchObject({ ok: false, status: 404 });
+    await object.receiveTrustRequest(DEMO.people.alice, "late", now);
+    await object.receiveMirror(DEMO.people.alice, true, now);
+    await object.rewriteKeys({ personId, e164, companies: [], version: 2 });
+    await object.recordBlockedCalls([{ callerId: null, countryCode: "1", phoneNumber: "4155550100", createdAt: now }]);
+
+    for (const table of ["feed", "trust_requests", "trusted_by", "facts", "blocked_calls"])
+      expect(await countInPersonObject(personId, `SELECT count(*) AS n FROM ${table}`)).toBe(0);
+    expect(await runInDurableObject(object, (_, state) => state.storage.getAlarm())).toBeNull();
+    expect(await env.TRUST_INDEX.get(receiverKey(e164))).toBeNull();
+  });
+});
+
+describe("the object's alarm", () => {
+  it("keeps the sooner of two times asked at once (the scheduler orders its reads and sets)", async () => {
+    const object = personObject(970_003);
+    const now = Date.now();
+    await runInDurableObject(object, async (instance) => {
+      const jobs = (instance as unknown as { jobs: { alarmBy(when: number): Promise<void> } }).jobs;
+      await Promise.all([jobs.alarmBy(now + 1_000), jobs.alarmBy(now + 60_000)]);
+    });
+    expect(await runInDurableObject(object, (_, state) => state.storage.getAlarm())).toBe(now + 1_000);
+  });
 });

@@ -6,6 +6,8 @@ import type { ChatParties } from "../../domain/stream";
 import type { Answer, FeedRow, Refusal } from "./api";
 import * as budgets from "./budgets";
 import { ACTIVITY_BUDGET, STRANGERS_BUDGET, utcDay } from "./budgets";
+import type { WriteGate } from "./gate";
+import { GONE } from "./gate";
 import { nextId } from "./ids";
 import type { Push } from "./push";
 import { feed, activityDays, receivedDays } from "./schema";
@@ -24,6 +26,8 @@ import { trustedMe } from "./trust";
 export type FeedHost = {
   db: DrizzleSqliteDODatabase;
   self: Self;
+  /** The object's write gate (gate.ts): an erased object takes no chat. */
+  gate: WriteGate;
   /** The person's live streams (made after the feed, which is their source). */
   stream(): Stream;
   /** Makes sure the retention alarm is set (a row was written). */
@@ -170,6 +174,19 @@ export class Feed implements FeedSource {
     const me = this.host.self.id;
     // Whether the sender shares a company with this person needs this person's companies (once, before the change).
     if (sender) await this.host.self.knowFacts();
+    const stored = this.host.gate.now(GONE, () => this.store(row, move, sender));
+    if (typeof stored === "number" || "ok" in stored) return stored;
+    if (stored.fresh) {
+      this.host.care();
+      if (wakingChats.includes(row.type)) this.host.push.wake("chat", stored.id);
+    }
+    this.host.stream().recorded(me, stored.id, parties);
+    return stored.id;
+  }
+
+  /** `accept`'s transaction: the id already here (a retry), the budget's refusal, or the id stored (`fresh`: new). */
+  private store(row: FeedRow, move: boolean, sender?: Sender): number | Refusal | { id: number; fresh: boolean } {
+    const me = this.host.self.id;
     const key = this.messageKey(row.sendableType, row.sendableId, row.messageId ?? "");
     const existing = this.db.select({ id: feed.id }).from(feed).where(key).get();
     if (existing && (!move || existing.id >= row.id)) return existing.id;
@@ -185,16 +202,13 @@ export class Feed implements FeedSource {
     const id = nextId(me, Math.max(row.id - 1, this.newestTaken()));
     if (existing) {
       this.db.update(feed).set({ id }).where(eq(feed.id, existing.id)).run();
-    } else {
-      this.db
-        .insert(feed)
-        .values({ ...row, id, createdAt: new Date(row.createdAt) })
-        .run();
-      this.host.care();
-      if (wakingChats.includes(row.type)) this.host.push.wake("chat", id);
+      return { id, fresh: false };
     }
-    this.host.stream().recorded(me, id, parties);
-    return id;
+    this.db
+      .insert(feed)
+      .values({ ...row, id, createdAt: new Date(row.createdAt) })
+      .run();
+    return { id, fresh: true };
   }
 
   /**

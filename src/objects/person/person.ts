@@ -6,6 +6,7 @@ import * as addressBook from "./address-book";
 import * as blocked from "./blocked";
 import * as book from "./contacts";
 import { Feed, clearFeed } from "./feed";
+import { GONE, WriteGate } from "./gate";
 import { heartbeatTimes } from "./heartbeat";
 import * as idempotency from "./idempotency";
 import * as keys from "./index-keys";
@@ -20,9 +21,10 @@ import * as trust from "./trust";
 
 /*
  * One person's own data, in their own Durable Object with SQLite storage (docs/architecture.md, "The
- * Person object"). This class is its RPC surface only: each method checks, runs one transaction over the
- * modules beside it, then tells the streams and writes keys or sends (scheduler.ts). What crosses RPC is
- * typed in api.ts; the object knows its own person (self.ts). Calls to one person run one at a time.
+ * Person object"). This class is its RPC surface only: each write passes the gate (gate.ts: refused once
+ * erased), runs one transaction over the modules beside it, then tells the streams and writes keys or sends
+ * (scheduler.ts, the alarm's only writer). What crosses RPC is typed in api.ts; the object knows its own
+ * person (self.ts).
  */
 
 export class Person extends DurableObject<Env> {
@@ -33,13 +35,15 @@ export class Person extends DurableObject<Env> {
   private readonly push: Push;
   private readonly writer: KeyWriter;
   private readonly jobs: Scheduler;
+  private readonly gate: WriteGate;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const db = (this.db = drizzle(ctx.storage));
     const self = (this.self = new Self(ctx, env, db));
+    const gate = (this.gate = new WriteGate(ctx, self));
     const push = (this.push = new Push({ ctx, env, db, self, openDevices: () => this.stream.openDevices() }));
-    this.feed = new Feed({ db, self, push, stream: () => this.stream, care: () => this.jobs.care() });
+    this.feed = new Feed({ db, self, gate, push, stream: () => this.stream, care: () => this.jobs.care() });
     const stream = (this.stream = new Stream(ctx, this.feed));
     this.writer = new KeyWriter(db, env.TRUST_INDEX);
     this.jobs = new Scheduler({ ctx, db, self, stream, writer: this.writer });
@@ -54,7 +58,7 @@ export class Person extends DurableObject<Env> {
   }
   /** The receiving side of a chat from `sender` (feed.ts); its id here, or the strangers' budget's refusal. */
   acceptChat(row: api.FeedRow, move = false, sender?: api.Sender, parties?: api.ChatParties) {
-    return this.feed.accept(row, move, sender, parties);
+    return this.self.erased ? GONE : this.feed.accept(row, move, sender, parties);
   }
   /** The feed after `afterId`, oldest first, at most `limit` rows, and who of the people on it trusted this person. */
   feedAfter(afterId: number, limit: number): { rows: api.FeedRow[]; trustedMe: number[] } {
@@ -70,16 +74,14 @@ export class Person extends DurableObject<Env> {
   /** This person asks `targets` for trust: charged (100 a day) and queued in one transaction, then delivered. */
   async sendTrustRequest(targets: number[], reason: string, requester?: api.Requester): Promise<api.Answer> {
     const now = Date.now();
-    const asked = this.ctx.storage.transactionSync(() => requests.ask(this.db, this.self.id, targets, reason, now));
-    if (!asked.ok) return asked;
-    this.jobs.care();
-    await this.jobs.sendRequests(requester);
-    return asked;
+    const asked = (done: api.Answer) => (done.ok ? (this.jobs.care(), this.jobs.sendRequests(requester)) : undefined);
+    return this.gate.write(GONE, () => requests.ask(this.db, this.self.id, targets, reason, now), asked);
   }
   /** `requesterId` asks this person for trust (at `askedAt`, ms); an erased object takes nothing. */
   receiveTrustRequest(requesterId: number, reason: string, askedAt = Date.now(), requester?: api.Requester): void {
-    if (this.self.erased) return;
-    this.push.wake("trust_request", requests.receive(this.db, this.self.id, requesterId, reason, askedAt));
+    const id = this.gate.now(false, () => requests.receive(this.db, this.self.id, requesterId, reason, askedAt));
+    if (id === false) return; // erased: the late delivery is dropped
+    this.push.wake("trust_request", id);
     // The person's live streams hear of it (a delivery the sender's alarm retried carries no names: no event).
     if (requester) this.stream.trustRequest(requester, reason, new Date(askedAt));
     this.jobs.care();
@@ -95,18 +97,18 @@ export class Person extends DurableObject<Env> {
   async saveContacts(inputs: api.ContactInput[]): Promise<api.Answer<api.ContactRead>> {
     await this.self.knowFacts();
     const now = Date.now();
-    const written = this.ctx.storage.transactionSync(() => addressBook.save(this.db, this.self.id, inputs, now));
-    if (written.ok) await this.contactsChanged();
-    return written;
+    const changed = (written: api.Answer<api.ContactRead>) => (written.ok ? this.contactsChanged() : undefined);
+    return this.gate.write(GONE, () => addressBook.save(this.db, this.self.id, inputs, now), changed);
   }
   /** Deletes contacts (`ids`, or every one), each remembered by a tombstone; answers the ids deleted. */
   async deleteContacts(ids: number[] | "all"): Promise<number[]> {
     await this.self.knowFacts();
     const now = Date.now();
-    const deleted = this.ctx.storage.transactionSync(() => addressBook.remove(this.db, ids, now));
-    if (deleted.length > 0) await this.contactsChanged(true);
-    return deleted;
+    const changed = (deleted: number[]) => (deleted.length > 0 ? this.contactsChanged(true) : undefined);
+    return this.gate.write([], () => addressBook.remove(this.db, ids, now), changed);
   }
+  /** A write's effect on the keys: the due ones written (unless the write `changed` nothing). */
+  private readonly flush = (changed: unknown = true) => (changed ? this.jobs.flushIndex() : undefined);
   /** After a change of contacts: the streams hear of it, the keys are written (`care`: the tombstones' alarm). */
   private async contactsChanged(care = false) {
     this.stream.contactsChanged(Date.now());
@@ -136,10 +138,11 @@ export class Person extends DurableObject<Env> {
   async decideTrust(other: number, trusted: boolean): Promise<api.Answer> {
     await this.self.knowFacts();
     const now = Date.now();
-    const decided = this.ctx.storage.transactionSync(() => trust.decide(this.db, other, trusted, now));
-    if (!decided) return { ok: false, status: 404, message: `person ${other} has not asked you for trust` };
-    await Promise.all([this.jobs.flushIndex(), this.jobs.sendMirrors()]);
-    return { ok: true };
+    const sent = (decided: boolean) =>
+      decided ? Promise.all([this.jobs.flushIndex(), this.jobs.sendMirrors()]) : undefined;
+    const decided = await this.gate.write(null, () => trust.decide(this.db, other, trusted, now), sent);
+    if (decided === null) return GONE;
+    return decided ? { ok: true } : { ok: false, status: 404, message: `person ${other} has not asked you for trust` };
   }
   /** Whom this person decided about, and how (`trusted`), for these ids; all when `ids` is left out. */
   decisions(ids?: number[]): { personId: number; trusted: boolean }[] {
@@ -147,7 +150,7 @@ export class Person extends DurableObject<Env> {
   }
   /** The mirror: `from` decided about this person at `decidedAt` (ms); a late older decision changes nothing. */
   receiveMirror(from: number, trusted: boolean, decidedAt: number): void {
-    if (!this.self.erased) trust.receiveMirror(this.db, from, trusted, decidedAt);
+    this.gate.now(undefined, () => trust.receiveMirror(this.db, from, trusted, decidedAt));
   }
   /** The people among `ids` who trusted this person; all of them only for tests and the operator. */
   trustedMe(ids?: number[]): number[] {
@@ -156,10 +159,10 @@ export class Person extends DurableObject<Env> {
   /** Sets (null: removes) this person's trust in a company; `visible`: D1 found it nameable, else a 404. */
   async setCompanyTrust(companyId: number, setting: api.CompanySetting, visible: boolean): Promise<api.Answer> {
     await this.self.knowFacts();
-    const changed = this.ctx.storage.transactionSync(() => trust.setCompanyTrust(this.db, companyId, setting, visible));
+    const set = () => trust.setCompanyTrust(this.db, companyId, setting, visible);
+    const changed = await this.gate.write(GONE, set, this.flush);
     if (changed === null) return { ok: false, status: 404, message: `company ${companyId} does not exist` };
-    if (changed) await this.jobs.flushIndex();
-    return { ok: true };
+    return changed === GONE ? GONE : { ok: true };
   }
   /** This person's company settings (all, or those of `companyIds`). */
   companySettings(companyIds?: number[]) {
@@ -172,7 +175,7 @@ export class Person extends DurableObject<Env> {
   /** Sets who may ring this person; a change rewrites their receiver record. */
   async setCallPolicy(calls: api.CallPolicy): Promise<api.CallPolicy> {
     await this.self.knowFacts();
-    if (this.ctx.storage.transactionSync(() => trust.setCallPolicy(this.db, calls))) await this.jobs.flushIndex();
+    await this.gate.write(false, () => trust.setCallPolicy(this.db, calls), this.flush);
     return calls;
   }
 
@@ -180,21 +183,16 @@ export class Person extends DurableObject<Env> {
 
   /** D1's facts about this person (their number, their companies) changed: the keys follow. */
   async takeFacts(next: api.Facts): Promise<void> {
-    if (this.self.erased) return;
-    this.ctx.storage.transactionSync(() => keys.takeFacts(this.db, next));
-    await this.jobs.flushIndex();
+    await this.gate.write(undefined, () => keys.takeFacts(this.db, next), this.flush);
   }
   /** The index rebuild: takes D1's facts and writes every key of this person's number. */
   async rewriteKeys(next: api.Facts): Promise<void> {
-    this.ctx.storage.transactionSync(() => rewriteAll(this.db, next));
-    await this.jobs.flushIndex();
+    await this.gate.write(undefined, () => rewriteAll(this.db, next), this.flush);
   }
   /** A lookup missed this person's keys: the receiver record and the bucket; the keys `missed` written again. */
   async receiverRecords(next: api.Facts, bucket: number | null, missed: string[]) {
-    if (this.self.erased) return { receiver: NOBODY as api.ReceiverRecord, bucket: "" };
-    const answer = this.ctx.storage.transactionSync(() => answerMiss(this.db, next, bucket, missed));
-    await this.ctx.storage.setAlarm(Date.now());
-    return answer;
+    const erased = { receiver: NOBODY as api.ReceiverRecord, bucket: "" };
+    return this.gate.write(erased, () => answerMiss(this.db, next, bucket, missed), this.jobs.soon);
   }
   /** The values of this person's keys now, for tests and the operator: key → value. */
   indexValues(): Record<string, string | null> {
@@ -209,7 +207,7 @@ export class Person extends DurableObject<Env> {
 
   /** Appends blocked calls, keeping the newest `KEEP.blockedCalls`; counts `unlisted` ones (blocked.ts). */
   recordBlockedCalls(calls: api.BlockedCallRow[], unlisted = 0): void {
-    const stored = this.self.erased ? [] : blocked.record(this.db, this.ctx.storage, this.self.id, calls, unlisted);
+    const stored = this.gate.now([], () => blocked.record(this.db, this.ctx.storage, this.self.id, calls, unlisted));
     if (stored.length === 0) return; // erased (no late write), or only counted
     this.push.wake("missed_call", stored.at(-1)?.id ?? null);
     this.jobs.care();
@@ -238,6 +236,7 @@ export class Person extends DurableObject<Env> {
   async erase(): Promise<void> {
     this.self.markErased();
     this.stream.closeAll();
+    await this.jobs.clear();
     await this.writer.settled();
     await keys.deleteAllKeys(this.db, this.env.TRUST_INDEX);
     await this.self.wipe();
@@ -248,9 +247,8 @@ export class Person extends DurableObject<Env> {
   /** Rows moved in from D1 under their D1 ids (a repeated chunk changes nothing); answers what is held. */
   importRows(rows: api.MovedRows): api.HeldCounts {
     // Erased, or the move finished for this person: what they changed since is theirs, D1's old rows never come back.
-    if (this.self.erased || move.finished(this.ctx.storage)) return this.counts();
-    this.ctx.storage.transactionSync(() => move.importRows(this.db, rows));
-    if (move.needsCare(rows)) this.jobs.care();
+    if (move.finished(this.ctx.storage)) return this.counts();
+    if (this.gate.now(false, () => move.importRows(this.db, rows)) !== false && move.needsCare(rows)) this.jobs.care();
     return this.counts();
   }
   /** The move of this person's D1 rows finished: later imports change nothing. */

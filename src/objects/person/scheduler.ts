@@ -42,11 +42,14 @@ export type SchedulerHost = {
 };
 
 export class Scheduler {
+  /** The alarm's changes asked and not yet done, in order (`alarms`). */
+  private queue: Promise<void> = Promise.resolve();
+
   constructor(private readonly host: SchedulerHost) {}
 
   /** The alarm: first what others wait for, then the retention, then the streams' tokens. */
   async run(): Promise<void> {
-    const { db, ctx } = this.host;
+    const { db } = this.host;
     await Promise.all([this.flushIndex(), this.sendMirrors(), this.sendRequests()]);
     const now = Date.now();
     const chunk = (
@@ -68,7 +71,7 @@ export class Scheduler {
     ];
     budgets.pruneDays(db, now);
     const more = pruned.some((n) => n >= PRUNE_CHUNK);
-    await ctx.storage.setAlarm(now + (more ? 1_000 : DAY_MS));
+    await this.alarmAt(now + (more ? 1_000 : DAY_MS));
     await this.retryLater();
     await this.checkStreams();
   }
@@ -108,11 +111,37 @@ export class Scheduler {
     await this.alarmBy(Date.now() + backoff(attempts, RETRY));
   }
 
-  /** Sets the alarm to `when` unless it is set to go off sooner. */
-  async alarmBy(when: number): Promise<void> {
-    const at = await this.host.ctx.storage.getAlarm();
-    if (at === null || at > when) await this.host.ctx.storage.setAlarm(when);
+  /**
+   * Sets the alarm to `when` unless it is set to go off sooner. The alarm's reads and sets run one after
+   * another (`alarms`), so two calls never both read before either sets and leave the later time; an
+   * erased object sets none.
+   */
+  alarmBy(when: number): Promise<void> {
+    return this.alarms(async (storage) => {
+      const at = await storage.getAlarm();
+      if (at === null || at > when) await storage.setAlarm(when);
+    });
   }
+
+  /** The alarm's next time, whatever it was: the alarm itself, after its run. */
+  private alarmAt(when: number): Promise<void> {
+    return this.alarms((storage) => storage.setAlarm(when));
+  }
+
+  /** The erasure: no alarm any more (and none set after, `alarms`). */
+  clear(): Promise<void> {
+    return this.alarms((storage) => storage.deleteAlarm(), true);
+  }
+
+  /** The alarm's changes, in the order asked; the object's only writer of its alarm (test/architecture.test.ts). */
+  private alarms(change: (storage: DurableObjectStorage) => Promise<void>, erasing = false): Promise<void> {
+    const next = this.queue.then(() => (erasing || !this.host.self.erased ? change(this.host.ctx.storage) : undefined));
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /** The alarm at once (a lookup's missed keys, written again right after its answer). */
+  readonly soon = () => this.alarmBy(Date.now());
 
   /** Makes sure a retention alarm is set (the first write sets it; each alarm sets the next, at most a day ahead). */
   care(): void {

@@ -44,10 +44,9 @@ export class Self {
     this.remember();
   }
 
-  /** The erasure's last step: every row and the alarm go; the empty tables come back at once, with the mark. */
+  /** The erasure's last step (after the alarm went, scheduler.ts): every row goes; the empty tables come back at once, with the mark. */
   async wipe(): Promise<void> {
     const at = this.erasedAt ?? Date.now();
-    await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     await migrate(this.db, migrations);
     this.markErased(at);
@@ -92,9 +91,10 @@ export class Self {
    * now and its mirrors name their sender. Facts pushed meanwhile win.
    */
   async knowFacts(): Promise<void> {
-    if (keys.readFacts(this.db) !== null) return;
+    if (this.erased || keys.readFacts(this.db) !== null) return; // an erased object takes no facts (gate.ts)
     const [read] = await factsOf(createDb(this.env.DB), [this.id]);
-    if (keys.readFacts(this.db) === null) this.ctx.storage.transactionSync(() => keys.takeFacts(this.db, read!));
+    if (!this.erased && keys.readFacts(this.db) === null)
+      this.ctx.storage.transactionSync(() => keys.takeFacts(this.db, read!));
   }
 
   /** The stub of another person's object (a chat, a mirror, a trust request on its way). */
