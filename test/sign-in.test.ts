@@ -19,6 +19,11 @@ async function signIn(address: { email: string } | { phone: string }, device_nam
   return (await signed.json()) as { token: string; device: { id: number; name: string; created_at: string } };
 }
 
+const emailOf = async (personId: number) =>
+  (await env.DB.prepare("select email from person_emails where person_id = ?")
+    .bind(personId)
+    .first<{ email: string }>())!.email;
+
 const outboxCount = async (to: string) =>
   (await env.DB.prepare('select count(*) as n from dev_outbox where "to" = ?').bind(to).first<{ n: number }>())!.n;
 
@@ -107,6 +112,29 @@ describe("signing in", () => {
     }
     const past = await call("/auth/codes", { method: "POST", body: { email: "x@nowhere.example" }, headers });
     expect(await expectError(past, 429, "Too Many Requests")).toMatch(/20 codes an hour/);
+  });
+
+  it("a person past their 10 codes of the day: their phone's next code is a 429, a sign-in code a 202 that sends nothing", async () => {
+    const id = await acmeEmployeeWithPhone("daily", "+16505553000");
+    const token = `pk_test_daily_${crypto.randomUUID().replaceAll("-", "")}`;
+    await insertToken(token, { personId: id });
+    const me = asAny({ token });
+    const email = await emailOf(id);
+    const phones: number[] = [];
+    for (const number of ["+16505553001", "+16505553002", "+16505553003"]) {
+      phones.push(((await (await me.send("POST", "/me/phones", { phone: number })).json()) as { id: number }).id);
+    }
+    for (let i = 0; i < 10; i++) {
+      expect((await me.send("POST", `/me/phones/${phones[i % 2]}/verification`)).status).toBe(202);
+    }
+    const refused = await me.send("POST", `/me/phones/${phones[2]}/verification`);
+    expect(await expectError(refused, 429, "Too Many Requests")).toMatch(/10 codes a day/);
+    // The 11th by sign-in: the same 202 an unknown address gets, and no message (a 429 would say the address is someone's).
+    const before = await outboxCount(email);
+    const asked = await call("/auth/codes", { method: "POST", body: { email } });
+    expect(asked.status).toBe(202);
+    expect(await asked.json()).toEqual({ expires_in: 600 });
+    expect(await outboxCount(email)).toBe(before);
   });
 
   it("bad input: malformed email or phone, both or neither, no device name → 400; a body over 1 MiB → 413", async () => {

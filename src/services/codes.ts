@@ -68,9 +68,11 @@ export async function issueCode(
   request: CodeRequest,
   now = new Date(),
 ) {
-  await checkLimits(deps, settings, request, now);
+  const { personSpent } = await checkLimits(deps, settings, request, now);
   const code = randomCode();
-  const reaches = request.personId !== null;
+  // A sign-in past the person's day is answered like any other and sends nothing: a 429 there would
+  // tell a stranger that the address belongs to someone (docs/security.md, "Proving a phone").
+  const reaches = request.personId !== null && !personSpent;
   await deps.db.insert(oneTimeCodes).values({
     channel: request.channel,
     address: request.address,
@@ -158,7 +160,12 @@ export function spendStatements(deps: Pick<Deps, "db">, id: number, now: Date): 
 
 /* ---------- limits ---------- */
 
-async function checkLimits(deps: Pick<Deps, "db">, settings: CodeSettings, request: CodeRequest, now: Date) {
+async function checkLimits(
+  deps: Pick<Deps, "db">,
+  settings: CodeSettings,
+  request: CodeRequest,
+  now: Date,
+): Promise<{ personSpent: boolean }> {
   const since = (ms: number) => new Date(now.getTime() - ms);
   const window = (where: ReturnType<typeof and>) =>
     deps.db
@@ -198,9 +205,11 @@ async function checkLimits(deps: Pick<Deps, "db">, settings: CodeSettings, reque
   if (byIp[0]!.n >= CODE_LIMITS.perIpPerHour) {
     refuse(`at most ${CODE_LIMITS.perIpPerHour} codes an hour are asked from one client`, byIp[0], HOUR_MS);
   }
-  if (request.personId !== null && byPerson[0]!.n >= CODE_LIMITS.perPersonPerDay) {
+  const personSpent = request.personId !== null && byPerson[0]!.n >= CODE_LIMITS.perPersonPerDay;
+  if (personSpent && request.purpose !== "sign_in") {
     refuse(`at most ${CODE_LIMITS.perPersonPerDay} codes a day go to one person`, byPerson[0], DAY_MS);
   }
+  return { personSpent };
 }
 
 /* ---------- the code and its hash ---------- */
