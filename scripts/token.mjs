@@ -140,7 +140,8 @@ function revokeInD1(where) {
   if (!rows.length) fail("no active token matched; nothing was revoked.");
   console.error(
     `Revoked token ${rows[0].id} (${rows[0].prefix}…) in D1. The Worker's minute sweep rewrites its KV record ` +
-      "as refused; requests are then refused everywhere within 60 s more (its open streams close within 60 s).",
+      "as refused; requests are then refused everywhere within 60 s more. Its open streams stay open until they " +
+      "reconnect: revoke through the API (ADMIN_TOKEN) to close them at once.",
   );
 }
 
