@@ -2,7 +2,6 @@ import { and, asc, eq, gt, isNotNull, isNull, or, sql } from "drizzle-orm";
 import { accessTokens } from "../db/schema";
 import type { DeviceView } from "../domain/stream";
 import { notFound } from "../lib/errors";
-import { base64url, sha256Hex } from "../lib/crypto";
 import { CONTAINER_SCOPE, forgetInIsolate } from "./tokens";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
@@ -58,12 +57,6 @@ export async function ownsDevice(deps: Pick<Deps, "db">, personId: number, token
     .where(and(eq(accessTokens.id, tokenId), live(personId, now)))
     .get();
   return row !== undefined;
-}
-
-/** A new person token for a device, printed once; only its SHA-256 is kept. */
-export async function newPersonToken() {
-  const token = `pk_${base64url(crypto.getRandomValues(new Uint8Array(32)))}`;
-  return { token, hash: await sha256Hex(token), prefix: token.slice(0, 8) };
 }
 
 /**

@@ -147,14 +147,16 @@ export async function confirmMyPhone(
 }
 
 /**
- * The statement that ends every other person's confirmation of `e164` (possession wins), returning who
- * lost it. Shared by proving a phone and signing in by it (services/sign-in.ts).
+ * The statement that ends every confirmation of `e164` but `winner`'s (possession wins; null: all of
+ * them, the operator's release), returning who lost one. Shared by proving a phone, signing in by it
+ * (services/sign-in.ts) and the release.
  */
-export const takeNumber = (deps: Pick<Deps, "db">, e164: string, winner: number) =>
+export const takeNumber = (deps: Pick<Deps, "db">, e164: string, winner: number | null) =>
   batchableAll<{ personId: number }>(
     deps.db,
     sql`update ${personPhones} set confirmed = 0
-        where ${personPhones.e164} = ${e164} and ${personPhones.confirmed} = 1 and ${personPhones.personId} != ${winner}
+        where ${personPhones.e164} = ${e164} and ${personPhones.confirmed} = 1
+          and ${winner === null ? sql`1` : sql`${personPhones.personId} != ${winner}`}
         returning person_id as personId`,
   );
 
@@ -187,13 +189,7 @@ export async function tellPhonesChanged(deps: Pick<Deps, "objects">, rows: { per
  */
 export async function releaseNumber(deps: Deps, e164: string): Promise<number> {
   const batch = new WriteBatch(deps);
-  const released = batch.add(
-    batchableAll<{ personId: number }>(
-      deps.db,
-      sql`update ${personPhones} set confirmed = 0 where ${personPhones.e164} = ${e164} and ${personPhones.confirmed} = 1
-          returning person_id as personId`,
-    ),
-  );
+  const released = batch.add(takeNumber(deps, e164, null));
   batch.reindexNumbers([e164]);
   const rows = (await batch.commit()).results[released] as { personId: number }[];
   await tellPhonesChanged(deps, rows);

@@ -3,7 +3,8 @@ import { accessTokens, personEmails, personPhones } from "../db/schema";
 import type { Phone } from "../lib/phone";
 import { logError } from "../lib/log";
 import { checkCode, issueCode, spendStatements, type CodeSettings } from "./codes";
-import { deviceView, newPersonToken } from "./devices";
+import { deviceView } from "./devices";
+import { newToken } from "./tokens";
 import { commitSpending, takeNumber, tellPhonesChanged } from "./my-phones";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
@@ -89,7 +90,7 @@ export async function signIn(
   const where = addressOf(address);
   const spent = await checkCode(deps, key, { address: where.address, purpose: "sign_in", code }, now);
   const personId = spent.personId;
-  const minted = await newPersonToken();
+  const minted = await newToken("pk");
   const batch = new WriteBatch(deps, now);
   for (const statement of spendStatements(deps, spent.id, now)) batch.add(statement);
   const inserted = batch.add(

@@ -264,14 +264,22 @@ export function principalAllowedOn(principal: Principal, path: string): boolean 
 }
 
 /** Mints a container-scoped token for `personId`; the token is returned once, only its hash is stored. */
+/**
+ * A new token with its readable prefix (`pk_`, `vcc_`): 32 random bytes, base64url; it is shown once,
+ * only its SHA-256 (`hash`) and first characters (`prefix`) are stored.
+ */
+export async function newToken(kind: "pk" | "vcc") {
+  const token = `${kind}_${base64url(crypto.getRandomValues(new Uint8Array(32)))}`;
+  return { token, hash: await sha256Hex(token), prefix: token.slice(0, 8) };
+}
+
 export async function mintContainerToken(deps: Deps, personId: number, now: Date): Promise<string> {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  const token = `vcc_${base64url(bytes)}`;
+  const { token, hash, prefix } = await newToken("vcc");
   const batch = new WriteBatch(deps, now);
   batch.add(
     deps.db.insert(accessTokens).values({
-      tokenHash: await sha256Hex(token),
-      prefix: token.slice(0, 8),
+      tokenHash: hash,
+      prefix,
       personId,
       scopes: [CONTAINER_SCOPE],
       expiresAt: new Date(now.getTime() + CONTAINER_TOKEN_DAYS * 86_400_000),
