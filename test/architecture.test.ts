@@ -132,11 +132,12 @@ describe("architecture", () => {
     expect(outside).toEqual([]);
   });
 
-  it("the Person class file is its RPC surface: under 320 lines", () => {
-    // A smell detector, not a design rule: the devices' two RPCs (announce, tokenRevoked) and the signed
-    // tickets' arguments took it past 300 in 2026-11; its methods still only delegate to the rooms beside it.
+  it("the Person class file is its RPC surface: under 360 lines", () => {
+    // A smell detector, not a design rule: the account's RPCs (announce, the signed tickets, and the four of
+    // the devices the object holds since 2026-11-27) took it past 320; its methods still only delegate to
+    // the rooms beside it.
     const person = files.find((file) => file.path === "src/objects/person/person.ts")!;
-    expect(person.text.trimEnd().split("\n").length).toBeLessThan(320);
+    expect(person.text.trimEnd().split("\n").length).toBeLessThan(360);
   });
 
   it("no file under src/ is over 400 lines", () => {

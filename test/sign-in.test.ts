@@ -1,11 +1,32 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { acmeEmployeeWithPhone, as, asAny, call, codeSentTo, DEMO, expectError, fresh, insertToken } from "./helpers";
+import {
+  acmeEmployeeWithPhone,
+  as,
+  asAny,
+  call,
+  codeSentTo,
+  DEMO,
+  expectError,
+  fresh,
+  insertToken,
+  personObject,
+} from "./helpers";
 
 /*
  * Signing in and devices (docs/app.md, "Signing in" and "Devices"): a code to an email or a phone, a
  * token per device, the device list, and signing a device out, which closes its streams at once.
  */
+
+const chat = (sender: number, receiver: number) => ({
+  type: "chat_message",
+  sendable_type: "person",
+  sendable_id: sender,
+  receivable_type: "person",
+  receivable_id: receiver,
+  message: "Y2lwaGVydGV4dA==",
+  message_id: crypto.randomUUID(),
+});
 
 type Device = { id: number; name: string; created_at: string; last_used_on: string | null; current: boolean };
 
@@ -190,6 +211,45 @@ describe("devices", () => {
     while (!frames.some((f) => f.type === "device") && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     expect(frames.find((f) => f.type === "device")?.data).toEqual(signed.device);
     ws.close();
+  });
+
+  it("a revocation another isolate wrote: this isolate refuses the token's reads within 1 s and its writes at once", async () => {
+    const signed = await signIn({ email: "bob@acme.example" }, "Bob's borrowed phone");
+    const token = signed.token;
+    expect((await call("/me", { token })).status).toBe(200); // this isolate now holds the token as valid
+    // Another isolate's DELETE /me/devices/{id} reaches the person's object; this isolate's caches never hear of it.
+    await personObject(DEMO.people.bob).revokeDevice(signed.device.id);
+    const write = await call("/apps/buzz/activity", {
+      method: "POST",
+      token,
+      body: chat(DEMO.people.bob, DEMO.people.alice),
+    });
+    expect(write.status).toBe(401); // a write always asks the object: nothing written
+    await new Promise((r) => setTimeout(r, 1_050));
+    const read = await call("/me", { token });
+    expect(read.status).toBe(401);
+    expect(((await read.json()) as { error: { message: string } }).error.message).toContain(
+      "the bearer token has been revoked",
+    );
+  });
+
+  it("a revocation racing a write: once DELETE answered, no write of the token lands", async () => {
+    const signed = await signIn({ email: "alice@acme.example" }, "Alice's racing phone");
+    const other = await signIn({ email: "alice@acme.example" }, "Alice's other phone");
+    const body = chat(DEMO.people.alice, DEMO.people.bob);
+    const writes = Array.from({ length: 5 }, () =>
+      call("/apps/buzz/activity", {
+        method: "POST",
+        token: signed.token,
+        body: { ...body, message_id: crypto.randomUUID() },
+      }),
+    );
+    const deleted = await call(`/me/devices/${signed.device.id}`, { method: "DELETE", token: other.token });
+    expect(deleted.status).toBe(204);
+    const statuses = (await Promise.all(writes)).map((r) => r.status);
+    expect(statuses.filter((status) => status !== 200 && status !== 401)).toEqual([]);
+    const after = await call("/apps/buzz/activity", { method: "POST", token: signed.token, body });
+    expect(after.status).toBe(401);
   });
 
   it("the operator's revoke goes through the API and closes the token's streams too", async () => {

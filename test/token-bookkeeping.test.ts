@@ -10,6 +10,7 @@ import {
   DEMO,
   expectError,
   insertToken,
+  personObject,
 } from "./helpers";
 
 /**
@@ -178,17 +179,21 @@ describe("a write with a token revoked after it was cached", () => {
     return token;
   }
 
-  const revoke = async (token: string) =>
-    env.DB.prepare("UPDATE access_tokens SET revoked_at = ? WHERE token_hash = ?")
+  /** A revocation made in D1 alone, as `npm run token -- revoke` offline does: no cache, no object told. */
+  const revokeInD1 = async (token: string) =>
+    (await env.DB.prepare("UPDATE access_tokens SET revoked_at = ? WHERE token_hash = ? RETURNING id")
       .bind(Date.now(), await sha256Hex(token))
-      .run();
+      .first<{ id: number }>())!.id;
+  /** A revocation as another isolate's DELETE /me/devices/{id} makes it: D1 and the person's object, no cache here. */
+  const revoke = async (token: string, personId = DEMO.people.bob) =>
+    personObject(personId).revokeDevice(await revokeInD1(token));
 
   it("answers 401 at once and writes nothing; later reads are refused too", async () => {
     const token = await cachedToken("revoked_write", DEMO.people.bob);
     const kept = `Kept ${crypto.randomUUID().slice(0, 8)}`;
     expect((await call("/contacts/sync", { method: "POST", token, body: [{ display_name: kept }] })).status).toBe(200);
 
-    await revoke(token); // as `npm run token -- revoke` does: D1 only, no cache is told
+    await revoke(token); // this isolate's caches are not told
     const name = `Never ${crypto.randomUUID().slice(0, 8)}`;
     const refused = await call("/contacts/sync", { method: "POST", token, body: [{ display_name: name }] });
     expect(await expectError(refused, 401, "Unauthorized")).toContain("revoked");
@@ -205,7 +210,7 @@ describe("a write with a token revoked after it was cached", () => {
 
   it("answers 401 on a company write that reads before it writes, and adds nothing", async () => {
     const token = await cachedToken("revoked_admin", DEMO.people.alice);
-    await revoke(token);
+    await revokeInD1(token); // the D1 write carries the token's check: nothing is added
     const phone = `+1415555${String(Math.floor(Math.random() * 9000) + 1000)}`;
     await expectError(
       await call("/companies/1/phones", { method: "POST", token, body: { phone_full: phone } }),
