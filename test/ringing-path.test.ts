@@ -261,6 +261,10 @@ describe("provider-sized rate limits", () => {
     expect(unlisted).toBeGreaterThan(0);
     expect(unlisted).toBeLessThanOrEqual(HOT - 1_200);
     expect(tokenCharges).toBeLessThanOrEqual(Math.ceil((HOT - unlisted + quietAnswered) / 8));
+    // Alice sees how many were counted and not listed beside her list of blocked calls.
+    const listed = await as("alice").get("/apps/buzz/blocked");
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get("Unlisted-Blocked-Calls")).toBe(`today=${after.today}, total=${after.total}`);
   }, 90_000);
 
   it("unknown tokens are counted against the IP before any D1 read: past 300, a 429 reads nothing", async () => {

@@ -14,6 +14,7 @@ import {
   CallLookupResultSchema,
   HeartbeatSchema,
   LookupProblemHeaders,
+  UnlistedBlockedHeaders,
   StreamQuery,
   StreamTicketSchema,
   TrustLookupQuery,
@@ -176,7 +177,7 @@ export const listBlocked = createRoute({
   security: bearerSecurity,
   middleware: [requirePerson] as const,
   responses: {
-    200: jsonContent(z.array(BlockedCallSchema), "Blocked calls"),
+    200: { ...jsonContent(z.array(BlockedCallSchema), "Blocked calls"), headers: UnlistedBlockedHeaders },
     ...errorResponses(401, 403, 429),
   },
 });
