@@ -22,7 +22,8 @@ import { dialTwiml, rejectTwiml, wantsTwiml, XML_CONTENT_TYPE } from "../../lib/
 import type { AppEnv, AppRouteHandler, LookupCharge } from "../../types";
 import { phoneFromParts } from "../../lib/phone";
 import type * as routes from "./buzz.routes";
-import { LOOKUP_PROBLEM, UNLISTED_BLOCKED } from "./buzz.schemas";
+import { UNLISTED_BLOCKED } from "./blocked.schemas";
+import { LOOKUP_PROBLEM } from "./buzz.schemas";
 
 export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async (c) => {
   const saved = await saveEncryption(c.var.deps, personId(c.var.principal), c.req.valid("json"));

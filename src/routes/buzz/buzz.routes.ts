@@ -14,12 +14,12 @@ import {
   CallLookupResultSchema,
   HeartbeatSchema,
   LookupProblemHeaders,
-  UnlistedBlockedHeaders,
   StreamQuery,
   StreamTicketSchema,
   TrustLookupQuery,
   TrustLookupResultSchema,
 } from "./buzz.schemas";
+import { UnlistedBlockedHeaders } from "./blocked.schemas";
 import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
 
 const tags = ["Secure calling"];
