@@ -1,6 +1,16 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { as, call, countRows, DEMO, employeeBody, fresh, indexKeysWritten, insertToken, personObject } from "../helpers";
+import {
+  as,
+  call,
+  countRows,
+  DEMO,
+  employeeBody,
+  fresh,
+  indexKeysWritten,
+  insertToken,
+  personObject,
+} from "../helpers";
 
 /*
  * Facts are versioned (docs/architecture.md, "Fact versions"): a person's

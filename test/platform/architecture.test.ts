@@ -8,11 +8,14 @@ import workerTypes from "../../src/worker-configuration.d.ts?raw";
  * database layer never depend on routes; the domain depends on nothing but
  * itself and src/lib; the demo world is a fixture nothing in the Worker imports.
  */
-const sources: Record<string, string> = import.meta.glob(["../../src/**/*.ts", "!../../src/worker-configuration.d.ts"], {
-  query: "?raw",
-  import: "default",
-  eager: true,
-});
+const sources: Record<string, string> = import.meta.glob(
+  ["../../src/**/*.ts", "!../../src/worker-configuration.d.ts"],
+  {
+    query: "?raw",
+    import: "default",
+    eager: true,
+  },
+);
 
 /** Paths from the repository root (`src/routes/…`), each with its text. */
 const files = Object.entries(sources).map(([key, text]) => ({ path: key.replace(/^(\.\.\/)+/, ""), text }));
