@@ -116,6 +116,8 @@ async function chatRun(
           );
         })
       );
+      // A failed POST throws below: its frame's timeout must not surface as an unhandled rejection.
+      arrived.catch(() => {});
       const started = performance.now();
       const res = await fetch(`${url}/apps/buzz/activity`, {
         method: "POST",
@@ -131,7 +133,10 @@ async function chatRun(
         }),
       });
       await res.arrayBuffer();
-      if (res.status !== 200) throw new Error(`the chat answered ${res.status}`);
+      if (res.status !== 200) {
+        clearTimeout(timer);
+        throw new Error(`the chat answered ${res.status}`);
+      }
       const posted = performance.now() - started;
       const frame = (await arrived.finally(() => clearTimeout(timer))) - started;
       waiting.delete(messageId);
