@@ -38,6 +38,13 @@ export function check(db: DrizzleSqliteDODatabase, claim: DeviceClaim, now: numb
   return { ok: true, firstUseToday: due };
 }
 
+/** Device `tokenId` as it stands at `now`: its expiry when it is live here, null when revoked, expired or unknown. */
+export function live(db: DrizzleSqliteDODatabase, tokenId: number, now: number): { expiresAt: number | null } | null {
+  const row = db.select().from(devices).where(eq(devices.tokenId, tokenId)).get();
+  if (!row || row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now)) return null;
+  return { expiresAt: row.expiresAt };
+}
+
 /** A sign-in's new device (its first use is still to come). */
 export function add(db: DrizzleSqliteDODatabase, device: DeviceClaim): void {
   db.insert(devices).values(device).onConflictDoNothing().run();

@@ -327,8 +327,10 @@ export class Person extends DurableObject<Env> {
   mintStreamTicket(nonce: string, tokenId: number, tokenHash: string, until: number): void {
     this.stream.mintTicket(nonce, tokenId, tokenHash, until);
   }
-  /** Spends a ticket: its token's SHA-256, or null (unknown, spent, expired, another token's). */
-  redeemStreamTicket(nonce: string, tokenId: number): string | null {
-    return this.stream.redeemTicket(nonce, tokenId);
+  /** Spends a ticket: its token's SHA-256 and expiry, or null (unknown, spent, expired, another token's, revoked). */
+  redeemStreamTicket(nonce: string, tokenId: number): { tokenHash: string; expiresAt: number | null } | null {
+    const tokenHash = this.stream.redeemTicket(nonce, tokenId);
+    const device = tokenHash === null || this.self.erased ? null : devices.live(this.db, tokenId, Date.now());
+    return device && { tokenHash: tokenHash!, ...device };
   }
 }
