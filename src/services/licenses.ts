@@ -1,7 +1,6 @@
 import { and, asc, eq, inArray, notExists, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { insertChunks } from "../db/batch";
-import { errorText } from "../db/errors";
 import { companies, companySeats, licensePurchases, licenses, licenseSites, memberships } from "../db/schema";
 import { badRequest, conflict, notFound } from "../lib/errors";
 import { companyColumns, toCompany } from "./companies";
@@ -126,17 +125,17 @@ export async function purchaseLicenses(
   );
   const batch = new WriteBatch(deps, now);
   for (const statement of [...upserts, ...records]) batch.add(statement);
-  try {
-    await batch.commit();
-  } catch (err) {
-    // The operator retired a license between the catalog read and the batch.
-    if (errorText(err).includes("FOREIGN KEY constraint failed")) {
+  // The operator may retire a license between the catalog read and the batch (its FOREIGN KEY then
+  // fails): a rollback is explained by reading the catalog again (db/guard.ts), never by the error's text.
+  batch.explainRollback(async () => {
+    const now = await licenseCatalog(db);
+    if ([...totals.keys()].some((id) => !now.some((license) => license.id === id))) {
       throw badRequest(
         `a license of this purchase was just retired from the catalog; nothing was bought, see GET /licenses`,
       );
     }
-    throw err;
-  }
+  });
+  await batch.commit();
 }
 
 /** A catalog entry as the operator gives it (PUT /internal/licenses/{id}). */
