@@ -2,6 +2,7 @@ import { and, asc, eq, inArray, notExists, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { insertChunks } from "../db/batch";
 import { companies, companySeats, licensePurchases, licenses, licenseSites, memberships } from "../db/schema";
+import { refusal, type Answer } from "../lib/answer";
 import { badRequest, conflict, notFound } from "../lib/errors";
 import { companyColumns, toCompany } from "./companies";
 import { WriteBatch } from "./outbox";
@@ -73,15 +74,16 @@ export async function listCompanyLicenses({ db }: Pick<Deps, "db">, companyId: n
   }));
 }
 
+/** The company's view of license `ref` (its id or name), or a 404 refusal. */
 export async function getCompanyLicense(
   deps: Pick<Deps, "db">,
   companyId: number,
   ref: string,
-): Promise<License | null> {
+): Promise<Answer<{ license: License }>> {
   const { db } = deps;
-  const license = await findLicense(db, ref);
-  if (!license) return null;
-  return (await listCompanyLicenses(deps, companyId)).find((entry) => entry.id === license.id) ?? null;
+  const found = await findLicense(db, ref);
+  const license = found && (await listCompanyLicenses(deps, companyId)).find((entry) => entry.id === found.id);
+  return license ? { ok: true, license } : refusal(404, `license ${JSON.stringify(ref)} does not exist`);
 }
 
 /**
