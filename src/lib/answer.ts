@@ -25,6 +25,9 @@ export const refusal = (status: Exclude<ErrorStatus, 429 | 500>, message: string
   message,
 });
 
+/** The bearer token outlived its person (deleted within the token cache window): a 401. */
+export const personGone = () => refusal(401, "the bearer token's person no longer exists");
+
 /**
  * The one translation of a refusal into the API's error: its status, its
  * message as the error's text, a 401's `WWW-Authenticate` and a 429's
