@@ -18,7 +18,7 @@ import { dialTwiml, rejectTwiml, wantsTwiml, XML_CONTENT_TYPE } from "../../lib/
 import type { AppEnv, AppRouteHandler, LookupCharge } from "../../types";
 import { phoneFromParts } from "../../lib/phone";
 import type * as routes from "./buzz.routes";
-import { LOOKUP_PROBLEM } from "./buzz.schemas";
+import { LOOKUP_PROBLEM } from "./lookup.schemas";
 import { lookupProblem, readLookupFields, readParties, type LookupFields } from "./lookup-fields";
 
 export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async (c) => {
