@@ -212,9 +212,12 @@ export class WriteBatch {
    * What a rolled-back batch answers (db/guard.ts): the refusal of the
    * first check that refuses now — its guards' in the order of `GUARDS`,
    * then `explainRollback`'s — else the batch's own error. A check that
-   * cannot be asked (D1 still failing) leaves the batch's error as it is.
+   * cannot be asked (D1 still failing) leaves the batch's error as it is, and
+   * an error that is a refusal already (the write guard's) is answered as it is.
    */
   async #refusalFor(err: unknown): Promise<unknown> {
+    // Already a refusal (the request's write guard refused its token, db/write-guard.ts): it stands.
+    if (err instanceof ApiError) return err;
     const guards = [...this.#guards].sort((a, b) => GUARDS.indexOf(a.guard) - GUARDS.indexOf(b.guard));
     for (const check of [...guards.map((guard) => guard.check), ...this.#explanations]) {
       try {
