@@ -1,0 +1,59 @@
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { as, DEMO } from "../helpers";
+
+/**
+ * What a contact reveals about the platform person it names (docs/decisions.md,
+ * "What a stranger learns"): a phone number links (user_id, connected, e2ee), as
+ * a secure messenger reveals that a number can be called securely; an email
+ * links, and the avatar and risk score show, only when that person knows the
+ * owner (a shared company, or they trusted the owner).
+ */
+type Contact = { user_id: number | null; connected: boolean; e2ee: boolean; profile_icon: string; risk_score: number };
+
+async function add(who: "alice" | "carol", contact: object): Promise<Contact> {
+  const response = await as(who).send("POST", "/contacts/sync", [{ display_name: "x", ...contact }]);
+  expect(response.status).toBe(200);
+  return ((await response.json()) as Contact[])[0]!;
+}
+
+const hidden = { profile_icon: "", risk_score: 0 };
+const shown = { profile_icon: "https://cdn.example/bob.png", risk_score: 42 };
+
+beforeAll(async () => {
+  await as("bob").send("PUT", "/apps/buzz/encryption", { hash: "h-bob", e2e_id: "e2e-bob" });
+  await env.DB.prepare(
+    "UPDATE people SET risk_score = 42, avatar_url = 'https://cdn.example/bob.png' WHERE id = 2",
+  ).run();
+});
+
+describe("contact linking across tenants", () => {
+  it("a stranger's email names no one", async () => {
+    const contact = await add("carol", { emails: ["bob@acme.example"] });
+    expect(contact).toMatchObject({ user_id: null, connected: false, e2ee: false, ...hidden });
+  });
+
+  it("a stranger's phone links, without avatar or risk score", async () => {
+    const contact = await add("carol", { phone_numbers: ["+14155550199"] });
+    expect(contact).toMatchObject({ user_id: DEMO.people.bob, connected: true, e2ee: true, ...hidden });
+  });
+
+  it("a coworker links by email and shows avatar and risk score", async () => {
+    const byEmail = await add("alice", { emails: ["bob@acme.example"] });
+    expect(byEmail).toMatchObject({ user_id: DEMO.people.bob, connected: true, e2ee: true, ...shown });
+    const byPhone = await add("alice", { phone_numbers: ["+14155550199"] });
+    expect(byPhone).toMatchObject({ user_id: DEMO.people.bob, ...shown });
+  });
+
+  it("once the person trusts the owner, email links and details show; a distrust hides them again", async () => {
+    expect((await as("carol").send("POST", "/contacts/requests", { user_id: DEMO.people.bob })).status).toBe(201);
+    expect((await as("bob").send("POST", `/contacts/trust/${DEMO.people.carol}`, { trusted: 1 })).status).toBe(201);
+    const list = async () => (await (await as("carol").get("/contacts?per_page=100")).json()) as Contact[];
+    for (const contact of await list()) expect(contact).toMatchObject({ user_id: DEMO.people.bob, ...shown });
+
+    expect((await as("bob").send("POST", `/contacts/trust/${DEMO.people.carol}`, { trusted: 0 })).status).toBe(201);
+    const [byEmail, byPhone] = await list();
+    expect(byEmail).toMatchObject({ user_id: null, connected: false, ...hidden });
+    expect(byPhone).toMatchObject({ user_id: DEMO.people.bob, connected: true, ...hidden });
+  });
+});
