@@ -120,7 +120,7 @@ const SERVICE_BUDGET: Budget = { name: "service", perMinute: 600_000, sample: 8,
  * Each receiving number's share of its provider token's budget (docs/decisions.md, "Rate limits"):
  * 1,200 lookups a minute, 20 calls a second for one number, more than a busy call centre's line
  * receives. A number past it still gets its decisions, but they no longer spend the token's budget
- * and its blocked calls are counted, not listed (services/trust-lookup.ts `recordBlockedCall`), so
+ * and its blocked calls are counted, not listed (services/blocked-calls.ts `recordBlockedCall`), so
  * one number's burst never brings a 429 to the others (docs/security.md, "What a stranger can cost").
  */
 const RECEIVER_SHARE: Budget = { name: "receiver", perMinute: 1_200, sample: 8, state: sampleState() };

@@ -1,7 +1,7 @@
 import { backoff } from "../lib/backoff";
 import { logError } from "../lib/log";
 import { keepDeadLetter } from "../services/dead-letters";
-import { createDb } from "../db/client";
+import { createDeps } from "../services/deps";
 
 /**
  * Every `<queue>-dlq`: a message its queue gave up on (and any queue no
@@ -12,7 +12,7 @@ import { createDb } from "../db/client";
  * message is retried (up to 100 times, wrangler.toml) with a growing delay.
  */
 export async function handleDeadLetters(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  const db = createDb(env.DB);
+  const { db } = createDeps(env);
   const dead = /-dlq$/.test(batch.queue);
   const queue = batch.queue.replace(/-dlq$/, "");
   for (const message of batch.messages) {

@@ -1,5 +1,5 @@
-import { createDb } from "../db/client";
 import { deliveryMessage } from "../domain/queue-messages";
+import { createDeps } from "../services/deps";
 import { attemptDelivery, deliveriesById, fairOrder, Lanes, type Delivery } from "../services/webhook-delivery";
 
 const log = (level: "error" | "warn" | "info", fields: Record<string, unknown>) =>
@@ -16,7 +16,7 @@ const log = (level: "error" | "warn" | "info", fields: Record<string, unknown>) 
  * failure is final.
  */
 export async function handleWebhookDeliveries(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  const db = createDb(env.DB);
+  const { db, environment } = createDeps(env);
   const deliveries: { message: Message<unknown>; deliveryId: string }[] = [];
   for (const message of batch.messages) {
     const parsed = deliveryMessage.safeParse(message.body);
@@ -47,7 +47,7 @@ export async function handleWebhookDeliveries(batch: MessageBatch<unknown>, env:
       if (endpoint !== undefined) seen.add(endpoint);
       try {
         const attempt = (timeoutMs?: number) =>
-          attemptDelivery(db, deliveryId, message.attempts, { environment: env.ENVIRONMENT, timeoutMs, row });
+          attemptDelivery(db, deliveryId, message.attempts, { environment, timeoutMs, row });
         const outcome =
           endpoint === undefined
             ? await attempt()

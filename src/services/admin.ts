@@ -21,7 +21,6 @@ import { touchRosters } from "../db/rosters";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
 import { loadPerson } from "./people";
-import { errorText } from "../db/errors";
 
 /*
  * The platform operator's commands (docs/decisions.md, "Operating the
@@ -113,14 +112,15 @@ export async function createCompany(deps: Deps, input: NewCompany) {
     const rows = defaultRoleRows(0).map((role) => ({ ...role, companyId: companyId as unknown as number }));
     for (const statement of insertChunks(db, roles, rows)) batch.add(statement);
   }
-  try {
-    const { results } = await batch.commit();
-    return toPlatformCompany((results[insert] as Row[])[0]!);
-  } catch (err) {
-    // Another request created the same slug between the check and the batch.
-    if (errorText(err).includes("UNIQUE constraint failed: companies.slug")) throw slugTaken(input.slug);
-    throw err;
-  }
+  // Another request may create the same slug between the check and the batch: the check, asked
+  // again after a rollback, answers it (db/guard.ts).
+  batch.explainRollback(async () => {
+    if (await db.select({ id: companies.id }).from(companies).where(eq(companies.slug, input.slug)).get()) {
+      throw slugTaken(input.slug);
+    }
+  });
+  const { results } = await batch.commit();
+  return toPlatformCompany((results[insert] as Row[])[0]!);
 }
 
 async function findCompany(db: Db, companyId: number) {
@@ -228,18 +228,30 @@ export async function addMember(deps: Deps, companyId: number, input: NewMember)
   batch.retellPerson(personId);
   batch.emitPerson("person:created", companyId, personId);
 
-  let committed;
-  try {
-    committed = await batch.commit();
-  } catch (err) {
-    const text = errorText(err);
-    if (text.includes("UNIQUE constraint failed: memberships"))
-      throw alreadyMember(existing?.personId ?? null, companyId);
-    if (text.includes("UNIQUE constraint failed: person_emails.email")) {
-      throw conflict(`the email ${input.email} was just taken by another person; nothing was changed, try again`);
-    }
-    throw err;
+  // A concurrent request may take the email or seat the person first (a UNIQUE constraint fails): the
+  // checks before the batch, asked again after a rollback in the order of the batch's statements,
+  // answer it (db/guard.ts).
+  const holder = () =>
+    db.select({ personId: personEmails.personId }).from(personEmails).where(eq(personEmails.email, input.email)).get();
+  if (!existing) {
+    batch.explainRollback(async () => {
+      if (await holder()) {
+        throw conflict(`the email ${input.email} was just taken by another person; nothing was changed, try again`);
+      }
+    });
   }
+  batch.explainRollback(async () => {
+    const held = await holder();
+    const member =
+      held &&
+      (await db
+        .select({ id: memberships.id })
+        .from(memberships)
+        .where(and(eq(memberships.companyId, companyId), eq(memberships.personId, held.personId)))
+        .get());
+    if (member) throw alreadyMember(existing?.personId ?? null, companyId);
+  });
+  const committed = await batch.commit();
   const id = existing?.personId ?? (committed.results[inserted!] as { id: number }[])[0]!.id;
   const person = await loadPerson(deps, companyId, id);
   if (person) await renderPersonDeliveries(db, committed.deliveries, [person]);

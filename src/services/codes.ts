@@ -1,6 +1,6 @@
 import { and, count, desc, eq, gte, isNotNull, isNull, lt, min, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import { guardStatement } from "../db/guard";
+import { guardStatement, type GuardStatement } from "../db/guard";
 import { oneTimeCodes, secureNumbers } from "../db/schema";
 import { ApiError, badRequest, tooManyRequests } from "../lib/errors";
 import { base64url, fromBase64url } from "../lib/crypto";
@@ -146,15 +146,22 @@ export async function checkCode(
 /**
  * The statements that spend code `id` at the head of a command's batch: the spend, then a guard that
  * rolls the whole batch back when another request spent it first (the batch's effects never happen
- * twice). The caller answers `INVALID_CODE` when `failedGuard` names `codeSpent`.
+ * twice). Its check, asked after a rollback (db/guard.ts): the code is spent (or gone) now, which
+ * answers `INVALID_CODE` like a code spent before the request.
  */
-export function spendStatements(deps: Pick<Deps, "db">, id: number, now: Date): BatchItem<"sqlite">[] {
+export function spendStatements(deps: Pick<Deps, "db">, id: number, now: Date): [BatchItem<"sqlite">, GuardStatement] {
   return [
     deps.db
       .update(oneTimeCodes)
       .set({ spentAt: now })
       .where(and(eq(oneTimeCodes.id, id), isNull(oneTimeCodes.spentAt))),
-    guardStatement(deps.db, "codeSpent", sql`changes() = 0`),
+    guardStatement(deps.db, "codeSpent", sql`changes() = 0`, async () => {
+      const [code] = await deps.db
+        .select({ id: oneTimeCodes.id })
+        .from(oneTimeCodes)
+        .where(and(eq(oneTimeCodes.id, id), isNull(oneTimeCodes.spentAt)));
+      if (!code) throw badRequest(INVALID_CODE);
+    }),
   ];
 }
 

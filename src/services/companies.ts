@@ -1,6 +1,7 @@
 import { and, asc, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { companies, roles } from "../db/schema";
+import { refusal, type Answer } from "../lib/answer";
 import { badRequest } from "../lib/errors";
 import { DEFAULT_ROLES } from "../lib/permissions";
 import type { Deps } from "./deps";
@@ -93,13 +94,17 @@ export async function listSites({ db }: Pick<Deps, "db">) {
   return rows.map(toCompany);
 }
 
-export async function getSite({ db }: Pick<Deps, "db">, siteId: number) {
+/** A people-search site of the catalog, or a 404 refusal. */
+export async function getSite(
+  { db }: Pick<Deps, "db">,
+  siteId: number,
+): Promise<Answer<{ site: ReturnType<typeof toCompany> }>> {
   const row = await db
     .select(companyColumns)
     .from(companies)
     .where(and(eq(companies.id, siteId), eq(companies.kind, "site")))
     .get();
-  return row ? toCompany(row) : null;
+  return row ? { ok: true, site: toCompany(row) } : refusal(404, `site ${siteId} does not exist`);
 }
 
 /** The roles every employer company starts with (docs/decisions.md). */

@@ -2,6 +2,7 @@ import { and, asc, eq } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
 import { companies, consentContainers, containerVendors } from "../db/schema";
+import { accepted, refusal, type Answer } from "../lib/answer";
 import { notFound } from "../lib/errors";
 import { type TrustSetting, writeCompanyTrust } from "./company-trust";
 import type { Deps } from "./deps";
@@ -29,6 +30,19 @@ export async function findEnabledContainer({ db }: Pick<Deps, "db">, slug: strin
       ),
     )
     .get();
+}
+
+type Container = NonNullable<Awaited<ReturnType<typeof findEnabledContainer>>>;
+
+/** `findEnabledContainer`, where its absence refuses: a 404 naming the container. */
+export async function enabledContainer(
+  deps: Pick<Deps, "db">,
+  slug: string,
+): Promise<Answer<{ container: Container }>> {
+  const container = await findEnabledContainer(deps, slug);
+  return container
+    ? { ok: true, container }
+    : refusal(404, `container ${JSON.stringify(slug)} does not exist or is disabled`);
 }
 
 /**
@@ -95,8 +109,7 @@ export async function setVendorTrust(
   vendorSlug: string,
   trust: TrustSetting,
 ): Promise<{ slug: string; trust: TrustSetting }> {
-  const container = await findEnabledContainer(deps, containerSlug);
-  if (!container) throw notFound(`container ${JSON.stringify(containerSlug)} does not exist or is disabled`);
+  const { container } = accepted(await enabledContainer(deps, containerSlug));
   const vendor = await findContainerVendor(deps.db, container.containerId, vendorSlug);
   if (!vendor)
     throw notFound(`vendor ${JSON.stringify(vendorSlug)} is not in container ${JSON.stringify(containerSlug)}`);

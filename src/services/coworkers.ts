@@ -1,6 +1,7 @@
 import { and, asc, eq } from "drizzle-orm";
 import { inList } from "../db/sql";
 import { companies, memberships, people } from "../db/schema";
+import { refusal } from "../lib/answer";
 import { toCompanyRef } from "./companies";
 import type { Deps } from "./deps";
 
@@ -44,4 +45,10 @@ export async function companiesWithEmployees({ db }: Pick<Deps, "db">, personId:
       .filter((employee) => employee.companyId === company.id)
       .map(({ id, first_name, last_name }) => ({ id, first_name, last_name })),
   }));
+}
+
+/** One company of the person's with its employees, or a 404 refusal when they do not belong to it. */
+export async function companyWithEmployees(deps: Pick<Deps, "db">, personId: number, companyId: number) {
+  const [entry] = await companiesWithEmployees(deps, personId, companyId);
+  return entry ? { ok: true as const, entry } : refusal(404, `company ${companyId} does not exist`);
 }

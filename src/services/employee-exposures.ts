@@ -10,6 +10,7 @@ import {
   exposureStatuses,
   memberships,
 } from "../db/schema";
+import { refusal, type Answer } from "../lib/answer";
 import { pageWindow, type Page } from "../lib/pagination";
 import { iso } from "../lib/time";
 import { exposureQuery, siteColumns, toExposure, toSite, type Exposure } from "./exposures";
@@ -110,14 +111,14 @@ async function listExposuresOf(
 
 /**
  * The history of one exposure (OpenAPI component `ExposureHistoryEntry`;
- * docs/decisions.md, "Employees and exposures"), oldest first; null when there is
- * no such exposure of an employee of the company.
+ * docs/decisions.md, "Employees and exposures"), oldest first; a 404 refusal
+ * when there is no such exposure of an employee of the company.
  */
 export async function getExposureHistory(
   { db }: Pick<Deps, "db">,
   companyId: number,
   exposureId: number,
-): Promise<HistoryEntry[] | null> {
+): Promise<Answer<{ history: HistoryEntry[] }>> {
   const mine = and(eq(exposures.id, exposureId), ofEmployeesOf(companyId));
   const [owner, rows] = await db.batch([
     db.select({ id: exposures.id }).from(exposures).where(mine),
@@ -129,6 +130,9 @@ export async function getExposureHistory(
       .where(mine)
       .orderBy(asc(exposureHistory.createdAt), asc(exposureHistory.id)),
   ]);
-  if (owner.length === 0) return null;
-  return rows.map((row) => ({ event: row.event, company: toSite(row.site), when: iso(row.createdAt)! }));
+  if (owner.length === 0) return refusal(404, `exposure ${exposureId} does not exist`);
+  return {
+    ok: true,
+    history: rows.map((row) => ({ event: row.event, company: toSite(row.site), when: iso(row.createdAt)! })),
+  };
 }

@@ -1,13 +1,18 @@
 import { eq } from "drizzle-orm";
 import { people } from "../db/schema";
+import { personGone, type Answer } from "../lib/answer";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
 
 /**
  * Saves a secure-app user's end-to-end encryption identifiers
- * (docs/decisions.md, "Encryption identifiers"); null when the person is gone.
+ * (docs/decisions.md, "Encryption identifiers"); a 401 refusal when the person is gone.
  */
-export async function saveEncryption(deps: Deps, personId: number, data: { hash: string; e2e_id: string }) {
+export async function saveEncryption(
+  deps: Deps,
+  personId: number,
+  data: { hash: string; e2e_id: string },
+): Promise<Answer<{ saved: { hash: string; e2e_id: string } }>> {
   const batch = new WriteBatch(deps);
   const update = batch.add(
     deps.db
@@ -19,5 +24,5 @@ export async function saveEncryption(deps: Deps, personId: number, data: { hash:
   // The record's `updated_at` moves (drizzle's update hook): the person's heartbeat follows.
   batch.retellTimesOf(personId);
   const [row] = (await batch.commit()).results[update] as { hash: string | null; e2e_id: string | null }[];
-  return row ? { hash: row.hash ?? "", e2e_id: row.e2e_id ?? "" } : null;
+  return row ? { ok: true, saved: { hash: row.hash ?? "", e2e_id: row.e2e_id ?? "" } } : personGone();
 }

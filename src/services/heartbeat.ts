@@ -3,6 +3,7 @@ import { alias } from "drizzle-orm/sqlite-core";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
 import { secureNumbers } from "../db/schema";
+import { personGone } from "../lib/answer";
 import { iso } from "../lib/time";
 import { d1Fallback } from "../lib/fallback-gate";
 import { logError } from "../lib/log";
@@ -114,14 +115,14 @@ const KV_BULK_KEYS = 100;
  * (domain/company-records.ts): no D1 statement. D1 answers instead when the
  * object cannot (no facts yet, no number: the first heartbeat, which assigns
  * one) or KV lacks a record before the rebuild marked them all written.
- * Null when the person is gone.
+ * A 401 refusal when the person is gone.
  */
 export async function heartbeat(deps: Deps, personId: number) {
   const own = await deps.objects.of(personId).heartbeatTimes();
   const parts = (await fromObjectAndKv(deps, personId, own)) ?? (await fromD1(deps, personId, own));
-  if (parts === null) return null;
+  if (parts === null) return personGone();
   const at = (ms: number | null) => iso(ms === null ? null : new Date(ms));
-  return {
+  const beat = {
     last_contact_update: at(own.contact),
     last_trust_request: at(own.trustRequest),
     last_company_update: at(parts.company),
@@ -131,6 +132,7 @@ export async function heartbeat(deps: Deps, personId: number) {
     last_activity_id: String(own.lastActivityId),
     secure_number: parts.secure ?? (await assignSecureNumber(deps, personId)),
   };
+  return { ok: true as const, beat };
 }
 
 /** The answer's times from the object's facts and the `co:` records; null when D1 must answer. */

@@ -1,8 +1,8 @@
 import { and, asc, eq, inArray, notExists, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { insertChunks } from "../db/batch";
-import { errorText } from "../db/errors";
 import { companies, companySeats, licensePurchases, licenses, licenseSites, memberships } from "../db/schema";
+import { refusal, type Answer } from "../lib/answer";
 import { badRequest, conflict, notFound } from "../lib/errors";
 import { companyColumns, toCompany } from "./companies";
 import { WriteBatch } from "./outbox";
@@ -74,15 +74,16 @@ export async function listCompanyLicenses({ db }: Pick<Deps, "db">, companyId: n
   }));
 }
 
+/** The company's view of license `ref` (its id or name), or a 404 refusal. */
 export async function getCompanyLicense(
   deps: Pick<Deps, "db">,
   companyId: number,
   ref: string,
-): Promise<License | null> {
+): Promise<Answer<{ license: License }>> {
   const { db } = deps;
-  const license = await findLicense(db, ref);
-  if (!license) return null;
-  return (await listCompanyLicenses(deps, companyId)).find((entry) => entry.id === license.id) ?? null;
+  const found = await findLicense(db, ref);
+  const license = found && (await listCompanyLicenses(deps, companyId)).find((entry) => entry.id === found.id);
+  return license ? { ok: true, license } : refusal(404, `license ${JSON.stringify(ref)} does not exist`);
 }
 
 /**
@@ -126,17 +127,17 @@ export async function purchaseLicenses(
   );
   const batch = new WriteBatch(deps, now);
   for (const statement of [...upserts, ...records]) batch.add(statement);
-  try {
-    await batch.commit();
-  } catch (err) {
-    // The operator retired a license between the catalog read and the batch.
-    if (errorText(err).includes("FOREIGN KEY constraint failed")) {
+  // The operator may retire a license between the catalog read and the batch (its FOREIGN KEY then
+  // fails): a rollback is explained by reading the catalog again (db/guard.ts), never by the error's text.
+  batch.explainRollback(async () => {
+    const now = await licenseCatalog(db);
+    if ([...totals.keys()].some((id) => !now.some((license) => license.id === id))) {
       throw badRequest(
         `a license of this purchase was just retired from the catalog; nothing was bought, see GET /licenses`,
       );
     }
-    throw err;
-  }
+  });
+  await batch.commit();
 }
 
 /** A catalog entry as the operator gives it (PUT /internal/licenses/{id}). */

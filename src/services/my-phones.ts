@@ -1,10 +1,9 @@
 import { and, asc, eq, sql } from "drizzle-orm";
-import { failedGuard } from "../db/guard";
 import { batchableAll } from "../db/sql";
 import { personPhones, secureNumbers } from "../db/schema";
 import { badRequest, conflict, notFound } from "../lib/errors";
 import type { Phone } from "../lib/phone";
-import { checkCode, INVALID_CODE, issueCode, spendStatements, type CodeSettings } from "./codes";
+import { checkCode, issueCode, spendStatements, type CodeSettings } from "./codes";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
 
@@ -160,14 +159,12 @@ export const takeNumber = (deps: Pick<Deps, "db">, e164: string, winner: number 
         returning person_id as personId`,
   );
 
-/** Commits a batch that spends a code; another request that spent it first makes it a 400 and nothing is written. */
+/**
+ * Commits a batch that spends a code (`spendStatements`); another request that spent it first makes
+ * it a 400 and nothing is written: the guard's check answers it (db/guard.ts).
+ */
 export async function commitSpending(batch: WriteBatch): Promise<unknown[]> {
-  try {
-    return (await batch.commit()).results;
-  } catch (err) {
-    if (failedGuard(err) === "codeSpent") throw badRequest(INVALID_CODE);
-    throw err;
-  }
+  return (await batch.commit()).results;
 }
 
 /** The people whose confirmation of a number ended: their open streams hear `{"type": "phones"}`. */

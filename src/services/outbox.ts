@@ -1,9 +1,11 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
+import { GUARDS, type GuardCheck, type GuardStatement } from "../db/guard";
 import { personErasures, webhookDeliveries } from "../db/schema";
 import { batchableAll } from "../db/sql";
 import { backoff } from "../lib/backoff";
+import { ApiError } from "../lib/errors";
 import { logError } from "../lib/log";
 import type { EventName } from "../domain/events";
 import { enqueueDeliveries } from "./events";
@@ -32,15 +34,31 @@ type Role = "change" | "deliveries" | "index" | "erase";
  */
 export class WriteBatch {
   readonly #items: { statement: BatchItem<"sqlite">; role: Role }[] = [];
+  readonly #guards: GuardStatement[] = [];
+  readonly #explanations: GuardCheck[] = [];
 
   constructor(
     readonly deps: Deps,
     readonly now = new Date(),
   ) {}
 
-  /** Adds a statement of the change; returns its position in `commit()`'s results. */
-  add(statement: BatchItem<"sqlite">): number {
-    return this.#items.push({ statement, role: "change" }) - 1;
+  /**
+   * Adds a statement of the change, or a guard (db/guard.ts), whose check
+   * explains the batch's rollback; returns its position in `commit()`'s results.
+   */
+  add(item: BatchItem<"sqlite"> | GuardStatement): number {
+    if (!("check" in item)) return this.#items.push({ statement: item, role: "change" }) - 1;
+    this.#guards.push(item);
+    return this.#items.push({ statement: item.statement, role: "change" }) - 1;
+  }
+
+  /**
+   * A check that explains a rollback no guard names, such as a UNIQUE
+   * constraint another request's commit now holds (an email just taken):
+   * asked after the guards' checks, the same way (db/guard.ts).
+   */
+  explainRollback(check: GuardCheck) {
+    this.#explanations.push(check);
   }
 
   get size() {
@@ -190,6 +208,27 @@ export class WriteBatch {
     this.#index(trustIndex.workForTokensOf(this.deps.db, personId, condition, this.now));
   }
 
+  /**
+   * What a rolled-back batch answers (db/guard.ts): the refusal of the
+   * first check that refuses now — its guards' in the order of `GUARDS`,
+   * then `explainRollback`'s — else the batch's own error. A check that
+   * cannot be asked (D1 still failing) leaves the batch's error as it is, and
+   * an error that is a refusal already (the write guard's) is answered as it is.
+   */
+  async #refusalFor(err: unknown): Promise<unknown> {
+    // Already a refusal (the request's write guard refused its token, db/write-guard.ts): it stands.
+    if (err instanceof ApiError) return err;
+    const guards = [...this.#guards].sort((a, b) => GUARDS.indexOf(a.guard) - GUARDS.indexOf(b.guard));
+    for (const check of [...guards.map((guard) => guard.check), ...this.#explanations]) {
+      try {
+        await check();
+      } catch (refusal) {
+        return refusal instanceof ApiError ? refusal : err;
+      }
+    }
+    return err;
+  }
+
   #index(statement: BatchItem<"sqlite">) {
     this.#items.push({ statement, role: "index" });
   }
@@ -208,7 +247,12 @@ export class WriteBatch {
   async commit({ committed }: { committed?: () => Promise<unknown> } = {}): Promise<Committed> {
     if (this.#items.length === 0) return { results: [], deliveries: [] };
     const [first, ...rest] = this.#items.map((item) => item.statement);
-    const results = (await this.deps.db.batch([first!, ...rest])) as unknown[];
+    let results: unknown[];
+    try {
+      results = (await this.deps.db.batch([first!, ...rest])) as unknown[];
+    } catch (err) {
+      throw await this.#refusalFor(err);
+    }
     const rows = (role: Role) =>
       this.#items.flatMap((item, i) => (item.role === role ? (results[i] as Record<string, string>[]) : []));
     const deliveries = rows("deliveries").map((row) => row.id!);

@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { personGone } from "../lib/answer";
 import type { Deps } from "./deps";
 
 type Row = {
@@ -14,8 +15,8 @@ type Row = {
  * The caller's own account as `GET /me` answers it (docs/decisions.md,
  * "Me"): their names, secure number and companies with the roles they hold
  * (companies by id, roles by name), read in one D1 statement (docs/capacity.md
- * counts an app's daily `/me` in D1 statements). Null when the person is gone
- * (the token outlived them within the token record's window).
+ * counts an app's daily `/me` in D1 statements). A 401 refusal when the
+ * person is gone (the token outlived them within the token record's window).
  */
 export async function ownAccount(deps: Deps, personId: number) {
   const row = await deps.db.get<Row | undefined>(sql`
@@ -30,9 +31,10 @@ export async function ownAccount(deps: Deps, personId: number) {
          from memberships m join companies c on c.id = m.company_id
          where m.person_id = p.id order by c.id)) as places
     from people p where p.id = ${personId}`);
-  if (!row) return null;
+  if (!row) return personGone();
   const { number, places, ...names } = row;
   return {
+    ok: true as const,
     ...names,
     secure_number:
       number === null ? null : (JSON.parse(number) as { country_code: string; number: string; e164: string }),

@@ -1,9 +1,7 @@
 import { asc, lte } from "drizzle-orm";
 import { personErasures } from "../db/schema";
 import { inList } from "../db/sql";
-import { ApiError, tooManyRequests } from "../lib/errors";
 import { logError } from "../lib/log";
-import type { Refusal } from "../objects/person/api";
 import { personStub } from "../objects/person/stub";
 import type { Person } from "../objects/person/person";
 import type { Deps } from "./deps";
@@ -42,22 +40,8 @@ export const personObjectsFrom = (
   },
 });
 
-/**
- * The one translation of an object's refusal (objects/person/api.ts) into
- * the API's error: its status, its message as the error's text, and a 429's
- * `retryAfter` as `Retry-After`.
- */
-export function refused(refusal: Refusal): ApiError {
-  return refusal.status === 429
-    ? tooManyRequests(refusal.message, refusal.retryAfter)
-    : new ApiError(refusal.status, refusal.message);
-}
-
-/** An object's answer when it accepted, else its refusal thrown as the API's error (`refused`). */
-export function accepted<A extends { ok: true } | Refusal>(answer: A): Exclude<A, Refusal> {
-  if (!answer.ok) throw refused(answer);
-  return answer as Exclude<A, Refusal>;
-}
+/** The one translation of a refusal (lib/answer.ts): re-exported for the services that call objects. */
+export { accepted, refused } from "../lib/answer";
 
 /** Objects erased per `erase-persons` chunk (each one RPC and one row delete). */
 export const ERASE_CHUNK = 50;

@@ -82,18 +82,17 @@ export function freeSeatStatement(db: Db, companyId: number, personId: number, n
 
 /**
  * `assertSeatAvailable` answers the common case with a clear message, but two
- * requests can both see the last seat free: the batch that assigns a seat
- * ends with this guard (src/db/guard.ts), which rolls it back when the
- * company now holds more seats of `licenseId` than it bought.
+ * requests can both see the last seat free: the batch that assigns `needed`
+ * seats of `licenseId` ends with this guard (src/db/guard.ts), which rolls it
+ * back when the company now holds more seats of the license than it bought.
+ * Its check, asked after a rollback: fewer than `needed` seats free now is the
+ * no-seat 400 naming this license.
  */
-export function seatGuardStatement(db: Db, companyId: number, licenseId: string) {
+export function seatGuardStatement(db: Db, companyId: number, licenseId: string, needed = 1) {
   const bought = sql`coalesce((select ${companySeats.quantity} from ${companySeats} where ${companySeats.companyId} = ${companyId} and ${companySeats.licenseId} = ${licenseId}), 0)`;
   const held = sql`(select count(*) from ${memberships} where ${memberships.companyId} = ${companyId} and ${memberships.licenseId} = ${licenseId})`;
-  return guardStatement(db, "seats", sql`${bought} < ${held}`);
-}
-
-/** Throws the no-seat 400 for a batch the seat guard rolled back. */
-export async function noSeatAfterRace(db: Db, companyId: number, licenseId: string): Promise<never> {
-  const seats = (await seatsByLicense(db, companyId)).get(licenseId) ?? NO_SEATS;
-  throw noSeat(licenseId, seats);
+  return guardStatement(db, "seats", sql`${bought} < ${held}`, async () => {
+    const seats = (await seatsByLicense(db, companyId)).get(licenseId) ?? NO_SEATS;
+    if (seats.num_available < needed) throw noSeat(licenseId, seats);
+  });
 }

@@ -2,6 +2,7 @@ import { and, desc, eq, gte, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { pruneOlderThan, type PruneSpec } from "../db/prune";
 import { webhookDeliveries } from "../db/schema";
+import { refusal } from "../lib/answer";
 import { pageWindow, type Page } from "../lib/pagination";
 import { iso } from "../lib/time";
 import { inList } from "../db/sql";
@@ -78,8 +79,13 @@ export async function listHistory({ db }: Pick<Deps, "db">, companyId: number, f
   return { total, items: rows.map(toHistoryEntry) };
 }
 
-/** One entry of the company's history with its attempts, oldest first; null when the company has none such. */
+/** One entry of the company's history with its attempts, oldest first; a 404 when the company has none such. */
 export async function getHistoryEntry({ db }: Pick<Deps, "db">, companyId: number, id: string) {
+  const entry = await historyEntry(db, companyId, id);
+  return entry ? { ok: true as const, entry } : refusal(404, `history entry ${id} does not exist`);
+}
+
+async function historyEntry(db: Db, companyId: number, id: string) {
   const row = await db
     .select()
     .from(webhookDeliveries)

@@ -1,5 +1,7 @@
 import { and, asc, eq, sql } from "drizzle-orm";
 import { companies, webhooks } from "../db/schema";
+import { refusal, type Answer } from "../lib/answer";
+import { endpointProblem } from "../lib/outbound-url";
 import { iso } from "../lib/time";
 import type { EventName } from "../domain/events";
 import { WriteBatch } from "./outbox";
@@ -42,26 +44,38 @@ export async function listWebhooks({ db }: Pick<Deps, "db">, companyId: number) 
   return rows.map(toWebhook);
 }
 
-export async function getWebhook({ db }: Pick<Deps, "db">, companyId: number, id: number) {
+type Webhook = ReturnType<typeof toWebhook>;
+
+const noWebhook = (id: number) => refusal(404, `webhook ${id} does not exist`);
+
+/** The company's webhook `id`, or a 404 refusal. */
+export async function getWebhook(
+  { db }: Pick<Deps, "db">,
+  companyId: number,
+  id: number,
+): Promise<Answer<{ webhook: Webhook }>> {
   const row = await db
     .select()
     .from(webhooks)
     .where(and(eq(webhooks.companyId, companyId), eq(webhooks.id, id)))
     .get();
-  return row ? toWebhook(row) : null;
+  return row ? { ok: true, webhook: toWebhook(row) } : noWebhook(id);
 }
 
 /**
- * Creates the webhook unless the company already has 50: one INSERT … SELECT
+ * Creates the webhook unless its endpoint is refused (docs/decisions.md,
+ * "Webhooks": a 400) or the company already has 50: one INSERT … SELECT
  * guarded by the count, so concurrent requests cannot pass the limit
- * together. Returns null at the limit.
+ * together (a 400 at the limit).
  */
 export async function createWebhook(
   deps: Deps,
   companyId: number,
   input: { endpoint: string; event: EventName; active: boolean },
-) {
+): Promise<Answer<{ webhook: Webhook }>> {
   const { db } = deps;
+  const problem = endpointProblem(input.endpoint, deps.environment);
+  if (problem) return refusal(400, `invalid body: \`endpoint\` ${problem}`);
   const batch = new WriteBatch(deps);
   const now = batch.now.getTime();
   const count = sql`(select count(*) from ${webhooks} where ${webhooks.companyId} = ${companyId})`;
@@ -91,7 +105,8 @@ export async function createWebhook(
       .returning(),
   );
   const [row] = (await batch.commit()).results[insert] as WebhookRow[];
-  return row ? toWebhook(row) : null;
+  if (!row) return refusal(400, `a company can have at most ${MAX_WEBHOOKS_PER_COMPANY} webhooks; delete one first`);
+  return { ok: true, webhook: toWebhook(row) };
 }
 
 /** What a PATCH may change; absent fields stay. */
@@ -101,10 +116,26 @@ export type WebhookChanges = { active?: boolean; endpoint?: string; event?: Even
  * PATCH: `active`, `endpoint` and `event` (docs/decisions.md, "Webhooks").
  * Setting `active` clears why the service had switched it off, and switching
  * on clears its failing clock; a new endpoint or event leaves both alone.
- * One UPDATE; null when the company has no such webhook.
+ * A new endpoint is checked as at creation; switching on re-checks the
+ * endpoint it will have (one registered before a rule was tightened stays
+ * off): a 400. One UPDATE; a 404 when the company has no such webhook.
  */
-export async function updateWebhook(deps: Deps, companyId: number, id: number, changes: WebhookChanges) {
+export async function updateWebhook(
+  deps: Deps,
+  companyId: number,
+  id: number,
+  changes: WebhookChanges,
+): Promise<Answer<{ webhook: Webhook }>> {
   const { active, endpoint, event } = changes;
+  if (endpoint !== undefined) {
+    const problem = endpointProblem(endpoint, deps.environment);
+    if (problem) return refusal(400, `invalid body: \`endpoint\` ${problem}`);
+  } else if (active) {
+    const current = await getWebhook(deps, companyId, id);
+    if (!current.ok) return current;
+    const problem = endpointProblem(current.webhook.endpoint, deps.environment);
+    if (problem) return refusal(400, `webhook ${id} cannot be activated: its endpoint ${problem}`);
+  }
   const batch = new WriteBatch(deps);
   const update = batch.add(
     deps.db
@@ -120,14 +151,20 @@ export async function updateWebhook(deps: Deps, companyId: number, id: number, c
       .returning(),
   );
   const [row] = (await batch.commit()).results[update] as WebhookRow[];
-  return row ? toWebhook(row) : null;
+  return row ? { ok: true, webhook: toWebhook(row) } : noWebhook(id);
 }
 
 /**
  * A new secret; the one it replaces keeps signing deliveries (as a second
  * signature) for 24 h, so receivers can switch without losing a message.
+ * A 404 when the company has no such webhook.
  */
-export async function rotateSecret(deps: Deps, companyId: number, id: number, now = new Date()) {
+export async function rotateSecret(
+  deps: Deps,
+  companyId: number,
+  id: number,
+  now = new Date(),
+): Promise<Answer<{ webhook: Webhook }>> {
   const batch = new WriteBatch(deps, now);
   const update = batch.add(
     deps.db
@@ -142,11 +179,11 @@ export async function rotateSecret(deps: Deps, companyId: number, id: number, no
       .returning(),
   );
   const [row] = (await batch.commit()).results[update] as WebhookRow[];
-  return row ? toWebhook(row) : null;
+  return row ? { ok: true, webhook: toWebhook(row) } : noWebhook(id);
 }
 
-/** Permanent; the company's history of it stays (its rows lose the link). False when there was none. */
-export async function deleteWebhook(deps: Deps, companyId: number, id: number) {
+/** Permanent; the company's history of it stays (its rows lose the link). A 404 when there was none. */
+export async function deleteWebhook(deps: Deps, companyId: number, id: number): Promise<Answer> {
   const batch = new WriteBatch(deps);
   const deletion = batch.add(
     deps.db
@@ -154,5 +191,5 @@ export async function deleteWebhook(deps: Deps, companyId: number, id: number) {
       .where(and(eq(webhooks.companyId, companyId), eq(webhooks.id, id)))
       .returning({ id: webhooks.id }),
   );
-  return ((await batch.commit()).results[deletion] as unknown[]).length > 0;
+  return ((await batch.commit()).results[deletion] as unknown[]).length > 0 ? { ok: true } : noWebhook(id);
 }

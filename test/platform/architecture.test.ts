@@ -92,6 +92,20 @@ describe("architecture", () => {
     expect(importsInto(under("src/services/"), ["src/queue/"])).toEqual([]);
   });
 
+  it("every queue consumer and the cron build their dependencies with createDeps, never a bare createDb", () => {
+    const consumers = [...under("src/queue/"), ...under("src/cron/")].filter((file) =>
+      /\bexport async function handle/.test(file.text),
+    );
+    expect(consumers.length).toBeGreaterThan(4);
+    const offenders = [...under("src/queue/"), ...under("src/cron/")].filter((file) => /\bcreateDb\b/.test(file.text));
+    expect(offenders.map((file) => file.path)).toEqual([]);
+  });
+
+  it("nobody parses an error's text: a rolled-back batch is explained by its checks (db/guard.ts)", () => {
+    const offenders = files.filter((file) => /constraint failed/i.test(file.text));
+    expect(offenders.map((file) => file.path)).toEqual([]);
+  });
+
   it("src/domain/ imports only the domain and src/lib/", () => {
     const outside = under("src/domain/").flatMap((file) =>
       importsOf(file)

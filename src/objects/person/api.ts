@@ -11,17 +11,13 @@ import type { feed, trustRequests } from "./schema";
 /* ---------- refusals ---------- */
 
 /**
- * The one shape of a refusal: the object answers it as a value, since errors
- * lose their class over RPC. The Worker turns it into the API's error with
- * one function (`refused`, services/person-objects.ts): the same status, the message
- * as the error's text, and a 429's `retryAfter` (seconds) as `Retry-After`.
+ * The one shape of a refusal (lib/answer.ts): the object answers it as a
+ * value, since errors lose their class over RPC. The Worker turns it into the
+ * API's error with one function (`refused`/`accepted`, lib/answer.ts): the same
+ * status, the message as the error's text, and a 429's `retryAfter` (seconds)
+ * as `Retry-After`.
  */
-export type Refusal =
-  | { ok: false; status: 400 | 404 | 409; message: string }
-  | { ok: false; status: 429; message: string; retryAfter: number };
-
-/** The answer of a method that may refuse: `{ ok: true }` with what it answers, or a refusal. */
-export type Answer<T extends object = object> = ({ ok: true } & T) | Refusal;
+export type { Answer, Refusal } from "../../lib/answer";
 
 /* ---------- devices (devices.ts) ---------- */
 

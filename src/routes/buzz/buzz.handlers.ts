@@ -1,18 +1,14 @@
 import type { Context } from "hono";
-import { forbidden, notFound, unauthorized, upgradeRequired } from "../../lib/errors";
+import { accepted } from "../../lib/answer";
+import { forbidden, unauthorized, upgradeRequired } from "../../lib/errors";
 import { personId, tokenFromAuthorization } from "../../middleware/auth";
 import { readsSignedBodyOnly } from "../../middleware/provider-signature";
 import * as activities from "../../services/activities";
 import { saveEncryption } from "../../services/encryption";
 import { mintStreamTicket, openStream as connectStream, redeemStreamTicket } from "../../services/stream";
 import { heartbeat as readHeartbeat } from "../../services/heartbeat";
-import {
-  lookupCall,
-  lookupTrust,
-  readLookupFields,
-  readReceiver,
-  type LookupFields,
-} from "../../services/trust-lookup";
+import { lookupTrust } from "../../services/trust-lookup";
+import { lookupCall } from "../../services/call-lookup";
 import { latestBlockedCalls, recordBlockedCall } from "../../services/blocked-calls";
 import { dialFor } from "../../services/call-answers";
 import { callControlFields } from "../../services/call-control";
@@ -23,12 +19,11 @@ import type { AppEnv, AppRouteHandler, LookupCharge } from "../../types";
 import { phoneFromParts } from "../../lib/phone";
 import type * as routes from "./buzz.routes";
 import { UNLISTED_BLOCKED } from "./blocked.schemas";
-import { LOOKUP_PROBLEM } from "./buzz.schemas";
+import { LOOKUP_PROBLEM } from "./lookup.schemas";
+import { lookupProblem, readLookupFields, readParties, type LookupFields } from "./lookup-fields";
 
 export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async (c) => {
-  const saved = await saveEncryption(c.var.deps, personId(c.var.principal), c.req.valid("json"));
-  // The token outlived its person (deleted within the token cache window).
-  if (!saved) throw unauthorized("the bearer token's person no longer exists");
+  const { saved } = accepted(await saveEncryption(c.var.deps, personId(c.var.principal), c.req.valid("json")));
   return c.json(saved, 200);
 };
 
@@ -39,10 +34,11 @@ export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async
 async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields, verification: CallerVerification) {
   const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
   // A provider's lookup is charged to its receiving number's share, alongside the KV read (rate-limit.ts).
-  const charge = chargeOf(c, readReceiver(fields).phone?.e164 ?? null);
-  const { trusted, user_id, caller_verification, blocked, problem } = await lookupTrust(
+  const parties = readParties(fields);
+  const charge = chargeOf(c, parties.receiver.phone?.e164 ?? null);
+  const { trusted, user_id, caller_verification, blocked, indexUnavailable } = await lookupTrust(
     c.var.deps,
-    fields,
+    parties,
     verification,
     defer,
   );
@@ -55,6 +51,7 @@ async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields, verif
       ),
     );
   }
+  const problem = lookupProblem(parties, indexUnavailable);
   if (problem) c.header(LOOKUP_PROBLEM, problem);
   return { trusted, user_id, caller_verification };
 }
@@ -135,16 +132,17 @@ export const callLookup: AppRouteHandler<typeof routes.callLookup> = async (c) =
   const asPerson = principal?.kind === "person" ? principal.personId : null;
   const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
   const query = c.req.valid("query");
-  void chargeOf(c, phoneFromParts(query.number_code ?? "", query.number ?? "")?.e164 ?? null);
-  const details = await lookupCall(c.var.deps, query, callerVerificationOf(query), asPerson, defer);
-  if (!details) throw notFound("the receiving number is not your secure number");
-  return c.json(details, 200);
+  // The contract's fields only: `number_code` + `number`, `inbound_code` + `inbound`.
+  const receiving = phoneFromParts(query.number_code ?? "", query.number ?? "");
+  const caller = phoneFromParts(query.inbound_code ?? "", query.inbound ?? "");
+  void chargeOf(c, receiving?.e164 ?? null);
+  const answer = await lookupCall(c.var.deps, { receiving, caller }, callerVerificationOf(query), asPerson, defer);
+  return c.json(accepted(answer).details, 200);
 };
 
 export const heartbeat: AppRouteHandler<typeof routes.heartbeat> = async (c) => {
-  const answer = await readHeartbeat(c.var.deps, personId(c.var.principal));
-  if (!answer) throw unauthorized("the bearer token's person no longer exists");
-  return c.json(answer, 200);
+  const { beat } = accepted(await readHeartbeat(c.var.deps, personId(c.var.principal)));
+  return c.json(beat, 200);
 };
 
 export const listBlocked: AppRouteHandler<typeof routes.listBlocked> = async (c) => {

@@ -1,7 +1,7 @@
 import { createRouter } from "../create-router";
 import * as handlers from "./buzz.handlers";
 import * as routes from "./buzz.routes";
-import { TrustLookupBody } from "./buzz.schemas";
+import { TrustLookupBody } from "./lookup.schemas";
 
 const router = createRouter()
   .openapi(routes.putEncryption, handlers.putEncryption)

@@ -10,15 +10,17 @@ import {
   ActivityQuery,
   ActivitySchema,
   BlockedCallSchema,
-  CallLookupQuery,
-  CallLookupResultSchema,
   HeartbeatSchema,
-  LookupProblemHeaders,
   StreamQuery,
   StreamTicketSchema,
+} from "./buzz.schemas";
+import {
+  CallLookupQuery,
+  CallLookupResultSchema,
+  LookupProblemHeaders,
   TrustLookupQuery,
   TrustLookupResultSchema,
-} from "./buzz.schemas";
+} from "./lookup.schemas";
 import { UnlistedBlockedHeaders } from "./blocked.schemas";
 import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
 

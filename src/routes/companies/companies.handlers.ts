@@ -1,4 +1,4 @@
-import { notFound } from "../../lib/errors";
+import { accepted } from "../../lib/answer";
 import * as companies from "../../services/companies";
 import type { AppRouteHandler } from "../../types";
 import type * as routes from "./companies.routes";
@@ -18,7 +18,6 @@ export const listSites: AppRouteHandler<typeof routes.listSites> = async (c) => 
 
 export const getSite: AppRouteHandler<typeof routes.getSite> = async (c) => {
   const { id } = c.req.valid("param");
-  const site = await companies.getSite(c.var.deps, id);
-  if (!site) throw notFound(`site ${id} does not exist`);
+  const { site } = accepted(await companies.getSite(c.var.deps, id));
   return c.json(site, 200);
 };

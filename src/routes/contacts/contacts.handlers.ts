@@ -1,8 +1,9 @@
+import { accepted } from "../../lib/answer";
 import { notFound } from "../../lib/errors";
 import { pageWindow, setNextCursor, setPageHeaders } from "../../lib/pagination";
 import { personId } from "../../middleware/auth";
 import * as contacts from "../../services/contacts";
-import { companiesWithEmployees } from "../../services/coworkers";
+import { companiesWithEmployees, companyWithEmployees } from "../../services/coworkers";
 import * as trustRequests from "../../services/trust-requests";
 import type { AppRouteHandler } from "../../types";
 import type * as routes from "./contacts.routes";
@@ -87,7 +88,6 @@ export const listCompanyEmployees: AppRouteHandler<typeof routes.listCompanyEmpl
 
 export const getCompanyEmployees: AppRouteHandler<typeof routes.getCompanyEmployees> = async (c) => {
   const { id } = c.req.valid("param");
-  const [entry] = await companiesWithEmployees(c.var.deps, personId(c.var.principal), id);
-  if (!entry) throw notFound(`company ${id} does not exist`);
+  const { entry } = accepted(await companyWithEmployees(c.var.deps, personId(c.var.principal), id));
   return c.json(entry, 200);
 };

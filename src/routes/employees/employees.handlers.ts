@@ -1,8 +1,9 @@
-import { badRequest, notFound } from "../../lib/errors";
+import { accepted } from "../../lib/answer";
+import { badRequest } from "../../lib/errors";
 import { setPageHeaders } from "../../lib/pagination";
 import * as employees from "../../services/employees";
 import { getExposureHistory, listExposures as listExposurePage } from "../../services/employee-exposures";
-import { loadPerson, type PersonBody } from "../../services/people";
+import type { PersonBody } from "../../services/people";
 import type { AppRouteHandler } from "../../types";
 import type * as routes from "./employees.routes";
 
@@ -27,8 +28,7 @@ export const listEmployees: AppRouteHandler<typeof routes.listEmployees> = async
 
 export const getEmployee: AppRouteHandler<typeof routes.getEmployee> = async (c) => {
   const { id } = c.req.valid("param");
-  const person = await loadPerson(c.var.deps, c.var.company.companyId, id);
-  if (!person) throw notFound(`employee ${id} does not exist`);
+  const { person } = accepted(await employees.getEmployee(c.var.deps, c.var.company.companyId, id));
   return c.json(person, 200);
 };
 
@@ -69,7 +69,6 @@ export const listExposures: AppRouteHandler<typeof routes.listExposures> = async
 
 export const exposureHistory: AppRouteHandler<typeof routes.exposureHistory> = async (c) => {
   const { id } = c.req.valid("param");
-  const history = await getExposureHistory(c.var.deps, c.var.company.companyId, id);
-  if (!history) throw notFound(`exposure ${id} does not exist`);
+  const { history } = accepted(await getExposureHistory(c.var.deps, c.var.company.companyId, id));
   return c.json(history, 200);
 };

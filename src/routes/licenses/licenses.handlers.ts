@@ -1,4 +1,4 @@
-import { notFound } from "../../lib/errors";
+import { accepted } from "../../lib/answer";
 import { personId } from "../../middleware/auth";
 import * as licenses from "../../services/licenses";
 import type { AppRouteHandler } from "../../types";
@@ -12,8 +12,7 @@ export const listLicenses: AppRouteHandler<typeof routes.listLicenses> = async (
 
 export const getLicense: AppRouteHandler<typeof routes.getLicense> = async (c) => {
   const { id } = c.req.valid("param");
-  const license = await licenses.getCompanyLicense(c.var.deps, c.var.company.companyId, id);
-  if (!license) throw notFound(`license ${JSON.stringify(id)} does not exist`);
+  const { license } = accepted(await licenses.getCompanyLicense(c.var.deps, c.var.company.companyId, id));
   return c.json(license, 200);
 };
 

@@ -1,4 +1,5 @@
-import { badRequest, unauthorized } from "../../lib/errors";
+import { accepted } from "../../lib/answer";
+import { badRequest } from "../../lib/errors";
 import { CODE_TTL_MS, INVALID_CODE } from "../../services/codes";
 import { listDevices, revokeDevice } from "../../services/devices";
 import { clientIp, codeSettings } from "../request-context";
@@ -13,8 +14,7 @@ import type * as routes from "./me.routes";
 /* ---------- GET /me ---------- */
 
 export const getMe: AppRouteHandler<typeof routes.getMe> = async (c) => {
-  const me = await ownAccount(c.var.deps, personId(c.var.principal));
-  if (!me) throw unauthorized("the bearer token's person no longer exists");
+  const { ok: _, ...me } = accepted(await ownAccount(c.var.deps, personId(c.var.principal)));
   return c.json({ ...me, token_kind: "person" as const }, 200);
 };
 

@@ -1,8 +1,10 @@
 import { getCookie } from "hono/cookie";
-import { forbidden, notFound } from "../../lib/errors";
+import { accepted } from "../../lib/answer";
+import { forbidden } from "../../lib/errors";
 import { personId } from "../../middleware/auth";
 import {
   containerVendorsFor,
+  enabledContainer,
   findEnabledContainer,
   publisherFrameAncestors,
   setVendorTrust,
@@ -18,8 +20,7 @@ export const loadContainer: AppRouteHandler<typeof routes.loadContainer> = async
   const { session } = c.req.valid("cookie");
   const { deps } = c.var;
 
-  const container = await findEnabledContainer(deps, container_id);
-  if (!container) throw notFound(`container ${JSON.stringify(container_id)} does not exist or is disabled`);
+  const { container } = accepted(await enabledContainer(deps, container_id));
 
   // A bad or missing cookie is not an error here: the visitor is simply anonymous.
   let personId: number | null = null;

@@ -77,9 +77,16 @@ export async function assertNotLastSettingsWriter(
 /**
  * The batch that takes `write settings` from someone ends with this guard
  * (src/db/guard.ts): it rolls the batch back when no member of the company
- * holds it afterwards (two Admins demoting each other at once).
+ * holds it afterwards (two Admins demoting each other at once). Its check is
+ * the one before the batch (`assertNotLastSettingsWriter`), asked again.
  */
-export function settingsWriterGuardStatement(db: Db, companyId: number) {
+export function settingsWriterGuardStatement(
+  db: Db,
+  access: CompanyAccess,
+  personId: number,
+  target: Standing,
+  action: "remove" | "demote",
+) {
   return guardStatement(
     db,
     "settingsWriter",
@@ -87,7 +94,8 @@ export function settingsWriterGuardStatement(db: Db, companyId: number) {
       select 1 from ${memberships}
       join ${membershipRoles} on ${membershipRoles.membershipId} = ${memberships.id}
       join ${roles} on ${roles.id} = ${membershipRoles.roleId} and ${roles.companyId} = ${memberships.companyId}
-      where ${memberships.companyId} = ${companyId} and ${roleGrants(WRITE_SETTINGS)})`,
+      where ${memberships.companyId} = ${access.companyId} and ${roleGrants(WRITE_SETTINGS)})`,
+    () => assertNotLastSettingsWriter(db, access, personId, target, action),
   );
 }
 

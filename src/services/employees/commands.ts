@@ -1,8 +1,7 @@
 import { count, eq, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../db/client";
-import { errorText } from "../../db/errors";
-import { failedGuard, guardStatement } from "../../db/guard";
+import { guardStatement, type GuardStatement } from "../../db/guard";
 import { touchRosters } from "../../db/rosters";
 import { inList } from "../../db/sql";
 import {
@@ -15,7 +14,12 @@ import {
   personEmails,
   personPhones,
 } from "../../db/schema";
-import { MAX_EMPLOYEES_PER_COMPANY, type EmployeeChanges, type NewEmployee } from "../../domain/employees";
+import {
+  MAX_EMPLOYEES_PER_COMPANY,
+  type EmailInput,
+  type EmployeeChanges,
+  type NewEmployee,
+} from "../../domain/employees";
 import { ApiError, badRequest, notFound } from "../../lib/errors";
 import { grants } from "../../lib/permissions";
 import type { CompanyAccess } from "../../types";
@@ -31,9 +35,7 @@ import {
   assertSeatsAvailable,
   assignSeatStatement,
   freeSeatStatement,
-  noSeatAfterRace,
   seatGuardStatement,
-  seatsByLicense,
 } from "../seats";
 import {
   assertCovers,
@@ -43,10 +45,9 @@ import {
   settingsWriterGuardStatement,
   standingOf,
   WRITE_SETTINGS,
-  type Standing,
 } from "./authorization";
 import { assertEmailsFree, emailReplacement, emailsTaken } from "./emails";
-import { lastSettingsWriter, noLicense, tooManyEmployees } from "./errors";
+import { noLicense, tooManyEmployees } from "./errors";
 import { belongsElsewhere, withoutPersonWideChanges } from "./person-wide";
 import { addNewEmployees, collectionInserts, confirmedNumbersOf } from "./statements";
 
@@ -69,17 +70,9 @@ export async function removeEmployee(deps: Deps, access: CompanyAccess, personId
   if (holdsSettings) await assertNotLastSettingsWriter(db, access, personId, target, "remove");
   const batch = new WriteBatch(deps);
   const removed = addRemoval(batch, access.companyId, personId);
-  // Two Admins removing each other at once: the later batch finds no holder left and rolls back.
-  if (holdsSettings) batch.add(settingsWriterGuardStatement(db, access.companyId));
-  let results: unknown[];
-  try {
-    ({ results } = await batch.commit());
-  } catch (err) {
-    if (failedGuard(err) === "settingsWriter") {
-      throw lastSettingsWriter(access, personId, target.membershipId === access.membershipId, "remove");
-    }
-    throw err;
-  }
+  // Two Admins removing each other at once: the later batch finds no holder left and rolls back (a 409).
+  if (holdsSettings) batch.add(settingsWriterGuardStatement(db, access, personId, target, "remove"));
+  const { results } = await batch.commit();
   // A concurrent removal got there first: it answered 204 and sent the event.
   if (!removedBy(results, removed)) throw notFound(`employee ${personId} does not exist`);
 }
@@ -165,9 +158,18 @@ export async function createEmployees(
       db,
       "employeeQuota",
       sql`(select count(*) from ${memberships} where ${memberships.companyId} = ${companyId}) > ${MAX_EMPLOYEES_PER_COMPANY}`,
+      async () => {
+        const [now] = await db.select({ n: count() }).from(memberships).where(eq(memberships.companyId, companyId));
+        if ((now?.n ?? 0) + n > MAX_EMPLOYEES_PER_COMPANY) throw tooManyEmployees(companyId, now?.n ?? 0, n);
+      },
     ),
   );
-  const { results, deliveries } = await commitEmployeeBatch(batch, companyId, [...seatsNeeded.keys()], { adding: n });
+  explainEmailRace(
+    batch,
+    inputs.flatMap((input) => input.emails),
+    null,
+  );
+  const { results, deliveries } = await batch.commit();
   // Inserted in input order, so ascending ids are input order.
   const ids = inserted
     .flatMap((position) => (results[position] as { id: number }[]).map((row) => row.id))
@@ -203,7 +205,7 @@ export async function updateEmployee(
   const shared = await belongsElsewhere(db, companyId, personId);
   const changes = shared ? await withoutPersonWideChanges(db, personId, requested) : requested;
 
-  const statements: BatchItem<"sqlite">[] = [
+  const statements: (BatchItem<"sqlite"> | GuardStatement)[] = [
     db
       .update(people)
       .set({
@@ -216,7 +218,7 @@ export async function updateEmployee(
       .where(eq(people.id, personId)),
   ];
 
-  let guardSettings = false;
+  let guardSettings: GuardStatement | null = null;
   if (changes.roles) {
     const granted = await resolveRoles(db, access, changes.roles);
     if (
@@ -227,7 +229,7 @@ export async function updateEmployee(
       )
     ) {
       await assertNotLastSettingsWriter(db, access, personId, membership, "demote");
-      guardSettings = true;
+      guardSettings = settingsWriterGuardStatement(db, access, personId, membership, "demote");
     }
     statements.push(db.delete(membershipRoles).where(eq(membershipRoles.membershipId, membership.membershipId)));
     statements.push(
@@ -261,7 +263,6 @@ export async function updateEmployee(
     statements.push(...collectionInserts(db, personId, { addresses: changes.addresses }));
   }
 
-  let guardedLicense: string | null = null;
   if (changes.license === null) {
     if (membership.licenseId !== null) statements.push(freeSeatStatement(db, companyId, personId, now));
   } else if (changes.license !== undefined) {
@@ -270,13 +271,13 @@ export async function updateEmployee(
       await assertSeatAvailable(db, companyId, licenseId);
       statements.push(assignSeatStatement(db, companyId, personId, licenseId, now));
       statements.push(seatGuardStatement(db, companyId, licenseId));
-      guardedLicense = licenseId;
     }
   }
   statements.push(db.update(memberships).set({ updatedAt: now }).where(eq(memberships.id, membership.membershipId)));
   // Their coworkers, in every company they belong to, see the change in their heartbeat.
   statements.push(touchRosters(db, { personIds: personId, at: now }));
-  if (guardSettings) statements.push(settingsWriterGuardStatement(db, companyId));
+  if (guardSettings) statements.push(guardSettings);
+  if (changes.emails) explainEmailRace(batch, changes.emails, { companyId, personId });
 
   for (const statement of statements) batch.add(statement);
   if (changes.phones) batch.reindexNumbersOf(personId);
@@ -284,9 +285,7 @@ export async function updateEmployee(
   batch.retellTimesOf(personId);
   batch.reindexCompaniesOf(personId);
   batch.emitPerson("person:updated", companyId, personId);
-  const { deliveries } = await commitEmployeeBatch(batch, companyId, guardedLicense ? [guardedLicense] : [], {
-    settings: { access, personId, target: membership },
-  });
+  const { deliveries } = await batch.commit();
   const person = (await loadPerson(deps, companyId, personId))!;
   await renderPersonDeliveries(db, deliveries, [person]);
   return person;
@@ -298,44 +297,25 @@ async function resolveLicenseId(db: Db, ref: string): Promise<string> {
   return license.id;
 }
 
-type SettingsGuard = { access: CompanyAccess; personId: number; target: Standing };
-
 /**
- * Commits an employee command's write batch, turning the guard and constraint failures a concurrent
- * request can cause into the answers the checks before it would have given.
+ * Emails are unique across all people, checked before the batch
+ * (`assertEmailsFree`); another request's commit may take one in between, and
+ * the batch's insert then fails its UNIQUE constraint. Explained after the
+ * rollback by the same check asked again (db/guard.ts), never by the error's text.
  */
-async function commitEmployeeBatch(
+function explainEmailRace(
   batch: WriteBatch,
-  companyId: number,
-  licenseIds: string[],
-  { settings, adding = 0 }: { settings?: SettingsGuard; adding?: number } = {},
+  emails: EmailInput[],
+  self: { companyId: number; personId: number } | null,
 ) {
-  try {
-    return await batch.commit();
-  } catch (err) {
-    if (adding > 0 && failedGuard(err) === "employeeQuota") {
-      const [members] = await batch.deps.db
-        .select({ n: count() })
-        .from(memberships)
-        .where(eq(memberships.companyId, companyId));
-      throw tooManyEmployees(companyId, members?.n ?? 0, adding);
+  if (emails.length === 0) return;
+  batch.explainRollback(async () => {
+    try {
+      await assertEmailsFree(batch.deps.db, emails, self);
+    } catch (err) {
+      if (err instanceof ApiError)
+        throw badRequest("one of the emails was just taken by another person; nothing was changed");
+      throw err;
     }
-    if (licenseIds.length > 0 && failedGuard(err) === "seats") {
-      await noSeatAfterRace(batch.deps.db, companyId, await shortLicense(batch.deps.db, companyId, licenseIds));
-    }
-    if (settings && failedGuard(err) === "settingsWriter") {
-      const { access, personId, target } = settings;
-      throw lastSettingsWriter(access, personId, target.membershipId === access.membershipId, "demote");
-    }
-    if (errorText(err).includes("UNIQUE constraint failed: person_emails.email")) {
-      throw badRequest("one of the emails was just taken by another person; nothing was changed");
-    }
-    throw err;
-  }
-}
-
-/** Of the licenses a rolled-back batch assigned, the first one now short of seats (the guard's reason). */
-async function shortLicense(db: Db, companyId: number, licenseIds: string[]): Promise<string> {
-  const seats = await seatsByLicense(db, companyId);
-  return licenseIds.find((id) => (seats.get(id)?.num_available ?? 0) <= 0) ?? licenseIds[0]!;
+  });
 }

@@ -4,7 +4,7 @@ import type { CompanyAccess } from "../../types";
 
 /**
  * The answers of the employee commands' refusals (a failed batch is turned
- * into them by `commitEmployeeBatch`, services/employees/commands.ts).
+ * into them by the guards' checks, db/guard.ts).
  */
 
 export const tooManyEmployees = (companyId: number, have: number, adding: number) =>

@@ -1,8 +1,9 @@
 import { and, asc, count, eq, gt, gte, inArray, lt, sql } from "drizzle-orm";
 import { companyEmployeeCounts, memberships, personEmails } from "../../db/schema";
 import { batchableAll } from "../../db/sql";
+import { refusal, type Answer } from "../../lib/answer";
 import { pageWindow, type Page } from "../../lib/pagination";
-import { peopleReads, visibleEmail } from "../people";
+import { loadPerson, peopleReads, visibleEmail, type PersonBody } from "../people";
 import type { Deps } from "../deps";
 
 /**
@@ -189,4 +190,14 @@ function prefixUpperBound(prefix: string): string | null {
   if (last === undefined) return null;
   const next = last + 1 === 0xd800 ? 0xe000 : last + 1;
   return String.fromCodePoint(...codes, next);
+}
+
+/** GET /employees/{id}: one employee of the company as a Person, or a 404 refusal. */
+export async function getEmployee(
+  deps: Pick<Deps, "db">,
+  companyId: number,
+  personId: number,
+): Promise<Answer<{ person: PersonBody }>> {
+  const person = await loadPerson(deps, companyId, personId);
+  return person ? { ok: true, person } : refusal(404, `employee ${personId} does not exist`);
 }

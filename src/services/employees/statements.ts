@@ -176,9 +176,10 @@ export async function addNewEmployees(
     );
   }
   // Two requests may both have seen the last seats free: the guard rolls the batch back.
-  for (const licenseId of new Set(employees.flatMap((employee) => employee.licenseId ?? []))) {
-    batch.add(seatGuardStatement(db, companyId, licenseId));
-  }
+  const seatsNeeded = new Map<string, number>();
+  for (const { licenseId } of employees)
+    if (licenseId) seatsNeeded.set(licenseId, (seatsNeeded.get(licenseId) ?? 0) + 1);
+  for (const [licenseId, needed] of seatsNeeded) batch.add(seatGuardStatement(db, companyId, licenseId, needed));
   // Their phones now reach a platform person (caller records), and the company's webhooks hear of them.
   batch.reindexNumbers([...new Set(employees.flatMap((employee) => employee.phones.map((phone) => phone.e164)))]);
   batch.emitPeople(

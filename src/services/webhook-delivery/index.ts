@@ -15,6 +15,6 @@
 export { attemptDelivery, type AttemptOptions, type DeliveryOutcome } from "./attempt";
 export { fairOrder, Lanes } from "./lanes";
 export { deliveriesById, listAttempts, type Delivery } from "./records";
-export { resendDelivery, type ResendRefusal } from "./resend";
+export { resendDelivery } from "./resend";
 export { sweepOutbox } from "./sweep";
 export { sendTestEvent } from "./test-send";

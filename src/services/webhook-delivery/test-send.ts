@@ -1,24 +1,31 @@
 import { and, eq } from "drizzle-orm";
 import { webhookDeliveries, webhooks } from "../../db/schema";
 import { TEST_EVENT } from "../../domain/events";
+import { refusal, type Answer } from "../../lib/answer";
 import { WriteBatch } from "../outbox";
 import type { Deps } from "../deps";
 import { finishStatement, loadDelivery, recordAttempt } from "./records";
-import { isSuccess, send } from "./sending";
+import { isSuccess, send, type AttemptResult } from "./sending";
 
 /**
  * `POST /webhooks/{id}/test`: records a `webhook:test` entry in the history
  * and sends it now, once, whether or not the webhook is active. A test does
- * not change the webhook (no deactivation, no failing clock).
+ * not change the webhook (no deactivation, no failing clock). A 404 when the
+ * company has no such webhook.
  */
-export async function sendTestEvent(deps: Deps, companyId: number, webhookId: number, now = new Date()) {
+export async function sendTestEvent(
+  deps: Deps,
+  companyId: number,
+  webhookId: number,
+  now = new Date(),
+): Promise<Answer<{ status: "success" | "failed"; result: AttemptResult; history_id: string }>> {
   const { db, environment } = deps;
   const webhook = await db
     .select({ id: webhooks.id })
     .from(webhooks)
     .where(and(eq(webhooks.companyId, companyId), eq(webhooks.id, webhookId)))
     .get();
-  if (!webhook) return null;
+  if (!webhook) return refusal(404, `webhook ${webhookId} does not exist`);
   const id = crypto.randomUUID();
   // The history entry is a command's write (nothing follows it today: the send below is the test itself).
   const entry = new WriteBatch(deps, now);
@@ -47,5 +54,5 @@ export async function sendTestEvent(deps: Deps, companyId: number, webhookId: nu
       ...(status === "success" ? { deliveredAt: now } : {}),
     }),
   ]);
-  return { status, result: answer.result, history_id: id } as const;
+  return { ok: true, status, result: answer.result, history_id: id };
 }
