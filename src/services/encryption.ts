@@ -17,7 +17,7 @@ export async function saveEncryption(deps: Deps, personId: number, data: { hash:
       .returning({ hash: people.encryptionHash, e2e_id: people.e2eId }),
   );
   // The record's `updated_at` moves (drizzle's update hook): the person's heartbeat follows.
-  batch.retellTimesOf(personId);
+  batch.markStalePersonIfNumbered(personId);
   const [row] = (await batch.commit()).results[update] as { hash: string | null; e2e_id: string | null }[];
   return row ? { hash: row.hash ?? "", e2e_id: row.e2e_id ?? "" } : null;
 }

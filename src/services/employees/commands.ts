@@ -246,7 +246,7 @@ export async function updateEmployee(
   }
   if (changes.phones) {
     // Both the numbers they leave and the ones they take change hands (caller records).
-    batch.reindexNumbersOf(personId);
+    batch.markStaleNumbersOf(personId);
     statements.push(db.delete(personPhones).where(eq(personPhones.personId, personId)));
     // A number the person confirmed stays confirmed; any other number the employer enters is not (docs/decisions.md).
     const confirmed = await confirmedNumbersOf(db, personId);
@@ -279,10 +279,10 @@ export async function updateEmployee(
   if (guardSettings) statements.push(settingsWriterGuardStatement(db, companyId));
 
   for (const statement of statements) batch.add(statement);
-  if (changes.phones) batch.reindexNumbersOf(personId);
+  if (changes.phones) batch.markStaleNumbersOf(personId);
   // Their own heartbeat (their record's time) and their coworkers' (the rosters), at once.
-  batch.retellTimesOf(personId);
-  batch.reindexCompaniesOf(personId);
+  batch.markStalePersonIfNumbered(personId);
+  batch.markStaleCompaniesOf(personId);
   batch.emitPerson("person:updated", companyId, personId);
   const { deliveries } = await commitEmployeeBatch(batch, companyId, guardedLicense ? [guardedLicense] : [], {
     settings: { access, personId, target: membership },

@@ -154,7 +154,7 @@ export async function addNewEmployees(
       at: batch.now,
     }),
   );
-  batch.reindexCompany(companyId);
+  batch.markStaleCompany(companyId);
   children(
     "roles",
     (json) => sql`insert into ${membershipRoles} (membership_id, role_id)
@@ -180,7 +180,7 @@ export async function addNewEmployees(
     batch.add(seatGuardStatement(db, companyId, licenseId));
   }
   // Their phones now reach a platform person (caller records), and the company's webhooks hear of them.
-  batch.reindexNumbers([...new Set(employees.flatMap((employee) => employee.phones.map((phone) => phone.e164)))]);
+  batch.markStaleNumbers([...new Set(employees.flatMap((employee) => employee.phones.map((phone) => phone.e164)))]);
   batch.emitPeople(
     "person:created",
     companyId,

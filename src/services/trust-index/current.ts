@@ -1,29 +1,26 @@
 import { sql } from "drizzle-orm";
-import type { Db } from "../db/client";
-import { accessTokens, indexWork, indexWritten } from "../db/schema";
-import { factsOf } from "../db/facts";
-import { KEY_WRITE_GAP_MS, writeDueKeys, type DueKey } from "../db/kv-writes";
-import { pruneOlderThan } from "../db/prune";
-import { backoffSql, batchableAll, inList } from "../db/sql";
-import { WRITTEN_TRUSTED_MS } from "../domain/trust-records";
-import { logError } from "../lib/log";
-import { computeRecords, EMPTY_NUMBER } from "./number-records";
-import { computeCompanyRecords } from "./company-records";
-import type { Deps } from "./deps";
-import type { PersonObjects } from "./person-objects";
-import { computeTokenRecords, tokenKey, type TokenRecord, type TokenRow } from "./token-records";
-import { workForKeys } from "./index-work";
+import type { Db } from "../../db/client";
+import { indexWork, indexWritten } from "../../db/schema";
+import { factsOf } from "../../db/facts";
+import { writeDueKeys, type DueKey } from "../../db/kv-writes";
+import { pruneOlderThan } from "../../db/prune";
+import { backoffSql, batchableAll, inList } from "../../db/sql";
+import { D1_KINDS, KEY_KINDS, KEY_RETRY, KEY_WRITE_GAP_MS, keysOfKind } from "../../domain/key-kinds";
+import { WRITTEN_TRUSTED_MS } from "../../domain/trust-records";
+import { backoff } from "../../lib/backoff";
+import { logError } from "../../lib/log";
+import type { Deps } from "../deps";
+import type { PersonObjects } from "../person-objects";
+import { D1_VALUES } from "./kinds";
 
 export type IndexDeps = Pick<Deps, "db" | "kv" | "objects">;
-/** What applying needs: `objects` only for `prs:` keys (a token's or a number's work tells no object). */
-type ApplyDeps = Pick<Deps, "db" | "kv"> & Partial<Pick<Deps, "objects">>;
+/** What making keys current needs: `objects` only for `prs:` keys (a token's or a number's work tells no object). */
+export type ApplyDeps = Pick<Deps, "db" | "kv"> & Partial<Pick<Deps, "objects">>;
 
 /** One applier per key at a time; longer than any apply takes. */
 const LEASE_MS = 30_000;
 /** `index_written`'s digest of a deleted key (the column holds no null). */
 const DELETED = "";
-/** `index_written`'s digest of a `tok:` key whose fill took its slot: unknown (a token's record is always put). */
-const UNKNOWN_DIGEST = "?";
 
 /**
  * `applied`: keys done (put, or `unchanged`: KV already holds that value);
@@ -40,7 +37,8 @@ export type ApplyResult = {
 };
 
 /**
- * Applies index work: claims the keys (a lease, so one applier per key),
+ * Makes keys current (D1's side; a person's object makes its own current,
+ * objects/person/index-keys.ts): claims the keys (a lease, so one applier per key),
  * reads their records from D1 *after* claiming, writes them through the one
  * writer of due keys (db/kv-writes.ts) — it skips a value KV already holds
  * (`index_written`'s digest; `force`: put all, for keys KV lacks) and holds
@@ -62,7 +60,7 @@ export type ApplyResult = {
  * 13 statements. At most one KV put per key, so `limit` bounds the KV
  * operations and the object calls.
  */
-export async function applyIndexWork(
+export async function makeCurrent(
   { db, kv, objects }: ApplyDeps,
   {
     keys,
@@ -87,15 +85,11 @@ export async function applyIndexWork(
   if (claimed.length === 0) return { ...none, busy: busyOf([]) };
 
   const claimedKeys = claimed.map((row) => row.key);
-  const people = claimedKeys.filter((key) => key.startsWith("prs:")).map((key) => Number(key.slice(4)));
-  // `num:` keys: who calls from a number; `tok:` keys: token verification records (services/token-records.ts).
-  const numberKeys = claimedKeys.filter((key) => key.startsWith("num:"));
-  const tokenKeys = claimedKeys.filter((key) => key.startsWith("tok:"));
-  // `co:` keys: the heartbeat's company records (domain/company-records.ts).
-  const companyKeys = claimedKeys.filter((key) => key.startsWith("co:"));
-  const kvKeys = [...numberKeys, ...tokenKeys, ...companyKeys];
-  const [records, written, told, tokens, companyRecords] = await Promise.all([
-    computeRecords(db, numberKeys),
+  const people = keysOfKind(claimedKeys, "prs").map(KEY_KINDS.prs.parse);
+  // Each kind D1 writes, computed by its entry in the registry (./kinds.ts); `rcv:`/`rcvn:` rows of an older
+  // version have none (their person's object owns them now) and are done at once.
+  const kvKeys = claimedKeys.filter((key) => D1_KINDS.some((name) => key.startsWith(KEY_KINDS[name].prefix)));
+  const [written, told, ...computed] = await Promise.all([
     kvKeys.length === 0
       ? []
       : db
@@ -104,28 +98,27 @@ export async function applyIndexWork(
           .where(inList(indexWritten.key, kvKeys))
           .all(),
     people.length > 0 ? tellObjects(db, objects, people) : new Set<number>(),
-    computeTokenRecords(db, tokenKeys, now),
-    computeCompanyRecords(db, companyKeys),
+    ...D1_KINDS.map(async (name) => {
+      const own = keysOfKind(kvKeys, name);
+      return {
+        force: D1_VALUES[name].force ?? false,
+        values: own.length === 0 ? new Map() : await D1_VALUES[name].compute(db, own, now),
+      };
+    }),
   ]);
   const last = new Map(written.map((row) => [row.key, row]));
   const due: DueKey[] = claimed.flatMap((row) => {
-    const token = tokens.get(row.key);
-    const record = records.get(row.key);
-    // null: the company is gone, and its record with it.
-    const company = companyRecords.get(row.key);
-    // A `prs:` key (told above), or a receiver or bucket key of an older version (its person's object owns it now).
-    if (token === undefined && record === undefined && company === undefined) return [];
+    const kind = computed.find(({ values }) => values.has(row.key));
+    if (kind === undefined) return [];
     const before = last.get(row.key);
     return [
       {
         key: row.key,
-        // Nobody calls from the number any more: the key goes (absent reads as "nobody").
-        value: token ?? (company !== undefined ? company : record === EMPTY_NUMBER ? null : record!),
+        value: kind.values.get(row.key) as string | null,
         // No digest on record: KV may hold anything, so even a delete is written.
         digest: before === undefined ? "?" : before.digest === DELETED ? null : before.digest,
         writtenAt: before?.writtenAt.getTime() ?? null,
-        // A token record is always put: the token's own checks may have put another value directly.
-        force: force || token !== undefined,
+        force: force || kind.force,
         refusals: row.attempts - 1,
       },
     ];
@@ -135,7 +128,7 @@ export async function applyIndexWork(
     const write = writes.get(row.key);
     const ok = write
       ? write.outcome === "written" || write.outcome === "unchanged"
-      : !row.key.startsWith("prs:") || told.has(Number(row.key.slice(4)));
+      : !row.key.startsWith(KEY_KINDS.prs.prefix) || told.has(KEY_KINDS.prs.parse(row.key));
     return { ...row, write, ok };
   });
   const applied = outcomes.filter((row) => row.ok);
@@ -169,7 +162,7 @@ export async function applyIndexWork(
       update ${indexWork} set
         due_at = coalesce((select json_extract(j.value, '$[1]') from json_each(${JSON.stringify(
           later.map((row) => [row.key, row.write?.at ?? null]),
-        )}) j where json_extract(j.value, '$[0]') = index_work.key), ${t} + ${backoffSql(sql`attempts - 1`, { base: 1000, cap: 60_000 })}),
+        )}) j where json_extract(j.value, '$[0]') = index_work.key), ${t} + ${backoffSql(sql`attempts - 1`, KEY_RETRY)}),
         attempts = attempts - ${sql`(key in (select value from json_each(${JSON.stringify(deferred)})))`}
       where lease_id = ${lease} and ${inList(indexWork.key, [...failed, ...deferred])}`,
     ),
@@ -186,7 +179,7 @@ export async function applyIndexWork(
   // `waitDeferred` (a fill, the rebuild: nothing else retries them soon): the second is waited out here.
   const until = Math.max(...later.filter((row) => row.write?.outcome === "deferred").map((row) => row.write!.at));
   await scheduler.wait(Math.max(0, until - Date.now()));
-  const again = await applyIndexWork({ db, kv, objects }, { keys: deferred, force });
+  const again = await makeCurrent({ db, kv, objects }, { keys: deferred, force });
   return {
     applied: [...result.applied, ...again.applied],
     unchanged: [...result.unchanged, ...again.unchanged],
@@ -226,77 +219,52 @@ export const pruneIndexWritten = (db: Db, now: Date, { maxStatements }: { maxSta
   });
 
 /**
- * A token's verification record (`tok:`, docs/architecture.md "Tokens") filled by the check that
- * read D1, in one statement: the fill takes the key's write slot in `index_written` (the index
- * work's record of what KV holds and when it was written; taken only when the key was last written
- * a second ago or more) and reads the token in the same statement, so D1 holds the token as it
- * was when the slot was taken. An applier of index work for the key (a revocation's) reads that
- * slot after its own claim and waits the second out before its put (db/kv-writes.ts `deferred`),
- * so a valid record read before a revocation can never land after the revocation's refused one,
- * and no correction follows a put (KV's one write a second per key is never asked twice).
- * Unknown tokens take no slot and get no record (they would fill KV). `reserved: false`: the key
- * was written less than a second ago; the caller puts nothing, unless the token is refused, which
- * then goes through the index work (`settleTokenRecords`).
+ * Keys a command applies inline, and per `reindex` message: one KV put each,
+ * and an invocation may make 1,000 KV operations
+ * (https://developers.cloudflare.com/workers/platform/limits/), so a bulk
+ * write (1,000 employees' phones) hands the rest to the background queue.
  */
-export async function reserveTokenRecord(
-  db: Db,
-  hash: string,
-  now: Date,
-): Promise<{ row: (TokenRow & { lastUsedAt: Date | null }) | undefined; reserved: boolean }> {
-  const t = now.getTime();
-  const free = sql`${indexWritten.writtenAt} <= ${t - KEY_WRITE_GAP_MS}`;
-  const [found] = await db.all<{ reserved: number; token: string | null }>(sql`
-    insert into ${indexWritten} (key, digest, written_at)
-    select ${tokenKey(hash)}, ${UNKNOWN_DIGEST}, ${t} from ${accessTokens} where ${accessTokens.tokenHash} = ${hash}
-    on conflict (key) do update set
-      digest = case when ${free} then excluded.digest else digest end,
-      written_at = case when ${free} then excluded.written_at else written_at end
-    returning written_at = ${t} as reserved, (select json_object('id', id, 'person_id', person_id,
-      'service_name', service_name, 'scopes', json(scopes), 'expires_at', expires_at, 'revoked_at', revoked_at,
-      'last_used_at', last_used_at, 'signing', json(signing))
-      from ${accessTokens} where ${accessTokens.tokenHash} = ${hash}) as token`);
-  if (!found?.token) return { row: undefined, reserved: false };
-  const raw = JSON.parse(found.token) as {
-    id: number;
-    person_id: number | null;
-    service_name: string | null;
-    scopes: string[] | null;
-    expires_at: number | null;
-    revoked_at: number | null;
-    last_used_at: number | null;
-    signing: TokenRow["signing"];
-  };
-  const date = (ms: number | null) => (ms === null ? null : new Date(ms));
-  return {
-    reserved: found.reserved === 1,
-    row: {
-      id: raw.id,
-      personId: raw.person_id,
-      serviceName: raw.service_name,
-      scopes: raw.scopes ?? [],
-      expiresAt: date(raw.expires_at),
-      revokedAt: date(raw.revoked_at),
-      lastUsedAt: date(raw.last_used_at),
-      signing: raw.signing ?? null,
-    },
-  };
-}
-
-/** Puts a token's record after its slot was taken (`reserveTokenRecord`), through the one writer of keys. */
-export async function putReservedToken(kv: KVNamespace, hash: string, record: TokenRecord): Promise<void> {
-  // The slot was taken: no digest or write time holds the put back (a refusal is logged by the writer).
-  await writeDueKeys(kv, [
-    { key: tokenKey(hash), value: JSON.stringify(record), digest: null, writtenAt: null, force: true },
-  ]);
-}
+export const INLINE_INDEX_KEYS = 200;
 
 /**
- * Rewrites these tokens' records from D1 through the index work (recorded, then applied with force,
- * a key written less than a second ago once that second has passed): a token found refused whose
- * key was just written, the write guard's refusal, a provider token's new signing configuration.
+ * Makes a command's stale keys current right after its commit, so the next lookup already
+ * answers the new way. A key another applier holds (a fill that may have
+ * read D1 before this commit) is waited for briefly — leases last
+ * milliseconds — and then applied from D1 as it is now (a `tok:` key written
+ * less than a second ago is waited for too: a revocation lands before the
+ * answer). Keys KV refused,
+ * written less than a second ago (one write per key per second), or still
+ * held, or past the first `INLINE_INDEX_KEYS`, go to the background
+ * queue with a short delay; the minute sweep is the last resort. Never
+ * throws: the change is committed and its work recorded.
  */
-export async function settleTokenRecords(deps: ApplyDeps, hashes: string[], now: Date) {
-  const keys = hashes.map(tokenKey);
-  await deps.db.batch([workForKeys(deps.db, keys, now)]);
-  await applyIndexWork(deps, { keys, now, force: true, waitDeferred: true });
+export async function makeCurrentAfterCommit(deps: Deps, keys: string[]) {
+  const later = keys.slice(INLINE_INDEX_KEYS);
+  let pending = keys.slice(0, INLINE_INDEX_KEYS);
+  let failed: string[] = [];
+  try {
+    for (let round = 0; pending.length > 0 && round < 5; round++) {
+      if (round > 0) await scheduler.wait(backoff(round, { base: 20, cap: 320 }));
+      // A token's record (a revocation) written less than a second ago by its fill: that second is waited out
+      // here, so the refused record lands before the command answers (docs/architecture.md, "Tokens").
+      const waitDeferred = keysOfKind(pending, "tok").length > 0;
+      const result = await makeCurrent(deps, { keys: pending, waitDeferred });
+      // Deferred (written less than a second ago, db/kv-writes.ts): the queue's 1 s delay writes them.
+      failed = [...failed, ...result.failed, ...result.deferred];
+      pending = result.busy;
+    }
+  } catch (err) {
+    logError("applying index work failed; left to the background queue and the sweep", err, { keys: keys.length });
+    failed = keys;
+    pending = [];
+  }
+  const retry = [...new Set([...failed, ...pending, ...later])];
+  for (let i = 0; i < retry.length; i += INLINE_INDEX_KEYS) {
+    const part = retry.slice(i, i + INLINE_INDEX_KEYS);
+    await deps.backgroundQueue
+      .send({ kind: "reindex", keys: part }, { delaySeconds: KEY_WRITE_GAP_MS / 1_000 })
+      .catch((err: unknown) => {
+        logError("enqueueing index work failed; left to the sweep", err, { keys: part.length });
+      });
+  }
 }
