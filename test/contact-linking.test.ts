@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
-import { beforeAll, describe, expect, it } from "vitest";
-import { as, DEMO, trustIndexSettled } from "./helpers";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { as, countD1, DEMO, trustIndexSettled } from "./helpers";
 
 /**
  * What a contact reveals about the platform person it names (docs/decisions.md,
@@ -61,6 +61,7 @@ describe("contact linking across tenants", () => {
 });
 
 describe("contacts link through the trust index (`num:`, `eml:`, `lnk:`)", () => {
+  afterEach(() => vi.restoreAllMocks());
   const email = "handover@acme.example";
   const page = async () =>
     (await (await as("alice").get("/contacts?per_page=100&include=emails")).json()) as (Contact & {
@@ -95,5 +96,23 @@ describe("contacts link through the trust index (`num:`, `eml:`, `lnk:`)", () =>
     await trustIndexSettled();
     expect(await env.TRUST_INDEX.get(`eml:${email}`)).toBeNull();
     expect((await page()).find((c) => c.email.includes(email))).toMatchObject({ user_id: null, connected: false });
+  });
+
+  it("a page links through the index with no D1 statement; before the index holds contacts (no mark), through D1", async () => {
+    const linked = async () => {
+      const d1 = countD1();
+      const contacts = await page();
+      vi.restoreAllMocks();
+      expect(contacts.find((c) => c.user_id === DEMO.people.bob)).toMatchObject({ connected: true, ...shown });
+      return d1.queries.length;
+    };
+    expect(await linked()).toBe(0);
+    const mark = (await env.TRUST_INDEX.get("idx:contacts"))!;
+    await env.TRUST_INDEX.delete("idx:contacts");
+    try {
+      expect(await linked()).toBe(1);
+    } finally {
+      await env.TRUST_INDEX.put("idx:contacts", mark);
+    }
   });
 });

@@ -18,6 +18,8 @@ export async function saveEncryption(deps: Deps, personId: number, data: { hash:
   );
   // The record's `updated_at` moves (drizzle's update hook): the person's heartbeat follows.
   batch.markStalePersonIfNumbered(personId);
+  // Whether contacts show them reachable end to end (their link's card).
+  batch.markStaleLinkCard(personId);
   const [row] = (await batch.commit()).results[update] as { hash: string | null; e2e_id: string | null }[];
   return row ? { hash: row.hash ?? "", e2e_id: row.e2e_id ?? "" } : null;
 }

@@ -163,6 +163,11 @@ export class WriteBatch {
     this.#index(stale.markStaleCompaniesOf(this.deps.db, personId, this.now));
   }
 
+  /** What a contact's link shows of the person (`lnk:`; D1's triggers queue it too, drizzle/0030). */
+  markStaleLinkCard(personId: number) {
+    this.#index(stale.markStaleLinkCard(this.deps.db, personId, this.now));
+  }
+
   /** The trust-lookup records of these caller numbers (who holds them). */
   markStaleNumbers(e164s: string[]) {
     if (e164s.length > 0) this.#index(stale.markStaleNumbers(this.deps.db, e164s, this.now));

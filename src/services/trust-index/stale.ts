@@ -59,6 +59,14 @@ export const markStaleCompaniesOf = (db: Db, personId: number | SQL, now: Date) 
     now,
   );
 
+/**
+ * What a contact's link shows of the person (`lnk:`, ./contacts.ts): their avatar, risk score,
+ * encryption ids or companies changed. D1's triggers queue the same work (drizzle/0030);
+ * recording it here makes it current right after the commit.
+ */
+export const markStaleLinkCard = (db: Db, personId: number, now: Date) =>
+  upsertWork(db, sql`select ${KEY_KINDS.lnk.key(personId)} as k`, now);
+
 /** The caller records of these numbers. */
 export const markStaleNumbers = (db: Db, e164s: string[], now: Date) =>
   upsertWork(db, sql`select distinct ${keyOf("num", "value")} as k from json_each(${JSON.stringify(e164s)})`, now);
