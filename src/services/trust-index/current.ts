@@ -52,12 +52,10 @@ export type ApplyResult = {
  *
  * `keys`: those keys (after a commit); else the oldest due rows, at most
  * `limit` (the sweep). `waitDeferred`: a key held back is waited for (at
- * most a second) and applied again before answering. Cost in D1: 1 claim; in one round, for `num:` keys
- * a read batch (3 reads), the last digests and write times of the `num:`,
- * `tok:` and `co:` keys, for `tok:` keys 1 read, for `co:` keys (the
- * heartbeat's company records) 1 read, for `prs:` keys the people's facts
- * (2 reads, then one RPC per object); 1 write batch (4 statements) — at most
- * 13 statements. At most one KV put per key, so `limit` bounds the KV
+ * most a second) and applied again before answering. Cost in D1: 1 claim; in one round, the last
+ * digests and write times of the KV keys (1 read) and each kind's computation (./kinds.ts: `num:`
+ * a batch of 3 reads, `tok:` 1, `co:` 1, `eml:` 1, `lnk:` a batch of 2; `prs:` the people's facts,
+ * 2 reads, then one RPC per object); 1 write batch (4 statements) — at most 16 statements. At most one KV put per key, so `limit` bounds the KV
  * operations and the object calls.
  */
 export async function makeCurrent(
