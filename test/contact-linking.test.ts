@@ -98,6 +98,16 @@ describe("contacts link through the trust index (`num:`, `eml:`, `lnk:`)", () =>
     expect((await page()).find((c) => c.email.includes(email))).toMatchObject({ user_id: null, connected: false });
   });
 
+  it("an email the employer gives a member links them right after the commit", async () => {
+    const added = "bob.second@acme.example";
+    const put = await as("alice").send("PUT", `/companies/${DEMO.companies.acme}/employees/${DEMO.people.bob}`, {
+      emails: [{ email: "bob@acme.example" }, { email: added, primary: false }],
+    });
+    expect(put.status).toBe(200);
+    expect(JSON.parse((await env.TRUST_INDEX.get(`eml:${added}`))!)).toEqual({ p: DEMO.people.bob });
+    expect(await add("alice", { emails: [added] })).toMatchObject({ user_id: DEMO.people.bob, connected: true });
+  });
+
   it("a page links through the index with no D1 statement; before the index holds contacts (no mark), through D1", async () => {
     const linked = async () => {
       const d1 = countD1();

@@ -163,6 +163,11 @@ export class WriteBatch {
     this.#index(stale.markStaleCompaniesOf(this.deps.db, personId, this.now));
   }
 
+  /** The owner records of every email the person holds at this point of the batch (`eml:`, contacts link through them). */
+  markStaleEmailsOf(personId: number | SQL) {
+    this.#index(stale.markStaleEmailsOf(this.deps.db, personId, this.now));
+  }
+
   /** What a contact's link shows of the person (`lnk:`; D1's triggers queue it too, drizzle/0030). */
   markStaleLinkCard(personId: number) {
     this.#index(stale.markStaleLinkCard(this.deps.db, personId, this.now));

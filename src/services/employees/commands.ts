@@ -238,6 +238,8 @@ export async function updateEmployee(
   }
   if (changes.emails) {
     await assertEmailsFree(db, changes.emails, { companyId, personId });
+    // Both the emails they leave and the ones they take change hands (the owner records contacts link through).
+    batch.markStaleEmailsOf(personId);
     statements.push(...(await emailReplacement(db, companyId, personId, changes.emails, shared)));
   }
   if (changes.akas) {
@@ -280,6 +282,7 @@ export async function updateEmployee(
 
   for (const statement of statements) batch.add(statement);
   if (changes.phones) batch.markStaleNumbersOf(personId);
+  if (changes.emails) batch.markStaleEmailsOf(personId);
   // Their own heartbeat (their record's time) and their coworkers' (the rosters), at once.
   batch.markStalePersonIfNumbered(personId);
   batch.markStaleCompaniesOf(personId);

@@ -1,6 +1,14 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
-import { accessTokens, companyPhones, indexWork, memberships, personPhones, secureNumbers } from "../../db/schema";
+import {
+  accessTokens,
+  companyPhones,
+  indexWork,
+  memberships,
+  personEmails,
+  personPhones,
+  secureNumbers,
+} from "../../db/schema";
 import { batchableAll } from "../../db/sql";
 import { KEY_KINDS, type KindName } from "../../domain/key-kinds";
 
@@ -58,6 +66,14 @@ export const markStaleCompaniesOf = (db: Db, personId: number | SQL, now: Date) 
     sql`select distinct ${keyOf("co", "company_id")} as k from ${memberships} where person_id = ${personId}`,
     now,
   );
+
+/**
+ * The owner records (`eml:`, ./contacts.ts) of every email the person holds now. Put it before
+ * *and* after a change of their emails, so both the old and the new ones are rewritten right after
+ * the commit (D1's triggers queue them too, drizzle/0030, for the minute sweep).
+ */
+export const markStaleEmailsOf = (db: Db, personId: number | SQL, now: Date) =>
+  upsertWork(db, sql`select ${keyOf("eml", "email")} as k from ${personEmails} where person_id = ${personId}`, now);
 
 /**
  * What a contact's link shows of the person (`lnk:`, ./contacts.ts): their avatar, risk score,
