@@ -7,7 +7,7 @@ import { KEY_RETRY, KEY_WRITE_GAP_MS } from "../domain/key-kinds";
  * The one writer of due KV keys (docs/architecture.md, "The trust index":
  * "One writer of due keys"), used by both sides that keep index keys: each person's object
  * (`rcv:`/`rcvn:`, src/objects/person/index-keys.ts) and D1's index work
- * (`num:`, `tok:`, services/index-apply.ts). Each side keeps, per key, what it
+ * (`num:`, `co:`, `tok:`, `eml:`, `lnk:`, services/trust-index/current.ts). Each side keeps, per key, what it
  * last wrote (the digest and the time) in its own storage and holds the key
  * while it writes (the object's one flush at a time, the index work's lease);
  * this module decides, for each due key, whether to write it now, and writes.
