@@ -9,6 +9,7 @@ import m0006 from './0006_request_outbox_and_erasure.sql';
 import m0007 from './0007_heartbeat_facts.sql';
 import m0008 from './0008_idempotency_charges.sql';
 import m0009 from './0009_push_registrations.sql';
+import m0010 from './0010_devices.sql';
 
   export default {
     journal,
@@ -22,7 +23,8 @@ m0005,
 m0006,
 m0007,
 m0008,
-m0009
+m0009,
+m0010
     }
   }
   

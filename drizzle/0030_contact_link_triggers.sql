@@ -7,7 +7,7 @@
 --   and when one of their memberships does.
 -- The minute sweep makes the queued keys current (a command that records them in its batch has them
 -- made current right after its commit). The prefixes are the registry's (src/domain/key-kinds.ts),
--- checked by test/trust-index-registry.test.ts. The time is SQLite's clock in ms, as in drizzle/0026.
+-- checked by test/index/trust-index-registry.test.ts. The time is SQLite's clock in ms, as in drizzle/0026.
 CREATE TRIGGER `email_owner_on_insert` AFTER INSERT ON `person_emails` FOR EACH ROW BEGIN
 	INSERT INTO `index_work` (`key`, `version`, `attempts`, `due_at`, `created_at`)
 	VALUES ('eml:' || NEW.`email`, 1, 0, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER), CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))

@@ -13,6 +13,11 @@ export type Principal =
       scope?: "vcc";
       /** When the token expires (ms); absent: never. A live stream closes then (docs/realtime.md). */
       expiresAt?: number;
+      /**
+       * The device the token is (name null: minted by the operator; `createdAt` ms), for the person's object
+       * to adopt it at its first check (objects/person/devices.ts); absent in records written before.
+       */
+      device?: { name: string | null; createdAt: number };
     }
   /**
    * `signing`: a provider token's signing configuration; its requests must be signed (docs/providers.md).

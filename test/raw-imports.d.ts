@@ -4,7 +4,7 @@ declare module "*?raw" {
   export default text;
 }
 
-/** Vite's glob import, as test/architecture.test.ts uses it: each matching file's text, by its path. */
+/** Vite's glob import, as test/platform/architecture.test.ts uses it: each matching file's text, by its path. */
 interface ImportMeta {
   glob(patterns: string | string[], options: { query: "?raw"; import: "default"; eager: true }): Record<string, string>;
 }

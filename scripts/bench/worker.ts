@@ -17,7 +17,9 @@
 //   /__bench/floor/kv-blocked the KV bulk get, then, after the answer, a blocked call appended
 //                             to the receiver's object (an untrusted lookup's storage)
 //   /__bench/floor/object-kv  the object call, then one KV bulk get of two keys (the heartbeat's
-//                             rounds: the caller's object, then the `co:` records and their mark)
+//                             rounds: the caller's object, then the `co:` records and their mark;
+//                             also issue 37's floor for the contacts page of 100: one object RPC
+//                             and one KV read)
 import { eq } from "drizzle-orm";
 import type { Context } from "hono";
 import { createApp } from "../../src/app";

@@ -6,7 +6,7 @@
  * Armed, the guard's statement goes first into the request's next round trip
  * that can change data (every `batch`, and `run`/`all`/`first` of anything but
  * a `select`); D1 runs a batch as one transaction, so when the statement
- * fails nothing of that round trip is written. The first guarded round trip
+ * fails nothing of that round trip is written (a batch of reads only runs unguarded). The first guarded round trip
  * that succeeds disarms it: the check happened before any change, as a
  * separate verification would have. A failed guarded round trip asks
  * `refusal` (one more D1 read, only on failure) whether the condition is what
@@ -19,13 +19,19 @@ export type WriteCondition = {
   statement: (database: D1Database | D1DatabaseSession) => D1PreparedStatement;
   /** After a guarded round trip failed: the error to answer when the condition does not hold, else null. */
   refusal: (database: D1Database | D1DatabaseSession) => Promise<Error | null>;
+  /**
+   * The condition was checked elsewhere already (a device's token, by its person's object): it rides
+   * the request's D1 writes, and `finish` never runs it in a round trip of its own.
+   */
+  ridesOnly?: boolean;
 };
 
 /** A statement that only reads: it runs unguarded (nothing it does needs the condition). */
 const READ_ONLY = /^\s*select\b/i;
 const REAL = Symbol("the D1 statement");
+const READS = Symbol("the statement only reads");
 
-type Wrapped = D1PreparedStatement & { [REAL]: D1PreparedStatement };
+type Wrapped = D1PreparedStatement & { [REAL]: D1PreparedStatement; [READS]: boolean };
 
 export class WriteGuard {
   #state: "idle" | "armed" | "passed" | "refused" = "idle";
@@ -38,7 +44,10 @@ export class WriteGuard {
     this.database = {
       prepare: (query: string) => this.#wrap(this.inner.prepare(query), query),
       batch: (statements: D1PreparedStatement[]) =>
-        this.#batch(statements.map((statement) => (statement as Partial<Wrapped>)[REAL] ?? statement)),
+        this.#batch(
+          statements.map((statement) => (statement as Partial<Wrapped>)[REAL] ?? statement),
+          statements.every((statement) => (statement as Partial<Wrapped>)[READS] === true),
+        ),
     } as unknown as D1Database;
   }
 
@@ -56,12 +65,12 @@ export class WriteGuard {
    */
   async finish() {
     if (this.#state === "refused") throw this.#refusal!;
-    if (this.#state === "armed") await this.#guarded([]);
+    if (this.#state === "armed" && !this.#guard!.ridesOnly) await this.#guarded([]);
   }
 
-  async #batch(statements: D1PreparedStatement[]) {
+  async #batch(statements: D1PreparedStatement[], reads: boolean) {
     if (this.#state === "refused") throw this.#refusal!;
-    if (this.#state !== "armed") return this.inner.batch(statements);
+    if (this.#state !== "armed" || reads) return this.inner.batch(statements);
     return this.#guarded(statements);
   }
 
@@ -90,7 +99,7 @@ export class WriteGuard {
     const wrapped = Object.create(real) as Wrapped;
     wrapped[REAL] = real;
     wrapped.bind = (...values: unknown[]) => this.#wrap(real.bind(...values), query);
-    const reads = READ_ONLY.test(query);
+    const reads = (wrapped[READS] = READ_ONLY.test(query));
     const single = async <R>(direct: () => Promise<R>, fromBatch: (result: D1Result) => R): Promise<R> => {
       if (this.#state === "refused") throw this.#refusal!;
       if (this.#state !== "armed" || reads) return direct();

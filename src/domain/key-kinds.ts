@@ -5,7 +5,7 @@
  * the SQL that builds it from a column (for the statements and triggers that
  * mark keys stale) and who makes it current. Nothing else spells a prefix:
  * the appliers, the rebuild, the objects and the lookups loop over or name
- * these kinds, and test/trust-index-registry.test.ts checks the prefixes the
+ * these kinds, and test/index/trust-index-registry.test.ts checks the prefixes the
  * D1 triggers (drizzle/*.sql) spell against this list.
  *
  * How each kind's value is computed lives beside its writer: D1's kinds in

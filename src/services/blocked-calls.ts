@@ -106,8 +106,12 @@ const unlistedWaiting = new Map<number, number>();
 /** How long a count of unlisted calls waits for a group to carry it: one call a second per receiver. */
 const MAX_UNLISTED_WAIT_MS = 1_000;
 
-/** The newest 100 blocked calls of a member (docs/decisions.md, "Blocked calls"), from their object. */
+/**
+ * The newest 100 blocked calls of a member (docs/decisions.md, "Blocked calls"), from their object, and
+ * how many were counted, not listed (past their number's share of the provider's budget).
+ */
 export async function latestBlockedCalls(objects: PersonObjects, personId: number) {
-  const rows = await objects.of(personId).latestBlockedCalls(100);
-  return rows.map((row) => blockedCallView(personId, row));
+  const person = objects.of(personId);
+  const [rows, unlisted] = await Promise.all([person.latestBlockedCalls(100), person.unlistedBlockedCalls()]);
+  return { calls: rows.map((row) => blockedCallView(personId, row)), unlisted };
 }

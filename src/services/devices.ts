@@ -1,69 +1,71 @@
-import { and, asc, eq, gt, isNotNull, isNull, or, sql } from "drizzle-orm";
+import { and, eq, gt, isNotNull, isNull, or, sql } from "drizzle-orm";
 import { accessTokens } from "../db/schema";
-import type { DeviceView } from "../domain/stream";
 import { notFound } from "../lib/errors";
+import type { DeviceClaim } from "../objects/person/api";
 import { CONTAINER_SCOPE, forgetInIsolate } from "./tokens";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
 
 /*
- * A person's devices (docs/app.md, "Devices"): their person tokens, one per sign-in, named by the app
- * that signed in (`POST /auth/tokens`); a token the operator minted is listed as `minted by the
- * operator`. The consent container's cookie tokens are not devices.
+ * A person's devices (docs/app.md, "Devices"): their person tokens, one per sign-in, named by the app that
+ * signed in (`POST /auth/tokens`); a token the operator minted is listed as `minted by the operator`.
+ * The person's object holds them (objects/person/devices.ts): listing them and checking a
+ * token read no D1. The consent container's cookie tokens are not devices.
  */
 
-export const OPERATOR_DEVICE = "minted by the operator";
-
-const live = (personId: number, now: Date) =>
-  and(
-    eq(accessTokens.personId, personId),
-    isNull(accessTokens.revokedAt),
-    or(isNull(accessTokens.expiresAt), gt(accessTokens.expiresAt, now)),
-    sql`not exists (select 1 from json_each(${accessTokens.scopes}) where value = ${CONTAINER_SCOPE})`,
+/**
+ * The caller's devices, oldest first (`current`: the one asking), as their object holds them. The first
+ * listing of a person hands their object the person tokens D1 held before (one D1 read, once per person:
+ * tokens the operator minted and nobody used yet); no later one reads D1.
+ */
+export async function listDevices(deps: Pick<Deps, "db" | "objects">, personId: number, currentTokenId: number) {
+  const person = deps.objects.of(personId);
+  return (
+    (await person.devices(currentTokenId)) ??
+    (await person.devices(currentTokenId, await directoryDevices(deps, personId, new Date())))!
   );
-
-type DeviceRow = { id: number; deviceName: string | null; createdAt: Date; lastUsedAt: Date | null };
-
-export const deviceView = (row: DeviceRow, currentTokenId: number | null): DeviceView => ({
-  id: row.id,
-  name: row.deviceName ?? OPERATOR_DEVICE,
-  created_at: row.createdAt.toISOString(),
-  last_used_on: row.lastUsedAt ? row.lastUsedAt.toISOString().slice(0, 10) : null,
-  current: row.id === currentTokenId,
-});
-
-const deviceColumns = {
-  id: accessTokens.id,
-  deviceName: accessTokens.deviceName,
-  createdAt: accessTokens.createdAt,
-  lastUsedAt: accessTokens.lastUsedAt,
-};
-
-/** The caller's devices, oldest first (`current`: the one asking). */
-export async function listDevices(deps: Pick<Deps, "db">, personId: number, currentTokenId: number, now = new Date()) {
-  const rows = await deps.db
-    .select(deviceColumns)
-    .from(accessTokens)
-    .where(live(personId, now))
-    .orderBy(asc(accessTokens.id));
-  return rows.map((row) => deviceView(row, currentTokenId));
 }
 
-/** Whether `tokenId` is one of person `personId`'s devices (a live person token of theirs). */
-export async function ownsDevice(deps: Pick<Deps, "db">, personId: number, tokenId: number, now = new Date()) {
-  const row = await deps.db
-    .select({ id: accessTokens.id })
+/** Whether `tokenId` is one of person `personId`'s live devices. */
+export async function ownsDevice(deps: Pick<Deps, "db" | "objects">, personId: number, tokenId: number) {
+  return (await listDevices(deps, personId, tokenId)).some((device) => device.id === tokenId);
+}
+
+/** The live person tokens D1 holds for `personId` (not the consent container's), as their object adopts them. */
+async function directoryDevices(deps: Pick<Deps, "db">, personId: number, now: Date): Promise<DeviceClaim[]> {
+  const rows = await deps.db
+    .select({
+      tokenId: accessTokens.id,
+      name: accessTokens.deviceName,
+      createdAt: accessTokens.createdAt,
+      expiresAt: accessTokens.expiresAt,
+      usedAt: accessTokens.lastUsedAt,
+    })
     .from(accessTokens)
-    .where(and(eq(accessTokens.id, tokenId), live(personId, now)))
-    .get();
-  return row !== undefined;
+    .where(
+      and(
+        eq(accessTokens.personId, personId),
+        isNull(accessTokens.revokedAt),
+        or(isNull(accessTokens.expiresAt), gt(accessTokens.expiresAt, now)),
+        sql`not exists (select 1 from json_each(${accessTokens.scopes}) where value = ${CONTAINER_SCOPE})`,
+      ),
+    );
+  return rows.map((row) => ({
+    tokenId: row.tokenId,
+    name: row.name,
+    createdAt: row.createdAt.getTime(),
+    expiresAt: row.expiresAt?.getTime() ?? null,
+    usedAt: row.usedAt?.getTime() ?? null,
+  }));
 }
 
 /**
- * Revokes token `tokenId` of person `personId` (a device deleted, or signing out when it is the caller's
- * own): revoked in D1, its verification record in KV rewritten as refused (the command's index work),
- * forgotten by this isolate, and its open streams closed with 4001 at once. Another person's token, or one
- * already revoked, is a 404.
+ * Revokes token `tokenId` of person `personId` (null: the operator's, any person's) — a device deleted, or
+ * signing out when it is the caller's own. The person's object hears first: from then on it refuses the
+ * token (every isolate within a second) and its open streams are closed with 4001. Then D1, the tokens'
+ * directory, marks it revoked and its verification record in KV is rewritten as refused (the command's
+ * index work), for the routes that do not ask the object. Another person's token, or one already revoked,
+ * is a 404.
  */
 export async function revokeDevice(deps: Deps, personId: number | null, tokenId: number, now = new Date()) {
   const mine = and(
@@ -77,21 +79,11 @@ export async function revokeDevice(deps: Deps, personId: number | null, tokenId:
     .where(mine)
     .get();
   if (!row) throw notFound(`device ${tokenId} does not exist`);
+  forgetInIsolate(row.hash, tokenId);
+  if (row.personId !== null) await deps.objects.of(row.personId).revokeDevice(tokenId);
   const batch = new WriteBatch(deps, now);
   batch.add(deps.db.update(accessTokens).set({ revokedAt: now }).where(mine));
-  // Its verification record in KV is rewritten as refused right after the commit (the index work).
   batch.reindexTokens([row.hash]);
-  // The object is told as soon as D1 committed, beside the record's rewrite (which may wait out a second).
-  const owner = row.personId;
-  await batch.commit({
-    committed: async () => {
-      forgetInIsolate(row.hash);
-      if (owner !== null)
-        await deps.objects
-          .of(owner)
-          .tokenRevoked(tokenId)
-          .catch(() => undefined);
-    },
-  });
-  forgetInIsolate(row.hash);
+  await batch.commit();
+  forgetInIsolate(row.hash, tokenId);
 }

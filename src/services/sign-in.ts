@@ -3,9 +3,9 @@ import { accessTokens, personEmails, personPhones } from "../db/schema";
 import type { Phone } from "../lib/phone";
 import { logError } from "../lib/log";
 import { checkCode, issueCode, spendStatements, type CodeSettings } from "./codes";
-import { deviceView } from "./devices";
 import { newToken } from "./tokens";
 import { commitSpending, takeNumber, tellPhonesChanged } from "./my-phones";
+import { settleTokenRecords } from "./index-apply";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
 
@@ -101,7 +101,6 @@ export async function signIn(
         id: accessTokens.id,
         deviceName: accessTokens.deviceName,
         createdAt: accessTokens.createdAt,
-        lastUsedAt: accessTokens.lastUsedAt,
       }),
   );
   let losers = -1;
@@ -116,12 +115,20 @@ export async function signIn(
     batch.reindexNumbers([where.address]);
   }
   const results = await commitSpending(batch);
-  const [row] = results[inserted] as Parameters<typeof deviceView>[0][];
-  const device = deviceView(row!, row!.id);
+  const [row] = results[inserted] as { id: number; deviceName: string; createdAt: Date }[];
+  const device = { id: row!.id, name: row!.deviceName, created_at: row!.createdAt.toISOString() };
   if (losers >= 0) await tellPhonesChanged(deps, results[losers] as { personId: number }[]);
-  await deps.objects
-    .of(personId)
-    .announce({ type: "device", data: { id: device.id, name: device.name, created_at: device.created_at } })
-    .catch(() => undefined);
-  return { token: minted.token, device: { id: device.id, name: device.name, created_at: device.created_at } };
+  // The person's object holds the device from now on (its first use adopts it too, should this fail); the
+  // token's verification record is written now, so even its first request reads no D1.
+  const person = deps.objects.of(personId);
+  await Promise.all([
+    person
+      .addDevice({ tokenId: device.id, name: deviceName, createdAt: now.getTime(), expiresAt: null, usedAt: null })
+      .then(() => person.announce({ type: "device", data: device }))
+      .catch((err: unknown) => logError("a new device was not told to its object; its first use adopts it", err)),
+    settleTokenRecords(deps, [minted.hash], now).catch((err: unknown) =>
+      logError("a new token's record was not written; its first use writes it", err),
+    ),
+  ]);
+  return { token: minted.token, device };
 }

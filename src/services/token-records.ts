@@ -40,6 +40,9 @@ export type TokenRow = {
   scopes: string[];
   expiresAt: Date | null;
   revokedAt: Date | null;
+  /** A person token's device name (null: minted by the operator) and creation; absent where not read. */
+  deviceName?: string | null;
+  createdAt?: Date;
   /** A provider token's signing configuration (docs/providers.md); absent where not read. */
   signing?: StoredSigning | null;
 };
@@ -54,6 +57,8 @@ export const TOKEN_COLUMNS = {
   revokedAt: accessTokens.revokedAt,
   lastUsedAt: accessTokens.lastUsedAt,
   signing: accessTokens.signing,
+  deviceName: accessTokens.deviceName,
+  createdAt: accessTokens.createdAt,
 };
 
 /** A token row (undefined: no such token) checked at `now`. */
@@ -68,11 +73,14 @@ export function toCheck(row: TokenRow | undefined, now: Date): TokenCheck {
     return { ok: false, reason: "the bearer token has expired" };
   if (row.personId !== null) {
     const expires = row.expiresAt ? { expiresAt: row.expiresAt.getTime() } : {};
+    const device = row.createdAt
+      ? { device: { name: row.deviceName ?? null, createdAt: row.createdAt.getTime() } }
+      : {};
     return {
       ok: true,
       principal: row.scopes.includes(CONTAINER_SCOPE)
         ? { kind: "person", tokenId: row.id, personId: row.personId, scope: CONTAINER_SCOPE, ...expires }
-        : { kind: "person", tokenId: row.id, personId: row.personId, ...expires },
+        : { kind: "person", tokenId: row.id, personId: row.personId, ...expires, ...device },
     };
   }
   // A provider token's signing configuration travels with its principal (and so with its record),

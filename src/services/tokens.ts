@@ -6,6 +6,7 @@ import { base64url, sha256Hex } from "../lib/crypto";
 import { ApiError, unauthorized } from "../lib/errors";
 import { d1Fallback } from "../lib/fallback-gate";
 import type { Principal } from "../types";
+import { checkDevice, type DevicePrincipal, forgetDeviceCheck, isDevice } from "./device-checks";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
 import { putReservedToken, reserveTokenRecord, settleTokenRecords } from "./index-apply";
@@ -85,7 +86,7 @@ export type VerifyOptions = {
  * lookup, then expiry and revocation), whose answer is then recorded.
  */
 export async function verifyToken(
-  { db, guard: writeGuard }: Pick<Deps, "db" | "guard">,
+  { db, guard: writeGuard, objects }: Pick<Deps, "db" | "guard" | "objects">,
   token: string,
   now: Date,
   { onFirstUse, uses, fresh = false, write = false, kv, beforeDatabase }: VerifyOptions = {},
@@ -109,12 +110,20 @@ export async function verifyToken(
       }
     }
     if (entry) {
-      guard?.arm(tokenGuard(entry.principal.tokenId, hash, now, kv));
+      const { principal } = entry;
+      // A device's token is checked by its person's object; the D1 guard then only rides the request's D1
+      // writes (a revocation made in D1 alone, `npm run token -- revoke` offline, still stops them).
+      const device = isDevice(principal);
+      guard?.arm({ ...tokenGuard(principal.tokenId, hash, now, kv), ridesOnly: device });
+      if (device) {
+        const recordUse = useRecorder(uses, onFirstUse);
+        return await deviceAnswer(objects, principal, hash, now, { write, usedAt: entry.usedAt }, recordUse);
+      }
       if (kv && onFirstUse && uses && useIsDue(entry.usedAt, now)) {
         entry.usedAt = now.getTime(); // this isolate sends it once
         onFirstUse(sendUse(uses, hash, now));
       }
-      return { ok: true, principal: entry.principal };
+      return { ok: true, principal };
     }
   }
   // A token this isolate never saw valid pays the IP budget first (a write re-reads known ones freely).
@@ -131,8 +140,13 @@ export async function verifyToken(
       };
 
   const check = toCheck(row, now);
+  const device = check.ok && isDevice(check.principal);
   const bookkeeping =
-    check.ok && onFirstUse !== undefined && uses !== undefined && useIsDue(row!.lastUsedAt?.getTime() ?? null, now);
+    check.ok &&
+    !device &&
+    onFirstUse !== undefined &&
+    uses !== undefined &&
+    useIsDue(row!.lastUsedAt?.getTime() ?? null, now);
   if (row && recording) {
     const record = recordOf({ ...row, lastUsedAt: bookkeeping ? now : row.lastUsedAt }, now);
     const put = reserved
@@ -147,7 +161,37 @@ export async function verifyToken(
   const usedAt = bookkeeping ? now.getTime() : (row!.lastUsedAt?.getTime() ?? null);
   remember(hash, check.principal, row!.expiresAt?.getTime() ?? null, usedAt, now);
   if (bookkeeping) onFirstUse?.(sendUse(uses!, hash, now));
+  if (isDevice(check.principal)) {
+    const known = { write, usedAt: row!.lastUsedAt?.getTime() ?? null };
+    return await deviceAnswer(objects, check.principal, hash, now, known, useRecorder(uses, onFirstUse));
+  }
   return check;
+}
+
+/** Sends a device's day of use to D1's bookkeeping (the `token-uses` queue), when the request has both. */
+const useRecorder =
+  (uses: Queue<TokenUseMessage> | undefined, onFirstUse: VerifyOptions["onFirstUse"]) => (hash: string, now: Date) =>
+    uses && onFirstUse ? onFirstUse(uses.send({ h: hash, at: now.getTime() })) : undefined;
+
+/**
+ * A device's token as its person's object answers (services/device-checks.ts): refused there (revoked,
+ * expired, the person gone), this isolate forgets it; its day's first use goes to D1's bookkeeping.
+ */
+async function deviceAnswer(
+  objects: Deps["objects"],
+  principal: DevicePrincipal,
+  hash: string,
+  now: Date,
+  known: { write: boolean; usedAt: number | null },
+  recordUse: (hash: string, now: Date) => void,
+): Promise<TokenCheck> {
+  const check = await checkDevice(objects, principal, now, known);
+  if (!check.ok) {
+    cache.delete(hash);
+    return check;
+  }
+  if (check.firstUseToday) recordUse(hash, now);
+  return { ok: true, principal };
 }
 
 /**
@@ -160,8 +204,9 @@ export async function forgetVerifiedToken(deps: Pick<Deps, "db" | "kv">, tokenHa
 }
 
 /** Forgets a token's verification in this isolate only (its KV record is rewritten by the revoking command). */
-export function forgetInIsolate(tokenHash: string): void {
+export function forgetInIsolate(tokenHash: string, tokenId?: number): void {
   cache.delete(tokenHash);
+  if (tokenId !== undefined) forgetDeviceCheck(tokenId);
 }
 
 function remember(hash: string, principal: Principal, expiresAt: number | null, usedAt: number | null, now: Date) {
@@ -229,8 +274,9 @@ function sendUse(uses: Queue<TokenUseMessage>, hash: string, now: Date) {
  * The `token-uses` consumer's work (docs/architecture.md, "Tokens"): the batch's uses (up to 100
  * tokens) in one statement — `last_used` of every token whose was written a day before its use or
  * earlier, and by trigger (`token_use_is_a_login`, drizzle/0027) `last_login` of its person, in
- * the same statement, without touching their `updated_at` — then the records of the tokens it
- * changed rewritten through the index work, so that other isolates see the day's use recorded.
+ * the same statement, without touching their `updated_at` — then the records of the service tokens
+ * it changed rewritten through the index work, so that other isolates see the day's use recorded (a
+ * device's day of use is its person's object's to know: its record is not rewritten for it).
  * Conditional, so a use sent twice (two isolates) changes the rows once; a retried batch (its
  * records' rewrite failed) matches the rows it set again (same time: no change), so the rewrite is retried too.
  */
@@ -239,18 +285,15 @@ export async function recordTokenUses(deps: Pick<Deps, "db" | "kv">, uses: Token
   const latest = new Map<string, number>();
   for (const { h, at } of uses) latest.set(h, Math.max(at, latest.get(h) ?? at));
   const list = JSON.stringify([...latest]);
-  const changed = await deps.db.all<{ hash: string }>(sql`
+  const changed = await deps.db.all<{ hash: string; personId: number | null }>(sql`
     update access_tokens set last_used_at = u.used_at
     from (select json_extract(value, '$[0]') as hash, json_extract(value, '$[1]') as used_at from json_each(${list})) as u
     where token_hash = u.hash
       and (last_used_at is null or last_used_at <= u.used_at - ${USE_RECORDED_EVERY_MS} or last_used_at = u.used_at)
-    returning token_hash as hash`);
-  if (changed.length > 0)
-    await settleTokenRecords(
-      deps,
-      changed.map((row) => row.hash),
-      now,
-    );
+    returning token_hash as hash, person_id as personId`);
+  // A person token's use is the object's to remember (objects/person/devices.ts): its record stays as written.
+  const services = changed.filter((row) => row.personId === null).map((row) => row.hash);
+  if (services.length > 0) await settleTokenRecords(deps, services, now);
   return { tokens: changed.length };
 }
 

@@ -23,6 +23,22 @@ export type Refusal =
 /** The answer of a method that may refuse: `{ ok: true }` with what it answers, or a refusal. */
 export type Answer<T extends object = object> = ({ ok: true } & T) | Refusal;
 
+/* ---------- devices (devices.ts) ---------- */
+
+/**
+ * A person token as its verification record knows it (name null: minted by the operator; times in ms;
+ * `usedAt`: its last use D1 recorded, null for none or unknown).
+ */
+export type DeviceClaim = {
+  tokenId: number;
+  name: string | null;
+  createdAt: number;
+  expiresAt: number | null;
+  usedAt: number | null;
+};
+/** Whether a person token still opens its person's requests; `firstUseToday`: D1's bookkeeping is due. */
+export type DeviceCheck = { ok: true; firstUseToday: boolean } | { ok: false; reason: string };
+
 /* ---------- the feed ---------- */
 
 /** A record of the person's feed, as the object stores it. */

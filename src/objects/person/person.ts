@@ -5,6 +5,7 @@ import type * as api from "./api";
 import * as addressBook from "./address-book";
 import * as blocked from "./blocked";
 import * as book from "./contacts";
+import * as devices from "./devices";
 import { Feed, clearFeed } from "./feed";
 import { GONE, WriteGate } from "./gate";
 import { heartbeatTimes } from "./heartbeat";
@@ -297,8 +298,24 @@ export class Person extends DurableObject<Env> {
   announce(event: api.AccountEvent): void {
     this.stream.announce(event);
   }
-  /** Token `tokenId` was revoked: its sockets close with 4001 at once, its push registration goes (docs/security.md). */
-  tokenRevoked(tokenId: number): number {
+
+  /* ---------- devices (devices.ts): whether a person token still opens this person's requests ---------- */
+
+  /** Checks a token (adopted when new) and records its day's use; an erased person's tokens open nothing. */
+  checkDevice(claim: api.DeviceClaim): api.DeviceCheck {
+    return this.gate.now(devices.PERSON_GONE, () => devices.check(this.db, claim, Date.now()));
+  }
+  /** A sign-in's new device. */
+  addDevice(claim: api.DeviceClaim): void {
+    this.gate.now(undefined, () => devices.add(this.db, claim));
+  }
+  /** The live devices (`current`: the asking one); null until D1's were adopted once (`fromDirectory`). */
+  devices(currentTokenId: number, fromDirectory?: api.DeviceClaim[]) {
+    return this.gate.now([], () => devices.list(this.db, this.ctx.storage, currentTokenId, Date.now(), fromDirectory));
+  }
+  /** Revokes a device: refused here at once, its sockets closed with 4001, its push registration gone. */
+  revokeDevice(tokenId: number): number {
+    this.gate.now(false, () => devices.revoke(this.db, tokenId, Date.now()));
     this.push.change(tokenId, null);
     return this.stream.closeToken(tokenId);
   }
@@ -310,8 +327,10 @@ export class Person extends DurableObject<Env> {
   mintStreamTicket(nonce: string, tokenId: number, tokenHash: string, until: number): void {
     this.stream.mintTicket(nonce, tokenId, tokenHash, until);
   }
-  /** Spends a ticket: its token's SHA-256, or null (unknown, spent, expired, another token's). */
-  redeemStreamTicket(nonce: string, tokenId: number): string | null {
-    return this.stream.redeemTicket(nonce, tokenId);
+  /** Spends a ticket: its token's SHA-256 and expiry, or null (unknown, spent, expired, another token's, revoked). */
+  redeemStreamTicket(nonce: string, tokenId: number): { tokenHash: string; expiresAt: number | null } | null {
+    const tokenHash = this.stream.redeemTicket(nonce, tokenId);
+    const device = tokenHash === null || this.self.erased ? null : devices.live(this.db, tokenId, Date.now());
+    return device && { tokenHash: tokenHash!, ...device };
   }
 }

@@ -134,7 +134,7 @@ export class Scheduler {
     return this.alarms((storage) => storage.deleteAlarm(), true);
   }
 
-  /** The alarm's changes, in the order asked; the object's only writer of its alarm (test/architecture.test.ts). */
+  /** The alarm's changes, in the order asked; the object's only writer of its alarm (test/platform/architecture.test.ts). */
   private alarms(change: (storage: DurableObjectStorage) => Promise<void>, erasing = false): Promise<void> {
     const next = this.queue.then(() => (erasing || !this.host.self.erased ? change(this.host.ctx.storage) : undefined));
     this.queue = next.catch(() => undefined);

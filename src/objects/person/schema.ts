@@ -318,3 +318,22 @@ export const pushRegistrations = sqliteTable("push_registrations", {
   target: text("target", { mode: "json" }).$type<PushTarget>().notNull(),
   updatedAt: integer("updated_at").notNull(),
 });
+
+/* ---------- devices (devices.ts) ---------- */
+
+/**
+ * The person's devices (docs/security.md, "Tokens"): one row per person token this object has seen — told
+ * at sign-in, or adopted at the token's first check here — with its name (null: minted by the operator),
+ * its day of last use and its revocation. A revoked row stays, so a revocation that arrives before the
+ * token's first check is kept; the object is the one place that decides whether a person token still
+ * opens this person's requests.
+ */
+export const devices = sqliteTable("devices", {
+  tokenId: integer("token_id").primaryKey(),
+  name: text("name"),
+  createdAt: integer("created_at").notNull(),
+  /** When a use was last recorded (ms; recorded at most once a day, D1 told then); null: none yet. */
+  usedAt: integer("used_at"),
+  expiresAt: integer("expires_at"),
+  revokedAt: integer("revoked_at"),
+});

@@ -22,6 +22,7 @@ import { dialTwiml, rejectTwiml, wantsTwiml, XML_CONTENT_TYPE } from "../../lib/
 import type { AppEnv, AppRouteHandler, LookupCharge } from "../../types";
 import { phoneFromParts } from "../../lib/phone";
 import type * as routes from "./buzz.routes";
+import { UNLISTED_BLOCKED } from "./blocked.schemas";
 import { LOOKUP_PROBLEM } from "./buzz.schemas";
 
 export const putEncryption: AppRouteHandler<typeof routes.putEncryption> = async (c) => {
@@ -147,7 +148,9 @@ export const heartbeat: AppRouteHandler<typeof routes.heartbeat> = async (c) => 
 };
 
 export const listBlocked: AppRouteHandler<typeof routes.listBlocked> = async (c) => {
-  return c.json(await latestBlockedCalls(c.var.deps.objects, personId(c.var.principal)), 200);
+  const { calls, unlisted } = await latestBlockedCalls(c.var.deps.objects, personId(c.var.principal));
+  c.header(UNLISTED_BLOCKED, `today=${unlisted.today}, total=${unlisted.total}`);
+  return c.json(calls, 200);
 };
 
 export const createActivity: AppRouteHandler<typeof routes.createActivity> = async (c) => {

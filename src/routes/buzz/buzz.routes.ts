@@ -19,6 +19,7 @@ import {
   TrustLookupQuery,
   TrustLookupResultSchema,
 } from "./buzz.schemas";
+import { UnlistedBlockedHeaders } from "./blocked.schemas";
 import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
 
 const tags = ["Secure calling"];
@@ -176,7 +177,7 @@ export const listBlocked = createRoute({
   security: bearerSecurity,
   middleware: [requirePerson] as const,
   responses: {
-    200: jsonContent(z.array(BlockedCallSchema), "Blocked calls"),
+    200: { ...jsonContent(z.array(BlockedCallSchema), "Blocked calls"), headers: UnlistedBlockedHeaders },
     ...errorResponses(401, 403, 429),
   },
 });

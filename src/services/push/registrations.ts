@@ -8,15 +8,15 @@ import { ownsDevice } from "../devices";
 /*
  * Registering where a device is woken (`PUT`/`DELETE /me/devices/{id}/push`,
  * docs/app.md "Push"): kept by the person's object (objects/person/push.ts),
- * one registration per device. A device registering itself costs no D1
- * statement (its token was just verified); another of the caller's devices
- * is looked up in D1 first, and anyone else's is a 404.
+ * one registration per device. No D1 statement: a device registering itself
+ * was just checked, another of the caller's devices is looked up in their
+ * object (objects/person/devices.ts), and anyone else's is a 404.
  */
 
 /** The caller: a person and the token (device) asking. */
 export type Caller = { personId: number; tokenId: number };
 
-async function checkDevice(deps: Pick<Deps, "db">, caller: Caller, deviceId: number) {
+async function checkDevice(deps: Pick<Deps, "db" | "objects">, caller: Caller, deviceId: number) {
   if (deviceId === caller.tokenId) return;
   if (!(await ownsDevice(deps, caller.personId, deviceId))) throw notFound(`device ${deviceId} does not exist`);
 }

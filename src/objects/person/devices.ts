@@ -1,0 +1,95 @@
+import { and, asc, eq, gt, isNull, or } from "drizzle-orm";
+import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import type { DeviceView } from "../../domain/stream";
+import type { DeviceCheck, DeviceClaim } from "./api";
+import { devices } from "./schema";
+
+/*
+ * The person's devices (docs/security.md, "Tokens"): the object decides whether a person token still opens
+ * its person's requests. The Worker asks here before it serves a person token (at most one second after
+ * the last answer for a read, every time for a write); a revocation is written here first, so every
+ * isolate refuses the token within a second, and no D1 statement is spent on the check. A token this
+ * object has not seen is adopted from what its verification record says (its name, its creation, its
+ * expiry); a revoked row stays, so a revocation that arrived first is never undone by an adoption.
+ */
+
+/** A use is recorded (and sent to D1) when the last recorded one is this old or older, as D1 keeps it. */
+const USE_RECORDED_EVERY_MS = 86_400_000;
+
+/** A token of a person whose account is gone. */
+export const PERSON_GONE = { ok: false, reason: "the bearer token's person no longer exists" } as const;
+
+/** What a device without a name (a token the operator minted) is listed as. */
+export const OPERATOR_DEVICE = "minted by the operator";
+
+/** Checks the token of `claim` at `now` and records its day's use; `firstUseToday`: D1's bookkeeping is due. */
+export function check(db: DrizzleSqliteDODatabase, claim: DeviceClaim, now: number): DeviceCheck {
+  const row = db.select().from(devices).where(eq(devices.tokenId, claim.tokenId)).get();
+  if (row?.revokedAt != null) return { ok: false, reason: "the bearer token has been revoked" };
+  const expiresAt = row ? row.expiresAt : (claim.expiresAt ?? null);
+  if (expiresAt !== null && expiresAt <= now) return { ok: false, reason: "the bearer token has expired" };
+  const usedAt = row ? row.usedAt : claim.usedAt;
+  const due = usedAt === null || usedAt <= now - USE_RECORDED_EVERY_MS;
+  if (!row)
+    db.insert(devices)
+      .values({ ...claim, usedAt: due ? now : usedAt })
+      .run();
+  else if (due) db.update(devices).set({ usedAt: now }).where(eq(devices.tokenId, row.tokenId)).run();
+  return { ok: true, firstUseToday: due };
+}
+
+/** Device `tokenId` as it stands at `now`: its expiry when it is live here, null when revoked, expired or unknown. */
+export function live(db: DrizzleSqliteDODatabase, tokenId: number, now: number): { expiresAt: number | null } | null {
+  const row = db.select().from(devices).where(eq(devices.tokenId, tokenId)).get();
+  if (!row || row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now)) return null;
+  return { expiresAt: row.expiresAt };
+}
+
+/** A sign-in's new device (its first use is still to come). */
+export function add(db: DrizzleSqliteDODatabase, device: DeviceClaim): void {
+  db.insert(devices).values(device).onConflictDoNothing().run();
+}
+
+/** Revokes device `tokenId` (kept as revoked, known or not); answers whether it was live here. */
+export function revoke(db: DrizzleSqliteDODatabase, tokenId: number, now: number): boolean {
+  const row = db.select({ revokedAt: devices.revokedAt }).from(devices).where(eq(devices.tokenId, tokenId)).get();
+  if (row?.revokedAt != null) return false;
+  db.insert(devices)
+    .values({ tokenId, name: null, createdAt: now, usedAt: null, expiresAt: null, revokedAt: now })
+    .onConflictDoUpdate({ target: devices.tokenId, set: { revokedAt: now } })
+    .run();
+  return row !== undefined;
+}
+
+/** Set once the tokens D1 held before this object kept devices (an operator's, unused yet) were adopted. */
+const SYNCED = "devices-synced";
+
+/**
+ * The live devices, oldest first (`current`: the one asking); null until the directory's devices were
+ * adopted once (`fromDirectory`, read from D1 by the Worker the first time this person lists them).
+ */
+export function list(
+  db: DrizzleSqliteDODatabase,
+  storage: DurableObjectStorage,
+  currentTokenId: number,
+  now: number,
+  fromDirectory?: DeviceClaim[],
+): DeviceView[] | null {
+  if (fromDirectory) {
+    for (const device of fromDirectory) db.insert(devices).values(device).onConflictDoNothing().run();
+    storage.kv.put(SYNCED, true);
+  } else if (storage.kv.get(SYNCED) !== true) return null;
+  return db
+    .select()
+    .from(devices)
+    .where(and(isNull(devices.revokedAt), or(isNull(devices.expiresAt), gt(devices.expiresAt, now))))
+    .orderBy(asc(devices.tokenId))
+    .all()
+    .map((row) => ({
+      id: row.tokenId,
+      name: row.name ?? OPERATOR_DEVICE,
+      created_at: new Date(row.createdAt).toISOString(),
+      last_used_on: row.usedAt === null ? null : new Date(row.usedAt).toISOString().slice(0, 10),
+      current: row.tokenId === currentTokenId,
+    }));
+}

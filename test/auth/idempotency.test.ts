@@ -1,0 +1,287 @@
+import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import {
+  as,
+  call,
+  countInPersonObject,
+  countRows,
+  expectError,
+  fresh,
+  inPersonObject,
+  insertToken,
+  personObject,
+} from "../helpers";
+
+/** Idempotency-Key on creating POSTs (docs/decisions.md, "Idempotency keys"). */
+const withKey = (key: string) => ({ headers: { "Idempotency-Key": key } });
+const contactsOf = (personId: number) => countInPersonObject(personId, "SELECT count(*) AS n FROM contacts");
+const webhooks = () => countRows("SELECT count(*) AS n FROM webhooks WHERE company_id = 1");
+
+describe("Idempotency-Key on a person's write (contacts sync, kept in the person's object)", () => {
+  it("the same key and body answers the first answer again and writes nothing", async () => {
+    const key = fresh("sync");
+    const body = [{ display_name: "Retry Ray", phone_numbers: ["+1 415 555 0142"] }];
+    const before = await contactsOf(3);
+    const first = await as("carol").send("POST", "/contacts/sync", body, withKey(key));
+    expect(first.status).toBe(200);
+    expect(first.headers.get("Idempotent-Replayed")).toBeNull();
+    const again = await as("carol").send("POST", "/contacts/sync", body, withKey(key));
+    expect(again.status).toBe(200);
+    expect(again.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(again.headers.get("Content-Type")).toMatch(/^application\/json/);
+    expect(await again.json()).toEqual(await first.json());
+    expect(await contactsOf(3)).toBe(before + 1);
+    // Kept in the object, not in D1.
+    expect(await countInPersonObject(3, "SELECT count(*) AS n FROM idempotency_keys WHERE key = ?", key)).toBe(1);
+  });
+
+  it("the same key with another body is 422 and writes nothing", async () => {
+    const key = fresh("sync");
+    await as("carol").send("POST", "/contacts/sync", [{ display_name: "Ida" }], withKey(key));
+    const before = await contactsOf(3);
+    const other = await as("carol").send("POST", "/contacts/sync", [{ display_name: "Other Ida" }], withKey(key));
+    expect(await expectError(other, 422, "Unprocessable Content")).toMatch(/Idempotency-Key/);
+    expect(await contactsOf(3)).toBe(before);
+  });
+
+  it("a concurrent pair with one key writes once: the other waits for nothing and gets 409 or the replay", async () => {
+    const key = fresh("sync");
+    const body = [{ display_name: "Twin Tom" }];
+    const before = await contactsOf(3);
+    const answers = await Promise.all([
+      as("carol").send("POST", "/contacts/sync", body, withKey(key)),
+      as("carol").send("POST", "/contacts/sync", body, withKey(key)),
+    ]);
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses[0]).toBe(200);
+    expect([200, 409]).toContain(statuses[1]);
+    expect(await contactsOf(3)).toBe(before + 1);
+  });
+
+  it("keys are the caller's own: another person's same key is a new request", async () => {
+    const key = fresh("sync");
+    const body = [{ display_name: "Shared Key" }];
+    expect((await as("carol").send("POST", "/contacts/sync", body, withKey(key))).status).toBe(200);
+    const bob = await as("bob").send("POST", "/contacts/sync", body, withKey(key));
+    expect(bob.status).toBe(200);
+    expect(bob.headers.get("Idempotent-Replayed")).toBeNull();
+  });
+
+  it("a refused request keeps nothing: the key is free for the corrected request", async () => {
+    const key = fresh("sync");
+    const bad = await as("carol").send(
+      "POST",
+      "/contacts/sync",
+      [{ display_name: "", emails: ["nope"] }],
+      withKey(key),
+    );
+    expect(bad.status).toBe(400);
+    const good = await as("carol").send("POST", "/contacts/sync", [{ display_name: "Fixed" }], withKey(key));
+    expect(good.status).toBe(200);
+    expect(good.headers.get("Idempotent-Replayed")).toBeNull();
+  });
+
+  it("a key that is not 1–255 visible ASCII characters is 400", async () => {
+    const response = await as("carol").send("POST", "/contacts/sync", [{ display_name: "X" }], withKey("has space"));
+    expect(await expectError(response, 400, "Bad Request")).toMatch(/Idempotency-Key/);
+  });
+
+  it("a trust request and an activity honour it too", async () => {
+    const key = fresh("req");
+    const ask = { email: "nobody-here@example.com" };
+    const first = await as("carol").send("POST", "/contacts/requests", ask, withKey(key));
+    expect(first.status).toBe(201);
+    const again = await as("carol").send("POST", "/contacts/requests", ask, withKey(key));
+    expect(again.status).toBe(201);
+    expect(again.headers.get("Idempotent-Replayed")).toBe("true");
+  });
+});
+
+/* ---------- what keys cost a person (docs/security.md, "What a stranger can cost") ---------- */
+
+let nextPerson = 700;
+
+/** A new person with a token, outside every company: their object starts empty, their day unspent. */
+async function newPerson() {
+  const id = nextPerson++;
+  await env.DB.prepare(
+    "INSERT INTO people (id, first_name, last_name, created_at, updated_at) VALUES (?1, 'Key', 'Keeper', ?2, ?2)",
+  )
+    .bind(id, Date.now())
+    .run();
+  const token = `pk_test_idem_person_${id}`;
+  await insertToken(token, { personId: id });
+  await personObject(id).lastActivityId(); // the object exists, its tables migrated
+  return { id, token };
+}
+
+const today = () => Math.floor(Date.now() / 86_400_000);
+const databaseSize = (personId: number) =>
+  runInDurableObject(personObject(personId), (_, state) => state.storage.sql.databaseSize);
+const spentToday = async (personId: number) =>
+  (
+    await inPersonObject<{ bytes: number }>(
+      personId,
+      "SELECT coalesce(sum(text_bytes), 0) AS bytes FROM activity_days WHERE day = ?",
+      today(),
+    )
+  )[0]!.bytes;
+
+const chatBody = (from: number, to: number, message: string, messageId: string) => ({
+  type: "chat_message",
+  sendable_type: "person",
+  sendable_id: from,
+  receivable_type: "person",
+  receivable_id: to,
+  message,
+  message_id: messageId,
+});
+
+const post = (token: string, path: string, body: unknown, key?: string) =>
+  call(path, { method: "POST", token, body, headers: key ? { "Idempotency-Key": key } : {} });
+
+describe("what Idempotency-Keys cost the person who sends them", () => {
+  it("160 retries of one 64 KiB chat under new keys keep references, not 160 copies (the audit's reproduction)", async () => {
+    const sender = await newPerson();
+    const receiver = await newPerson();
+    const chat = chatBody(sender.id, receiver.id, "A".repeat(65_536), crypto.randomUUID());
+    const first = await post(sender.token, "/apps/buzz/activity", chat, fresh("chat"));
+    expect(first.status).toBe(200);
+    const answer = await first.text();
+    const before = await databaseSize(sender.id);
+    for (let i = 0; i < 160; i++) {
+      const retry = await post(sender.token, "/apps/buzz/activity", chat, fresh("chat"));
+      expect(retry.status).toBe(200);
+      expect(await retry.text()).toBe(answer);
+    }
+    // The audit measured 12.1 MiB here: each key kept its own copy of the 64 KiB answer.
+    expect((await databaseSize(sender.id)) - before).toBeLessThan(256 * 1024);
+    expect(
+      await countInPersonObject(
+        sender.id,
+        "SELECT count(*) AS n FROM idempotency_keys WHERE body IS NULL AND activity_id IS NOT NULL",
+      ),
+    ).toBe(161);
+    // Charged: the message once, and each key's own row (key and fingerprint), not the message again.
+    const charged = await spentToday(sender.id);
+    expect(charged).toBeGreaterThan(65_536);
+    expect(charged).toBeLessThan(65_536 + 161 * 200);
+  });
+
+  it("a retried chat with the same key replays its first answer (kept by reference) and writes nothing", async () => {
+    const sender = await newPerson();
+    const receiver = await newPerson();
+    const key = fresh("chat");
+    const chat = chatBody(sender.id, receiver.id, "aGk=", crypto.randomUUID());
+    const first = await post(sender.token, "/apps/buzz/activity", chat, key);
+    expect(first.status).toBe(200);
+    const again = await post(sender.token, "/apps/buzz/activity", chat, key);
+    expect(again.status).toBe(200);
+    expect(again.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(again.headers.get("Content-Type")).toMatch(/^application\/json/);
+    expect(await again.text()).toBe(await first.text());
+    expect(await countInPersonObject(sender.id, "SELECT count(*) AS n FROM feed")).toBe(1);
+    const [kept] = await inPersonObject<{ body: string | null; activity_id: number | null }>(
+      sender.id,
+      "SELECT body, activity_id FROM idempotency_keys WHERE key = ?",
+      key,
+    );
+    expect(kept).toEqual({ body: null, activity_id: expect.any(Number) });
+  });
+
+  it("kept answers are charged to the day's 10 MiB: past it a new key is 429, a replay still answers", async () => {
+    const person = await newPerson();
+    // The day's bytes all but spent (as by 10 MiB of chats and kept answers).
+    await inPersonObject(
+      person.id,
+      "INSERT INTO activity_days (day, records, text_bytes) VALUES (?, 0, ?)",
+      today(),
+      10 * 1024 * 1024 - 300,
+    );
+    const key = fresh("sync");
+    const sync = [{ display_name: "Charged Charlie", phone_numbers: ["+1 415 555 0199"] }];
+    const first = await post(person.token, "/contacts/sync", sync, key);
+    expect(first.status).toBe(200);
+    // Its kept answer (its key, fingerprint and body) went on the day's bytes, past the budget.
+    expect(await spentToday(person.id)).toBeGreaterThan(10 * 1024 * 1024);
+    const next = await post(person.token, "/contacts/sync", [{ display_name: "Next" }], fresh("sync"));
+    expect(await expectError(next, 429, "Too Many Requests")).toMatch(/Idempotency-Key.*10 MiB/);
+    expect(Number(next.headers.get("Retry-After"))).toBeGreaterThan(0);
+    const replay = await post(person.token, "/contacts/sync", sync, key);
+    expect(replay.status).toBe(200);
+    expect(replay.headers.get("Idempotent-Replayed")).toBe("true");
+  });
+
+  it("at most 1,000 keys a day per person: the 1,001st is 429 with Retry-After; without a key the write goes", async () => {
+    const person = await newPerson();
+    await inPersonObject(person.id, "INSERT INTO idempotency_days (day, keys) VALUES (?, 999)", today());
+    const key = fresh("sync");
+    const last = await post(person.token, "/contacts/sync", [{ display_name: "Thousandth" }], key);
+    expect(last.status).toBe(200);
+    const over = await post(person.token, "/contacts/sync", [{ display_name: "Over" }], fresh("sync"));
+    expect(await expectError(over, 429, "Too Many Requests")).toMatch(/at most 1,000 `Idempotency-Key`s per day/);
+    expect(Number(over.headers.get("Retry-After"))).toBeGreaterThan(0);
+    expect(await countInPersonObject(person.id, "SELECT count(*) AS n FROM contacts")).toBe(1);
+    // A replay is no new key; a request without one is not counted.
+    const replay = await post(person.token, "/contacts/sync", [{ display_name: "Thousandth" }], key);
+    expect(replay.headers.get("Idempotent-Replayed")).toBe("true");
+    expect((await post(person.token, "/contacts/sync", [{ display_name: "Unkeyed" }])).status).toBe(200);
+  });
+});
+
+describe("Idempotency-Key on a company's write (webhooks, kept in D1)", () => {
+  const body = () => ({ endpoint: `https://hooks.example.com/${fresh("idem")}`, event: "person:created" });
+
+  it("the same key and body answers the first webhook again and creates one", async () => {
+    const key = fresh("hook");
+    const request = body();
+    const before = await webhooks();
+    const first = await as("alice").send("POST", "/companies/1/webhooks", request, withKey(key));
+    expect(first.status).toBe(201);
+    const again = await as("alice").send("POST", "/companies/1/webhooks", request, withKey(key));
+    expect(again.status).toBe(201);
+    expect(again.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(await again.json()).toEqual(await first.json());
+    expect(await webhooks()).toBe(before + 1);
+    expect(
+      await countRows("SELECT count(*) AS n FROM company_idempotency_keys WHERE company_id = 1 AND key = ?", key),
+    ).toBe(1);
+  });
+
+  it("the same key with another body is 422 and creates nothing", async () => {
+    const key = fresh("hook");
+    expect((await as("alice").send("POST", "/companies/1/webhooks", body(), withKey(key))).status).toBe(201);
+    const before = await webhooks();
+    const other = await as("alice").send("POST", "/companies/1/webhooks", body(), withKey(key));
+    await expectError(other, 422, "Unprocessable Content");
+    expect(await webhooks()).toBe(before);
+  });
+
+  it("a concurrent pair with one key creates one webhook", async () => {
+    const key = fresh("hook");
+    const request = body();
+    const before = await webhooks();
+    const answers = await Promise.all([
+      as("alice").send("POST", "/companies/1/webhooks", request, withKey(key)),
+      as("alice").send("POST", "/companies/1/webhooks", request, withKey(key)),
+    ]);
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses[0]).toBe(201);
+    expect([201, 409]).toContain(statuses[1]);
+    expect(await webhooks()).toBe(before + 1);
+  });
+
+  it("keys older than 24 h are pruned by the daily retention", async () => {
+    await env.DB.prepare(
+      "INSERT INTO company_idempotency_keys (company_id, person_id, key, fingerprint, claimed_at, status, body) VALUES (1, 1, 'old-key', 'f', ?, 201, '{}')",
+    )
+      .bind(Date.now() - 25 * 3600 * 1000)
+      .run();
+    const { pruneExpired } = await import("../../src/services/retention");
+    const { createDb } = await import("../../src/db/client");
+    const run = await pruneExpired(createDb(env.DB), new Date());
+    expect(run.pruned.idempotencyKeys).toBeGreaterThanOrEqual(1);
+    expect(await countRows("SELECT count(*) AS n FROM company_idempotency_keys WHERE key = 'old-key'")).toBe(0);
+  });
+});

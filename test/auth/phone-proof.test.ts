@@ -1,0 +1,263 @@
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import {
+  acmeEmployeeWithPhone,
+  as,
+  asAny,
+  call,
+  codeSentTo,
+  countInPersonObject,
+  DEMO,
+  expectError,
+  insertToken,
+  provePhone,
+  employerSetsPhones,
+} from "../helpers";
+
+/*
+ * Proving a phone (docs/security.md, "Proving a phone"): the audit's reproductions. A confirmation needs
+ * the code sent to the number; possession wins; an employer's edits never carry a confirmation; a phone
+ * reaches only its proven owner; a company never claims a person's number.
+ */
+
+type MyPhone = { id: number; phone_full: string; confirmed: boolean };
+const OPERATOR = `sk_test_proof_operator_${crypto.randomUUID().replaceAll("-", "")}`;
+
+beforeAll(async () => {
+  await insertToken(OPERATOR, { serviceName: "operator", scopes: ["platform:admin"] });
+});
+
+/** Acme (Alice, its Admin) enters a new employee holding `phone`; the employee gets a token of their own. */
+async function employee(phone: string) {
+  const id = await acmeEmployeeWithPhone("vic", phone, { first_name: "Vic" });
+  const token = `pk_test_vic_${crypto.randomUUID().replaceAll("-", "")}`;
+  await insertToken(token, { personId: id });
+  return { id, token, api: asAny({ token }) };
+}
+
+const phonesOf = async (api: { get: (path: string) => Promise<Response> }) =>
+  (await (await api.get("/me/phones")).json()) as MyPhone[];
+
+/** Alice (Acme's Admin) puts `numbers` on her own record, as the audit did. */
+const setAlicesPhones = (...numbers: string[]) => employerSetsPhones(DEMO.people.alice, ...numbers);
+
+describe("a confirmation needs the code sent to the number", () => {
+  it("an Admin who types an employee's number onto her own record cannot confirm it, bare or guessed; its holder can", async () => {
+    const number = "+16505557775";
+    const vic = await employee(number);
+    await setAlicesPhones(number);
+    const [alices] = await phonesOf(as("alice"));
+    expect(alices).toMatchObject({ phone_full: number, confirmed: false });
+
+    // The audit's bare confirm: now a 400, and nothing changes.
+    const bare = await as("alice").send("POST", `/me/phones/${alices!.id}/confirm`);
+    expect(await expectError(bare, 400, "Bad Request")).toMatch(/invalid or expired code/);
+    const guessed = await as("alice").send("POST", `/me/phones/${alices!.id}/confirm`, { code: "123456" });
+    expect(await expectError(guessed, 400, "Bad Request")).toMatch(/invalid or expired code/);
+    expect((await phonesOf(as("alice")))[0]).toMatchObject({ confirmed: false });
+
+    // Vic, who has the phone, reads the code and confirms: no 409, ever.
+    const [vics] = await phonesOf(vic.api);
+    expect((await vic.api.send("POST", `/me/phones/${vics!.id}/verification`)).status).toBe(202);
+    const code = await codeSentTo(number);
+    const confirmed = await vic.api.send("POST", `/me/phones/${vics!.id}/confirm`, { code });
+    expect(confirmed.status).toBe(200);
+    expect(await confirmed.json()).toMatchObject({ id: vics!.id, phone_full: number, confirmed: true });
+
+    // Bob's trust request by that phone reaches Vic, not the Admin.
+    const asked = await as("bob").send("POST", "/contacts/requests", { phone: number, contact_reason: "hello Vic" });
+    expect(asked.status).toBe(201);
+    expect(await countInPersonObject(vic.id, "select count(*) as n from trust_requests")).toBe(1);
+    expect(
+      await countInPersonObject(
+        DEMO.people.alice,
+        "select count(*) as n from trust_requests where requester_id = ?",
+        DEMO.people.bob,
+      ),
+    ).toBe(0);
+    await setAlicesPhones();
+  });
+
+  it("an employer's move of a confirmed number arrives unconfirmed, and the employee proves it back", async () => {
+    const number = "+16505557776";
+    const vic = await employee(number);
+    const [vics] = await phonesOf(vic.api);
+    expect((await provePhone({ token: vic.token }, vics!.id)).status).toBe(200);
+
+    // The Admin takes the number off Vic's record and puts it on her own.
+    const cleared = await as("alice").send("PUT", `/companies/1/employees/${vic.id}`, { phone_numbers: [] });
+    expect(cleared.status).toBe(200);
+    await setAlicesPhones(number);
+    const [alices] = await phonesOf(as("alice"));
+    expect(alices).toMatchObject({ phone_full: number, confirmed: false });
+    const bare = await as("alice").send("POST", `/me/phones/${alices!.id}/confirm`);
+    expect(bare.status).toBe(400);
+
+    // Vic adds it back and proves it: 200 (possession), not the audit's 409.
+    const added = await vic.api.send("POST", "/me/phones", { phone: number });
+    expect(added.status).toBe(201);
+    const { id } = (await added.json()) as MyPhone;
+    expect((await provePhone({ token: vic.token }, id)).status).toBe(200);
+    await setAlicesPhones();
+  });
+
+  it("codes: 5 wrong tries void the code; a code of another phone is refused; a code is spent once", async () => {
+    const vic = await employee("+16505557777");
+    const [phone] = await phonesOf(vic.api);
+    expect((await vic.api.send("POST", `/me/phones/${phone!.id}/verification`)).status).toBe(202);
+    const code = await codeSentTo("+16505557777");
+    const wrong = code === "000000" ? "111111" : "000000";
+    for (let i = 0; i < 5; i++) {
+      const refused = await vic.api.send("POST", `/me/phones/${phone!.id}/confirm`, { code: wrong });
+      expect(await expectError(refused, 400, "Bad Request")).toMatch(/invalid or expired code/);
+    }
+    expect((await vic.api.send("POST", `/me/phones/${phone!.id}/confirm`, { code })).status).toBe(400);
+
+    // A fresh code works once; another phone's code does not.
+    const other = await vic.api.send("POST", "/me/phones", { phone: "+16505557778" });
+    const otherId = ((await other.json()) as MyPhone).id;
+    expect((await vic.api.send("POST", `/me/phones/${otherId}/verification`)).status).toBe(202);
+    const otherCode = await codeSentTo("+16505557778");
+    expect((await vic.api.send("POST", `/me/phones/${phone!.id}/verification`)).status).toBe(202);
+    const fresh = await codeSentTo("+16505557777");
+    if (otherCode !== fresh) {
+      expect((await vic.api.send("POST", `/me/phones/${phone!.id}/confirm`, { code: otherCode })).status).toBe(400);
+    }
+    expect((await vic.api.send("POST", `/me/phones/${phone!.id}/confirm`, { code: fresh })).status).toBe(200);
+    expect((await vic.api.send("POST", `/me/phones/${phone!.id}/confirm`, { code: fresh })).status).toBe(400);
+  });
+
+  it("the SMS ends with the Web OTP line; a phone outside the allowed countries gets 400 and nothing is sent", async () => {
+    const vic = await employee("+16505557779");
+    const [phone] = await phonesOf(vic.api);
+    expect((await vic.api.send("POST", `/me/phones/${phone!.id}/verification`)).status).toBe(202);
+    const row = await env.DB.prepare('select body from dev_outbox where "to" = ? order by id desc')
+      .bind("+16505557779")
+      .first<{ body: string }>();
+    expect(row!.body).toMatch(/^\d{6} is your verification code\. It expires in 10 minutes\.\n\n@api\.test #\d{6}$/);
+
+    // A UK number: the demo pool has no +44 number, so codes are not sent there.
+    const uk = await vic.api.send("POST", "/me/phones", { phone: "+447911123456" });
+    expect(uk.status).toBe(201);
+    const ukId = ((await uk.json()) as MyPhone).id;
+    const refused = await vic.api.send("POST", `/me/phones/${ukId}/verification`);
+    expect(await expectError(refused, 400, "Bad Request")).toMatch(/codes are not sent to this country/);
+    const sent = await env.DB.prepare('select count(*) as n from dev_outbox where "to" = ?')
+      .bind("+447911123456")
+      .first<{ n: number }>();
+    expect(sent!.n).toBe(0);
+  });
+
+  it("at most 5 codes an hour to one number: the 6th is a 429 with Retry-After", async () => {
+    const vic = await employee("+16505557780");
+    const [phone] = await phonesOf(vic.api);
+    for (let i = 0; i < 5; i++) {
+      expect((await vic.api.send("POST", `/me/phones/${phone!.id}/verification`)).status).toBe(202);
+    }
+    const refused = await vic.api.send("POST", `/me/phones/${phone!.id}/verification`);
+    expect(await expectError(refused, 429, "Too Many Requests")).toMatch(/5 codes an hour/);
+    expect(Number(refused.headers.get("Retry-After"))).toBeGreaterThan(3000);
+  });
+
+  it("bad input: a malformed phone 400, another person's phone 404, a secure number of the pool 409", async () => {
+    expect((await as("bob").send("POST", "/me/phones", { phone: "12345" })).status).toBe(400);
+    expect((await as("bob").send("POST", "/me/phones", {})).status).toBe(400);
+    expect((await as("bob").send("POST", "/me/phones", { country_code: "", number: "4155550100" })).status).toBe(400);
+    const [bobs] = await phonesOf(as("bob"));
+    expect((await as("carol").send("POST", `/me/phones/${bobs!.id}/verification`)).status).toBe(404);
+    const pool = await env.DB.prepare("select e164 from secure_numbers limit 1").first<{ e164: string }>();
+    const taken = await as("bob").send("POST", "/me/phones", { phone: pool!.e164 });
+    expect(taken.status).toBe(409);
+  });
+});
+
+describe("possession wins", () => {
+  it("proving a number someone else confirmed takes it; their stream hears `phones`; the operator can release it", async () => {
+    const number = "+16505557781";
+    const first = await employee(number);
+    const second = await employee(number);
+    const [a] = await phonesOf(first.api);
+    const [b] = await phonesOf(second.api);
+    expect((await provePhone({ token: first.token }, a!.id)).status).toBe(200);
+
+    const stream = await call("/apps/buzz/stream", { token: first.token, headers: { Upgrade: "websocket" } });
+    expect(stream.status).toBe(101);
+    const ws = stream.webSocket!;
+    ws.accept();
+    const frames: string[] = [];
+    ws.addEventListener("message", (event) => frames.push(String(event.data)));
+
+    expect((await provePhone({ token: second.token }, b!.id)).status).toBe(200);
+    expect((await phonesOf(first.api))[0]).toMatchObject({ phone_full: number, confirmed: false });
+    expect((await phonesOf(second.api))[0]).toMatchObject({ phone_full: number, confirmed: true });
+    await waitFor(() => frames.some((frame) => JSON.parse(frame).type === "phones"));
+    ws.close();
+
+    const released = await call(`/internal/phones/${encodeURIComponent(number)}/release`, {
+      method: "POST",
+      token: OPERATOR,
+    });
+    expect(released.status).toBe(200);
+    expect(await released.json()).toEqual({ released: 1 });
+    expect((await phonesOf(second.api))[0]).toMatchObject({ confirmed: false });
+    const bad = await call("/internal/phones/not-a-number/release", { method: "POST", token: OPERATOR });
+    expect(bad.status).toBe(400);
+    expect((await as("bob").send("POST", `/internal/phones/${encodeURIComponent(number)}/release`)).status).toBe(403);
+  });
+});
+
+describe("who a phone reaches", () => {
+  it("a contact links the proven owner, not a lower id an employer typed the number onto", async () => {
+    // Alice (id 1, below Bob's 2) gets Bob's proven demo number from her company.
+    await setAlicesPhones(DEMO.bobPhone);
+    const synced = await as("carol").send("POST", "/contacts/sync", [
+      { display_name: "Bob", phone_numbers: [DEMO.bobPhone] },
+    ]);
+    expect(synced.status).toBe(200);
+    const [contact] = (await synced.json()) as { user_id: number | null }[];
+    expect(contact!.user_id).toBe(DEMO.people.bob);
+    await setAlicesPhones();
+  });
+
+  it("a contact of a number nobody proved links nobody", async () => {
+    await employee("+16505557782");
+    const synced = await as("carol").send("POST", "/contacts/sync", [
+      { display_name: "Someone", phone_numbers: ["+16505557782"] },
+    ]);
+    const [contact] = (await synced.json()) as { user_id: number | null; connected: boolean }[];
+    expect(contact).toMatchObject({ user_id: null, connected: false });
+  });
+});
+
+describe("a company never claims a person's number", () => {
+  it("a pool secure number or a proven phone: 409; a claim that became a person's is marked and cannot be verified", async () => {
+    const pool = await env.DB.prepare("select e164 from secure_numbers limit 1").first<{ e164: string }>();
+    const claim = (phone_full: string) => as("alice").send("POST", "/companies/1/phones", { phone_full });
+    expect(await expectError(await claim(pool!.e164), 409, "Conflict")).toMatch(/belongs to a person/);
+    expect(await expectError(await claim(DEMO.bobPhone), 409, "Conflict")).toMatch(/belongs to a person/);
+
+    // Claimed while nobody had proven it; then its holder proves it.
+    const number = "+16505557783";
+    const made = await claim(number);
+    expect(made.status).toBe(201);
+    const { id } = (await made.json()) as { id: number };
+    const vic = await employee(number);
+    const [phone] = await phonesOf(vic.api);
+    expect((await provePhone({ token: vic.token }, phone!.id)).status).toBe(200);
+    const listed = await call("/internal/company-phones?per_page=1000", { token: OPERATOR });
+    const mine = ((await listed.json()) as { id: number; belongs_to_person: boolean }[]).find((p) => p.id === id);
+    expect(mine).toMatchObject({ belongs_to_person: true });
+    const verified = await call(`/internal/company-phones/${id}/verify`, { method: "POST", token: OPERATOR });
+    expect(await expectError(verified, 409, "Conflict")).toMatch(/belongs to a person/);
+  });
+});
+
+/* ---------- helpers ---------- */
+
+async function waitFor(done: () => boolean, ms = 2_000) {
+  const until = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > until) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

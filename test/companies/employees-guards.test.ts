@@ -1,0 +1,343 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { PersonBody } from "../../src/services/people";
+import { as, call, DEMO, employeeAddress, employeeBody, expectError, fresh, insertToken } from "../helpers";
+
+/*
+ * Who may change or remove a member, and what a company may change of a
+ * person who also belongs to another company. Own file: the tests count the
+ * company's Admins, so no other file's employees may interfere.
+ */
+
+const ACME = "/companies/1/employees";
+const ALICE = `${ACME}/${DEMO.people.alice}`;
+
+/** `employeeBody` without a license: this file's employees take no seat. */
+const body = (local: string, extra: Record<string, unknown> = {}) => employeeBody(local, { license: null, ...extra });
+
+async function create(payload: unknown): Promise<PersonBody> {
+  const response = await as("alice").send("POST", ACME, payload);
+  if (response.status !== 200) throw new Error(`create failed: ${response.status} ${await response.text()}`);
+  return response.json<PersonBody>();
+}
+
+/** A new Acme member with the roles given, created by Alice, and a token of their own. */
+async function member(roles: string[]) {
+  const person = await create(body(fresh(roles.join("-").toLowerCase() || "none"), { roles }));
+  const token = `pk_test_member_${person.id}_${crypto.randomUUID()}`;
+  await insertToken(token, { personId: person.id });
+  const send = (method: string, path: string, payload?: unknown) => call(path, { method, token, body: payload });
+  return { person, send };
+}
+
+/** A Person as read back, without `last_login` (Alice reading herself moves it). */
+async function read(path: string, who: "alice" | "carol" = "alice"): Promise<PersonBody> {
+  const person = await (await as(who).get(path)).json<PersonBody>();
+  return { ...person, last_login: null };
+}
+
+/** Acme members holding `write settings` (Alice alone in the demo world). */
+async function settingsWriters(companyId = 1) {
+  const { results } = await env.DB.prepare(
+    `SELECT DISTINCT m.person_id AS id FROM memberships m
+     JOIN membership_roles mr ON mr.membership_id = m.id
+     JOIN roles r ON r.id = mr.role_id
+     WHERE m.company_id = ? AND EXISTS (SELECT 1 FROM json_each(r.permissions) WHERE value = 'write settings')
+     ORDER BY m.person_id`,
+  )
+    .bind(companyId)
+    .all<{ id: number }>();
+  return results.map((row) => row.id);
+}
+
+/** Takes every role from a member directly, so later tests start with Alice as the only Admin again. */
+async function stripRoles(personId: number) {
+  await env.DB.prepare(
+    "DELETE FROM membership_roles WHERE membership_id IN (SELECT id FROM memberships WHERE company_id = 1 AND person_id = ?)",
+  )
+    .bind(personId)
+    .run();
+}
+
+describe("a member may only change or remove members whose permissions they hold", () => {
+  it("an HR member cannot demote an Admin, replace their emails or remove them (403); nothing changes", async () => {
+    const hr = await member(["HR"]);
+    const before = await read(ALICE);
+    expect(before.roles).toEqual(["Admin"]);
+
+    const demote = await hr.send("PUT", ALICE, { roles: ["Viewer"] });
+    const message = await expectError(demote, 403, "Forbidden");
+    expect(message).toContain("write settings");
+    expect(message).toContain(`employee ${DEMO.people.alice}`);
+
+    await expectError(
+      await hr.send("PUT", ALICE, { emails: [{ email: `${fresh("hijack")}@acme.example` }] }),
+      403,
+      "Forbidden",
+    );
+    await expectError(await hr.send("PUT", ALICE, { first_name: "Mallory" }), 403, "Forbidden");
+    await expectError(await hr.send("DELETE", ALICE), 403, "Forbidden");
+
+    expect(await read(ALICE)).toEqual(before);
+    expect(await settingsWriters()).toEqual([DEMO.people.alice]);
+  });
+
+  it("an HR member still changes and removes members whose permissions they all hold", async () => {
+    const hr = await member(["HR"]);
+    const viewer = await member(["Viewer"]);
+    const peer = await member(["HR"]);
+
+    const changed = await hr.send("PUT", `${ACME}/${viewer.person.id}`, { last_name: "Mulder", roles: [] });
+    expect(changed.status).toBe(200);
+    expect(await changed.json<PersonBody>()).toMatchObject({ last_name: "Mulder", roles: [] });
+
+    expect((await hr.send("DELETE", `${ACME}/${peer.person.id}`)).status).toBe(204);
+    await expectError(await as("alice").get(`${ACME}/${peer.person.id}`), 404, "Not Found");
+  });
+
+  it("Alice, the last Admin, cannot demote or remove herself (409); nothing changes", async () => {
+    expect(await settingsWriters()).toEqual([DEMO.people.alice]);
+    const before = await read(ALICE);
+
+    const demote = await as("alice").send("PUT", ALICE, { roles: ["HR"] });
+    const message = await expectError(demote, 409, "Conflict");
+    expect(message).toContain("write settings");
+    expect(message).toContain("another member");
+
+    await expectError(await as("alice").send("PUT", ALICE, { roles: [] }), 409, "Conflict");
+    await expectError(await as("alice").send("DELETE", ALICE), 409, "Conflict");
+
+    expect(await read(ALICE)).toEqual(before);
+    expect(await settingsWriters()).toEqual([DEMO.people.alice]);
+  });
+
+  it("the last Admin may still be changed in ways that keep `write settings`", async () => {
+    const kept = await as("alice").send("PUT", ALICE, { roles: ["Admin", "HR"] });
+    expect(kept.status).toBe(200);
+    expect((await kept.json<PersonBody>()).roles).toEqual(["Admin", "HR"]);
+    const back = await as("alice").send("PUT", ALICE, { roles: ["admin"] });
+    expect((await back.json<PersonBody>()).roles).toEqual(["Admin"]);
+  });
+
+  it("with a second Admin, an Admin may be demoted or removed, including oneself", async () => {
+    const second = await member(["Admin"]);
+    expect(await settingsWriters()).toEqual([DEMO.people.alice, second.person.id]);
+
+    // The second Admin steps down; Alice is left.
+    const stepDown = await second.send("PUT", `${ACME}/${second.person.id}`, { roles: ["Viewer"] });
+    expect(stepDown.status).toBe(200);
+    expect(await settingsWriters()).toEqual([DEMO.people.alice]);
+
+    const third = await member(["Admin"]);
+    expect((await as("alice").send("DELETE", `${ACME}/${third.person.id}`)).status).toBe(204);
+    expect(await settingsWriters()).toEqual([DEMO.people.alice]);
+  });
+
+  it("two Admins demoting each other at once leave one of them Admin", async () => {
+    const other = await member(["Admin"]);
+    const otherPath = `${ACME}/${other.person.id}`;
+    const [mine, theirs] = await Promise.all([
+      as("alice").send("PUT", otherPath, { roles: ["Viewer"] }),
+      other.send("PUT", ALICE, { roles: ["Viewer"] }),
+    ]);
+    const statuses = [mine!.status, theirs!.status].sort();
+    expect(statuses[0]).toBe(200);
+    expect([403, 409]).toContain(statuses[1]);
+    expect(await settingsWriters()).toHaveLength(1);
+
+    // Put Alice back as the only Admin for the tests that follow.
+    const [winner] = await settingsWriters();
+    if (winner !== DEMO.people.alice) {
+      await other.send("PUT", ALICE, { roles: ["Admin"] });
+      await stripRoles(other.person.id);
+    }
+    expect(await settingsWriters()).toEqual([DEMO.people.alice]);
+  });
+});
+
+describe("removals and the last `write settings` holder", () => {
+  it("two Admins removing each other at once leave one of them (the guard is inside the removal batch)", async () => {
+    const other = await member(["Admin"]);
+    const second = await member(["Admin"]);
+    // Alice steps back to Viewer so the two of them are the only holders.
+    expect((await other.send("PUT", ALICE, { roles: ["Viewer"] })).status).toBe(200);
+    expect(await settingsWriters()).toEqual([other.person.id, second.person.id].sort((a, b) => a - b));
+
+    const [first, last] = await Promise.all([
+      other.send("DELETE", `${ACME}/${second.person.id}`),
+      second.send("DELETE", `${ACME}/${other.person.id}`),
+    ]);
+    const statuses = [first!.status, last!.status].sort();
+    expect(statuses[0]).toBe(204);
+    expect([401, 403, 404, 409]).toContain(statuses[1]);
+    const left = await settingsWriters();
+    expect(left).toHaveLength(1);
+
+    // Alice is the only Admin again for the tests that follow.
+    const survivor = left[0] === other.person.id ? other : second;
+    expect((await survivor.send("PUT", ALICE, { roles: ["Admin"] })).status).toBe(200);
+    expect((await as("alice").send("DELETE", `${ACME}/${survivor.person.id}`)).status).toBe(204);
+    expect(await settingsWriters()).toEqual([DEMO.people.alice]);
+  });
+});
+
+/**
+ * A person who is an employee of Acme and of Globex (no API creates that yet:
+ * written directly), with a Globex work email that is their primary there.
+ */
+async function sharedPerson() {
+  const local = fresh("shared");
+  const person = await create(
+    body(local, {
+      akas: [{ first_name: "Starbuck" }],
+      phone_numbers: [{ country_code: "1", phone_number: "4155550123" }],
+      roles: ["Viewer"],
+    }),
+  );
+  const now = Date.now();
+  await env.DB.batch([
+    env.DB.prepare("INSERT INTO memberships (company_id, person_id, created_at, updated_at) VALUES (2, ?, ?, ?)").bind(
+      person.id,
+      now,
+      now,
+    ),
+    env.DB.prepare(
+      'INSERT INTO person_emails (person_id, email, "primary", employer_company_id) VALUES (?, ?, 1, 2)',
+    ).bind(person.id, `${local}@globex.example`),
+  ]);
+  const globex = `/companies/2/employees/${person.id}`;
+  return { person, local, acme: `${ACME}/${person.id}`, globex };
+}
+
+const emailsOf = (person: PersonBody) => person.emails.map((entry) => [entry.email, entry.primary]);
+
+describe("a person who also belongs to another company", () => {
+  it("Acme changing its emails leaves the primary flag of Globex's email alone", async () => {
+    const { local, acme, globex } = await sharedPerson();
+    const globexBefore = await read(globex, "carol");
+    expect(emailsOf(globexBefore)).toEqual([[`${local}@globex.example`, true]]);
+
+    const response = await as("alice").send("PUT", acme, {
+      emails: [{ email: `${local}@acme.example` }, { email: `${local}.new@acme.example`, primary: true }],
+    });
+    expect(response.status).toBe(200);
+    expect(emailsOf(await response.json<PersonBody>())).toEqual([
+      [`${local}@acme.example`, false],
+      [`${local}.new@acme.example`, true],
+    ]);
+    expect(await read(globex, "carol")).toEqual(globexBefore);
+  });
+
+  it("Acme cannot take over Globex's email of the same person (400); nothing changes", async () => {
+    const { local, acme, globex } = await sharedPerson();
+    const acmeBefore = await read(acme);
+    const response = await as("alice").send("PUT", acme, {
+      emails: [{ email: `${local}@globex.example`, primary: true }],
+    });
+    expect(await expectError(response, 400, "Bad Request")).toContain(`${local}@globex.example`);
+    expect(await read(acme)).toEqual(acmeBefore);
+    expect(emailsOf(await read(globex, "carol"))).toEqual([[`${local}@globex.example`, true]]);
+  });
+
+  it.each([
+    ["first_name", { first_name: "Fox" }],
+    ["middle_name", { middle_name: "William" }],
+    ["last_name", { last_name: "Mulder" }],
+    ["dob", { dob: "1961-10-13" }],
+    ["akas", { akas: [] }],
+    ["phone_numbers", { phone_numbers: [{ country_code: "1", phone_number: "4155550124" }] }],
+    ["addresses", { addresses: [{ ...employeeAddress, line_1: "2 Main St" }] }],
+  ])("changing `%s` is a 409, and nothing changes for either company", async (field, change) => {
+    const { acme, globex } = await sharedPerson();
+    const acmeBefore = await read(acme);
+    const globexBefore = await read(globex, "carol");
+    // Sent with a company-scoped change, which must not be written either.
+    const response = await as("alice").send("PUT", acme, { ...change, roles: ["HR"] });
+    const message = await expectError(response, 409, "Conflict");
+    expect(message).toContain("this person also belongs to another company");
+    expect(message).toContain(`\`${field}\``);
+    expect(await read(acme)).toEqual(acmeBefore);
+    expect(await read(globex, "carol")).toEqual(globexBefore);
+  });
+
+  it("company-scoped changes still work, and person-wide fields sent unchanged are accepted", async () => {
+    const { local, acme, globex } = await sharedPerson();
+    const before = await read(acme);
+    const globexBefore = await read(globex, "carol");
+    const response = await as("alice").send("PUT", acme, {
+      first_name: before.first_name,
+      last_name: before.last_name,
+      dob: before.dob,
+      akas: before.akas,
+      phone_numbers: before.phone_numbers,
+      addresses: before.addresses,
+      roles: ["HR"],
+      license: "scan",
+      emails: [{ email: `${local}.work@acme.example` }],
+    });
+    expect(response.status).toBe(200);
+    const after = await response.json<PersonBody>();
+    expect(after).toMatchObject({
+      roles: ["HR"],
+      license: { type: "scan" },
+      akas: before.akas,
+      phone_numbers: before.phone_numbers,
+      addresses: before.addresses,
+    });
+    expect(emailsOf(after)).toEqual([[`${local}.work@acme.example`, true]]);
+    const globexAfter = await read(globex, "carol");
+    expect(globexAfter).toEqual(globexBefore);
+  });
+
+  it("Acme cannot make the person's own email their primary (409); nothing changes", async () => {
+    const { local, acme, globex } = await sharedPerson();
+    await env.DB.prepare(
+      'INSERT INTO person_emails (person_id, email, "primary") VALUES ((SELECT person_id FROM person_emails WHERE email = ?), ?, 0)',
+    )
+      .bind(`${local}@acme.example`, `${local}@own.example`)
+      .run();
+
+    // Naming the person's own (not primary) email as primary would change what Globex sees.
+    const response = await as("alice").send("PUT", acme, {
+      emails: [{ email: `${local}@acme.example` }, { email: `${local}@own.example`, primary: true }],
+    });
+    expect(await expectError(response, 409, "Conflict")).toContain(`${local}@own.example`);
+    expect(emailsOf(await read(globex, "carol"))).toEqual([
+      [`${local}@globex.example`, true],
+      [`${local}@own.example`, false],
+    ]);
+  });
+
+  it("when the person's own email is primary, each company still sees exactly one primary", async () => {
+    const { local, acme, globex } = await sharedPerson();
+    await env.DB.prepare(
+      'INSERT INTO person_emails (person_id, email, "primary") VALUES ((SELECT person_id FROM person_emails WHERE email = ?), ?, 1)',
+    )
+      .bind(`${local}@acme.example`, `${local}@own.example`)
+      .run();
+
+    // A company's own choice of primary wins over the person's in its view.
+    expect(emailsOf(await read(acme))).toEqual([
+      [`${local}@acme.example`, true],
+      [`${local}@own.example`, false],
+    ]);
+    expect(emailsOf(await read(globex, "carol"))).toEqual([
+      [`${local}@globex.example`, true],
+      [`${local}@own.example`, false],
+    ]);
+
+    // Naming the person's primary email as Acme's primary changes nothing of theirs: allowed.
+    const response = await as("alice").send("PUT", acme, {
+      emails: [{ email: `${local}@acme.example` }, { email: `${local}@own.example`, primary: true }],
+    });
+    expect(response.status).toBe(200);
+    expect(emailsOf(await response.json<PersonBody>())).toEqual([
+      [`${local}@acme.example`, false],
+      [`${local}@own.example`, true],
+    ]);
+    expect(emailsOf(await read(globex, "carol"))).toEqual([
+      [`${local}@globex.example`, true],
+      [`${local}@own.example`, false],
+    ]);
+  });
+});

@@ -1,0 +1,178 @@
+import { describe, expect, it } from "vitest";
+import {
+  as,
+  call,
+  countInPersonObject,
+  DEMO,
+  employeeBody,
+  expectError,
+  fresh,
+  provePhone,
+  trustIndexSettledFor,
+  employerSetsPhones,
+} from "../helpers";
+
+/*
+ * Trust that cannot be borrowed (docs/security.md, "Borrowed trust"): a
+ * person's trust covers their secure number and the phones they proved
+ * with a code, and a trust request reaches one person at most.
+ */
+
+type Lookup = { trusted: boolean; user_id: number };
+
+async function secureNumberOf(who: "alice" | "bob" | "carol"): Promise<string> {
+  const response = await as(who).get("/apps/buzz/heartbeat");
+  expect(response.status).toBe(200);
+  const { secure_number } = (await response.json()) as { secure_number: { country_code: string; number: string } };
+  return `+${secure_number.country_code}${secure_number.number}`;
+}
+
+/** Would a call from `from` to `to` ring? (the telephony provider's question) */
+async function rings(to: string, from: string): Promise<Lookup> {
+  // Once the index holds every change so far (a key changed twice within a second: written when it has passed).
+  await trustIndexSettledFor(to);
+  const response = await call(`/apps/buzz/trust-lookup?${new URLSearchParams({ number: to, inbound: from })}`, {
+    token: DEMO.tokens.telephony,
+  });
+  expect(response.status).toBe(200);
+  const { trusted, user_id } = (await response.json()) as Lookup;
+  return { trusted, user_id };
+}
+
+type MyPhone = { id: number; phone_full: string; confirmed: boolean };
+async function bobsPhones(): Promise<MyPhone[]> {
+  const response = await as("bob").get("/me/phones");
+  expect(response.status).toBe(200);
+  return response.json();
+}
+
+const setBobsPhones = (...numbers: string[]) => employerSetsPhones(DEMO.people.bob, ...numbers);
+
+describe("an employer cannot lend a number the trust others gave its employee", () => {
+  it("Carol trusts Bob: Alice changing Bob's phone does not make the new number ring Carol until Bob confirms it", async () => {
+    const carol = await secureNumberOf("carol");
+    expect((await as("bob").send("POST", "/contacts/requests", { user_id: DEMO.people.carol })).status).toBe(201);
+    expect((await as("carol").send("POST", `/contacts/trust/${DEMO.people.bob}`, { trusted: 1 })).status).toBe(201);
+    // Bob's demo phone is one he confirmed: it rings Carol.
+    expect(await rings(carol, DEMO.bobPhone)).toEqual({ trusted: true, user_id: DEMO.people.carol });
+
+    // The audit's reproduction: the Admin of Bob's company gives him any number it likes.
+    const borrowed = "+14155550142";
+    await setBobsPhones(borrowed);
+    expect(await rings(carol, borrowed)).toEqual({ trusted: false, user_id: DEMO.people.carol });
+    expect(await rings(carol, DEMO.bobPhone)).toEqual({ trusted: false, user_id: DEMO.people.carol });
+
+    const [phone] = await bobsPhones();
+    expect(phone).toMatchObject({ phone_full: borrowed, confirmed: false });
+    const confirmed = await provePhone("bob", phone!.id);
+    expect(confirmed.status).toBe(200);
+    expect(await confirmed.json()).toMatchObject({ id: phone!.id, confirmed: true });
+    expect(await rings(carol, borrowed)).toEqual({ trusted: true, user_id: DEMO.people.carol });
+
+    // The employer sending the list again keeps what Bob confirmed; a number it adds is not confirmed.
+    const added = "+14155550143";
+    await setBobsPhones(borrowed, added);
+    expect((await bobsPhones()).map(({ phone_full, confirmed }) => ({ phone_full, confirmed }))).toEqual([
+      { phone_full: borrowed, confirmed: true },
+      { phone_full: added, confirmed: false },
+    ]);
+    expect(await rings(carol, borrowed)).toEqual({ trusted: true, user_id: DEMO.people.carol });
+    expect(await rings(carol, added)).toEqual({ trusted: false, user_id: DEMO.people.carol });
+    await setBobsPhones(DEMO.bobPhone);
+  });
+
+  it("a phone is confirmed only by whoever proves it, and by one person at most: possession wins", async () => {
+    // The first test gave Bob his demo number back through his employer: unconfirmed again until he proves it.
+    const [bobs] = await bobsPhones();
+    expect(bobs).toMatchObject({ phone_full: DEMO.bobPhone, confirmed: false });
+    expect((await provePhone("bob", bobs!.id)).status).toBe(200);
+    expect(
+      await expectError(
+        await as("carol").send("POST", `/me/phones/${bobs!.id}/confirm`, { code: "000000" }),
+        404,
+        "Not Found",
+      ),
+    ).toMatch(/phone \d+ does not exist/);
+    // Alice holds the same number (her company entered it): a bare or guessed confirm changes nothing.
+    const alice = await as("alice").send("PUT", `/companies/1/employees/${DEMO.people.alice}`, {
+      phone_numbers: [{ phone_full: bobs!.phone_full, primary: true }],
+    });
+    expect(alice.status).toBe(200);
+    const [alices] = (await (await as("alice").get("/me/phones")).json()) as MyPhone[];
+    expect(alices).toMatchObject({ phone_full: bobs!.phone_full, confirmed: false });
+    expect((await bobsPhones())[0]).toMatchObject({ phone_full: bobs!.phone_full, confirmed: true });
+    // Proving it (the code reaches whoever has the phone) takes it: Bob's confirmation ends.
+    expect((await provePhone("alice", alices!.id)).status).toBe(200);
+    expect((await bobsPhones())[0]).toMatchObject({ phone_full: bobs!.phone_full, confirmed: false });
+    expect((await provePhone("bob", bobs!.id)).status).toBe(200);
+    expect((await bobsPhones())[0]).toMatchObject({ confirmed: true });
+    expect((await call("/me/phones", { token: DEMO.tokens.telephony })).status).toBe(403);
+  });
+});
+
+describe("a trust request reaches one person at most", () => {
+  it("a number several people hold and none proved reaches nobody, answered as for a number nobody holds", async () => {
+    const frontDesk = "+14155550177";
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const created = await as("alice").send(
+        "POST",
+        "/companies/1/employees",
+        employeeBody(fresh("desk"), { phone_numbers: [{ phone_full: frontDesk, primary: true }] }),
+      );
+      expect(created.status).toBe(200);
+      ids.push(((await created.json()) as { id: number }).id);
+    }
+    const held = await as("carol").send("POST", "/contacts/requests", { phone: frontDesk, contact_reason: "hi" });
+    const nobody = await as("carol").send("POST", "/contacts/requests", {
+      phone: "+14155550178",
+      contact_reason: "hi",
+    });
+    expect([held.status, nobody.status]).toEqual([201, 201]);
+    expect(await held.json()).toEqual(await nobody.json());
+    for (const id of ids) expect(await countInPersonObject(id, "select count(*) as n from trust_requests")).toBe(0);
+  });
+
+  it("by phone it reaches the one person who confirmed it, and only them", async () => {
+    const shared = "+14155550188";
+    const ids: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      const created = await as("alice").send(
+        "POST",
+        "/companies/1/employees",
+        employeeBody(fresh("shared"), { phone_numbers: [{ phone_full: shared, primary: true }] }),
+      );
+      ids.push(((await created.json()) as { id: number }).id);
+    }
+    // Bob holds it too, and proves it.
+    await setBobsPhones(shared);
+    const [phone] = await bobsPhones();
+    expect((await provePhone("bob", phone!.id)).status).toBe(200);
+    expect((await as("carol").send("POST", "/contacts/requests", { phone: shared, contact_reason: "hi" })).status).toBe(
+      201,
+    );
+    expect(
+      await countInPersonObject(
+        DEMO.people.bob,
+        "select count(*) as n from trust_requests where requester_id = ?",
+        DEMO.people.carol,
+      ),
+    ).toBe(1);
+    for (const id of ids) expect(await countInPersonObject(id, "select count(*) as n from trust_requests")).toBe(0);
+    await setBobsPhones(DEMO.bobPhone);
+  });
+
+  it("a number one person holds, unproven, reaches nobody (the holder never proved it is theirs)", async () => {
+    const own = "+14155550166";
+    const created = await as("alice").send(
+      "POST",
+      "/companies/1/employees",
+      employeeBody(fresh("solo"), { phone_numbers: [{ phone_full: own, primary: true }] }),
+    );
+    const { id } = (await created.json()) as { id: number };
+    expect((await as("carol").send("POST", "/contacts/requests", { phone: own, contact_reason: "hi" })).status).toBe(
+      201,
+    );
+    expect(await countInPersonObject(id, "select count(*) as n from trust_requests")).toBe(0);
+  });
+});
