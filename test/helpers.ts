@@ -288,7 +288,7 @@ export async function indexKeysWritten(personId: number, timeoutMs = 10_000): Pr
  * passed), so this waits that out and applies again, as the background queue does.
  */
 export async function indexWorkApplied(keys?: string[], timeoutMs = 10_000): Promise<void> {
-  const { applyIndexWork } = await import("../src/services/index-apply");
+  const { makeCurrent } = await import("../src/services/trust-index/current");
   const { createDb } = await import("../src/db/client");
   const { createDeps } = await import("../src/services/deps");
   const deps = { db: createDb(env.DB), kv: env.TRUST_INDEX, objects: createDeps(env).objects };
@@ -298,7 +298,7 @@ export async function indexWorkApplied(keys?: string[], timeoutMs = 10_000): Pro
     const left = results.map((row) => row.key).filter((key) => !keys || keys.includes(key));
     if (left.length === 0) return;
     if (Date.now() > until) throw new Error(`index work of ${left.join(", ")} still due after ${timeoutMs} ms`);
-    await applyIndexWork(deps, { keys: left });
+    await makeCurrent(deps, { keys: left });
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

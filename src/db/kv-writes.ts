@@ -1,12 +1,13 @@
 import { digestOf, WRITTEN_TRUSTED_MS } from "../domain/trust-records";
 import { logError } from "../lib/log";
 import { backoff } from "../lib/backoff";
+import { KEY_RETRY, KEY_WRITE_GAP_MS } from "../domain/key-kinds";
 
 /*
  * The one writer of due KV keys (docs/architecture.md, "The trust index":
  * "One writer of due keys"), used by both sides that keep index keys: each person's object
  * (`rcv:`/`rcvn:`, src/objects/person/index-keys.ts) and D1's index work
- * (`num:`, `tok:`, services/index-apply.ts). Each side keeps, per key, what it
+ * (`num:`, `co:`, `tok:`, `eml:`, `lnk:`, services/trust-index/current.ts). Each side keeps, per key, what it
  * last wrote (the digest and the time) in its own storage and holds the key
  * while it writes (the object's one flush at a time, the index work's lease);
  * this module decides, for each due key, whether to write it now, and writes.
@@ -21,11 +22,11 @@ import { backoff } from "../lib/backoff";
  *   a backoff that grows with the refusals), never thrown: it stays due.
  */
 
-/** KV takes at most one write per second per key (a put or a delete): a key's writes are this far apart. */
-export const KEY_WRITE_GAP_MS = 1_000;
+/** KV's one write per second per key (domain/key-kinds.ts, the one constant of the rule). */
+export { KEY_WRITE_GAP_MS };
 
-/** The wait before retrying after the `refusals`-th refusal in a row: 1 s, 2 s, 4 s … at most 60 s. */
-export const retryDelayMs = (refusals: number) => backoff(Math.max(refusals - 1, 0), { base: 1_000, cap: 60_000 });
+/** The wait before retrying after the `refusals`-th refusal in a row: 1 s, 2 s, 4 s … at most 60 s (`KEY_RETRY`). */
+export const retryDelayMs = (refusals: number) => backoff(Math.max(refusals - 1, 0), KEY_RETRY);
 
 export type DueKey = {
   key: string;

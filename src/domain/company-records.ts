@@ -1,3 +1,5 @@
+import { KEY_KINDS } from "./key-kinds";
+
 /*
  * The `co:<company id>` KV records (docs/architecture.md, "The heartbeat's
  * company records"): what a member's heartbeat reads of a company — its
@@ -10,7 +12,7 @@
 /** `u`: `companies.updated_at`; `f`, `a`, `b`: the roster (first person, first_at, second_at); ms. */
 export type CompanyRecord = { u: number; f: number | null; a: number | null; b: number | null };
 
-export const companyKey = (companyId: number) => `co:${companyId}`;
+export const companyKey = KEY_KINDS.co.key;
 
 /**
  * Put by the rebuild once every company's record is written (then the trust
@@ -18,7 +20,7 @@ export const companyKey = (companyId: number) => `co:${companyId}`;
  * company"; before it, the heartbeat reads D1 instead. A mark of its own, so
  * an index built before these records existed is not taken as holding them.
  */
-export const COMPANIES_COMPLETE_KEY = "idx:companies";
+export const COMPANIES_COMPLETE_KEY = KEY_KINDS.idx.key("companies");
 
 /** The newest change of a company's members other than `personId` (the roster's rule, db/rosters.ts). */
 export const coworkerTime = (record: CompanyRecord, personId: number): number | null =>

@@ -49,12 +49,12 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
   z.object({
     kind: z.literal("rebuild-index"),
     stage: z.enum(["people", "numbers", "companies"]),
-    /** The last person id (`people`), number (`numbers`) or company id (`companies`) done. */
-    after: z.string().max(40),
+    /** The last person id (`people`) or index key (`numbers`, `companies`: `num:`, `eml:`, `lnk:`, `co:`) done. */
+    after: z.string().max(320),
     /** The range of the stage this chain works on (absent: the stage's one range). */
     range: z.number().int().min(0).max(63).optional(),
     /** The range's last key (absent: up to the stage's end). */
-    until: z.string().max(40).optional(),
+    until: z.string().max(320).optional(),
   }),
   PushJob,
 ]);

@@ -1,3 +1,5 @@
+import { KEY_KINDS } from "./key-kinds";
+
 /*
  * The trust-lookup index's keys and records (docs/architecture.md, "The
  * trust index"), shared by their two writers — D1's index work (`num:`) and
@@ -25,14 +27,14 @@ export const WRITTEN_TRUSTED_MS = 24 * 3600 * 1000;
  * The mark the index rebuild puts once every key is written (services/index-rebuild.ts): from then
  * on an absent key means "nobody", answered without D1; before it, a miss falls back to D1.
  */
-export const INDEX_COMPLETE_KEY = "idx:complete";
+export const INDEX_COMPLETE_KEY = KEY_KINDS.idx.key("complete");
 
-export const receiverKey = (e164: string) => `rcv:${e164}`;
-export const numberKey = (e164: string) => `num:${e164}`;
+export const receiverKey = KEY_KINDS.rcv.key;
+export const numberKey = KEY_KINDS.num.key;
 /** The bucket of a number: its last two digits, as a number 0–99. */
 export const bucketOf = (e164: string) => Number(e164.slice(-2));
 export const contactBucketKey = (receivingE164: string, bucket: number) =>
-  `rcvn:${receivingE164}:${String(bucket).padStart(2, "0")}`;
+  KEY_KINDS.rcvn.key({ e164: receivingE164, bucket });
 
 /** The receiver record: `p` = person id (0: nobody holds the number). */
 export type ReceiverRecord = {

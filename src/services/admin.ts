@@ -154,9 +154,9 @@ export async function updateCompany(deps: Deps, companyId: number, changes: Comp
   );
   // Trust-lookup reads no company detail, but a disabled company's phones count for nobody:
   // their caller records are rewritten when the status changes (docs/decisions.md).
-  if (changes.status !== undefined) batch.reindexPhonesOfCompany(companyId);
+  if (changes.status !== undefined) batch.markStalePhonesOfCompany(companyId);
   // Its members' heartbeats (`last_company_update`).
-  batch.reindexCompany(companyId);
+  batch.markStaleCompany(companyId);
   const { results } = await batch.commit();
   const [row] = results[update] as Row[];
   if (!row) throw notFound(`company ${companyId} does not exist`);
@@ -222,10 +222,10 @@ export async function addMember(deps: Deps, companyId: number, input: NewMember)
   }
   batch.add(db.insert(memberships).values({ companyId, personId, createdAt: now, updatedAt: now }));
   batch.add(touchRosters(db, { personIds: personId, companyId, at: now }));
-  batch.reindexCompany(companyId);
+  batch.markStaleCompany(companyId);
   const membershipId = sql`(select ${memberships.id} from ${memberships} where ${memberships.companyId} = ${companyId} and ${memberships.personId} = ${personId})`;
   for (const roleId of roleIds) batch.add(db.insert(membershipRoles).values({ membershipId, roleId }));
-  batch.retellPerson(personId);
+  batch.markStalePerson(personId);
   batch.emitPerson("person:created", companyId, personId);
 
   // A concurrent request may take the email or seat the person first (a UNIQUE constraint fails): the

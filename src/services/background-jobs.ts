@@ -12,7 +12,7 @@ import { eraseGonePersons } from "./person-objects";
 import { pruneExpired } from "./retention";
 import { applyScanEvents } from "./scans";
 import { runPushJob } from "./push";
-import { applyIndexWork } from "./trust-index";
+import { makeCurrent } from "./trust-index/current";
 import { sweepOutbox } from "./webhook-delivery";
 
 /**
@@ -47,7 +47,7 @@ export type Chunk = {
  * wait out their backoff and the minute sweep tries again.
  */
 export async function sweepIndexChunk(deps: Deps, now: Date, limit = INDEX_SWEEP_CHUNK): Promise<Chunk> {
-  const { applied, unchanged, failed } = await applyIndexWork(deps, { now, limit });
+  const { applied, unchanged, failed } = await makeCurrent(deps, { now, limit });
   const claimed = applied.length + failed.length;
   const more = claimed >= limit && failed.length * 2 < claimed;
   return {
@@ -62,7 +62,7 @@ export async function runBackgroundJob(deps: Deps, body: BackgroundMessage, now:
   switch (body.kind) {
     case "reindex": {
       if (!body.keys) return sweepIndexChunk(deps, now);
-      const { applied, unchanged, failed, deferred } = await applyIndexWork(deps, { keys: body.keys, now });
+      const { applied, unchanged, failed, deferred } = await makeCurrent(deps, { keys: body.keys, now });
       // KV refused some keys, or they were written less than a second ago: try again shortly (their rows stay
       // due for the sweep too).
       return {

@@ -11,7 +11,8 @@ import { contactsRead, type Contact } from "./contacts";
 import { toCompanyRef, type CompanyRef } from "./companies";
 import { displayName, e2eeColumn } from "./people";
 import { decide, hasContactPhone, trustedCompaniesOf } from "../domain/trust-records";
-import { readRecords, type Defer, type IndexDeps } from "./trust-index";
+import { readRecords, type Defer } from "./trust-index/read";
+import type { IndexDeps } from "./trust-index/current";
 import { applyVerification, type CallerVerification } from "../domain/caller-verification";
 
 export type CallDetails = {

@@ -205,7 +205,7 @@ export async function verifyCompanyPhone(deps: Deps, phoneId: number): Promise<C
               and exists (select 1 from ${companyPhones} v where v.e164 = ${existing.e164} and v.status = 'verified')`,
         ),
     );
-    batch.reindexNumbers([existing.e164]);
+    batch.markStaleNumbers([existing.e164]);
     const { results } = await batch.commit();
     // Another company's claim on the number was verified first (this one is refused now), or a
     // concurrent request verified or rejected this one: read which.
@@ -257,7 +257,7 @@ async function removePhone(deps: Deps, phoneId: number, where: SQL | undefined):
   if (!existing) throw notFound(`company phone ${phoneId} does not exist`);
   const batch = new WriteBatch(deps);
   batch.add(deps.db.delete(companyPhones).where(where));
-  batch.reindexNumbers([existing.e164]);
+  batch.markStaleNumbers([existing.e164]);
   await batch.commit();
 }
 

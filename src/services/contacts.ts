@@ -12,13 +12,16 @@ import { knowsPerson } from "./acquaintance";
 import type { Deps } from "./deps";
 import { accepted } from "./person-objects";
 import { e2eeColumn } from "./people";
+import { linksFromIndex, type LinkMatch } from "./trust-index/contacts";
 
 /*
  * A person's contacts (docs/contacts-sync.md). They live in the person's
  * own object (docs/architecture.md, "Where data lives"), which checks and
  * writes them and owns the trust-lookup keys they feed; this service turns
  * the object's answers into the API's Contacts, linking each to the platform
- * person behind it with one D1 read per page.
+ * person behind it through the trust index (`num:`, `eml:` and `lnk:` keys,
+ * services/trust-index/contacts.ts), or one D1 read per page when the index
+ * cannot answer.
  */
 
 export type { ContactInput };
@@ -53,15 +56,7 @@ export type Contact = {
 };
 
 /** A platform person holding one of a page's phones or emails (an email links only a person who knows the owner). */
-type Match = {
-  value: string;
-  via: "phone" | "email";
-  personId: number;
-  avatarUrl: string | null;
-  riskScore: number;
-  e2ee: number;
-  known: number;
-};
+type Match = LinkMatch;
 
 /**
  * The platform person linked to each contact, as one D1 read: the owner of
@@ -144,12 +139,14 @@ export function contactsRead(
       return contact;
     });
   };
-  return { statement: phones.length + emails.length === 0 ? null : statement, assemble, unresolved };
+  const none = phones.length + emails.length === 0;
+  return { statement: none ? null : statement, phones, emails, assemble, unresolved };
 }
 
 /**
- * The object's contacts as the API shows them: one D1 read when any has a
- * phone or an email (and, only for a person trusted by more than
+ * The object's contacts as the API shows them: their links read from the
+ * trust index (two rounds of KV bulk gets), or one D1 read when the index
+ * cannot answer (and, only for a person trusted by more than
  * `MIRROR_INLINE` people, one question to their object about the people the
  * page links to).
  */
@@ -159,8 +156,11 @@ async function render(
   read: ContactRead,
   include: ReadonlySet<ContactCollection> = ALL_COLLECTIONS,
 ): Promise<Contact[]> {
-  const { statement, assemble, unresolved } = contactsRead(deps.db, ownerId, read, include);
-  const rows = statement ? ((await deps.db.batch([statement]))[0] as Match[]) : [];
+  const { statement, phones, emails, assemble, unresolved } = contactsRead(deps.db, ownerId, read, include);
+  const rows = statement
+    ? ((await linksFromIndex(deps.kv, ownerId, phones, emails, read.trustedMe)) ??
+      ((await deps.db.batch([statement]))[0] as Match[]))
+    : [];
   const ask = unresolved(rows);
   return assemble(rows, ask.length > 0 ? await deps.objects.of(ownerId).trustedMe(ask) : []);
 }

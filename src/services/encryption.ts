@@ -22,7 +22,9 @@ export async function saveEncryption(
       .returning({ hash: people.encryptionHash, e2e_id: people.e2eId }),
   );
   // The record's `updated_at` moves (drizzle's update hook): the person's heartbeat follows.
-  batch.retellTimesOf(personId);
+  batch.markStalePersonIfNumbered(personId);
+  // Whether contacts show them reachable end to end (their link's card).
+  batch.markStaleLinkCard(personId);
   const [row] = (await batch.commit()).results[update] as { hash: string | null; e2e_id: string | null }[];
   return row ? { ok: true, saved: { hash: row.hash ?? "", e2e_id: row.e2e_id ?? "" } } : personGone();
 }

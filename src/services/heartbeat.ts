@@ -67,8 +67,8 @@ async function assignSecureNumber(deps: Deps, personId: number): Promise<SecureN
   );
   // Lookups to the new number find its holder (receiver record), and calls
   // from it reach the people who trusted this person (caller record).
-  batch.retellPerson(personId);
-  batch.reindexNumbersOf(personId);
+  batch.markStalePerson(personId);
+  batch.markStaleNumbersOf(personId);
   const { results } = await batch.commit();
   const [assigned] = results[assignment] as SecureNumber[];
   if (assigned) return assigned;

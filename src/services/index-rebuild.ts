@@ -1,11 +1,16 @@
 import { sql, type SQL } from "drizzle-orm";
+import { KEY_KINDS } from "../domain/key-kinds";
 import { INDEX_COMPLETE_KEY } from "../domain/trust-records";
-import { companyKey, COMPANIES_COMPLETE_KEY } from "../domain/company-records";
+import { COMPANIES_COMPLETE_KEY } from "../domain/company-records";
 import type { BackgroundMessage } from "../domain/queue-messages";
 import { putRebuildKey } from "../db/kv-writes";
 import type { Chunk } from "./background-jobs";
 import type { Deps } from "./deps";
-import { applyIndexWork, factsOf, workForKeys } from "./trust-index";
+import { factsOf } from "../db/facts";
+import { CONTACTS_COMPLETE_KEY } from "./trust-index/contacts";
+import { makeCurrent } from "./trust-index/current";
+import { rebuildKeys } from "./trust-index/kinds";
+import { markStale } from "./trust-index/stale";
 
 /*
  * The rebuild of the trust index (docs/architecture.md, "The rebuild and its
@@ -17,13 +22,16 @@ import { applyIndexWork, factsOf, workForKeys } from "./trust-index";
  * Stages, one after the other:
  * - `people`: 100 holders of a secure number a chunk; each one's object is
  *   told D1's facts and writes every key of their number (`rcv:`, `rcvn:`);
- * - `numbers`: 200 numbers that name someone (a confirmed personal phone, a
- *   held secure number, a verified phone of an enabled company) a chunk,
- *   their `num:` keys written from D1 through the index work;
- * - `companies`: 200 companies a chunk, their `co:` records (the heartbeat's,
+ * - `numbers`: 200 keys a chunk of the kinds D1 writes that the registry
+ *   puts in this stage (services/trust-index/kinds.ts): the `num:` keys of
+ *   numbers that name someone (a confirmed personal phone, a held secure
+ *   number, a verified phone of an enabled company), the `eml:` keys of every
+ *   person's email and the `lnk:` card of every person, written from D1
+ *   through the index work;
+ * - `companies`: 200 keys a chunk, the `co:` records (the heartbeat's,
  *   domain/company-records.ts) written through the index work; a numbers
  *   stage of one range starts them in its last chunk;
- * - then the marks: `COMPANIES_COMPLETE_KEY`, then `INDEX_COMPLETE_KEY`.
+ * - then the marks: `COMPANIES_COMPLETE_KEY`, `CONTACTS_COMPLETE_KEY`, then `INDEX_COMPLETE_KEY`.
  * Each stage is split into ranges of its keys (`RANGE_ROWS` keys each, at most
  * `MAX_RANGES`), each its own chain of messages, one chunk an invocation (a
  * chunk's work stays that of one message, whatever the deployment's size). Each
@@ -34,7 +42,7 @@ import { applyIndexWork, factsOf, workForKeys } from "./trust-index";
  * set only when every range of the last stage is done.
  */
 
-export const REBUILD_KEY = "idx:rebuild";
+export const REBUILD_KEY = KEY_KINDS.idx.key("rebuild");
 /** The record of range `i` of the running stage. */
 export const rangeKey = (i: number) => `${REBUILD_KEY}:range:${i}`;
 const CHUNK: Record<Stage, number> = { people: 100, numbers: 200, companies: 200 };
@@ -106,17 +114,17 @@ export async function rebuildStatus(deps: Pick<Deps, "kv">): Promise<RebuildStat
   };
 }
 
-/** The keys of a stage, as column `k`, in order. */
+/**
+ * The keys of a stage, as column `k`, in order: the people's ids, else the index keys of the kinds
+ * the registry puts in the stage (as text, so a message from older code's numeric or bare-number
+ * bound restarts its range from the beginning, which only writes keys again).
+ */
 function sourceOf(stage: Stage): SQL {
   if (stage === "people") return sql`select person_id as k from secure_numbers where person_id is not null`;
-  if (stage === "companies") return sql`select id as k from companies`;
-  return sql`select e164 as k from person_phones where confirmed = 1
-    union select e164 from secure_numbers where person_id is not null
-    union select p.e164 from company_phones p join companies c on c.id = p.company_id
-      where p.status = 'verified' and c.status = 'enabled'`;
+  return rebuildKeys(stage);
 }
-const startOf = (stage: Stage) => (stage === "numbers" ? "" : "0");
-const boundOf = (stage: Stage, value: string) => (stage === "numbers" ? value : Number(value));
+const startOf = (stage: Stage) => (stage === "people" ? "0" : "");
+const boundOf = (stage: Stage, value: string) => (stage === "people" ? Number(value) : value);
 
 function messageOf(stage: Stage, range: Pick<Range, "after" | "until">, i: number, total: number): RebuildMessage {
   if (total === 1) return { kind: "rebuild-index", stage, after: range.after };
@@ -199,6 +207,7 @@ async function advance(deps: Deps, stored: Stored, ranges: (Range | null)[], now
   const totals = { ...stored, ...(stage === "companies" ? {} : { [stage]: stored[stage] + countOf(ranges) }) };
   if (stage === "companies") {
     await putRebuildKey(deps.kv, COMPANIES_COMPLETE_KEY, JSON.stringify({ at: now.toISOString() }));
+    await putRebuildKey(deps.kv, CONTACTS_COMPLETE_KEY, JSON.stringify({ at: now.toISOString() }));
     await putRebuildKey(deps.kv, INDEX_COMPLETE_KEY, JSON.stringify({ at: now.toISOString() }));
     await save(deps, { ...totals, state: "complete", stage: null, after: 0, finished_at: now.toISOString() });
     return [];
@@ -218,13 +227,14 @@ const sendAll = async (deps: Deps, messages: RebuildMessage[]) => {
 
 /**
  * The minute cron's check: an index that was never built (a new deployment), or one a finished
- * rebuild of older code left without the marks this code reads (no `COMPANIES_COMPLETE_KEY`: a
- * deployment upgraded to the heartbeat's company records), starts its rebuild by itself; a running
+ * rebuild of older code left without the marks this code reads (no `COMPANIES_COMPLETE_KEY` or
+ * `CONTACTS_COMPLETE_KEY`: a deployment upgraded to the heartbeat's company records or to contacts
+ * linking through the index), starts its rebuild by itself; a running
  * one gets every range that has not moved for `STALLED_MS` sent again (its chain broke), or its next
  * stage when all its ranges are done. One KV bulk get a minute otherwise (two while one runs).
  */
 export async function rebuildIfNever(deps: Deps, now: Date): Promise<boolean> {
-  const found = await deps.kv.get([REBUILD_KEY, COMPANIES_COMPLETE_KEY], "text");
+  const found = await deps.kv.get([REBUILD_KEY, COMPANIES_COMPLETE_KEY, CONTACTS_COMPLETE_KEY], "text");
   const record = found.get(REBUILD_KEY) ?? null;
   const stored = record === null ? null : (JSON.parse(record) as Stored);
   if (stored?.state === "running" && stored.stage) {
@@ -232,7 +242,8 @@ export async function rebuildIfNever(deps: Deps, now: Date): Promise<boolean> {
     await sendAll(deps, stalled);
     return stalled.length > 0;
   }
-  if (stored !== null && (found.get(COMPANIES_COMPLETE_KEY) ?? null) !== null) return false;
+  const marked = [COMPANIES_COMPLETE_KEY, CONTACTS_COMPLETE_KEY].every((key) => (found.get(key) ?? null) !== null);
+  if (stored !== null && marked) return false;
   await requestRebuild(deps, now);
   return true;
 }
@@ -283,7 +294,7 @@ export async function rebuildChunk(deps: Deps, body: RebuildMessage, now: Date):
   return { done: { ...written, ...(next.length === 0 ? { complete: true } : {}) }, ...(first ? { next: first } : {}) };
 }
 
-/** Writes the keys of a chunk: each person's object its own; numbers and companies through the index work. */
+/** Writes the keys of a chunk: each person's object its own; the other stages' keys through the index work. */
 async function writeKeys(deps: Deps, stage: Stage, keys: string[], now: Date) {
   if (keys.length === 0) return;
   if (stage === "people") {
@@ -292,11 +303,11 @@ async function writeKeys(deps: Deps, stage: Stage, keys: string[], now: Date) {
     await Promise.all(facts.map((fact) => deps.objects.of(fact.personId).rewriteKeys(fact)));
     return;
   }
-  const indexKeys = stage === "numbers" ? keys.map((e164) => `num:${e164}`) : keys.map((id) => companyKey(Number(id)));
-  await deps.db.batch([workForKeys(deps.db, indexKeys, now)]);
+  const indexKeys = keys;
+  await deps.db.batch([markStale(deps.db, indexKeys, now)]);
   // Put whatever KV is thought to hold (a key written less than a second ago once that second has passed,
   // before the mark); a refused key stays due for the index sweep.
-  await applyIndexWork(deps, { keys: indexKeys, now, force: true, waitDeferred: stage === "numbers" });
+  await makeCurrent(deps, { keys: indexKeys, now, force: true, waitDeferred: stage === "numbers" });
 }
 
 const save = (deps: Pick<Deps, "kv">, stored: Stored) => putRebuildKey(deps.kv, REBUILD_KEY, JSON.stringify(stored));

@@ -25,8 +25,8 @@ export function addRemoval(batch: WriteBatch, companyId: number, personId: numbe
     sql`not exists (select 1 from ${personEmails} where ${personEmails.personId} = ${personId})`,
     sql`not exists (select 1 from ${memberships} where ${memberships.personId} = ${personId})`,
   ];
-  batch.retellPerson(personId);
-  batch.reindexNumbersOf(personId);
+  batch.markStalePerson(personId);
+  batch.markStaleNumbersOf(personId);
   batch.add(
     db
       .delete(personEmails)
@@ -47,7 +47,7 @@ export function addRemoval(batch: WriteBatch, companyId: number, personId: numbe
       .where(and(eq(secureNumbers.personId, personId), ...accountGoes)),
   );
   // Their tokens go with the account (cascade): their verification records in KV say so.
-  batch.reindexTokensOf(personId, and(...accountGoes)!);
+  batch.markStaleTokensOf(personId, and(...accountGoes)!);
   batch.add(db.delete(people).where(and(eq(people.id, personId), ...accountGoes)));
   // The account went: so does everything in the person's own object (activity, blocked calls).
   batch.eraseObjectIfDeleted(personId);

@@ -139,7 +139,7 @@ export async function confirmMyPhone(
   for (const statement of spendStatements(deps, spent.id, batch.now)) batch.add(statement);
   const losers = batch.add(takeNumber(deps, row.e164, personId));
   batch.add(deps.db.update(personPhones).set({ confirmed: true }).where(eq(personPhones.id, phoneId)));
-  batch.reindexNumbers([row.e164]);
+  batch.markStaleNumbers([row.e164]);
   const results = await commitSpending(batch);
   await tellPhonesChanged(deps, results[losers] as { personId: number }[]);
   return toMyPhone({ ...row, confirmed: true });
@@ -187,7 +187,7 @@ export async function tellPhonesChanged(deps: Pick<Deps, "objects">, rows: { per
 export async function releaseNumber(deps: Deps, e164: string): Promise<number> {
   const batch = new WriteBatch(deps);
   const released = batch.add(takeNumber(deps, e164, null));
-  batch.reindexNumbers([e164]);
+  batch.markStaleNumbers([e164]);
   const rows = (await batch.commit()).results[released] as { personId: number }[];
   await tellPhonesChanged(deps, rows);
   return rows.length;

@@ -4,14 +4,14 @@ import type { Db } from "../db/client";
 import { GUARDS, type GuardCheck, type GuardStatement } from "../db/guard";
 import { personErasures, webhookDeliveries } from "../db/schema";
 import { batchableAll } from "../db/sql";
-import { backoff } from "../lib/backoff";
 import { ApiError } from "../lib/errors";
-import { logError } from "../lib/log";
 import type { EventName } from "../domain/events";
 import { enqueueDeliveries } from "./events";
 import type { Deps } from "./deps";
 import { eraseGonePersons } from "./person-objects";
-import * as trustIndex from "./trust-index";
+import * as stale from "./trust-index/stale";
+import { makeCurrentAfterCommit } from "./trust-index/current";
+import { KEY_KINDS } from "../domain/key-kinds";
 
 /** An event to record: for one company, or for every company a person belongs to (scan and exposure events). */
 export type OutboxEvent = { event: EventName; payload: unknown } & ({ companyId: number } | { personId: number });
@@ -145,15 +145,20 @@ export class WriteBatch {
     );
   }
 
+  /*
+   * Marking keys stale (docs/architecture.md, "Index work"; the kinds: domain/key-kinds.ts): each
+   * records, in this batch, keys the change makes stale; `commit` makes them current after the commit.
+   */
+
   /**
    * D1's facts about the person changed (their secure number, or a company
    * they belong to): their object is told after the commit, and rewrites
    * their receiver keys (docs/architecture.md, "The trust index").
    */
-  retellPerson(personId: number | SQL) {
+  markStalePerson(personId: number | SQL) {
     // Its `prs:` row also raises the person's facts version (a trigger, drizzle/0025): an object told
     // older facts later (a lagging replica) ignores them.
-    this.#index(trustIndex.workForPerson(this.deps.db, personId, this.now));
+    this.#index(stale.markStalePerson(this.deps.db, personId, this.now));
   }
 
   /**
@@ -162,50 +167,63 @@ export class WriteBatch {
    * there; without a number it reads D1). D1 triggers queue the same work
    * (drizzle/0026); recording it here applies it right after the commit.
    */
-  retellTimesOf(personId: number) {
-    this.#index(trustIndex.workForPersonIfNumbered(this.deps.db, personId, this.now));
+  markStalePersonIfNumbered(personId: number) {
+    this.#index(stale.markStalePersonIfNumbered(this.deps.db, personId, this.now));
   }
 
   /** The heartbeat's record of the company (its row or its roster changed; domain/company-records.ts). */
-  reindexCompany(companyId: number) {
-    this.#index(trustIndex.workForCompany(this.deps.db, companyId, this.now));
+  markStaleCompany(companyId: number) {
+    this.#index(stale.markStaleCompany(this.deps.db, companyId, this.now));
   }
 
   /** The heartbeat's records of every company the person belongs to at this point of the batch (their roster moved). */
-  reindexCompaniesOf(personId: number | SQL) {
-    this.#index(trustIndex.workForCompaniesOf(this.deps.db, personId, this.now));
+  markStaleCompaniesOf(personId: number | SQL) {
+    this.#index(stale.markStaleCompaniesOf(this.deps.db, personId, this.now));
+  }
+
+  /** The owner records of every email the person holds at this point of the batch (`eml:`, contacts link through them). */
+  markStaleEmailsOf(personId: number | SQL) {
+    this.#index(stale.markStaleEmailsOf(this.deps.db, personId, this.now));
+  }
+
+  /** What a contact's link shows of the person (`lnk:`; D1's triggers queue it too, drizzle/0030). */
+  markStaleLinkCard(personId: number) {
+    this.#index(stale.markStaleLinkCard(this.deps.db, personId, this.now));
   }
 
   /** The trust-lookup records of these caller numbers (who holds them). */
-  reindexNumbers(e164s: string[]) {
-    if (e164s.length > 0) this.#index(trustIndex.workForNumbers(this.deps.db, e164s, this.now));
+  markStaleNumbers(e164s: string[]) {
+    if (e164s.length > 0) this.#index(stale.markStaleNumbers(this.deps.db, e164s, this.now));
   }
 
   /** The caller records of every number the person holds at this point of the batch. */
-  reindexNumbersOf(personId: number | SQL) {
-    this.#index(trustIndex.workForNumbersOf(this.deps.db, personId, this.now));
+  markStaleNumbersOf(personId: number | SQL) {
+    this.#index(stale.markStaleNumbersOf(this.deps.db, personId, this.now));
   }
 
   /** The caller records of every phone of the company (its status changed). */
-  reindexPhonesOfCompany(companyId: number) {
-    this.#index(trustIndex.workForNumbersOfCompany(this.deps.db, companyId, this.now));
+  markStalePhonesOfCompany(companyId: number) {
+    this.#index(stale.markStaleNumbersOfCompany(this.deps.db, companyId, this.now));
   }
 
   /** The verification records of these tokens (by SHA-256): a command that revokes them. */
-  reindexTokens(hashes: string[]) {
-    if (hashes.length > 0)
-      this.#index(
-        trustIndex.workForKeys(
-          this.deps.db,
-          hashes.map((hash) => `tok:${hash}`),
-          this.now,
-        ),
-      );
+  markStaleTokens(hashes: string[]) {
+    if (hashes.length > 0) this.#index(stale.markStale(this.deps.db, hashes.map(KEY_KINDS.tok.key), this.now));
   }
 
   /** The verification records of the person's tokens, when `condition` holds here (their account goes). */
-  reindexTokensOf(personId: number, condition: SQL) {
-    this.#index(trustIndex.workForTokensOf(this.deps.db, personId, condition, this.now));
+  markStaleTokensOf(personId: number, condition: SQL) {
+    this.#index(stale.markStaleTokensOf(this.deps.db, personId, condition, this.now));
+  }
+
+  /** `markStaleTokens`, by its older name (src/services/tokens.ts and devices.ts call it). */
+  reindexTokens(hashes: string[]) {
+    this.markStaleTokens(hashes);
+  }
+
+  /** `markStaleNumbers`, by its older name (src/services/sign-in.ts calls it). */
+  reindexNumbers(e164s: string[]) {
+    this.markStaleNumbers(e164s);
   }
 
   /**
@@ -257,7 +275,7 @@ export class WriteBatch {
       this.#items.flatMap((item, i) => (item.role === role ? (results[i] as Record<string, string>[]) : []));
     const deliveries = rows("deliveries").map((row) => row.id!);
     const keys = [...new Set(rows("index").map((row) => row.key!))];
-    await Promise.all([settleIndexWork(this.deps, keys), committed?.()]);
+    await Promise.all([makeCurrentAfterCommit(this.deps, keys), committed?.()]);
     await enqueueDeliveries(this.deps, deliveries);
     const erased = this.#items.flatMap((item, i) =>
       item.role === "erase" ? (results[i] as { personId: number }[]) : [],
@@ -305,53 +323,4 @@ function deliveryInsert(
     order by e.key, w.company_id, w.id
     returning id`,
   );
-}
-
-/**
- * Keys a command applies inline, and per `reindex` message: one KV put each,
- * and an invocation may make 1,000 KV operations
- * (https://developers.cloudflare.com/workers/platform/limits/), so a bulk
- * write (1,000 employees' phones) hands the rest to the background queue.
- */
-export const INLINE_INDEX_KEYS = 200;
-
-/**
- * Applies index work right after a commit, so the next lookup already
- * answers the new way. A key another applier holds (a fill that may have
- * read D1 before this commit) is waited for briefly — leases last
- * milliseconds — and then applied from D1 as it is now (a `tok:` key written
- * less than a second ago is waited for too: a revocation lands before the
- * answer). Keys KV refused,
- * written less than a second ago (one write per key per second), or still
- * held, or past the first `INLINE_INDEX_KEYS`, go to the background
- * queue with a short delay; the minute sweep is the last resort. Never
- * throws: the change is committed and its work recorded.
- */
-export async function settleIndexWork(deps: Deps, keys: string[]) {
-  const later = keys.slice(INLINE_INDEX_KEYS);
-  let pending = keys.slice(0, INLINE_INDEX_KEYS);
-  let failed: string[] = [];
-  try {
-    for (let round = 0; pending.length > 0 && round < 5; round++) {
-      if (round > 0) await scheduler.wait(backoff(round, { base: 20, cap: 320 }));
-      // A token's record (a revocation) written less than a second ago by its fill: that second is waited out
-      // here, so the refused record lands before the command answers (docs/architecture.md, "Tokens").
-      const waitDeferred = pending.some((key) => key.startsWith("tok:"));
-      const result = await trustIndex.applyIndexWork(deps, { keys: pending, waitDeferred });
-      // Deferred (written less than a second ago, db/kv-writes.ts): the queue's 1 s delay writes them.
-      failed = [...failed, ...result.failed, ...result.deferred];
-      pending = result.busy;
-    }
-  } catch (err) {
-    logError("applying index work failed; left to the background queue and the sweep", err, { keys: keys.length });
-    failed = keys;
-    pending = [];
-  }
-  const retry = [...new Set([...failed, ...pending, ...later])];
-  for (let i = 0; i < retry.length; i += INLINE_INDEX_KEYS) {
-    const part = retry.slice(i, i + INLINE_INDEX_KEYS);
-    await deps.backgroundQueue.send({ kind: "reindex", keys: part }, { delaySeconds: 1 }).catch((err: unknown) => {
-      logError("enqueueing index work failed; left to the sweep", err, { keys: part.length });
-    });
-  }
 }

@@ -13,7 +13,9 @@ import { KEEP } from "../objects/person/limits";
 import type { MovedContact, MovedFeedRow, MovedRows, MovedTrustRequestRow } from "../objects/person/api";
 import type { BackgroundMessage } from "../domain/queue-messages";
 import type { Deps } from "./deps";
-import { applyIndexWork, factsKey, workForPerson } from "./trust-index";
+import { KEY_KINDS } from "../domain/key-kinds";
+import { makeCurrent } from "./trust-index/current";
+import { markStalePerson } from "./trust-index/stale";
 import { DAY_MS } from "../lib/time";
 
 /*
@@ -318,8 +320,8 @@ export async function movePersonChunk(deps: Deps, body: MoveMessage, now: Date) 
     // is told D1's facts about the person (number, companies) and writes its trust-lookup keys from what it
     // now holds; a refusal leaves the work due for the index sweep.
     await object.finishMove();
-    await deps.db.batch([record, workForPerson(deps.db, personId, now)]);
-    await applyIndexWork(deps, { keys: [factsKey(personId)], now });
+    await deps.db.batch([record, markStalePerson(deps.db, personId, now)]);
+    await makeCurrent(deps, { keys: [KEY_KINDS.prs.key(personId)], now });
   } else {
     await record;
   }

@@ -153,7 +153,7 @@ export async function resealProviderSecrets(deps: Deps, now = new Date()): Promi
     );
     hashes.push(row.hash);
   }
-  batch.reindexTokens(hashes);
+  batch.markStaleTokens(hashes);
   await batch.commit();
   return { key_id: current, resealed: hashes.length, unopened, remaining: rows.length > RESEAL_CHUNK };
 }

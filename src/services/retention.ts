@@ -5,7 +5,7 @@ import { logError } from "../lib/log";
 import { pruneExpiredClaims } from "./company-phones";
 import { pruneCompanyKeys } from "./idempotency";
 import { pruneClosedExposures, pruneFinishedScans, pruneSupersededResults } from "./scan-retention";
-import { pruneIndexWritten } from "./trust-index";
+import { pruneIndexWritten } from "./trust-index/current";
 import { pruneDeliveredHistory } from "./webhook-history";
 import { DAY_MS } from "../lib/time";
 

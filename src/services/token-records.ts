@@ -4,6 +4,7 @@ import { accessTokens } from "../db/schema";
 import { inList } from "../db/sql";
 import type { Principal } from "../types";
 import { signingRefOf, type StoredSigning } from "../domain/provider-signing";
+import { KEY_KINDS, keysOfKind } from "../domain/key-kinds";
 
 /*
  * The verification record of a token in KV (docs/architecture.md, "Tokens"):
@@ -17,7 +18,7 @@ import { signingRefOf, type StoredSigning } from "../domain/provider-signing";
  * record reads no D1.
  */
 
-export const tokenKey = (hash: string) => `tok:${hash}`;
+export const tokenKey = KEY_KINDS.tok.key;
 
 /** `usedAt`: the token's `last_used` as D1 had it when the record was written (ms; null: never). */
 export type TokenRecord =
@@ -138,7 +139,7 @@ function withoutClearSecret(principal: Principal): Principal {
  * (the hashes bound as one JSON value). A token D1 does not hold is refused.
  */
 export async function computeTokenRecords(db: Db, keys: string[], now: Date): Promise<Map<string, string>> {
-  const hashes = keys.filter((key) => key.startsWith("tok:")).map((key) => key.slice(4));
+  const hashes = keysOfKind(keys, "tok").map(KEY_KINDS.tok.parse);
   if (hashes.length === 0) return new Map();
   const rows = await db
     .select({ hash: accessTokens.tokenHash, ...TOKEN_COLUMNS })

@@ -1,7 +1,8 @@
 import type { CallParties } from "../domain/call-parties";
 import { decide } from "../domain/trust-records";
 import { applyVerification, type BlockReason, type CallerVerification } from "../domain/caller-verification";
-import { readRecords, type Defer, type IndexDeps } from "./trust-index";
+import { readRecords, type Defer } from "./trust-index/read";
+import type { IndexDeps } from "./trust-index/current";
 
 /**
  * The ringing path's decision (docs/decisions.md, "Secure calling"): whether

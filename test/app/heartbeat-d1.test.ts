@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { COMPANIES_COMPLETE_KEY, companyKey } from "../../src/domain/company-records";
 import { createDeps } from "../../src/services/deps";
-import { applyIndexWork } from "../../src/services/trust-index";
+import { makeCurrent } from "../../src/services/trust-index/current";
 import { as, call, countD1, DEMO, indexWorkApplied, insertToken, type HeartbeatBody } from "../helpers";
 
 /*
@@ -32,7 +32,7 @@ async function heartbeat(who: "alice" | "bob" | "carol"): Promise<{ beat: Heartb
 }
 
 /** The minute sweep of the index work (what the cron runs), for changes no command recorded. */
-const sweep = () => applyIndexWork(createDeps(env), {});
+const sweep = () => makeCurrent(createDeps(env), {});
 
 const ms = (iso: string | null) => (iso === null ? null : Date.parse(iso));
 

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_EMPLOYEES_PER_COMPANY } from "../../src/services/employees";
-import { INLINE_INDEX_KEYS } from "../../src/services/outbox";
+import { INLINE_INDEX_KEYS } from "../../src/services/trust-index/current";
 import { as, countD1, countRows, DEMO, expectError } from "../helpers";
 import { newWebhook } from "../webhook-receiver";
 

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
-import { beforeAll, describe, expect, it } from "vitest";
-import { as, DEMO } from "../helpers";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { as, countD1, DEMO, trustIndexSettled } from "../helpers";
 
 /**
  * What a contact reveals about the platform person it names (docs/decisions.md,
@@ -25,6 +25,8 @@ beforeAll(async () => {
   await env.DB.prepare(
     "UPDATE people SET risk_score = 42, avatar_url = 'https://cdn.example/bob.png' WHERE id = 2",
   ).run();
+  // Contacts link through the trust index (`lnk:` cards): D1's triggers queued Bob's card, made current here.
+  await trustIndexSettled();
 });
 
 describe("contact linking across tenants", () => {
@@ -55,5 +57,72 @@ describe("contact linking across tenants", () => {
     const [byEmail, byPhone] = await list();
     expect(byEmail).toMatchObject({ user_id: null, connected: false, ...hidden });
     expect(byPhone).toMatchObject({ user_id: DEMO.people.bob, connected: true, ...hidden });
+  });
+});
+
+describe("contacts link through the trust index (`num:`, `eml:`, `lnk:`)", () => {
+  afterEach(() => vi.restoreAllMocks());
+  const email = "handover@acme.example";
+  const page = async () =>
+    (await (await as("alice").get("/contacts?per_page=100&include=emails")).json()) as (Contact & {
+      email: string[];
+    })[];
+
+  it("an email that changes hands links its new owner once the index settles", async () => {
+    await env.DB.prepare("INSERT INTO person_emails (person_id, email) VALUES (?, ?)")
+      .bind(DEMO.people.bob, email)
+      .run();
+    await trustIndexSettled();
+    expect(JSON.parse((await env.TRUST_INDEX.get(`eml:${email}`))!)).toEqual({ p: DEMO.people.bob });
+    const contact = await add("alice", { emails: [email] });
+    expect(contact).toMatchObject({ user_id: DEMO.people.bob, connected: true, ...shown });
+
+    // The email moves to Carol, a stranger to Alice: it names no one for her any more.
+    await env.DB.prepare("UPDATE person_emails SET person_id = ? WHERE email = ?").bind(DEMO.people.carol, email).run();
+    await trustIndexSettled();
+    expect(JSON.parse((await env.TRUST_INDEX.get(`eml:${email}`))!)).toEqual({ p: DEMO.people.carol });
+    expect((await page()).find((c) => c.email.includes(email))).toMatchObject({ user_id: null, connected: false });
+
+    // Then to Alice herself: it links her.
+    await env.DB.prepare("UPDATE person_emails SET person_id = ? WHERE email = ?").bind(DEMO.people.alice, email).run();
+    await trustIndexSettled();
+    expect((await page()).find((c) => c.email.includes(email))).toMatchObject({
+      user_id: DEMO.people.alice,
+      connected: true,
+    });
+
+    // Gone: its key goes, and the contact links no one.
+    await env.DB.prepare("DELETE FROM person_emails WHERE email = ?").bind(email).run();
+    await trustIndexSettled();
+    expect(await env.TRUST_INDEX.get(`eml:${email}`)).toBeNull();
+    expect((await page()).find((c) => c.email.includes(email))).toMatchObject({ user_id: null, connected: false });
+  });
+
+  it("an email the employer gives a member links them right after the commit", async () => {
+    const added = "bob.second@acme.example";
+    const put = await as("alice").send("PUT", `/companies/${DEMO.companies.acme}/employees/${DEMO.people.bob}`, {
+      emails: [{ email: "bob@acme.example" }, { email: added, primary: false }],
+    });
+    expect(put.status).toBe(200);
+    expect(JSON.parse((await env.TRUST_INDEX.get(`eml:${added}`))!)).toEqual({ p: DEMO.people.bob });
+    expect(await add("alice", { emails: [added] })).toMatchObject({ user_id: DEMO.people.bob, connected: true });
+  });
+
+  it("a page links through the index with no D1 statement; before the index holds contacts (no mark), through D1", async () => {
+    const linked = async () => {
+      const d1 = countD1();
+      const contacts = await page();
+      vi.restoreAllMocks();
+      expect(contacts.find((c) => c.user_id === DEMO.people.bob)).toMatchObject({ connected: true, ...shown });
+      return d1.queries.length;
+    };
+    expect(await linked()).toBe(0);
+    const mark = (await env.TRUST_INDEX.get("idx:contacts"))!;
+    await env.TRUST_INDEX.delete("idx:contacts");
+    try {
+      expect(await linked()).toBe(1);
+    } finally {
+      await env.TRUST_INDEX.put("idx:contacts", mark);
+    }
   });
 });

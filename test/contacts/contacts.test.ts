@@ -2,7 +2,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { as, call, countInPersonObject, DEMO, expectError, inPersonObject } from "../helpers";
+import { as, call, countInPersonObject, DEMO, expectError, inPersonObject, trustIndexSettled } from "../helpers";
 
 type Contact = {
   id: number;
@@ -82,6 +82,8 @@ describe("POST /contacts/sync and POST /contacts", () => {
     await env.DB.prepare(
       "UPDATE people SET risk_score = 42, avatar_url = 'https://cdn.example/bob.png' WHERE id = 2",
     ).run();
+    // Contacts link through the trust index (`lnk:` cards): D1's triggers queued Bob's card, made current here.
+    await trustIndexSettled();
     const [byEmail] = await sync("alice", [{ display_name: "Bob (mail)", emails: ["BOB@acme.example"] }]);
     expect(byEmail).toMatchObject({
       user_id: 2,

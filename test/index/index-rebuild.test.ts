@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { INDEX_COMPLETE_KEY } from "../../src/domain/trust-records";
 import { COMPANIES_COMPLETE_KEY } from "../../src/domain/company-records";
+import { CONTACTS_COMPLETE_KEY } from "../../src/services/trust-index/contacts";
 import {
   rebuildChunk,
   rebuildNow,
@@ -117,6 +118,10 @@ describe("the rebuild", () => {
       p: [DEMO.people.bob],
     });
     expect(JSON.parse((await env.TRUST_INDEX.get(REBUILD_KEY))!)).toMatchObject({ state: "complete", stage: null });
+    // Contacts link through the same index: every email's owner (`eml:`), every person's card (`lnk:`), their mark.
+    expect(JSON.parse((await env.TRUST_INDEX.get("eml:bob@acme.example"))!)).toEqual({ p: DEMO.people.bob });
+    expect(JSON.parse((await env.TRUST_INDEX.get(`lnk:${DEMO.people.bob}`))!)).toMatchObject({ c: [1] });
+    expect(await env.TRUST_INDEX.get(CONTACTS_COMPLETE_KEY)).not.toBeNull();
     // Lookups answer as before.
     expect(await (await lookup(ALICE, DEMO.acmePhone)).json()).toMatchObject({
       trusted: true,

@@ -2,7 +2,8 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createDb } from "../../src/db/client";
 import { KEY_WRITE_GAP_MS } from "../../src/db/kv-writes";
-import { applyIndexWork, workForKeys } from "../../src/services/trust-index";
+import { makeCurrent } from "../../src/services/trust-index/current";
+import { markStale } from "../../src/services/trust-index/stale";
 import { createDeps } from "../../src/services/deps";
 import { as, DEMO, indexKeysWritten, indexWorkApplied, personObject, secureNumberOf } from "../helpers";
 
@@ -132,8 +133,8 @@ describe("at most one write per key per second", () => {
             .bind(e164)
             .run()
         : env.DB.prepare("DELETE FROM company_phones WHERE e164 = ?").bind(e164).run());
-      await db.batch([workForKeys(db, [key], new Date())]);
-      deferred.push(...(await applyIndexWork(deps, { keys: [key] })).deferred);
+      await db.batch([markStale(db, [key], new Date())]);
+      deferred.push(...(await makeCurrent(deps, { keys: [key] })).deferred);
     }
     // Applied again once the second has passed (the background queue's 1 s delay does this in production).
     await indexWorkApplied([key]);

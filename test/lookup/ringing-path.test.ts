@@ -4,7 +4,8 @@ import { phoneFromInternational, phoneFromParts } from "../../src/lib/phone";
 import { addCompanyPhone, verifyCompanyPhone } from "../../src/services/company-phones";
 import { createDb } from "../../src/db/client";
 import { createDeps } from "../../src/services/deps";
-import { applyIndexWork, workForKeys } from "../../src/services/trust-index";
+import { makeCurrent } from "../../src/services/trust-index/current";
+import { markStale } from "../../src/services/trust-index/stale";
 import {
   as,
   call,
@@ -319,8 +320,8 @@ describe("bounded fan-out", () => {
     // Their objects are told their facts, as the secure-number assignment's index work does.
     const deps = createDeps(env);
     const keys = holders.results.map((row) => `prs:${row.person_id}`);
-    await createDb(env.DB).batch([workForKeys(createDb(env.DB), keys, new Date())]);
-    await applyIndexWork(deps, { keys });
+    await createDb(env.DB).batch([markStale(createDb(env.DB), keys, new Date())]);
+    await makeCurrent(deps, { keys });
     const ask = async (fields: Record<string, string>) =>
       (await (await as("telephony").get(`/apps/buzz/trust-lookup?${new URLSearchParams(fields)}`)).json()) as {
         trusted: boolean;

@@ -1,7 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../../src/db/client";
-import { applyIndexWork, EMPTY_FILL_TTL_SECONDS, workForKeys } from "../../src/services/trust-index";
+import { makeCurrent } from "../../src/services/trust-index/current";
+import { EMPTY_FILL_TTL_SECONDS } from "../../src/services/trust-index/read";
+import { markStale } from "../../src/services/trust-index/stale";
 import { createDeps } from "../../src/services/deps";
 import { personObjectsFrom, type PersonObjects } from "../../src/services/person-objects";
 import { recordBlockedCall } from "../../src/services/blocked-calls";
@@ -40,8 +42,8 @@ async function secureNumberOf(who: "alice" | "bob" | "carol") {
 /** Rewrites `num:` keys from D1 the way a command's index work does (for rows changed by SQL here). */
 async function reindex(...keys: string[]) {
   const db = createDb(env.DB);
-  await db.batch([workForKeys(db, keys, new Date())]);
-  await applyIndexWork({ db, kv: env.TRUST_INDEX, objects: createDeps(env).objects }, { keys });
+  await db.batch([markStale(db, keys, new Date())]);
+  await makeCurrent({ db, kv: env.TRUST_INDEX, objects: createDeps(env).objects }, { keys });
 }
 
 const receiverKeyOf = (fields: { number_code: string; number: string }) => `rcv:+${fields.number_code}${fields.number}`;

@@ -24,14 +24,14 @@ export function save(db: Db, me: number, inputs: ContactInput[], now: number): A
   const refused = book.checkUpdatable(db, inputs) ?? book.checkRoom(db, creating);
   if (refused) return refused;
   const { ids, touchedPhones } = book.writeContacts(db, me, inputs, now);
-  keys.markDue(db, keys.keysOfPhones(db, touchedPhones));
+  keys.markStale(db, keys.keysOfPhones(db, touchedPhones));
   return { ok: true, ...read(db, ids) };
 }
 
 /** Deletes contacts (`ids`, or every one), each remembered by a tombstone; answers the ids deleted. */
 export function remove(db: Db, ids: number[] | "all", now: number): number[] {
   const { deleted, touchedPhones } = book.deleteContacts(db, ids, now);
-  keys.markDue(db, keys.keysOfPhones(db, touchedPhones));
+  keys.markStale(db, keys.keysOfPhones(db, touchedPhones));
   return deleted;
 }
 

@@ -1,6 +1,7 @@
 import { eq, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
-import { KEY_WRITE_GAP_MS, nextWriteAt, writeDueKeys } from "../../db/kv-writes";
+import { nextWriteAt, writeDueKeys } from "../../db/kv-writes";
+import { KEY_KINDS, KEY_WRITE_GAP_MS, kindOf, type KindName } from "../../domain/key-kinds";
 import {
   bucketOf,
   contactBucketKey,
@@ -16,7 +17,7 @@ import type { Facts } from "../../domain/facts";
  * The trust-lookup keys a person's object owns (docs/architecture.md, "The
  * trust index"): `rcv:<their secure number>` and its `rcvn:` buckets. Only
  * this object writes them, after its own commit: a change marks the keys it
- * touched as due (`markDue`, in the change's transaction), and `flushKeys`
+ * touched as due (`markStale`, in the change's transaction), and `makeCurrent`
  * writes the due ones whose value changed, through the one writer of due keys
  * (db/kv-writes.ts). A refused write, or a key written less than a second
  * ago, stays due and the object's alarm writes it.
@@ -101,9 +102,9 @@ export function takeFacts(db: Db, next: Facts): boolean {
       .from(indexKeys)
       .all()
       .map((row) => row.key);
-    markDue(db, [...old, ...allKeys(db, next.e164)]);
+    markStale(db, [...old, ...allKeys(db, next.e164)]);
   } else if (JSON.stringify(before.companies) !== JSON.stringify(companies)) {
-    markDue(db, next.e164 ? [receiverKey(next.e164)] : []);
+    markStale(db, next.e164 ? [receiverKey(next.e164)] : []);
   }
   return true;
 }
@@ -131,7 +132,7 @@ export function receiverKeys(db: Db): string[] {
 export const everyKey = (db: Db) => allKeys(db, readFacts(db)?.e164 ?? null);
 
 /** Marks keys due (`force`: put even an unchanged value); bumps their version. */
-export function markDue(db: Db, keys: string[], force = false) {
+export function markStale(db: Db, keys: string[], force = false) {
   if (keys.length === 0) return;
   db.run(sql`insert into ${indexKeys} (key, digest, written_at, due, force, version, attempts)
     select value, null, null, 1, ${force ? 1 : 0}, 1, 0 from json_each(${JSON.stringify([...new Set(keys)])}) where true
@@ -156,15 +157,26 @@ export function receiverRecord(db: Db, current: Facts): ReceiverRecord {
 /** Whether the person chose strict mode (`calls: verified_only`). */
 const verifiedOnly = (db: Db) => db.select({ calls: settings.calls }).from(settings).get()?.calls === "verified_only";
 
-/** A key's value now; null: the key should not exist (another number's, or an empty bucket). */
+/** How the object computes each kind it writes (the registry: domain/key-kinds.ts); null: the key should not exist. */
+const VALUES: {
+  [K in ObjectKind]: (db: Db, current: Facts, id: ReturnType<(typeof KEY_KINDS)[K]["parse"]>) => string | null;
+} = {
+  rcv: (db, current, e164) => (e164 === current.e164 ? JSON.stringify(receiverRecord(db, current)) : null),
+  rcvn: (db, current, { e164, bucket }) => {
+    if (e164 !== current.e164) return null;
+    const list = contactPhoneList(contactPhones(db, bucket));
+    return list === "" ? null : list;
+  },
+};
+type ObjectKind = { [K in KindName]: (typeof KEY_KINDS)[K]["writer"] extends "object" ? K : never }[KindName];
+
+/** A key's value now; null: the key should not exist (another number's, an empty bucket, not this object's kind). */
 export function valueOf(db: Db, current: Facts | null, key: string): string | null {
-  const e164 = current?.e164 ?? null;
-  if (current === null || e164 === null) return null;
-  if (key === receiverKey(e164)) return JSON.stringify(receiverRecord(db, current));
-  const prefix = `rcvn:${e164}:`;
-  if (!key.startsWith(prefix)) return null;
-  const list = contactPhoneList(contactPhones(db, Number(key.slice(prefix.length))));
-  return list === "" ? null : list;
+  if (current === null || current.e164 === null) return null;
+  const kind = kindOf(key);
+  if (kind === "rcv") return VALUES.rcv(db, current, KEY_KINDS.rcv.parse(key));
+  if (kind === "rcvn") return VALUES.rcvn(db, current, KEY_KINDS.rcvn.parse(key));
+  return null;
 }
 
 /**
@@ -176,7 +188,7 @@ export function valueOf(db: Db, current: Facts | null, key: string): string | nu
  * during the writes stays due (its version moved). Answers how many writes
  * were refused and when the earliest key left due may be written (null: none).
  */
-export async function flushKeys(
+export async function makeCurrent(
   db: Db,
   kv: KVNamespace,
   now = Date.now(),

@@ -28,8 +28,8 @@ export class KeyWriter {
    * refused, or written less than a second ago, db/kv-writes.ts; null: none);
    * a failure of the whole flush throws.
    */
-  flush(): Promise<{ failed: number; nextAt: number | null }> {
-    const run = this.flushing.then(() => keys.flushKeys(this.db, this.kv));
+  makeCurrent(): Promise<{ failed: number; nextAt: number | null }> {
+    const run = this.flushing.then(() => keys.makeCurrent(this.db, this.kv));
     this.flushing = run.catch(() => undefined);
     return run;
   }
@@ -43,7 +43,7 @@ export class KeyWriter {
 /** The index rebuild: D1's facts, and every key of the number marked due, written whatever KV is thought to hold. */
 export function rewriteAll(db: Db, next: Facts) {
   keys.takeFacts(db, next);
-  keys.markDue(db, keys.everyKey(db), true);
+  keys.markStale(db, keys.everyKey(db), true);
 }
 
 /**
@@ -67,7 +67,7 @@ export function answerMiss(
   // Only the keys of this number the lookup missed are written again (KV expires each key on its
   // own); a bucket the record does not list stays deleted.
   const own = [receiverKey(next.e164), ...(bucketKey && receiver.nb.includes(bucket!) ? [bucketKey] : [])];
-  keys.markDue(
+  keys.markStale(
     db,
     own.filter((key) => missed.includes(key)),
     true,

@@ -91,7 +91,7 @@ export const needsCare = (rows: MovedRows): boolean =>
 export function importRows(db: Db, rows: MovedRows) {
   if (rows.contacts) {
     importContacts(db, rows.contacts);
-    keys.markDue(
+    keys.markStale(
       db,
       keys.keysOfPhones(
         db,
@@ -119,7 +119,7 @@ export function importRows(db: Db, rows: MovedRows) {
   }
   for (const mirrored of rows.mirror ?? []) receiveMirror(db, mirrored.personId, mirrored.trusted, mirrored.decidedAt);
   if ((rows.decisions?.length ?? 0) + (rows.companySettings?.length ?? 0) > 0) {
-    keys.markDue(db, keys.receiverKeys(db));
+    keys.markStale(db, keys.receiverKeys(db));
   }
   for (const request of rows.trustRequests ?? []) {
     db.insert(trustRequests)

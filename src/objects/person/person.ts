@@ -109,12 +109,12 @@ export class Person extends DurableObject<Env> {
     return this.gate.write([], () => addressBook.remove(this.db, ids, now), changed);
   }
   /** A write's effect on the keys: the due ones written (unless the write `changed` nothing). */
-  private readonly flush = (changed: unknown = true) => (changed ? this.jobs.flushIndex() : undefined);
+  private readonly flush = (changed: unknown = true) => (changed ? this.jobs.makeKeysCurrent() : undefined);
   /** After a change of contacts: the streams hear of it, the keys are written (`care`: the tombstones' alarm). */
   private async contactsChanged(care = false) {
     this.stream.contactsChanged(Date.now());
     if (care) this.jobs.care();
-    await this.jobs.flushIndex();
+    await this.jobs.makeKeysCurrent();
   }
   /** Contacts of `ids` (those that are here), in that order; every read carries who trusted this person. */
   contacts(ids: number[]): api.ContactRead {
@@ -140,7 +140,7 @@ export class Person extends DurableObject<Env> {
     await this.self.knowFacts();
     const now = Date.now();
     const sent = (decided: boolean) =>
-      decided ? Promise.all([this.jobs.flushIndex(), this.jobs.sendMirrors()]) : undefined;
+      decided ? Promise.all([this.jobs.makeKeysCurrent(), this.jobs.sendMirrors()]) : undefined;
     const decided = await this.gate.write(null, () => trust.decide(this.db, other, trusted, now), sent);
     if (decided === null) return GONE;
     return decided ? { ok: true } : { ok: false, status: 404, message: `person ${other} has not asked you for trust` };

@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Requester } from "../../domain/stream";
+import { KEY_RETRY } from "../../domain/key-kinds";
 import { backoff } from "../../lib/backoff";
 import { logError } from "../../lib/log";
 import * as budgets from "./budgets";
@@ -15,8 +16,8 @@ import type { Self } from "./self";
 import type { Stream } from "./stream";
 import * as trust from "./trust";
 
-/** The alarm's retry of deliveries that failed (keys, mirrors, requests), in ms. */
-const RETRY = { base: 1_000, cap: 60_000 };
+/** The alarm's retry of deliveries that failed (keys, mirrors, requests): the index's one retry (domain/key-kinds.ts). */
+const RETRY = KEY_RETRY;
 
 /*
  * What the object does after a commit and on its own alarm: the deliveries
@@ -50,7 +51,7 @@ export class Scheduler {
   /** The alarm: first what others wait for, then the retention, then the streams' tokens. */
   async run(): Promise<void> {
     const { db } = this.host;
-    await Promise.all([this.flushIndex(), this.sendMirrors(), this.sendRequests()]);
+    await Promise.all([this.makeKeysCurrent(), this.sendMirrors(), this.sendRequests()]);
     const now = Date.now();
     const chunk = (
       table: typeof feed | typeof blockedCalls | typeof trustRequests | typeof contactTombstones,
@@ -80,9 +81,9 @@ export class Scheduler {
    * Writes the due index keys (after any write under way); the keys left due (refused, or written
    * less than a second ago: db/kv-writes.ts) go when the alarm comes at their `nextAt`.
    */
-  flushIndex(): Promise<void> {
+  makeKeysCurrent(): Promise<void> {
     if (this.host.self.erased) return Promise.resolve();
-    return this.host.writer.flush().then(
+    return this.host.writer.makeCurrent().then(
       ({ nextAt }) => (nextAt !== null ? this.alarmBy(nextAt) : undefined),
       (err: unknown) => {
         logError("writing the trust index failed; the object's alarm retries it", err);

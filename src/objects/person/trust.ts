@@ -40,7 +40,7 @@ export function decide(db: Db, other: number, trusted: boolean, now: number): bo
     .values({ personId: other, trusted, decidedAt: now })
     .onConflictDoUpdate({ target: mirrorOutbox.personId, set: { trusted, decidedAt: now } })
     .run();
-  keys.markDue(db, keys.receiverKeys(db));
+  keys.markStale(db, keys.receiverKeys(db));
   return true;
 }
 
@@ -108,7 +108,7 @@ export function setCompanyTrust(
       .values({ companyId, trust, updatedAt: new Date() })
       .onConflictDoUpdate({ target: companyTrust.companyId, set: { trust, updatedAt: new Date() } })
       .run();
-  keys.markDue(db, keys.receiverKeys(db));
+  keys.markStale(db, keys.receiverKeys(db));
   return true;
 }
 
@@ -137,7 +137,7 @@ export function setCallPolicy(db: Db, calls: CallPolicy): boolean {
     .values({ one: 1, calls, updatedAt })
     .onConflictDoUpdate({ target: settings.one, set: { calls, updatedAt } })
     .run();
-  keys.markDue(db, keys.receiverKeys(db));
+  keys.markStale(db, keys.receiverKeys(db));
   return true;
 }
 

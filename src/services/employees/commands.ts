@@ -240,6 +240,8 @@ export async function updateEmployee(
   }
   if (changes.emails) {
     await assertEmailsFree(db, changes.emails, { companyId, personId });
+    // Both the emails they leave and the ones they take change hands (the owner records contacts link through).
+    batch.markStaleEmailsOf(personId);
     statements.push(...(await emailReplacement(db, companyId, personId, changes.emails, shared)));
   }
   if (changes.akas) {
@@ -248,7 +250,7 @@ export async function updateEmployee(
   }
   if (changes.phones) {
     // Both the numbers they leave and the ones they take change hands (caller records).
-    batch.reindexNumbersOf(personId);
+    batch.markStaleNumbersOf(personId);
     statements.push(db.delete(personPhones).where(eq(personPhones.personId, personId)));
     // A number the person confirmed stays confirmed; any other number the employer enters is not (docs/decisions.md).
     const confirmed = await confirmedNumbersOf(db, personId);
@@ -280,10 +282,11 @@ export async function updateEmployee(
   if (changes.emails) explainEmailRace(batch, changes.emails, { companyId, personId });
 
   for (const statement of statements) batch.add(statement);
-  if (changes.phones) batch.reindexNumbersOf(personId);
+  if (changes.phones) batch.markStaleNumbersOf(personId);
+  if (changes.emails) batch.markStaleEmailsOf(personId);
   // Their own heartbeat (their record's time) and their coworkers' (the rosters), at once.
-  batch.retellTimesOf(personId);
-  batch.reindexCompaniesOf(personId);
+  batch.markStalePersonIfNumbered(personId);
+  batch.markStaleCompaniesOf(personId);
   batch.emitPerson("person:updated", companyId, personId);
   const { deliveries } = await batch.commit();
   const person = (await loadPerson(deps, companyId, personId))!;

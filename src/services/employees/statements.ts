@@ -154,7 +154,7 @@ export async function addNewEmployees(
       at: batch.now,
     }),
   );
-  batch.reindexCompany(companyId);
+  batch.markStaleCompany(companyId);
   children(
     "roles",
     (json) => sql`insert into ${membershipRoles} (membership_id, role_id)
@@ -181,7 +181,7 @@ export async function addNewEmployees(
     if (licenseId) seatsNeeded.set(licenseId, (seatsNeeded.get(licenseId) ?? 0) + 1);
   for (const [licenseId, needed] of seatsNeeded) batch.add(seatGuardStatement(db, companyId, licenseId, needed));
   // Their phones now reach a platform person (caller records), and the company's webhooks hear of them.
-  batch.reindexNumbers([...new Set(employees.flatMap((employee) => employee.phones.map((phone) => phone.e164)))]);
+  batch.markStaleNumbers([...new Set(employees.flatMap((employee) => employee.phones.map((phone) => phone.e164)))]);
   batch.emitPeople(
     "person:created",
     companyId,

@@ -1,8 +1,9 @@
 import { sql } from "drizzle-orm";
-import type { Db } from "../db/client";
-import { companies, companyRosters } from "../db/schema";
-import { inList } from "../db/sql";
-import { companyKey, type CompanyRecord } from "../domain/company-records";
+import type { Db } from "../../db/client";
+import { companies, companyRosters } from "../../db/schema";
+import { inList } from "../../db/sql";
+import { KEY_KINDS, keysOfKind } from "../../domain/key-kinds";
+import { companyKey, type CompanyRecord } from "../../domain/company-records";
 
 /**
  * The `co:` records of `keys` as D1 has them now (domain/company-records.ts:
@@ -10,7 +11,7 @@ import { companyKey, type CompanyRecord } from "../domain/company-records";
  * longer exists maps to null (its key is deleted).
  */
 export async function computeCompanyRecords(db: Db, keys: string[]): Promise<Map<string, string | null>> {
-  const own = keys.filter((key) => key.startsWith("co:"));
+  const own = keysOfKind(keys, "co");
   if (own.length === 0) return new Map();
   const rows = await db
     .select({
@@ -22,12 +23,7 @@ export async function computeCompanyRecords(db: Db, keys: string[]): Promise<Map
     })
     .from(companies)
     .leftJoin(companyRosters, sql`${companyRosters.companyId} = ${companies.id}`)
-    .where(
-      inList(
-        companies.id,
-        own.map((key) => Number(key.slice(3))),
-      ),
-    )
+    .where(inList(companies.id, own.map(KEY_KINDS.co.parse)))
     .all();
   const records = new Map<string, string | null>(own.map((key) => [key, null]));
   for (const row of rows) {

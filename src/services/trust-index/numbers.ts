@@ -1,8 +1,9 @@
 import { sql } from "drizzle-orm";
-import type { Db } from "../db/client";
-import { companyPhones, personPhones, secureNumbers } from "../db/schema";
-import { inList } from "../db/sql";
-import { NO_HOLDERS, numberKey, type NumberRecord } from "../domain/trust-records";
+import type { Db } from "../../db/client";
+import { companyPhones, personPhones, secureNumbers } from "../../db/schema";
+import { inList } from "../../db/sql";
+import { KEY_KINDS, keysOfKind } from "../../domain/key-kinds";
+import { NO_HOLDERS, numberKey, type NumberRecord } from "../../domain/trust-records";
 
 /* The `num:` records (who calls from a number) as D1 has them: read by a lookup's miss and by the index work. */
 
@@ -15,7 +16,7 @@ const enabledCompany = sql`${companyPhones.companyId} in (select id from compani
  * whatever the number of keys (each list bound as one JSON value).
  */
 export async function computeRecords(db: Db, keys: string[]): Promise<Map<string, string>> {
-  const calling = keys.filter((key) => key.startsWith("num:")).map((key) => key.slice(4));
+  const calling = keysOfKind(keys, "num").map(KEY_KINDS.num.parse);
   if (calling.length === 0) return new Map();
   const [phoneHolders, secureHolders, companyHolders] = await db.batch([
     db

@@ -1,4 +1,4 @@
-import { fillKey } from "../db/kv-writes";
+import { fillKey } from "../../db/kv-writes";
 import {
   bucketOf,
   contactBucketKey,
@@ -9,56 +9,42 @@ import {
   receiverKey,
   type NumberRecord,
   type ReceiverRecord,
-} from "../domain/trust-records";
-import { factsOfNumber } from "../db/facts";
-import { d1Fallback } from "../lib/fallback-gate";
-import { logError } from "../lib/log";
-import { applyIndexWork, type IndexDeps } from "./index-apply";
-import { workForKeys } from "./index-work";
-import { computeRecords, EMPTY_NUMBER } from "./number-records";
+} from "../../domain/trust-records";
+import { factsOfNumber } from "../../db/facts";
+import { d1Fallback } from "../../lib/fallback-gate";
+import { logError } from "../../lib/log";
+import { makeCurrent, type IndexDeps } from "./current";
+import { markStale } from "./stale";
+import { computeRecords, EMPTY_NUMBER } from "./numbers";
 
 /**
  * The trust-lookup index (docs/architecture.md, "The trust index"): KV
  * records keyed by the two inputs of the question (src/domain/trust-records.ts),
  * so a warm lookup is one round: one bulk get of three keys. This file reads
- * them; the rest of the index is in three files:
+ * them for a lookup; the rest of the index is beside it:
  *
- * - services/index-work.ts: the statements a write adds to its own batch to
- *   record the keys it made stale (`workFor*`, `index_work` rows);
- * - services/index-apply.ts: applying those rows after the commit (the `num:`,
- *   `tok:` and `co:` keys, and `prs:` rows that tell a person's object D1's facts);
- * - services/number-records.ts and services/company-records.ts: the `num:`
- *   and `co:` records as D1 has them.
+ * - domain/key-kinds.ts: the registry of key kinds (prefix, builder, parser,
+ *   SQL, writer), and ./kinds.ts, how D1's index work computes each of its kinds;
+ * - ./stale.ts: the statements a write adds to its own batch to mark the keys
+ *   it made stale (`markStale*`, `index_work` rows);
+ * - ./current.ts: making those keys current after the commit (`makeCurrent`;
+ *   `prs:` rows tell a person's object D1's facts);
+ * - ./numbers.ts, ./companies.ts, ./contacts.ts: the `num:`, `co:`, `eml:`
+ *   and `lnk:` records as D1 has them; ./contacts.ts also reads the links a
+ *   contacts page shows.
  *
  * Two writers of the index, one per key, and both write through the one
  * writer of due keys (db/kv-writes.ts), at most once a second per key:
  * - each person's object writes their `rcv:` and `rcvn:` keys after its own
  *   commit (src/objects/person/index-keys.ts); D1 tells it what it needs of
  *   the platform — their secure number and companies — through `prs:<id>`
- *   work rows, applied like the keys;
- * - D1's index work writes the `num:` keys (who calls from a number) and the
- *   heartbeat's `co:` keys (a company's and its roster's times); the
- *   rows are applied after commit and retried until KV (or the object)
- *   accepts them.
+ *   work rows, made current like the keys;
+ * - D1's index work writes the `num:`, `co:`, `tok:`, `eml:` and `lnk:` keys;
+ *   the rows are made current after commit and retried until KV (or the
+ *   object) accepts them.
  * A missed key is answered from its source — D1 for `num:`, the person's
  * object for `rcv:`/`rcvn:` — and written again.
  */
-
-export { applyIndexWork, pruneIndexWritten, type ApplyResult, type IndexDeps } from "./index-apply";
-export {
-  factsKey,
-  workForKeys,
-  workForNumbers,
-  workForNumbersOf,
-  workForNumbersOfCompany,
-  workForPerson,
-  workForPersonIfNumbered,
-  workForCompany,
-  workForCompaniesOf,
-  workForTokensOf,
-} from "./index-work";
-export { computeRecords } from "./number-records";
-export { factsOf } from "../db/facts";
 
 /** KV's minimum TTL: a fill that found nothing (most unknown callers) lives this long. */
 export const EMPTY_FILL_TTL_SECONDS = 60;
@@ -159,10 +145,10 @@ async function fill(deps: IndexDeps, computed: Map<string, string>) {
   const full = [...computed].filter(([, value]) => value !== EMPTY_NUMBER).map(([key]) => key);
   await Promise.all(empty.map(([key, value]) => fillKey(deps.kv, key, value, EMPTY_FILL_TTL_SECONDS)));
   if (full.length > 0) {
-    await deps.db.batch([workForKeys(deps.db, full, now)]);
+    await deps.db.batch([markStale(deps.db, full, now)]);
     // KV lacks these keys whatever the digests say (expired, or never put): put them.
     // A key written less than a second ago (KV lost it since) is put once that second has passed.
-    await applyIndexWork(deps, { keys: full, now, force: true, waitDeferred: true });
+    await makeCurrent(deps, { keys: full, now, force: true, waitDeferred: true });
   }
 }
 

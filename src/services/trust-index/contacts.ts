@@ -1,0 +1,157 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../../db/client";
+import { memberships, people, personEmails } from "../../db/schema";
+import { inList } from "../../db/sql";
+import { KEY_KINDS, keysOfKind } from "../../domain/key-kinds";
+import { groupBy } from "../../lib/group";
+import { logError } from "../../lib/log";
+import { e2eeColumn } from "../people";
+
+/*
+ * The keys contacts link through (docs/architecture.md, "The trust index"):
+ * `eml:<email>`, who owns an email (`num:` says who holds a number), and
+ * `lnk:<person id>`, what a contact's link shows of that person. Both are
+ * D1's index work, kept current by D1's triggers (drizzle/0030) and written
+ * by the rebuild; a contacts sync or page reads them instead of D1
+ * (services/contacts.ts) once the rebuild put `CONTACTS_COMPLETE_KEY`.
+ */
+
+/** `eml:` value: the person who owns the email (absent key: nobody). */
+export type EmailRecord = { p: number };
+
+/**
+ * `lnk:` value: `a` avatar url, `r` risk score, `e` 1 when they can be reached end to end, `c` their
+ * companies (whether they know a contact's owner: docs/security.md, "What a stranger learns").
+ */
+export type LinkCard = { a: string | null; r: number; e: 0 | 1; c: number[] };
+
+/**
+ * Put by the rebuild once every `eml:` and `lnk:` key is written: from then on an absent one means
+ * "nobody"; before it (an index built before these keys existed) contacts link through D1.
+ */
+export const CONTACTS_COMPLETE_KEY = KEY_KINDS.idx.key("contacts");
+
+/** The `eml:` records of `keys` as D1 has them now, in one read; an email nobody owns maps to null. */
+export async function computeEmailRecords(db: Db, keys: string[]): Promise<Map<string, string | null>> {
+  const own = keysOfKind(keys, "eml");
+  if (own.length === 0) return new Map();
+  const rows = await db
+    .select({ email: personEmails.email, personId: personEmails.personId })
+    .from(personEmails)
+    .where(inList(personEmails.email, own.map(KEY_KINDS.eml.parse)))
+    .all();
+  const records = new Map<string, string | null>(own.map((key) => [key, null]));
+  for (const row of rows)
+    records.set(KEY_KINDS.eml.key(row.email), JSON.stringify({ p: row.personId } satisfies EmailRecord));
+  return records;
+}
+
+/** The `lnk:` cards of `keys` as D1 has them now, in one batch of two reads; a person gone maps to null. */
+export async function computeLinkCards(db: Db, keys: string[]): Promise<Map<string, string | null>> {
+  const own = keysOfKind(keys, "lnk");
+  if (own.length === 0) return new Map();
+  const ids = own.map(KEY_KINDS.lnk.parse);
+  const [found, companies] = await db.batch([
+    db
+      .select({ id: people.id, a: people.avatarUrl, r: people.riskScore, e: e2eeColumn })
+      .from(people)
+      .where(inList(people.id, ids)),
+    db
+      .select({ personId: memberships.personId, companyId: memberships.companyId })
+      .from(memberships)
+      .where(sql`${inList(memberships.personId, ids)}`),
+  ]);
+  const companiesOf = groupBy(companies, (row) => row.personId);
+  const cards = new Map<string, string | null>(own.map((key) => [key, null]));
+  for (const row of found) {
+    const c = [...new Set((companiesOf.get(row.id) ?? []).map((m) => m.companyId))].sort((x, y) => x - y);
+    const card: LinkCard = { a: row.a, r: row.r, e: row.e ? 1 : 0, c };
+    cards.set(KEY_KINDS.lnk.key(row.id), JSON.stringify(card));
+  }
+  return cards;
+}
+
+/** A platform person one of a page's phones or emails names, with what their link shows (services/contacts.ts). */
+export type LinkMatch = {
+  value: string;
+  via: "phone" | "email";
+  personId: number;
+  avatarUrl: string | null;
+  riskScore: number;
+  e2ee: number;
+  /** 1: the person knows the owner (the same person, a shared company, or they trusted the owner). */
+  known: number;
+};
+
+/** KV reads at most 100 keys in one bulk get (https://developers.cloudflare.com/kv/api/read-key-value-pairs/). */
+const BULK_GET = 100;
+
+async function getMany(kv: KVNamespace, keys: string[]): Promise<Map<string, string | null>> {
+  const found = new Map<string, string | null>();
+  const parts: string[][] = [];
+  for (let i = 0; i < keys.length; i += BULK_GET) parts.push(keys.slice(i, i + BULK_GET));
+  for (const map of await Promise.all(parts.map((part) => kv.get(part, "text"))))
+    for (const [key, value] of map) found.set(key, value);
+  return found;
+}
+
+/**
+ * The people a page's phones and emails name, read from the index instead of D1: the `num:` record
+ * of each phone (its people: the holder of that secure number, or the person who proved that
+ * phone) and the `eml:` record of each email, in one round of KV bulk gets with the owner's own
+ * `lnk:` card and the mark, then the `lnk:` cards of the people named, in a second. `trustedMe`:
+ * the people who trusted the owner (the owner's object's mirror). Null when the index cannot answer
+ * (no `CONTACTS_COMPLETE_KEY` yet, a card missing, KV failing): the caller reads D1 instead.
+ */
+export async function linksFromIndex(
+  kv: KVNamespace,
+  ownerId: number,
+  phones: string[],
+  emails: string[],
+  trustedMe: number[],
+): Promise<LinkMatch[] | null> {
+  try {
+    const ownerKey = KEY_KINDS.lnk.key(ownerId);
+    const found = await getMany(kv, [
+      ...phones.map(KEY_KINDS.num.key),
+      ...emails.map(KEY_KINDS.eml.key),
+      ownerKey,
+      CONTACTS_COMPLETE_KEY,
+    ]);
+    const owner = found.get(ownerKey) ?? null;
+    if ((found.get(CONTACTS_COMPLETE_KEY) ?? null) === null || owner === null) return null;
+    const named = [
+      ...phones.flatMap((value) => {
+        const record = found.get(KEY_KINDS.num.key(value)) ?? null;
+        const people = record === null ? [] : (JSON.parse(record) as { p: number[] }).p;
+        return people.map((personId) => ({ value, via: "phone" as const, personId }));
+      }),
+      ...emails.flatMap((value) => {
+        const record = found.get(KEY_KINDS.eml.key(value)) ?? null;
+        return record === null
+          ? []
+          : [{ value, via: "email" as const, personId: (JSON.parse(record) as EmailRecord).p }];
+      }),
+    ];
+    const ids = [...new Set(named.map((match) => match.personId))].filter((id) => id !== ownerId);
+    const cardKeys = ids.map(KEY_KINDS.lnk.key);
+    const cards = new Map([...(cardKeys.length > 0 ? await getMany(kv, cardKeys) : []), [ownerKey, owner]]);
+    const ownCompanies = (JSON.parse(owner) as LinkCard).c;
+    const matches: LinkMatch[] = [];
+    for (const match of named) {
+      const value = cards.get(KEY_KINDS.lnk.key(match.personId)) ?? null;
+      // Named but without a card (written between the two rounds, or not yet): D1 decides.
+      if (value === null) return null;
+      const card = JSON.parse(value) as LinkCard;
+      const known =
+        match.personId === ownerId ||
+        card.c.some((company) => ownCompanies.includes(company)) ||
+        trustedMe.includes(match.personId);
+      matches.push({ ...match, avatarUrl: card.a, riskScore: card.r, e2ee: card.e, known: known ? 1 : 0 });
+    }
+    return matches;
+  } catch (err) {
+    logError("reading contact links from the trust index failed; read from D1", err);
+    return null;
+  }
+}
