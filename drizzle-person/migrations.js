@@ -10,6 +10,7 @@ import m0007 from './0007_heartbeat_facts.sql';
 import m0008 from './0008_idempotency_charges.sql';
 import m0009 from './0009_push_registrations.sql';
 import m0010 from './0010_devices.sql';
+import m0011 from './0011_names_travel_with_facts.sql';
 
   export default {
     journal,
@@ -24,7 +25,8 @@ m0006,
 m0007,
 m0008,
 m0009,
-m0010
+m0010,
+m0011
     }
   }
   

@@ -1,4 +1,4 @@
-import type { ActivityView, PersonParty, RequesterNames } from "./activity";
+import type { ActivityView, RequesterNames } from "./activity";
 import type { blockedCallView, trustRequestView } from "./activity";
 
 /*
@@ -43,14 +43,7 @@ export type DeviceView = {
  */
 export type AccountEvent = { type: "phones" } | { type: "device"; data: Omit<DeviceView, "current" | "last_used_on"> };
 
-/**
- * What a chat's write read from D1 anyway (it checks the receiver exists):
- * both people's names and whether they share a company. Each side's object
- * adds its own mirror (who trusted this person) to decide which names it shows.
- */
-export type ChatParties = { people: PersonParty[]; shareCompany: boolean };
-
-/** What a trust request's write read about its requester, for the receiver's stream. */
+/** The requester's names as their trust request carried them, for the receiver's stream. */
 export type Requester = RequesterNames;
 
 /**

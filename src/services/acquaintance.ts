@@ -1,9 +1,11 @@
 import { sql, type SQL } from "drizzle-orm";
 
 /*
- * Who *knows* whom (docs/security.md, "What a stranger learns"): the one rule
- * behind every name, avatar and risk score the API shows about another party.
- * SQL fragments, so each list reads it in the same query as its rows.
+ * Who *knows* whom (docs/security.md, "What a stranger learns"): the rule
+ * behind the avatars, risk scores and call-lookup people the API shows about
+ * another party, as SQL fragments, so each list reads it in the same query as
+ * its rows. The activity feed and the streams apply the same rule in the
+ * person's object (objects/person/peers.ts).
  */
 
 /**
@@ -18,7 +20,3 @@ export const knowsPerson = (person: SQL, otherId: number, trustedOther: number[]
              where theirs.person_id = ${person} and mine.person_id = ${otherId})
   or ${person} in (select value from json_each(${JSON.stringify(trustedOther)}))
 )`;
-
-/** Whether company `company` (an SQL expression) knows person `personId`: they are one of its members. */
-export const knowsMember = (company: SQL, personId: number) =>
-  sql`exists (select 1 from memberships km where km.company_id = ${company} and km.person_id = ${personId})`;

@@ -27,12 +27,11 @@ export { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
  * oneself does nothing.
  */
 export async function askForTrust(deps: Deps, requesterId: number, target: TrustRequestTarget, reason: string) {
-  // The requester's names go along for the receiver's live stream (docs/realtime.md), read beside the match.
-  const [match, requester] = await Promise.all([matchPerson(deps.db, target), namesOf(deps.db, [requesterId])]);
-  // The charge and the request are one transaction in the requester's object, which delivers it (its
-  // alarm retries a delivery that failed, docs/architecture.md "What crosses people").
+  const match = await matchPerson(deps.db, target);
+  // The charge and the request are one transaction in the requester's object, which delivers it with
+  // the requester's names (its alarm retries a delivery that failed, docs/architecture.md "What crosses people").
   const targets = match !== null && match !== requesterId ? [match] : [];
-  accepted(await deps.objects.write(requesterId, (person) => person.sendTrustRequest(targets, reason, requester[0])));
+  accepted(await deps.objects.write(requesterId, (person) => person.sendTrustRequest(targets, reason)));
 }
 
 /**
@@ -73,9 +72,11 @@ function parseCursor(cursor: string): RequestCursor {
 /**
  * One page of the pending requests addressed to `personId`, newest first
  * (OpenAPI component `TrustRequest`; docs/decisions.md,
- * "Paging of trust requests"): from their object, with the
- * requesters' names from D1 in one read of the page's ids. A requester whose
- * account is gone is left out. `next`: the cursor of the following page.
+ * "Paging of trust requests"): from their object, with the requesters' names
+ * each request brought (docs/architecture.md, "Names travel with facts").
+ * Requests that came without names (moved from D1) read them from D1 in one
+ * read of those ids; a requester D1 does not know is left out. `next`: the
+ * cursor of the following page.
  */
 export async function pendingRequests(
   deps: Deps,
@@ -87,10 +88,13 @@ export async function pendingRequests(
     .pendingTrustRequests({ cursor: cursor === undefined ? null : parseCursor(cursor), limit });
   const next = page.next ? cursorOf(page.next) : null;
   if (page.rows.length === 0) return { items: [], next };
-  const names = await namesOf(deps.db, [...new Set(page.rows.map((r) => r.requesterId))]);
+  const unnamed = [...new Set(page.rows.filter((r) => r.requester === null).map((r) => r.requesterId))];
+  const names = unnamed.length === 0 ? [] : await namesOf(deps.db, unnamed);
   const byId = new Map(names.map((row) => [row.id, row]));
   const items = page.rows.flatMap((request) => {
-    const person = byId.get(request.requesterId);
+    const person = request.requester
+      ? { id: request.requesterId, ...request.requester }
+      : byId.get(request.requesterId);
     return person ? [trustRequestView(person, request)] : [];
   });
   return { items, next };

@@ -64,7 +64,8 @@ describe("D1 statements of what an app user does, in the steady state", () => {
       status: 200,
       expected: 0,
     },
-    { label: "GET /me", action: () => as("bob").get("/me"), status: 200, expected: 1 },
+    // Answered by Bob's object from the facts D1 told it (names travel with facts; 1 statement before 2026-11-27).
+    { label: "GET /me", action: () => as("bob").get("/me"), status: 200, expected: 0 },
     {
       label: "GET /apps/buzz/activity/{id} (the feed after an id)",
       action: () => as("bob").get("/apps/buzz/activity/0"),
@@ -73,10 +74,11 @@ describe("D1 statements of what an app user does, in the steady state", () => {
     },
     { label: "GET /apps/buzz/blocked", action: () => as("bob").get("/apps/buzz/blocked"), status: 200, expected: 0 },
     {
+      // The askers' names came with their requests (1 statement before 2026-11-27).
       label: "GET /contacts/requests (the askers' names)",
       action: () => as("bob").get("/contacts/requests"),
       status: 200,
-      expected: 1,
+      expected: 0,
     },
     {
       label: "POST /apps/buzz/activity, a call record",
@@ -85,10 +87,18 @@ describe("D1 statements of what an app user does, in the steady state", () => {
       expected: 0,
     },
     {
+      // Both parties' names travel with the chat (2 statements before 2026-11-27: the write guard and the names).
       label: "POST /apps/buzz/activity, a chat (both parties' names)",
       action: () => as("bob").send("POST", "/apps/buzz/activity", chat()),
       status: 200,
-      expected: 1,
+      expected: 0,
+    },
+    // After the chat, so the page holds a row from another person (Alice, Bob's coworker: named).
+    {
+      label: "GET /apps/buzz/activity/{id}, a page with another person's chat (their names)",
+      action: () => as("alice").get("/apps/buzz/activity/0?limit=500"),
+      status: 200,
+      expected: 0,
     },
     // The contacts' links are read from the trust index (`num:`, `eml:`, `lnk:` keys), not D1 (2 statements
     // before 2026-11-27: the write's token check and the links' read).

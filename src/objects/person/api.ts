@@ -112,12 +112,14 @@ export type CompanySetting = "trusted" | "negative" | null;
 
 export type { ActivityInput } from "../../domain/activity";
 export type { CallPolicy } from "../../domain/caller-verification";
-export type { Facts } from "../../domain/facts";
+export type { Facts, PeerCard } from "../../domain/facts";
+export type { OwnAccount } from "./profile";
 export type { PushRegistration, PushTarget } from "../../domain/push";
 export type { AnswerToKeep, IdempotencyClaim, KeptAnswer } from "../../domain/idempotency";
-export type { AccountEvent, ChatParties, Requester } from "../../domain/stream";
+export type { AccountEvent, Requester } from "../../domain/stream";
 export type { ReceiverRecord } from "../../domain/trust-records";
 export type { Backlog, ConnectParams } from "./stream";
+export type { FeedView } from "./feed";
 export type { Sender } from "./senders";
 /** The one-time move from D1 (move.ts, docs/move-removal.md): goes with it. */
 export type { HeldCounts, MovedContact, MovedFeedRow, MovedRows, MovedTrustRequestRow } from "./move";

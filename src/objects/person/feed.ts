@@ -1,8 +1,8 @@
 import { and, asc, desc, eq, gt, lt } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
-import type { ActivityInput } from "../../domain/activity";
+import { readActivity, type ActivityInput, type Party } from "../../domain/activity";
+import type { PeerCard } from "../../domain/facts";
 import { wakingChats } from "../../domain/push";
-import type { ChatParties } from "../../domain/stream";
 import type { Answer, FeedRow, Refusal } from "./api";
 import * as budgets from "./budgets";
 import { ACTIVITY_BUDGET, STRANGERS_BUDGET, utcDay } from "./budgets";
@@ -12,9 +12,10 @@ import { nextId } from "./ids";
 import type { Push } from "./push";
 import { feed, activityDays, receivedDays } from "./schema";
 import type { Self } from "./self";
+import * as peers from "./peers";
+import type { OwnAccount } from "./profile";
 import { isAcquainted, type Sender } from "./senders";
 import type { FeedSource, Stream } from "./stream";
-import { trustedMe } from "./trust";
 
 /*
  * The person's activity feed (docs/decisions.md, "Activity"), and the ids a
@@ -38,6 +39,15 @@ export type FeedHost = {
 
 export type RecordAnswer = Answer<{ row: FeedRow }>;
 
+/** The receiver's answer to a chat: its id in both feeds, and who the receiver is (their names travel back). */
+export type Accepted = { id: number; card: PeerCard | null };
+
+/** A record as its reader sees it (GET /activity's shape). */
+export type FeedView = ReturnType<typeof readActivity<FeedRow["type"]>>;
+
+/** A chat to an id that is no account (or no longer is): kept in the sender's feed only. */
+export const NO_ACCOUNT: Refusal = { ok: false, status: 404, message: "no such person" };
+
 export class Feed implements FeedSource {
   /** Messages being sent right now, by their idempotency key (see `record`). */
   private readonly sending = new Map<string, Promise<RecordAnswer>>();
@@ -56,12 +66,12 @@ export class Feed implements FeedSource {
    * is first accepted by that person's object (`peer`), so both feeds hold it
    * under one id before this answers. Charged to today's budget.
    */
-  async record(input: ActivityInput, peer: number | null, parties?: ChatParties): Promise<RecordAnswer> {
+  async record(input: ActivityInput, peer: number | null): Promise<RecordAnswer> {
     // The same message sent again while the first is still on its way to the peer: one answer for both.
     const key = input.message_id ? `${input.sendable_type}:${input.sendable_id}:${input.message_id}` : null;
     const inflight = key ? this.sending.get(key) : undefined;
     if (inflight) return inflight;
-    const work = this.recordOnce(input, peer, parties);
+    const work = this.recordOnce(input, peer);
     if (!key) return work;
     this.sending.set(key, work);
     try {
@@ -71,10 +81,10 @@ export class Feed implements FeedSource {
     }
   }
 
-  private async recordOnce(input: ActivityInput, peer: number | null, parties?: ChatParties): Promise<RecordAnswer> {
+  private async recordOnce(input: ActivityInput, peer: number | null): Promise<RecordAnswer> {
     const me = this.host.self.id;
-    // A chat tells the receiver this person's companies (their budget for strangers): known before the change.
-    if (peer !== null && peer !== me) await this.host.self.knowFacts();
+    // A chat tells the receiver this person's companies (their budget for strangers) and names: known before the change.
+    if (peer !== null && peer !== me) await this.host.self.profile();
     const earlier = this.sameMessage(input);
     if (earlier) return earlier;
     const now = Date.now();
@@ -99,18 +109,20 @@ export class Feed implements FeedSource {
     const held: number[] = [];
     let inserted: FeedRow | undefined;
     try {
-      if (peer === null || peer === me) {
+      const sent = peer === null || peer === me ? NO_ACCOUNT : await this.sendChat(row, peer, held);
+      if (sent === NO_ACCOUNT || (!("id" in sent) && sent.status === 404)) {
+        // A call record, or a chat to an id that is no account (or no longer is): this feed only.
+        if (peer !== null && peer !== me) peers.forget(this.db, peer);
         row.id = nextId(me, this.newestTaken());
+      } else if (!("id" in sent)) {
+        // The receiver took all it may today: nothing is written on either side.
+        budgets.charge(this.db, activityDays, day, -1, -bytes);
+        return sent;
       } else {
-        const sent = await this.sendChat(row, peer, held, parties);
-        if (typeof sent !== "number") {
-          // The receiver took all it may today: nothing is written on either side.
-          budgets.charge(this.db, activityDays, day, -1, -bytes);
-          return sent;
-        }
-        row.id = sent;
+        row.id = sent.id;
+        // The receiver's names came back with the id: this feed and its streams show them (peers.ts).
+        if (sent.card) peers.learn(this.db, sent.card, now);
       }
-      this.host.stream().remember(me, row.id, parties);
       inserted = this.db.insert(feed).values(row).onConflictDoNothing().returning().get();
     } catch (err) {
       budgets.charge(this.db, activityDays, day, -1, -bytes);
@@ -141,21 +153,22 @@ export class Feed implements FeedSource {
    * this person's slot) is the peer asked to move its copy above a new
    * reservation.
    */
-  private async sendChat(row: FeedRow, peer: number, held: number[], parties?: ChatParties): Promise<number | Refusal> {
+  private async sendChat(row: FeedRow, peer: number, held: number[]): Promise<Accepted | Refusal> {
     const me = this.host.self.id;
     const stub = this.host.self.peer(peer);
     for (let attempt = 0; ; attempt++) {
       const floor = nextId(me, this.newestTaken());
       this.reserved.add(floor);
       held.push(floor);
-      const id = await stub.acceptChat({ ...row, id: floor }, attempt > 0, this.host.self.asSender(), parties);
-      if (typeof id !== "number") return id;
+      const answer = await stub.acceptChat({ ...row, id: floor }, attempt > 0, this.host.self.asSender());
+      if (!("id" in answer)) return answer;
+      const { id } = answer;
       const taken = this.db.select({ id: feed.id }).from(feed).where(eq(feed.id, id)).get() !== undefined;
       if (!taken && (held.includes(id) || !this.reserved.has(id))) {
         // Held until the caller stores the row, so no record made in between takes it.
         this.reserved.add(id);
         held.push(id);
-        return id;
+        return answer;
       }
       if (attempt >= 5) throw new Error("the chat's id kept colliding with this person's newer records");
     }
@@ -168,26 +181,32 @@ export class Feed implements FeedSource {
    * is this chat's alone in both feeds (the sender makes ids in its own
    * slot). When it is already here (a retry), answers its id; only with
    * `move` (that id was taken in the sender's feed) is it moved up to the new
-   * floor.
+   * floor. The answer carries this person's names back to the sender
+   * (docs/architecture.md, "Names travel with facts"); an id that is no
+   * account answers `NO_ACCOUNT` and stores nothing.
    */
-  async accept(row: FeedRow, move = false, sender?: Sender, parties?: ChatParties): Promise<number | Refusal> {
-    const me = this.host.self.id;
-    // Whether the sender shares a company with this person needs this person's companies (once, before the change).
-    if (sender) await this.host.self.knowFacts();
+  async accept(row: FeedRow, move = false, sender?: Sender): Promise<Accepted | Refusal> {
+    // Whether the sender shares a company with this person needs this person's companies, and the answer
+    // their names (read from D1 once, before the change, when never told).
+    const own = await this.host.self.profile();
+    if (own === null) return this.host.self.erased ? GONE : NO_ACCOUNT;
     const stored = this.host.gate.now(GONE, () => this.store(row, move, sender));
-    if (typeof stored === "number" || "ok" in stored) return stored;
+    if (typeof stored === "number") return { id: stored, card: this.host.self.card() };
+    if ("ok" in stored) return stored;
     if (stored.fresh) {
       this.host.care();
       if (wakingChats.includes(row.type)) this.host.push.wake("chat", stored.id);
     }
-    this.host.stream().recorded(me, stored.id, parties);
-    return stored.id;
+    this.host.stream().pump();
+    return { id: stored.id, card: this.host.self.card() };
   }
 
   /** `accept`'s transaction: the id already here (a retry), the budget's refusal, or the id stored (`fresh`: new). */
   private store(row: FeedRow, move: boolean, sender?: Sender): number | Refusal | { id: number; fresh: boolean } {
     const me = this.host.self.id;
     const key = this.messageKey(row.sendableType, row.sendableId, row.messageId ?? "");
+    // The sender's names as their object told them, whatever the chat's fate here (peers.ts).
+    if (sender?.card) peers.learn(this.db, sender.card, Date.now());
     const existing = this.db.select({ id: feed.id }).from(feed).where(key).get();
     if (existing && (!move || existing.id >= row.id)) return existing.id;
     // The strangers' budget, per UTC day: people who know this person and their contacts are not counted.
@@ -227,11 +246,30 @@ export class Feed implements FeedSource {
       .all();
   }
 
-  /** The rows after `afterId` (`rows`), and which of the people on them trusted this person (they know the reader). */
-  page(afterId: number, limit: number): { rows: FeedRow[]; trustedMe: number[] } {
+  /**
+   * The rows after `afterId` as this person reads them (GET /activity's
+   * shape): each party named from what this object knows (peers.ts). A
+   * person on the page this object never heard of, or heard of over a day
+   * ago, is asked for by their own object first (one call each, no D1); one
+   * that is no account reads as null.
+   */
+  async page(afterId: number, limit: number): Promise<FeedView[]> {
+    const me = this.host.self.id;
     const rows = this.after(afterId, limit);
-    const people = peopleOn(rows);
-    return { rows, trustedMe: people.length === 0 ? [] : trustedMe(this.db, people) };
+    if (rows.length === 0) return [];
+    await this.host.self.profile();
+    const now = Date.now();
+    const asked = peers.unheard(
+      this.db,
+      peers.peopleOn(rows).filter((id) => id !== me),
+      now,
+    );
+    const cards = (await Promise.all(asked.map((id) => this.host.self.peer(id).ownAccount()))).map(cardOf);
+    this.host.gate.now(undefined, () =>
+      asked.forEach((id, i) => (cards[i] ? peers.learn(this.db, cards[i], now) : peers.forget(this.db, id))),
+    );
+    const party = peers.partiesFor(this.db, me, rows, "null");
+    return rows.map((row) => readActivity(row, party));
   }
 
   /** The newest id in the feed; 0 when it is empty. */
@@ -239,9 +277,9 @@ export class Feed implements FeedSource {
     return lastId(this.db);
   }
 
-  /** Which of `ids` trusted this person (the streams name them to the reader). */
-  trustedMe(ids: number[]): number[] {
-    return trustedMe(this.db, ids);
+  /** How the live streams name the parties of `rows`: from what this object knows, asking nobody (peers.ts). */
+  parties(rows: FeedRow[]): (type: "person" | "company", id: number) => Party {
+    return peers.partiesFor(this.db, this.host.self.id, rows, "unnamed");
   }
 
   /** The newest id stored or reserved: a new record of this feed goes above it. */
@@ -283,19 +321,19 @@ export class Feed implements FeedSource {
   }
 }
 
+/** What a person's own account tells another object of them: names and companies (peers.ts). */
+const cardOf = (account: OwnAccount | null): PeerCard | null =>
+  account && {
+    id: account.id,
+    first_name: account.first_name,
+    middle_name: account.middle_name,
+    last_name: account.last_name,
+    companies: account.companies.map((company) => company.id),
+  };
+
 /** The newest id in a feed; 0 when it is empty. */
 export const lastId = (db: DrizzleSqliteDODatabase): number =>
   db.select({ id: feed.id }).from(feed).orderBy(desc(feed.id)).limit(1).get()?.id ?? 0;
-
-/** The people a page of the feed names (parties of type person), once each. */
-const peopleOn = (rows: FeedRow[]): number[] => [
-  ...new Set(
-    rows.flatMap((row) => [
-      ...(row.sendableType === "person" ? [row.sendableId] : []),
-      ...(row.receivableType === "person" ? [row.receivableId] : []),
-    ]),
-  ),
-];
 
 /** Development only: wipes the feed. */
 export const clearFeed = (db: DrizzleSqliteDODatabase) => db.delete(feed).run();

@@ -39,6 +39,7 @@ export const readFacts = (db: Db): Facts | null => {
         number: row.number,
         userAt: row.userAt,
         membershipAt: row.membershipAt,
+        profile: row.profile,
       }
     : null;
 };
@@ -90,6 +91,7 @@ export function takeFacts(db: Db, next: Facts): boolean {
     number: told(next.number, before?.number),
     userAt: told(next.userAt, before?.userAt),
     membershipAt: told(next.membershipAt, before?.membershipAt),
+    profile: told(next.profile, before?.profile),
   };
   db.insert(facts)
     .values({ one: 1, ...row })

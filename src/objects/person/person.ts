@@ -13,6 +13,7 @@ import * as idempotency from "./idempotency";
 import * as keys from "./index-keys";
 import { answerMiss, KeyWriter, rewriteAll, values } from "./index-writer";
 import * as move from "./move";
+import { ownAccount } from "./profile";
 import { Push } from "./push";
 import * as requests from "./requests";
 import { Scheduler } from "./scheduler";
@@ -54,16 +55,20 @@ export class Person extends DurableObject<Env> {
   /* ---------- activity (feed.ts) ---------- */
 
   /** Records an activity this person wrote; a chat to `peer` is stored in both feeds under one id. */
-  record(input: api.ActivityInput, peer: number | null, parties?: api.ChatParties) {
-    return this.feed.record(input, peer, parties);
+  record(input: api.ActivityInput, peer: number | null) {
+    return this.feed.record(input, peer);
   }
-  /** The receiving side of a chat from `sender` (feed.ts); its id here, or the strangers' budget's refusal. */
-  acceptChat(row: api.FeedRow, move = false, sender?: api.Sender, parties?: api.ChatParties) {
-    return this.self.erased ? GONE : this.feed.accept(row, move, sender, parties);
+  /** The receiving side of a chat from `sender` (feed.ts): its id here and this person's card, or a refusal. */
+  acceptChat(row: api.FeedRow, move = false, sender?: api.Sender) {
+    return this.self.erased ? GONE : this.feed.accept(row, move, sender);
   }
-  /** The feed after `afterId`, oldest first, at most `limit` rows, and who of the people on it trusted this person. */
-  feedAfter(afterId: number, limit: number): { rows: api.FeedRow[]; trustedMe: number[] } {
+  /** The feed after `afterId`, oldest first, at most `limit` rows, its parties named as this person may see them. */
+  feedAfter(afterId: number, limit: number): Promise<api.FeedView[]> {
     return this.feed.page(afterId, limit);
+  }
+  /** `GET /me`'s account from the facts (profile.ts), also what another's feed page asks; null: erased, or no account. */
+  async ownAccount(): Promise<api.OwnAccount | null> {
+    return ownAccount(this.self.id, await this.self.profile());
   }
   /** The newest id in the feed; 0 when it is empty. */
   lastActivityId(): number {
@@ -73,18 +78,17 @@ export class Person extends DurableObject<Env> {
   /* ---------- trust requests (requests.ts) ---------- */
 
   /** This person asks `targets` for trust: charged (100 a day) and queued in one transaction, then delivered. */
-  async sendTrustRequest(targets: number[], reason: string, requester?: api.Requester): Promise<api.Answer> {
+  async sendTrustRequest(targets: number[], reason: string): Promise<api.Answer> {
     const now = Date.now();
-    const asked = (done: api.Answer) => (done.ok ? (this.jobs.care(), this.jobs.sendRequests(requester)) : undefined);
+    const asked = (done: api.Answer) => (done.ok ? (this.jobs.care(), this.jobs.sendRequests()) : undefined);
     return this.gate.write(GONE, () => requests.ask(this.db, this.self.id, targets, reason, now), asked);
   }
   /** `requesterId` asks this person for trust (at `askedAt`, ms); an erased object takes nothing. */
-  receiveTrustRequest(requesterId: number, reason: string, askedAt = Date.now(), requester?: api.Requester): void {
-    const id = this.gate.now(false, () => requests.receive(this.db, this.self.id, requesterId, reason, askedAt));
+  receiveTrustRequest(requesterId: number, reason: string, askedAt = Date.now(), card?: api.PeerCard): void {
+    const id = this.gate.now(false, () => requests.receive(this.db, this.self.id, requesterId, reason, askedAt, card));
     if (id === false) return; // erased: the late delivery is dropped
     this.push.wake("trust_request", id);
-    // The person's live streams hear of it (a delivery the sender's alarm retried carries no names: no event).
-    if (requester) this.stream.trustRequest(requester, reason, new Date(askedAt));
+    if (card) this.stream.trustRequest(card, reason, new Date(askedAt)); // no names (an old delivery): no event
     this.jobs.care();
   }
   /** One page of pending requests, newest first, after `cursor`; `next`: where the next page starts. */

@@ -1,10 +1,11 @@
 import { and, desc, eq, lt, or, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
-import type { Requester } from "../../domain/stream";
+import type { Names, PeerCard } from "../../domain/facts";
 import { deliverEach } from "./outboxes";
 import type { Answer, RequestCursor, TrustRequestRow } from "./api";
 import { requestsSpent } from "./budgets";
 import { nextId } from "./ids";
+import { learn, namesOf } from "./peers";
 import { MAX_TRUST_REQUESTS_PER_DAY, secondsToNextDay, utcDay } from "./limits";
 import type { Person } from "./person";
 import { requestOutbox, trustRequestDays, trustRequests } from "./schema";
@@ -76,10 +77,19 @@ export const queuedCount = (db: Db): number =>
  * `requesterId` asks this person (`me`) for trust at `askedAt`: a new pending
  * request, or, while one is pending, its reason and time refreshed. A
  * delivery retried after it landed changes nothing (same reason and time).
+ * With the asker's `card` (their names), this object keeps it (peers.ts).
  * Answers the request's id when it is new or asked again later (the person's
  * devices are woken: push.ts), null when nothing new arrived.
  */
-export function receive(db: Db, me: number, requesterId: number, reason: string, askedAt: number): number | null {
+export function receive(
+  db: Db,
+  me: number,
+  requesterId: number,
+  reason: string,
+  askedAt: number,
+  card?: PeerCard,
+): number | null {
+  if (card?.id === requesterId) learn(db, card, Date.now()); // the asker's names and companies, as their object told them
   const at = new Date(askedAt);
   const pending = db
     .select({ id: trustRequests.id, updatedAt: trustRequests.updatedAt })
@@ -120,7 +130,7 @@ export function receive(db: Db, me: number, requesterId: number, reason: string,
 export function pendingPage(
   db: Db,
   { cursor, limit }: { cursor: RequestCursor | null; limit: number },
-): { rows: TrustRequestRow[]; next: RequestCursor | null } {
+): { rows: (TrustRequestRow & { requester: Names | null })[]; next: RequestCursor | null } {
   const after = cursor
     ? or(
         lt(trustRequests.updatedAt, new Date(cursor.at)),
@@ -136,7 +146,12 @@ export function pendingPage(
     .all();
   const page = rows.slice(0, limit);
   const last = page.at(-1);
-  return { rows: page, next: rows.length > limit && last ? { at: last.updatedAt.getTime(), id: last.id } : null };
+  // The askers' names as their requests (or later chats) brought them (peers.ts); null: never told here.
+  const names = namesOf(db, [...new Set(page.map((row) => row.requesterId))]);
+  return {
+    rows: page.map((row) => ({ ...row, requester: names.get(row.requesterId) ?? null })),
+    next: rows.length > limit && last ? { at: last.updatedAt.getTime(), id: last.id } : null,
+  };
 }
 
 /** Whether `requesterId` ever asked this person (pending or decided). */
@@ -154,14 +169,14 @@ export function close(db: Db, requesterId: number, trusted: boolean): void {
 
 /**
  * Sends the trust requests not yet delivered, each to the object of the
- * person asked (with the requester's names when they are `requester`, for
- * that person's live streams); answers whether one failed (it stays queued
- * for the alarm).
+ * person asked, with the requester's `card` (their names, which the request
+ * shows, and companies: docs/architecture.md, "Names travel with facts");
+ * answers whether one failed (it stays queued for the alarm).
  */
 export async function sendQueued(
   db: Db,
   peer: (personId: number) => DurableObjectStub<Person>,
-  requester?: Requester,
+  card: PeerCard | null,
 ): Promise<boolean> {
   const due = queued(db);
   if (due.length === 0) return false;
@@ -172,7 +187,7 @@ export async function sendQueued(
         row.requesterId,
         row.reason,
         row.askedAt,
-        row.requesterId === requester?.id ? requester : undefined,
+        row.requesterId === card?.id ? card : undefined,
       );
       delivered(db, row);
     },

@@ -1,7 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
-import type { Requester } from "../../domain/stream";
 import { KEY_RETRY } from "../../domain/key-kinds";
 import { backoff } from "../../lib/backoff";
 import { logError } from "../../lib/log";
@@ -99,9 +98,11 @@ export class Scheduler {
   }
 
   /** Sends the trust requests not yet delivered; a failure waits for the alarm. */
-  async sendRequests(requester?: Requester): Promise<void> {
+  async sendRequests(): Promise<void> {
     const { db, self } = this.host;
-    if (await requests.sendQueued(db, (id) => self.peer(id), requester)) await this.retryLater();
+    // Each request carries this person's names (self.card), read from D1 once if never told.
+    if (requests.queuedCount(db) > 0) await self.profile();
+    if (await requests.sendQueued(db, (id) => self.peer(id), self.card())) await this.retryLater();
   }
 
   /** Brings the alarm forward while index writes, mirrors or requests are due: `RETRY` (1 s, doubling, at most 60 s). */

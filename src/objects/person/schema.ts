@@ -4,6 +4,7 @@ import { activityTypes, partyTypes } from "../../db/schema/buzz";
 import { timestamp } from "../../db/schema/columns";
 import { blockReasons, callPolicies } from "../../domain/caller-verification";
 import type { PushTarget } from "../../domain/push";
+import type { Profile } from "../../domain/facts";
 
 /*
  * The tables inside one person's Durable Object (docs/architecture.md, "Where
@@ -242,6 +243,24 @@ export const facts = sqliteTable("facts", {
   userAt: integer("user_at"),
   /** The newest `memberships.updated_at` of the person (ms); null: none. */
   membershipAt: integer("membership_at"),
+  /** Their names and companies with names and roles, as `GET /me` shows them; null: not told yet (read from D1 once). */
+  profile: text("profile", { mode: "json" }).$type<Profile>(),
+});
+
+/**
+ * The other people this object heard of (docs/architecture.md, "Names travel
+ * with facts"): each one's names and companies as their own object last told
+ * them, with a chat or a trust request either way, or when a feed page named
+ * them (`learnedAt`, ms: a page asks again after a day). Who may see the
+ * names is decided when they are shown (peers.ts).
+ */
+export const peers = sqliteTable("peers", {
+  personId: integer("person_id").primaryKey(),
+  firstName: text("first_name").notNull(),
+  middleName: text("middle_name"),
+  lastName: text("last_name").notNull(),
+  companies: text("companies", { mode: "json" }).$type<number[]>().notNull(),
+  learnedAt: integer("learned_at").notNull(),
 });
 
 /**

@@ -8,6 +8,7 @@ import { personStub } from "./stub";
 import type { Person } from "./person";
 import { erasure } from "./schema";
 import type { Sender } from "./senders";
+import type { Facts, PeerCard, Profile } from "../../domain/facts";
 
 /*
  * Who the object is: its person's id and whether it was erased. The id comes
@@ -92,9 +93,37 @@ export class Self {
    */
   async knowFacts(): Promise<void> {
     if (this.erased || keys.readFacts(this.db) !== null) return; // an erased object takes no facts (gate.ts)
+    await this.readFacts();
+  }
+
+  /**
+   * The person's profile (names, companies with their roles) and secure
+   * number, as `GET /me` shows them and their chats carry them: from the
+   * facts D1 told (docs/architecture.md, "Names travel with facts"); facts
+   * told without them (or never told) are read from D1 once. Null when the
+   * object is erased or D1 knows no such person (no account).
+   */
+  async profile(): Promise<(Facts & { profile: Profile }) | null> {
+    if (this.erased) return null;
+    const held = keys.readFacts(this.db);
+    if (complete(held)) return held;
+    const read = await this.readFacts();
+    return !this.erased && complete(read) ? read : null;
+  }
+
+  /** Reads D1's facts and takes them (an older version than what is held is ignored); answers what D1 said. */
+  private async readFacts(): Promise<Facts> {
     const [read] = await factsOf(createDb(this.env.DB), [this.id]);
-    if (!this.erased && keys.readFacts(this.db) === null)
-      this.ctx.storage.transactionSync(() => keys.takeFacts(this.db, read!));
+    if (!this.erased) this.ctx.storage.transactionSync(() => keys.takeFacts(this.db, read!));
+    return read!;
+  }
+
+  /** What this object tells another about its person (a chat, a trust request); null while its profile is unknown. */
+  card(): PeerCard | null {
+    const facts = keys.readFacts(this.db);
+    if (!facts?.profile) return null;
+    const { first_name, middle_name, last_name } = facts.profile;
+    return { id: this.id, first_name, middle_name, last_name, companies: facts.companies };
   }
 
   /** The stub of another person's object (a chat, a mirror, a trust request on its way). */
@@ -105,6 +134,10 @@ export class Self {
   /** This person as a chat's sender, for the receiver's budget (senders.ts). */
   asSender(): Sender {
     const facts = keys.readFacts(this.db);
-    return { personId: this.id, companies: facts?.companies ?? [], e164: facts?.e164 ?? null };
+    return { personId: this.id, companies: facts?.companies ?? [], e164: facts?.e164 ?? null, card: this.card() };
   }
 }
+
+/** Facts that hold the profile and, with a number, its parts: enough for `GET /me` and a chat's names. */
+const complete = (facts: Facts | null): facts is Facts & { profile: Profile } =>
+  !!facts?.profile && (facts.e164 === null || (facts.countryCode != null && facts.number != null));

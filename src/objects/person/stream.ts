@@ -2,12 +2,11 @@ import {
   blockedCallView,
   readActivity,
   trustRequestView,
-  unnamedParty,
   type ActivityView,
   type FeedRecord,
   type Party,
 } from "../../domain/activity";
-import { MAX_STREAMS, STREAM_CLOSE, type ChatParties, type Requester, type StreamEvent } from "../../domain/stream";
+import { MAX_STREAMS, STREAM_CLOSE, type Requester, type StreamEvent } from "../../domain/stream";
 
 /*
  * A person's live streams (docs/realtime.md), held by their own object with
@@ -28,8 +27,8 @@ export type FeedSource = {
   after(afterId: number, limit: number): FeedRecord[];
   /** The newest id in the feed (0: empty). */
   newest(): number;
-  /** Which of `ids` trusted this person (they know the reader). */
-  trustedMe(ids: number[]): number[];
+  /** How a reader of `rows` sees their parties: from what the object knows, asking nobody (peers.ts). */
+  parties(rows: FeedRecord[]): (type: "person" | "company", id: number) => Party;
 };
 
 /** `until`: when the socket's token expires (ms), if it does. */
@@ -49,14 +48,10 @@ export type ConnectParams = {
 export type Backlog = { after: number; rows: ActivityView[]; more: boolean };
 
 const TICKET_PREFIX = "stream-ticket:";
-/** Rows whose parties the current instance remembers from their write. */
-const NAMED_KEEP = 256;
 /** Rows one pump sends a socket at most (live traffic never comes near it). */
 const PUMP_LIMIT = 500;
 
 export class Stream {
-  /** Parties of recent rows, by feed id, from what their write knew (no D1 read to render them). */
-  private readonly named = new Map<number, (type: "person" | "company", id: number) => Party>();
   /** Resumes staged by the Worker for the upgrade that follows at once (`stage`, `connect`). */
   private readonly staged = new Map<string, Backlog>();
 
@@ -98,7 +93,7 @@ export class Stream {
     const att: Attachment = { me, tokenId, last: this.feed.newest(), since: Date.now(), ...(until ? { until } : {}) };
     if (backlog === undefined) {
       // Staged in an instance that is gone (it cannot sleep between the two calls, but is not trusted to):
-      // nothing is missed, the records come through the feed without names.
+      // nothing is missed, the records come through the feed, named from what the object knows.
       att.last = 0;
     } else if (backlog) {
       for (const data of backlog.rows) server.send(JSON.stringify({ type: "activity", data } satisfies StreamEvent));
@@ -153,41 +148,16 @@ export class Stream {
 
   /* ---------- events ---------- */
 
-  /**
-   * A record landed in the feed (written here, or a chat accepted from its
-   * sender): remembers its parties as the write knew them and sends every
-   * socket what it has not seen yet.
-   */
-  recorded(me: number, id: number, parties: ChatParties | undefined): void {
-    this.remember(me, id, parties);
-    this.pump();
-  }
-
-  /** Remembers the parties of the row `id` as its write knew them, to render it without a D1 read. */
-  remember(me: number, id: number, parties: ChatParties | undefined): void {
-    if (!parties || !this.open()) return;
-    const known = new Set([me, ...this.feed.trustedMe(parties.people.map((p) => p.id).filter((p) => p !== me))]);
-    const people = new Map(parties.people.map((p) => [p.id, p]));
-    this.named.set(id, (type, partyId) => {
-      const person = type === "person" ? people.get(partyId) : undefined;
-      return person && (parties.shareCompany || known.has(partyId)) ? person : unnamedParty(type, partyId);
-    });
-    for (const key of this.named.keys()) {
-      if (this.named.size <= NAMED_KEEP) break;
-      this.named.delete(key);
-    }
-  }
-
   /** Sends every socket the feed's rows after its last id (the feed's reservation barrier holds back the rest). */
   pump(): void {
     if (!this.open()) return;
     for (const { ws, att } of this.sockets()) this.pumpTo(ws, att);
   }
 
-  trustRequest(requester: Requester, reason: string, at: Date): void {
+  trustRequest({ id, first_name, middle_name, last_name }: Requester, reason: string, at: Date): void {
     this.broadcast({
       type: "trust_request",
-      data: trustRequestView(requester, { contactReason: reason, updatedAt: at }),
+      data: trustRequestView({ id, first_name, middle_name, last_name }, { contactReason: reason, updatedAt: at }),
     });
   }
 
@@ -263,8 +233,9 @@ export class Stream {
   private pumpTo(ws: WebSocket, att: Attachment): void {
     const rows = this.feed.after(att.last, PUMP_LIMIT);
     if (rows.length === 0) return;
+    const party = this.feed.parties(rows);
     for (const row of rows) {
-      const data = readActivity(row, this.named.get(row.id) ?? unnamedParty);
+      const data = readActivity(row, party);
       ws.send(JSON.stringify({ type: "activity", data } satisfies StreamEvent));
     }
     att.last = rows.at(-1)!.id;

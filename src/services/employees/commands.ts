@@ -284,8 +284,9 @@ export async function updateEmployee(
   for (const statement of statements) batch.add(statement);
   if (changes.phones) batch.markStaleNumbersOf(personId);
   if (changes.emails) batch.markStaleEmailsOf(personId);
-  // Their own heartbeat (their record's time) and their coworkers' (the rosters), at once.
-  batch.markStalePersonIfNumbered(personId);
+  // Their own heartbeat (their record's time), their names and roles as their object holds them (GET /me, their
+  // chats: docs/architecture.md, "Names travel with facts"), and their coworkers' heartbeat (the rosters), at once.
+  batch.markStalePerson(personId);
   batch.markStaleCompaniesOf(personId);
   batch.emitPerson("person:updated", companyId, personId);
   const { deliveries } = await batch.commit();
