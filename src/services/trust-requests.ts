@@ -7,6 +7,7 @@ import { trustRequestView, type RequesterNames } from "../domain/activity";
 import { ownerOfNumber } from "./people";
 import type { RequestCursor } from "../objects/person/api";
 import { accepted } from "./person-objects";
+import { personNamedInIndex } from "./trust-index/contacts";
 
 /** Who a trust request is addressed to: exactly one of these (docs/decisions.md). */
 export type TrustRequestTarget = { user_id?: number; phone?: string; email?: string };
@@ -27,7 +28,8 @@ export { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
  * oneself does nothing.
  */
 export async function askForTrust(deps: Deps, requesterId: number, target: TrustRequestTarget, reason: string) {
-  const match = await matchPerson(deps.db, target);
+  // The index names the target without D1 (a person it knows); D1 decides what it does not name.
+  const match = (await personNamedInIndex(deps.kv, target)) ?? (await matchPerson(deps.db, target));
   // The charge and the request are one transaction in the requester's object, which delivers it with
   // the requester's names (its alarm retries a delivery that failed, docs/architecture.md "What crosses people").
   const targets = match !== null && match !== requesterId ? [match] : [];

@@ -123,6 +123,12 @@ describe("D1 statements of what an app user does, in the steady state", () => {
     },
     { label: "GET /me/devices", action: () => as("bob").get("/me/devices"), status: 200, expected: 0 },
     {
+      label: "POST /contacts/requests (a person the index names, by id, phone or email)",
+      action: () => as("bob").send("POST", "/contacts/requests", { email: "alice@acme.example" }),
+      status: 201,
+      expected: 0,
+    },
+    {
       label: "POST /apps/buzz/stream/tickets",
       action: () => as("bob").send("POST", "/apps/buzz/stream/tickets", {}),
       status: 201,

@@ -155,3 +155,28 @@ export async function linksFromIndex(
     return null;
   }
 }
+
+/**
+ * The one person a trust request's target names, read from the index (services/trust-requests.ts): a
+ * `user_id` whose `lnk:` card exists, the first person of a phone's `num:` record (the holder of that
+ * secure number, or the person who proved the phone), the owner in an email's `eml:` record. Null when
+ * the index does not name one (an absent key, KV failing): the caller asks D1, which decides.
+ */
+export async function personNamedInIndex(
+  kv: KVNamespace,
+  target: { user_id?: number; phone?: string; email?: string },
+): Promise<number | null> {
+  try {
+    if (target.user_id !== undefined)
+      return (await kv.get(KEY_KINDS.lnk.key(target.user_id))) === null ? null : target.user_id;
+    if (target.phone !== undefined) {
+      const record = await kv.get<{ p: number[] }>(KEY_KINDS.num.key(target.phone), "json");
+      return record?.p[0] ?? null;
+    }
+    if (target.email !== undefined)
+      return (await kv.get<EmailRecord>(KEY_KINDS.eml.key(target.email), "json"))?.p ?? null;
+  } catch (err) {
+    logError("reading a trust request's target from the trust index failed; read from D1", err);
+  }
+  return null;
+}
