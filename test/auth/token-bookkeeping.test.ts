@@ -154,7 +154,8 @@ describe("the token-uses consumer", () => {
     for (const token of tokens) expect(await lastUsed(token)).toBeGreaterThanOrEqual(started + 25 * 3_600_000);
     // … and the records rewritten through the index work: what the whole flush cost, for docs/capacity.md.
     console.log(JSON.stringify({ flush: { tokens: 100, statements: flush.statements, rounds: flush.rounds } }));
-    expect(flush.statements).toBeLessThanOrEqual(10);
+    // A device's record is not rewritten for its use (its object remembers it): the UPDATE is the whole flush.
+    expect(flush.statements).toBe(1);
   });
 
   it("a batch delivered twice changes the rows once, and an older use never moves last_used back", async () => {
