@@ -285,15 +285,17 @@ export async function recordTokenUses(deps: Pick<Deps, "db" | "kv">, uses: Token
   const latest = new Map<string, number>();
   for (const { h, at } of uses) latest.set(h, Math.max(at, latest.get(h) ?? at));
   const list = JSON.stringify([...latest]);
-  const changed = await deps.db.all<{ hash: string; personId: number | null }>(sql`
+  const changed = await deps.db.all<{ hash: string; device: 0 | 1 }>(sql`
     update access_tokens set last_used_at = u.used_at
     from (select json_extract(value, '$[0]') as hash, json_extract(value, '$[1]') as used_at from json_each(${list})) as u
     where token_hash = u.hash
       and (last_used_at is null or last_used_at <= u.used_at - ${USE_RECORDED_EVERY_MS} or last_used_at = u.used_at)
-    returning token_hash as hash, person_id as personId`);
-  // A person token's use is the object's to remember (objects/person/devices.ts): its record stays as written.
-  const services = changed.filter((row) => row.personId === null).map((row) => row.hash);
-  if (services.length > 0) await settleTokenRecords(deps, services, now);
+    returning token_hash as hash, (person_id is not null and not exists
+      (select 1 from json_each(scopes) where value = ${CONTAINER_SCOPE})) as device`);
+  // A device's use is its object's to remember (objects/person/devices.ts): its record stays as written. The
+  // others' records carry the day's use, so that no isolate sends it again.
+  const others = changed.filter((row) => row.device !== 1).map((row) => row.hash);
+  if (others.length > 0) await settleTokenRecords(deps, others, now);
   return { tokens: changed.length };
 }
 

@@ -137,7 +137,7 @@ function readableReceiver(value: string | null): ReceiverRecord | null {
  * Fills missed `num:` keys. An empty record is put directly with a short TTL
  * (a race with a write can leave it stale for at most that long); a record
  * with content goes through the index work, so no older value can overwrite
- * a newer one, and keeps the long TTL.
+ * a newer one, and has no TTL.
  */
 async function fill(deps: IndexDeps, computed: Map<string, string>) {
   const now = new Date();
