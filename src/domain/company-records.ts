@@ -4,7 +4,7 @@ import { KEY_KINDS } from "./key-kinds";
  * The `co:<company id>` KV records (docs/architecture.md, "The heartbeat's
  * company records"): what a member's heartbeat reads of a company — its
  * record's update time and its roster — without D1. Written by the index
- * work (services/index-apply.ts, services/company-records.ts) from D1 as it is when the work is applied,
+ * work (services/trust-index/current.ts, services/trust-index/companies.ts) from D1 as it is when the work is applied,
  * after every change of the company row or its roster (the commands record
  * the work; D1 triggers are the guarantee), and by the index rebuild.
  */

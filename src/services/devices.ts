@@ -83,7 +83,7 @@ export async function revokeDevice(deps: Deps, personId: number | null, tokenId:
   if (row.personId !== null) await deps.objects.of(row.personId).revokeDevice(tokenId);
   const batch = new WriteBatch(deps, now);
   batch.add(deps.db.update(accessTokens).set({ revokedAt: now }).where(mine));
-  batch.reindexTokens([row.hash]);
+  batch.markStaleTokens([row.hash]);
   await batch.commit();
   forgetInIsolate(row.hash, tokenId);
 }

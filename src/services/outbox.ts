@@ -216,16 +216,6 @@ export class WriteBatch {
     this.#index(stale.markStaleTokensOf(this.deps.db, personId, condition, this.now));
   }
 
-  /** `markStaleTokens`, by its older name (src/services/tokens.ts and devices.ts call it). */
-  reindexTokens(hashes: string[]) {
-    this.markStaleTokens(hashes);
-  }
-
-  /** `markStaleNumbers`, by its older name (src/services/sign-in.ts calls it). */
-  reindexNumbers(e164s: string[]) {
-    this.markStaleNumbers(e164s);
-  }
-
   /**
    * What a rolled-back batch answers (db/guard.ts): the refusal of the
    * first check that refuses now — its guards' in the order of `GUARDS`,

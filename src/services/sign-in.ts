@@ -5,7 +5,7 @@ import { logError } from "../lib/log";
 import { checkCode, issueCode, spendStatements, type CodeSettings } from "./codes";
 import { newToken } from "./tokens";
 import { commitSpending, takeNumber, tellPhonesChanged } from "./my-phones";
-import { settleTokenRecords } from "./index-apply";
+import { settleTokenRecords } from "./trust-index/token-slots";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
 
@@ -112,7 +112,7 @@ export async function signIn(
         .set({ confirmed: true })
         .where(and(eq(personPhones.personId, personId), eq(personPhones.e164, where.address))),
     );
-    batch.reindexNumbers([where.address]);
+    batch.markStaleNumbers([where.address]);
   }
   const results = await commitSpending(batch);
   const [row] = results[inserted] as { id: number; deviceName: string; createdAt: Date }[];

@@ -11,7 +11,7 @@ import { KEY_KINDS, keysOfKind } from "../domain/key-kinds";
  * `tok:<sha256 of the token>`, never with a TTL. Written through the one
  * writer of KV keys (db/kv-writes.ts) only: by the verification that read D1
  * and the daily bookkeeping, each having taken the key's write slot in the
- * statement that read the token (services/index-apply.ts
+ * statement that read the token (services/trust-index/token-slots.ts
  * `reserveTokenRecord`), and by the index work of every command that
  * invalidates the token, which waits out a slot taken less than a second ago
  * and retries a refused put until it lands. A request whose token has a

@@ -9,7 +9,7 @@ import type { Principal } from "../types";
 import { checkDevice, type DevicePrincipal, forgetDeviceCheck, isDevice } from "./device-checks";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
-import { putReservedToken, reserveTokenRecord, settleTokenRecords } from "./index-apply";
+import { putReservedToken, reserveTokenRecord, settleTokenRecords } from "./trust-index/token-slots";
 import {
   checkOfRecord,
   CONTAINER_SCOPE,
@@ -130,7 +130,7 @@ export async function verifyToken(
   if (!cached) await beforeDatabase?.();
 
   // A token D1 holds gets its record, refused or not (unknown ones do not: they would fill KV). The read
-  // that records it takes the key's write slot in the same statement (index-apply.ts `reserveTokenRecord`).
+  // that records it takes the key's write slot in the same statement (trust-index/token-slots.ts `reserveTokenRecord`).
   const recording = kv !== undefined && !fresh;
   const { row, reserved } = recording
     ? await reserveTokenRecord(plain, hash, now)
@@ -358,7 +358,7 @@ export async function revokeContainerToken(deps: Deps, token: string, now: Date)
         ),
       ),
   );
-  batch.reindexTokens([hash]);
+  batch.markStaleTokens([hash]);
   await batch.commit();
   // After the write, so no verification in between can cache it as valid again.
   cache.delete(hash);

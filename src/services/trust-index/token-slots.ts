@@ -1,10 +1,10 @@
 import { sql } from "drizzle-orm";
-import type { Db } from "../db/client";
-import { accessTokens, indexWritten } from "../db/schema";
-import { KEY_WRITE_GAP_MS, writeDueKeys } from "../db/kv-writes";
-import { makeCurrent, type ApplyDeps } from "./trust-index/current";
-import { markStale } from "./trust-index/stale";
-import { tokenKey, type TokenRecord, type TokenRow } from "./token-records";
+import type { Db } from "../../db/client";
+import { accessTokens, indexWritten } from "../../db/schema";
+import { KEY_WRITE_GAP_MS, writeDueKeys } from "../../db/kv-writes";
+import { makeCurrent, type ApplyDeps } from "./current";
+import { markStale } from "./stale";
+import { tokenKey, type TokenRecord, type TokenRow } from "../token-records";
 
 /*
  * A token's `tok:` record outside the index work's claim (docs/architecture.md, "Tokens"): the
