@@ -2,7 +2,7 @@ import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { createDb } from "../src/db/client";
 import { DEMO, loadDemoObjects, loadDemoWorld } from "../src/fixtures/demo-world";
-import { rebuildNow } from "../src/services/trust-index/rebuild";
+import { rebuildNow } from "../src/services/index-rebuild";
 import { createDeps } from "../src/services/deps";
 import { personObjectsOf } from "../src/services/person-objects";
 import { sha256Hex } from "../src/lib/crypto";

@@ -27,7 +27,7 @@ import { handleScheduled } from "../../src/cron/scheduled";
 import { companies } from "../../src/db/schema";
 import { requireAuth } from "../../src/middleware/auth";
 import { handleQueue } from "../../src/queue/consumer";
-import { rebuildNow } from "../../src/services/trust-index/rebuild";
+import { rebuildNow } from "../../src/services/index-rebuild";
 import { recordBlockedCall } from "../../src/services/blocked-calls";
 import { bucketOf, contactBucketKey, numberKey, receiverKey } from "../../src/domain/trust-records";
 import { COMPANIES_COMPLETE_KEY, companyKey } from "../../src/domain/company-records";

@@ -3,7 +3,7 @@ import type { BackgroundMessage } from "../domain/queue-messages";
 import { runBackgroundJob } from "../services/background-jobs";
 import { backgroundStatus } from "../services/backlog";
 import { deadLetterDue } from "../services/dead-letters";
-import { rebuildIfNever } from "../services/trust-index/rebuild";
+import { rebuildIfNever } from "../services/index-rebuild";
 import { createDeps } from "../services/deps";
 import { resealProviderSecrets } from "../services/provider-secrets";
 

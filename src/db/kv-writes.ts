@@ -108,7 +108,7 @@ export async function fillKey(kv: KVNamespace, key: string, value: string, ttlSe
 }
 
 /**
- * The rebuild's own keys (services/trust-index/rebuild.ts): its progress and the index's marks. They are
+ * The rebuild's own keys (services/index-rebuild.ts): its progress and the index's marks. They are
  * no index key of anyone — no lookup reads a record from them, no command changes them — and only
  * the rebuild writes them, each at most once per chunk of its work.
  */

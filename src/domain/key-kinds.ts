@@ -27,7 +27,7 @@ export type Writer =
   | "object"
   /** No KV key: an `index_work` row that tells a person's object D1's facts about them. */
   | "tell"
-  /** The rebuild's own progress and marks (services/trust-index/rebuild.ts). */
+  /** The rebuild's own progress and marks (services/index-rebuild.ts). */
   | "rebuild";
 
 type Kind<Id, W extends Writer> = {

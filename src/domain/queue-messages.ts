@@ -23,7 +23,7 @@ import { PushJob } from "./push";
  *   (`person_erasures`), and another while more are due;
  * - `rebuild-index`: the next chunk of the trust-index rebuild, and another
  *   until every key is written and the index is marked complete
- *   (services/trust-index/rebuild.ts);
+ *   (services/index-rebuild.ts);
  * - `push`: wake one device about one event (domain/push.ts; queued by the
  *   person's object, sent by services/push/), retried while it is young.
  *

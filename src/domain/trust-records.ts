@@ -24,7 +24,7 @@ import { KEY_KINDS } from "./key-kinds";
 export const WRITTEN_TRUSTED_MS = 24 * 3600 * 1000;
 
 /**
- * The mark the index rebuild puts once every key is written (services/trust-index/rebuild.ts): from then
+ * The mark the index rebuild puts once every key is written (services/index-rebuild.ts): from then
  * on an absent key means "nobody", answered without D1; before it, a miss falls back to D1.
  */
 export const INDEX_COMPLETE_KEY = KEY_KINDS.idx.key("complete");

@@ -6,7 +6,7 @@ import { claimDeadLetter, deadLetterDue, finishDeadLetter } from "./dead-letters
 import { submitRemovalRequests } from "./exposures";
 import { purgeExpiredEphemeral } from "./memberships";
 import type { Deps } from "./deps";
-import { rebuildChunk } from "./trust-index/rebuild";
+import { rebuildChunk } from "./index-rebuild";
 import { movePeopleChunk, movePersonChunk } from "./person-moves";
 import { eraseGonePersons } from "./person-objects";
 import { pruneExpired } from "./retention";

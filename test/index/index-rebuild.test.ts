@@ -13,7 +13,7 @@ import {
   startRebuild,
   startRebuildRanges,
   type RebuildMessage,
-} from "../../src/services/trust-index/rebuild";
+} from "../../src/services/index-rebuild";
 import { createDeps } from "../../src/services/deps";
 import type { BackgroundMessage } from "../../src/domain/queue-messages";
 import worker from "../../src/index";

@@ -1,4 +1,4 @@
-import * as rebuild from "../../services/trust-index/rebuild";
+import * as rebuild from "../../services/index-rebuild";
 import type { AppRouteHandler } from "../../types";
 import type * as routes from "./trust-index.routes";
 

@@ -9,7 +9,7 @@ import { computeRecords, EMPTY_NUMBER } from "./numbers";
 /*
  * How D1's index work computes each kind it writes: the half of the registry
  * (domain/key-kinds.ts) that reads D1. `makeCurrent` (./current.ts) and the
- * rebuild (services/trust-index/rebuild.ts) loop over it; a kind the registry says
+ * rebuild (services/index-rebuild.ts) loop over it; a kind the registry says
  * D1 writes and that has no entry here does not compile.
  */
 

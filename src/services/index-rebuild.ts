@@ -1,16 +1,16 @@
 import { sql, type SQL } from "drizzle-orm";
-import { KEY_KINDS } from "../../domain/key-kinds";
-import { INDEX_COMPLETE_KEY } from "../../domain/trust-records";
-import { COMPANIES_COMPLETE_KEY } from "../../domain/company-records";
-import type { BackgroundMessage } from "../../domain/queue-messages";
-import { putRebuildKey } from "../../db/kv-writes";
-import type { Chunk } from "../background-jobs";
-import type { Deps } from "../deps";
-import { factsOf } from "../../db/facts";
-import { CONTACTS_COMPLETE_KEY } from "./contacts";
-import { makeCurrent } from "./current";
-import { rebuildKeys } from "./kinds";
-import { markStale } from "./stale";
+import { KEY_KINDS } from "../domain/key-kinds";
+import { INDEX_COMPLETE_KEY } from "../domain/trust-records";
+import { COMPANIES_COMPLETE_KEY } from "../domain/company-records";
+import type { BackgroundMessage } from "../domain/queue-messages";
+import { putRebuildKey } from "../db/kv-writes";
+import type { Chunk } from "./background-jobs";
+import type { Deps } from "./deps";
+import { factsOf } from "../db/facts";
+import { CONTACTS_COMPLETE_KEY } from "./trust-index/contacts";
+import { makeCurrent } from "./trust-index/current";
+import { rebuildKeys } from "./trust-index/kinds";
+import { markStale } from "./trust-index/stale";
 
 /*
  * The rebuild of the trust index (docs/architecture.md, "The rebuild and its
