@@ -111,7 +111,6 @@ const MAX_UNLISTED_WAIT_MS = 1_000;
  * how many were counted, not listed (past their number's share of the provider's budget).
  */
 export async function latestBlockedCalls(objects: PersonObjects, personId: number) {
-  const person = objects.of(personId);
-  const [rows, unlisted] = await Promise.all([person.latestBlockedCalls(100), person.unlistedBlockedCalls()]);
+  const { rows, unlisted } = await objects.of(personId).latestBlockedCalls(100);
   return { calls: rows.map((row) => blockedCallView(personId, row)), unlisted };
 }

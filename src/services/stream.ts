@@ -1,10 +1,10 @@
-import { tokenKey, type TokenRecord } from "./token-records";
 import { readTicket, RESUME_LIMIT, TICKET_TTL_MS, ticketFor, ticketPayload } from "../domain/stream";
 import { base64url, hmacKey, hmacSign, hmacVerify, sha256Hex } from "../lib/crypto";
 import { keyOfSecret } from "../lib/secrets";
 import type { Backlog, ConnectParams } from "../objects/person/api";
 import { activitiesAfter } from "./activities";
 import type { Deps } from "./deps";
+import { recordRefuses } from "./tokens";
 
 /*
  * The live stream of a person (docs/realtime.md): the Worker authenticates
@@ -93,16 +93,6 @@ export async function redeemStreamTicket(deps: Deps, ticket: string, now: Date):
   if (claims.expiresAt <= now.getTime() || claims.expiresAt > now.getTime() + TICKET_TTL_MS) return null;
   // The object spends it and answers for its device (revoked, expired, its person gone: null); no D1.
   const device = await deps.objects.of(claims.personId).redeemStreamTicket(claims.nonce, claims.tokenId);
-  if (device === null || (await refusedInKv(deps.kv, device.tokenHash))) return null;
+  if (device === null || (await recordRefuses(deps.kv, device.tokenHash))) return null;
   return { me: claims.personId, tokenId: claims.tokenId, until: device.expiresAt ?? undefined };
-}
-
-/**
- * Whether the token's record in KV says refused: a revocation made in D1 alone (`npm run token -- revoke`
- * offline), which the object never heard of, reaches tickets once the minute sweep rewrote the record. An
- * unreadable KV leaves the answer to the object.
- */
-async function refusedInKv(kv: KVNamespace, tokenHash: string): Promise<boolean> {
-  const record = await kv.get<TokenRecord>(tokenKey(tokenHash), { type: "json", cacheTtl: 30 }).catch(() => null);
-  return record !== null && "refused" in record;
 }

@@ -115,10 +115,8 @@ export async function verifyToken(
       // writes (a revocation made in D1 alone, `npm run token -- revoke` offline, still stops them).
       const device = isDevice(principal);
       guard?.arm({ ...tokenGuard(principal.tokenId, hash, now, kv), ridesOnly: device });
-      if (device) {
-        const recordUse = useRecorder(uses, onFirstUse);
-        return await deviceAnswer(objects, principal, hash, now, { write, usedAt: entry.usedAt }, recordUse);
-      }
+      if (device)
+        return await deviceAnswer(objects, principal, hash, now, { write, usedAt: entry.usedAt, uses, onFirstUse });
       if (kv && onFirstUse && uses && useIsDue(entry.usedAt, now)) {
         entry.usedAt = now.getTime(); // this isolate sends it once
         onFirstUse(sendUse(uses, hash, now));
@@ -162,16 +160,11 @@ export async function verifyToken(
   remember(hash, check.principal, row!.expiresAt?.getTime() ?? null, usedAt, now);
   if (bookkeeping) onFirstUse?.(sendUse(uses!, hash, now));
   if (isDevice(check.principal)) {
-    const known = { write, usedAt: row!.lastUsedAt?.getTime() ?? null };
-    return await deviceAnswer(objects, check.principal, hash, now, known, useRecorder(uses, onFirstUse));
+    const known = { write, usedAt: row!.lastUsedAt?.getTime() ?? null, uses, onFirstUse };
+    return await deviceAnswer(objects, check.principal, hash, now, known);
   }
   return check;
 }
-
-/** Sends a device's day of use to D1's bookkeeping (the `token-uses` queue), when the request has both. */
-const useRecorder =
-  (uses: Queue<TokenUseMessage> | undefined, onFirstUse: VerifyOptions["onFirstUse"]) => (hash: string, now: Date) =>
-    uses && onFirstUse ? onFirstUse(uses.send({ h: hash, at: now.getTime() })) : undefined;
 
 /**
  * A device's token as its person's object answers (services/device-checks.ts): refused there (revoked,
@@ -182,15 +175,18 @@ async function deviceAnswer(
   principal: DevicePrincipal,
   hash: string,
   now: Date,
-  known: { write: boolean; usedAt: number | null },
-  recordUse: (hash: string, now: Date) => void,
+  {
+    uses,
+    onFirstUse,
+    ...known
+  }: { write: boolean; usedAt: number | null } & Pick<VerifyOptions, "uses" | "onFirstUse">,
 ): Promise<TokenCheck> {
   const check = await checkDevice(objects, principal, now, known);
   if (!check.ok) {
     cache.delete(hash);
     return check;
   }
-  if (check.firstUseToday) recordUse(hash, now);
+  if (check.firstUseToday && uses && onFirstUse) onFirstUse(sendUse(uses, hash, now));
   return { ok: true, principal };
 }
 
@@ -253,6 +249,15 @@ async function readRecord(kv: KVNamespace, hash: string): Promise<TokenRecord | 
   } catch {
     return KV_FAILED; // the D1 read decides, when the gate lets it
   }
+}
+
+/**
+ * Whether the token's record in KV says refused (an unreadable KV: no): a revocation made in D1 alone, which
+ * the person's object never heard of, once the minute sweep rewrote the record (a stream ticket's check).
+ */
+export async function recordRefuses(kv: KVNamespace, hash: string): Promise<boolean> {
+  const record = await readRecord(kv, hash);
+  return record !== null && record !== KV_FAILED && "refused" in record;
 }
 
 const indexUnavailable = () =>

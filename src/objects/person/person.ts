@@ -218,9 +218,9 @@ export class Person extends DurableObject<Env> {
     this.jobs.care();
     this.stream.blockedCalls(this.self.id, stored);
   }
-  /** The newest `limit` blocked calls, newest first. */
+  /** The newest `limit` blocked calls, newest first, and those counted, not listed (one RPC for the list). */
   latestBlockedCalls(limit: number) {
-    return blocked.latest(this.db, limit);
+    return { rows: blocked.latest(this.db, limit), unlisted: this.unlistedBlockedCalls() };
   }
   unlistedBlockedCalls() {
     return blocked.unlisted(this.ctx.storage, Date.now());
