@@ -289,9 +289,8 @@ export async function indexKeysWritten(personId: number, timeoutMs = 10_000): Pr
  */
 export async function indexWorkApplied(keys?: string[], timeoutMs = 10_000): Promise<void> {
   const { makeCurrent } = await import("../src/services/trust-index/current");
-  const { createDb } = await import("../src/db/client");
   const { createDeps } = await import("../src/services/deps");
-  const deps = { db: createDb(env.DB), kv: env.TRUST_INDEX, objects: createDeps(env).objects };
+  const deps = createDeps(env);
   const until = Date.now() + timeoutMs;
   for (;;) {
     const { results } = await env.DB.prepare("select key from index_work").all<{ key: string }>();

@@ -95,7 +95,7 @@ app.get("/__bench/floor/object-kv", caller, async (c) => {
 app.get("/__bench/floor/kv-blocked", caller, async (c) => {
   await kvRound(c);
   const call = { personId: 1, callerId: null, countryCode: "1", phoneNumber: "3035550142" };
-  c.executionCtx.waitUntil(recordBlockedCall(c.var.deps.objects, call));
+  c.executionCtx.waitUntil(recordBlockedCall(c.var.deps, call));
   return ok(c);
 });
 

@@ -169,7 +169,8 @@ export async function measureBigCompany({ employees = 100_000, runs = 9, log = (
   const { listEmployees, employeeListCache } = await tsImport("../../src/services/employees/list.ts", import.meta.url);
   const timer = { ms: 0, statements: 0 };
   const drizzle = createDb(d1Over(db, timer));
-  // The list services take the Worker's handle (`Pick<Deps, "db">`); pendingInTurns a bare Db.
+  // The list services take the Worker's handle (`Deps`) and read only its `db`: outside workerd, a
+  // handle of that part alone serves them. pendingInTurns, a plain read, takes the drizzle client.
   const deps = { db: drizzle };
   const current = { since: null, employees: null, statuses: ["pending", "in_progress"] };
 

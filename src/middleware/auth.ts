@@ -63,12 +63,12 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
       const check = await verifyToken(c.var.deps, token, new Date(), {
         onFirstUse: (work) =>
           c.executionCtx.waitUntil(work.catch((err: unknown) => logError("recording token use failed", err))),
-        uses: c.var.deps.usesQueue,
+        countUses: true,
         // A write served from the cache re-checks the token inside its own first D1 write
         // (revocation, a removed person: 401, nothing written); a trust-lookup POST is a
         // question, not a write.
         write: !readsOnly(c),
-        kv: c.var.deps.kv,
+        recorded: true,
         // A token in neither cache costs the caller's IP budget before it costs a D1 read.
         beforeDatabase: () => limitByIp(c),
       });

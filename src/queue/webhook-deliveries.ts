@@ -16,7 +16,7 @@ const log = (level: "error" | "warn" | "info", fields: Record<string, unknown>) 
  * failure is final.
  */
 export async function handleWebhookDeliveries(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  const { db, environment } = createDeps(env);
+  const deps = createDeps(env);
   const deliveries: { message: Message<unknown>; deliveryId: string }[] = [];
   for (const message of batch.messages) {
     const parsed = deliveryMessage.safeParse(message.body);
@@ -29,7 +29,7 @@ export async function handleWebhookDeliveries(batch: MessageBatch<unknown>, env:
   let rows: Map<string, Delivery> | null = null;
   try {
     rows = await deliveriesById(
-      db,
+      deps.db,
       deliveries.map(({ deliveryId }) => deliveryId),
     );
   } catch (err) {
@@ -46,8 +46,7 @@ export async function handleWebhookDeliveries(batch: MessageBatch<unknown>, env:
       const row = endpoint === undefined || !seen.has(endpoint) ? loaded : undefined;
       if (endpoint !== undefined) seen.add(endpoint);
       try {
-        const attempt = (timeoutMs?: number) =>
-          attemptDelivery(db, deliveryId, message.attempts, { environment, timeoutMs, row });
+        const attempt = (timeoutMs?: number) => attemptDelivery(deps, deliveryId, message.attempts, { timeoutMs, row });
         const outcome =
           endpoint === undefined
             ? await attempt()

@@ -87,7 +87,7 @@ export async function runBackgroundJob(deps: Deps, body: BackgroundMessage, now:
       return { done: { moved }, ...continues(more, body) };
     }
     case "outbox": {
-      const requeued = await sweepOutbox(deps.db, deps.webhookQueue, now, OUTBOX_SWEEP_CHUNK);
+      const requeued = await sweepOutbox(deps, now, OUTBOX_SWEEP_CHUNK);
       return { done: { requeued }, ...continues(requeued >= OUTBOX_SWEEP_CHUNK, body) };
     }
     case "redrive":

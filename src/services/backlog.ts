@@ -42,7 +42,7 @@ const capped = (from: SQL) => sql<number>`(select count(*) from (select 1 ${from
  * (the oldest among the `COUNT_CAP` least recently touched) and dead letters
  * (a small table).
  */
-export async function backgroundStatus({ db }: Pick<Deps, "db">, now: Date): Promise<BackgroundStatus> {
+export async function backgroundStatus({ db }: Deps, now: Date): Promise<BackgroundStatus> {
   type Row = { n: number; oldest: number | null };
   const [index, outbox, removals, letters] = (await db.batch([
     batchableAll<Row>(

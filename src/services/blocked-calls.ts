@@ -1,5 +1,5 @@
 import type { BlockedCallRow } from "../objects/person/api";
-import type { PersonObjects } from "./person-objects";
+import type { Deps } from "./deps";
 import { logError } from "../lib/log";
 import { blockedCallView } from "../domain/activity";
 import type { BlockedCallInput } from "./trust-lookup";
@@ -30,7 +30,7 @@ import type { BlockedCallInput } from "./trust-lookup";
  * next group into the object, or goes alone within a second, and the object adds it to its own count
  * (objects/person/blocked.ts `countUnlisted`).
  */
-export function recordBlockedCall(objects: PersonObjects, call: BlockedCallInput, listed = true): Promise<void> {
+export function recordBlockedCall(deps: Deps, call: BlockedCallInput, listed = true): Promise<void> {
   const open = appending.get(call.personId);
   if (!listed) {
     // Past its number's share (rate-limit.ts): counted, not listed. A count joins any open group, else
@@ -42,7 +42,7 @@ export function recordBlockedCall(objects: PersonObjects, call: BlockedCallInput
     const waiting = (unlistedWaiting.get(call.personId) ?? 0) + 1;
     unlistedWaiting.set(call.personId, waiting);
     if (waiting > 1) return Promise.resolve();
-    return scheduler.wait(MAX_UNLISTED_WAIT_MS).then(() => flushUnlisted(objects, call.personId));
+    return scheduler.wait(MAX_UNLISTED_WAIT_MS).then(() => flushUnlisted(deps, call.personId));
   }
   const row: BlockedCallRow = {
     callerId: call.callerId ?? null,
@@ -63,14 +63,14 @@ export function recordBlockedCall(objects: PersonObjects, call: BlockedCallInput
     if (appending.get(call.personId) === group) appending.delete(call.personId);
     lastSent.set(call.personId, Date.now());
     if (lastSent.size > 10_000) lastSent.clear();
-    await append(objects, call.personId, group.rows, group.unlisted);
+    await append(deps, call.personId, group.rows, group.unlisted);
   });
 }
 
 /** Sends the count of unlisted calls to `personId` waiting in this isolate, unless a group took it. */
-function flushUnlisted(objects: PersonObjects, personId: number) {
+function flushUnlisted(deps: Deps, personId: number) {
   const unlisted = takeUnlisted(personId);
-  return unlisted > 0 ? append(objects, personId, [], unlisted) : Promise.resolve();
+  return unlisted > 0 ? append(deps, personId, [], unlisted) : Promise.resolve();
 }
 
 function takeUnlisted(personId: number) {
@@ -80,7 +80,7 @@ function takeUnlisted(personId: number) {
 }
 
 /** One call into the receiver's object: `rows` listed and `unlisted` counted; retried once, then logged. */
-async function append(objects: PersonObjects, personId: number, rows: BlockedCallRow[], unlisted: number) {
+async function append({ objects }: Deps, personId: number, rows: BlockedCallRow[], unlisted: number) {
   for (let attempt = 1; ; attempt++) {
     try {
       return await objects.of(personId).recordBlockedCalls(rows, unlisted);
@@ -110,7 +110,7 @@ const MAX_UNLISTED_WAIT_MS = 1_000;
  * The newest 100 blocked calls of a member (docs/decisions.md, "Blocked calls"), from their object, and
  * how many were counted, not listed (past their number's share of the provider's budget).
  */
-export async function latestBlockedCalls(objects: PersonObjects, personId: number) {
+export async function latestBlockedCalls({ objects }: Deps, personId: number) {
   const { rows, unlisted } = await objects.of(personId).latestBlockedCalls(100);
   return { calls: rows.map((row) => blockedCallView(personId, row)), unlisted };
 }

@@ -12,7 +12,7 @@ import type { Deps } from "./deps";
  * dialled, docs/decisions.md "Who is trusted"); a member without a confirmed
  * phone is dialled as a client.
  */
-export async function dialFor(deps: Pick<Deps, "db" | "twiml">, userId: number): Promise<TwimlDial> {
+export async function dialFor(deps: Deps, userId: number): Promise<TwimlDial> {
   const client: TwimlDial = { kind: "client", identity: clientIdentity(deps.twiml.identity, userId) };
   if (deps.twiml.dial !== "number") return client;
   const phone = await deps.db

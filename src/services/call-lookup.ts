@@ -12,7 +12,7 @@ import { toCompanyRef, type CompanyRef } from "./companies";
 import { displayName, e2eeColumn } from "./people";
 import { decide, hasContactPhone, trustedCompaniesOf } from "../domain/trust-records";
 import { readRecords, type Defer } from "./trust-index/read";
-import type { IndexDeps } from "./trust-index/current";
+import type { Deps } from "./deps";
 import { applyVerification, type CallerVerification } from "../domain/caller-verification";
 
 export type CallDetails = {
@@ -45,7 +45,7 @@ export type CallerPerson = {
  * in one D1 batch (one round trip).
  */
 export async function lookupCall(
-  deps: IndexDeps,
+  deps: Deps,
   { receiving, caller }: { receiving: Phone | null; caller: Phone | null },
   verification: CallerVerification,
   asPerson: number | null,

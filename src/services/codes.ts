@@ -62,12 +62,7 @@ export const codeSettingsOf = (env: Env, send: Sender): Omit<CodeSettings, "host
  * A limit passed is a 429 with `Retry-After`, an SMS country not allowed a 400, both before anything is
  * recorded or sent. A message that does not leave is a 502/503; the code stays valid.
  */
-export async function issueCode(
-  deps: Pick<Deps, "db">,
-  settings: CodeSettings,
-  request: CodeRequest,
-  now = new Date(),
-) {
+export async function issueCode(deps: Deps, settings: CodeSettings, request: CodeRequest, now = new Date()) {
   const { personSpent } = await checkLimits(deps, settings, request, now);
   const code = randomCode();
   // A sign-in past the person's day is answered like any other and sends nothing: a 429 there would
@@ -102,7 +97,7 @@ export async function issueCode(
 
 /** The code's row (to spend in the caller's batch, `spendStatements`), or 400 `invalid or expired code`. */
 export async function checkCode(
-  deps: Pick<Deps, "db">,
+  deps: Deps,
   key: string | undefined,
   wanted: { address: string; purpose: Purpose; code: string; personId?: number; phoneId?: number },
   now = new Date(),
@@ -149,7 +144,7 @@ export async function checkCode(
  * twice). Its check, asked after a rollback (db/guard.ts): the code is spent (or gone) now, which
  * answers `INVALID_CODE` like a code spent before the request.
  */
-export function spendStatements(deps: Pick<Deps, "db">, id: number, now: Date): [BatchItem<"sqlite">, GuardStatement] {
+export function spendStatements(deps: Deps, id: number, now: Date): [BatchItem<"sqlite">, GuardStatement] {
   return [
     deps.db
       .update(oneTimeCodes)
@@ -168,7 +163,7 @@ export function spendStatements(deps: Pick<Deps, "db">, id: number, now: Date): 
 /* ---------- limits ---------- */
 
 async function checkLimits(
-  deps: Pick<Deps, "db">,
+  deps: Deps,
   settings: CodeSettings,
   request: CodeRequest,
   now: Date,

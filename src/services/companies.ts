@@ -68,7 +68,7 @@ export const companyRoles = (db: Db, companyId: number) =>
     .where(eq(roles.companyId, companyId))
     .orderBy(asc(roles.id));
 
-export async function listRoles({ db }: Pick<Deps, "db">, companyId: number) {
+export async function listRoles({ db }: Deps, companyId: number) {
   return (await companyRoles(db, companyId)).map(({ name, permissions }) => ({ name, permissions }));
 }
 
@@ -84,7 +84,7 @@ export function roleNamed<T extends { name: string }>(available: T[], companyId:
 }
 
 /** People-search sites are global: every tenant sees the same list. */
-export async function listSites({ db }: Pick<Deps, "db">) {
+export async function listSites({ db }: Deps) {
   const rows = await db
     .select(companyColumns)
     .from(companies)
@@ -95,10 +95,7 @@ export async function listSites({ db }: Pick<Deps, "db">) {
 }
 
 /** A people-search site of the catalog, or a 404 refusal. */
-export async function getSite(
-  { db }: Pick<Deps, "db">,
-  siteId: number,
-): Promise<Answer<{ site: ReturnType<typeof toCompany> }>> {
+export async function getSite({ db }: Deps, siteId: number): Promise<Answer<{ site: ReturnType<typeof toCompany> }>> {
   const row = await db
     .select(companyColumns)
     .from(companies)

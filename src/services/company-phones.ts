@@ -47,7 +47,7 @@ const toCompanyPhone = (row: CompanyPhoneRow): CompanyPhone => ({
 });
 
 /** The numbers a company calls from, oldest first (its expired claims are not listed; refused ones are, until pruned). */
-export async function listCompanyPhones({ db }: Pick<Deps, "db">, companyId: number): Promise<CompanyPhone[]> {
+export async function listCompanyPhones({ db }: Deps, companyId: number): Promise<CompanyPhone[]> {
   const rows = await db
     .select(columns)
     .from(companyPhones)
@@ -279,7 +279,7 @@ export const pruneExpiredClaims = (db: Db, now: Date, maxStatements: number) =>
  * Phones of every company in one status, oldest first, one page, with the
  * total (the operator's review queue). Expired claims are not listed.
  */
-export async function listPhonesByStatus({ db }: Pick<Deps, "db">, status: CompanyPhoneStatus, page: Page) {
+export async function listPhonesByStatus({ db }: Deps, status: CompanyPhoneStatus, page: Page) {
   const { limit, offset } = pageWindow(page);
   const where = and(eq(companyPhones.status, status), shown(new Date()));
   const [rows, totals] = await db.batch([

@@ -10,7 +10,7 @@ import type { Deps } from "./deps";
 const vendors = alias(companies, "vendors");
 
 /** An enabled publisher container by its public id (the publisher's slug), or null. */
-export async function findEnabledContainer({ db }: Pick<Deps, "db">, slug: string) {
+export async function findEnabledContainer({ db }: Deps, slug: string) {
   return db
     .select({
       containerId: consentContainers.id,
@@ -35,10 +35,7 @@ export async function findEnabledContainer({ db }: Pick<Deps, "db">, slug: strin
 type Container = NonNullable<Awaited<ReturnType<typeof findEnabledContainer>>>;
 
 /** `findEnabledContainer`, where its absence refuses: a 404 naming the container. */
-export async function enabledContainer(
-  deps: Pick<Deps, "db">,
-  slug: string,
-): Promise<Answer<{ container: Container }>> {
+export async function enabledContainer(deps: Deps, slug: string): Promise<Answer<{ container: Container }>> {
   const container = await findEnabledContainer(deps, slug);
   return container
     ? { ok: true, container }
@@ -50,11 +47,7 @@ export async function enabledContainer(
  * setting for each (null without a person or without a setting): the
  * vendors from D1 and the settings from the person's object, read together.
  */
-export async function containerVendorsFor(
-  deps: Pick<Deps, "db" | "objects">,
-  containerId: number,
-  personId: number | null,
-) {
+export async function containerVendorsFor(deps: Deps, containerId: number, personId: number | null) {
   const [rows, settings] = await Promise.all([
     deps.db
       .select({

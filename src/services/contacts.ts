@@ -158,7 +158,7 @@ async function render(
 ): Promise<Contact[]> {
   const { statement, phones, emails, assemble, unresolved } = contactsRead(deps.db, ownerId, read, include);
   const rows = statement
-    ? ((await linksFromIndex(deps.kv, ownerId, phones, emails, read.trustedMe)) ??
+    ? ((await linksFromIndex(deps, ownerId, phones, emails, read.trustedMe)) ??
       ((await deps.db.batch([statement]))[0] as Match[]))
     : [];
   const ask = unresolved(rows);

@@ -11,7 +11,7 @@ import type { Deps } from "./deps";
  * "Contacts"), companies by id, employees by name. Two queries,
  * whatever the number of companies.
  */
-export async function companiesWithEmployees({ db }: Pick<Deps, "db">, personId: number, companyId?: number) {
+export async function companiesWithEmployees({ db }: Deps, personId: number, companyId?: number) {
   const mine = await db
     .select({ id: companies.id, name: companies.name, slug: companies.slug, logo: companies.logo, url: companies.url })
     .from(memberships)
@@ -48,7 +48,7 @@ export async function companiesWithEmployees({ db }: Pick<Deps, "db">, personId:
 }
 
 /** One company of the person's with its employees, or a 404 refusal when they do not belong to it. */
-export async function companyWithEmployees(deps: Pick<Deps, "db">, personId: number, companyId: number) {
+export async function companyWithEmployees(deps: Deps, personId: number, companyId: number) {
   const [entry] = await companiesWithEmployees(deps, personId, companyId);
   return entry ? { ok: true as const, entry } : refusal(404, `company ${companyId} does not exist`);
 }

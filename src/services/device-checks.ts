@@ -2,7 +2,7 @@ import { ApiError } from "../lib/errors";
 import { logError } from "../lib/log";
 import type { DeviceCheck } from "../objects/person/api";
 import type { Principal } from "../types";
-import type { PersonObjects } from "./person-objects";
+import type { Deps } from "./deps";
 
 /*
  * Whether a person token still opens its person's requests is the person's object's answer
@@ -25,7 +25,7 @@ export const isDevice = (principal: Principal): principal is DevicePrincipal =>
 
 /** The object's answer for `principal`'s token at `now`, or this isolate's passing one of the last second. */
 export async function checkDevice(
-  objects: PersonObjects,
+  { objects }: Deps,
   principal: DevicePrincipal,
   now: Date,
   { write, usedAt }: { write: boolean; usedAt: number | null },

@@ -18,7 +18,7 @@ import type { Deps } from "./deps";
  * listing of a person hands their object the person tokens D1 held before (one D1 read, once per person:
  * tokens the operator minted and nobody used yet); no later one reads D1.
  */
-export async function listDevices(deps: Pick<Deps, "db" | "objects">, personId: number, currentTokenId: number) {
+export async function listDevices(deps: Deps, personId: number, currentTokenId: number) {
   const person = deps.objects.of(personId);
   return (
     (await person.devices(currentTokenId)) ??
@@ -27,12 +27,12 @@ export async function listDevices(deps: Pick<Deps, "db" | "objects">, personId: 
 }
 
 /** Whether `tokenId` is one of person `personId`'s live devices. */
-export async function ownsDevice(deps: Pick<Deps, "db" | "objects">, personId: number, tokenId: number) {
+export async function ownsDevice(deps: Deps, personId: number, tokenId: number) {
   return (await listDevices(deps, personId, tokenId)).some((device) => device.id === tokenId);
 }
 
 /** The live person tokens D1 holds for `personId` (not the consent container's), as their object adopts them. */
-async function directoryDevices(deps: Pick<Deps, "db">, personId: number, now: Date): Promise<DeviceClaim[]> {
+async function directoryDevices(deps: Deps, personId: number, now: Date): Promise<DeviceClaim[]> {
   const rows = await deps.db
     .select({
       tokenId: accessTokens.id,

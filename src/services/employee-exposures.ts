@@ -51,7 +51,7 @@ const ofEmployeesOf = (companyId: number) =>
  * named employees' exposures are read and sorted: a few people's.
  */
 export async function listExposures(
-  { db }: Pick<Deps, "db">,
+  { db }: Deps,
   companyId: number,
   filter: ExposureFilter,
   page: Page,
@@ -115,7 +115,7 @@ async function listExposuresOf(
  * when there is no such exposure of an employee of the company.
  */
 export async function getExposureHistory(
-  { db }: Pick<Deps, "db">,
+  { db }: Deps,
   companyId: number,
   exposureId: number,
 ): Promise<Answer<{ history: HistoryEntry[] }>> {

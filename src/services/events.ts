@@ -53,12 +53,13 @@ export async function renderPersonDeliveries(db: Db, deliveryIds: string[], pers
  * same body). A person removed in between is sent as `{"id": n}`.
  */
 export async function renderedPayload(
-  db: Db,
+  deps: Deps,
   row: { id: string; companyId: number; payload: unknown; rendered: boolean },
 ): Promise<unknown> {
+  const { db } = deps;
   if (row.rendered) return row.payload;
   const id = (row.payload as { id?: unknown } | null)?.id;
-  const person = typeof id === "number" ? await loadPerson({ db }, row.companyId, id) : null;
+  const person = typeof id === "number" ? await loadPerson(deps, row.companyId, id) : null;
   const stored = await db
     .update(webhookDeliveries)
     .set({ payload: person ?? row.payload, rendered: true })
@@ -76,7 +77,7 @@ export async function renderedPayload(
 }
 
 /** Enqueues deliveries; a failure is logged and left to the outbox sweep. */
-export async function enqueueDeliveries({ webhookQueue: queue }: Pick<Deps, "webhookQueue">, deliveryIds: string[]) {
+export async function enqueueDeliveries({ webhookQueue: queue }: Deps, deliveryIds: string[]) {
   if (deliveryIds.length === 0) return;
   try {
     // sendBatch takes at most 100 messages.

@@ -23,7 +23,7 @@ export type IdempotencyStore = {
   settle(key: string, fingerprint: string, answer: AnswerToKeep | null): Promise<void>;
 };
 
-export const personKeys = ({ objects }: Pick<Deps, "objects">, personId: number): IdempotencyStore => ({
+export const personKeys = ({ objects }: Deps, personId: number): IdempotencyStore => ({
   claim: (key, fingerprint) => objects.of(personId).claimIdempotencyKey(key, fingerprint),
   settle: (key, fingerprint, answer) => objects.of(personId).settleIdempotencyKey(key, fingerprint, answer),
 });
@@ -34,12 +34,7 @@ export const personKeys = ({ objects }: Pick<Deps, "objects">, personId: number)
  * at a time, so two claims of one key cannot both take it. When it was not
  * taken, one read says why.
  */
-export const companyKeys = (
-  { db }: Pick<Deps, "db">,
-  companyId: number,
-  personId: number,
-  now = Date.now,
-): IdempotencyStore => {
+export const companyKeys = ({ db }: Deps, companyId: number, personId: number, now = Date.now): IdempotencyStore => {
   const row = (key: string) => and(eq(keys.companyId, companyId), eq(keys.personId, personId), eq(keys.key, key));
   return {
     async claim(key, fingerprint) {

@@ -78,13 +78,13 @@ type Stored = Omit<RebuildStatus, "complete" | "ranges"> & {
 };
 type Range = { stage: Stage; after: string; until: string | null; done: boolean; count: number; at: number };
 
-async function readStored(deps: Pick<Deps, "kv">): Promise<Stored | null> {
+async function readStored(deps: Deps): Promise<Stored | null> {
   const value = await deps.kv.get(REBUILD_KEY);
   return value ? (JSON.parse(value) as Stored) : null;
 }
 
 /** The running stage's ranges (one KV bulk get); a missing record is a range not started (older code's). */
-async function readRanges(deps: Pick<Deps, "kv">, stored: Stored): Promise<(Range | null)[]> {
+async function readRanges(deps: Deps, stored: Stored): Promise<(Range | null)[]> {
   const keys = Array.from({ length: stored.ranges ?? 1 }, (_, i) => rangeKey(i));
   const found = await deps.kv.get(keys, "text");
   return keys.map((key) => {
@@ -96,7 +96,7 @@ async function readRanges(deps: Pick<Deps, "kv">, stored: Stored): Promise<(Rang
 
 const countOf = (ranges: (Range | null)[]) => ranges.reduce((sum, range) => sum + (range?.count ?? 0), 0);
 
-export async function rebuildStatus(deps: Pick<Deps, "kv">): Promise<RebuildStatus> {
+export async function rebuildStatus(deps: Deps): Promise<RebuildStatus> {
   const [stored, mark] = await Promise.all([readStored(deps), deps.kv.get(INDEX_COMPLETE_KEY)]);
   if (!stored) {
     const never = { state: "never" as const, stage: null, people: 0, numbers: 0, started_at: null, finished_at: null };
@@ -310,7 +310,7 @@ async function writeKeys(deps: Deps, stage: Stage, keys: string[], now: Date) {
   await makeCurrent(deps, { keys: indexKeys, now, force: true, waitDeferred: stage === "numbers" });
 }
 
-const save = (deps: Pick<Deps, "kv">, stored: Stored) => putRebuildKey(deps.kv, REBUILD_KEY, JSON.stringify(stored));
+const save = (deps: Deps, stored: Stored) => putRebuildKey(deps.kv, REBUILD_KEY, JSON.stringify(stored));
 
 /** Runs a whole rebuild in this invocation: for the demo world and the tests (a handful of people). */
 export async function rebuildNow(deps: Deps, now = new Date(), options: { rangeRows?: number } = {}): Promise<void> {

@@ -48,7 +48,7 @@ export async function findLicense(db: Db, ref: string): Promise<LicenseRow | nul
 }
 
 /** Every license of the catalog with the company's seats and the sites each covers. */
-export async function listCompanyLicenses({ db }: Pick<Deps, "db">, companyId: number): Promise<License[]> {
+export async function listCompanyLicenses({ db }: Deps, companyId: number): Promise<License[]> {
   const [catalog, siteRows, seats] = await Promise.all([
     licenseCatalog(db),
     db
@@ -76,7 +76,7 @@ export async function listCompanyLicenses({ db }: Pick<Deps, "db">, companyId: n
 
 /** The company's view of license `ref` (its id or name), or a 404 refusal. */
 export async function getCompanyLicense(
-  deps: Pick<Deps, "db">,
+  deps: Deps,
   companyId: number,
   ref: string,
 ): Promise<Answer<{ license: License }>> {

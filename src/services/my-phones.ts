@@ -53,7 +53,7 @@ const toMyPhone = (row: PhoneRow): MyPhone => ({
 });
 
 /** The caller's phones, oldest first (a person holds a handful: no paging). */
-export async function listMyPhones(deps: Pick<Deps, "db">, personId: number): Promise<MyPhone[]> {
+export async function listMyPhones(deps: Deps, personId: number): Promise<MyPhone[]> {
   const rows = await deps.db
     .select(columns)
     .from(personPhones)
@@ -97,7 +97,7 @@ export async function addMyPhone(
   return { phone: toMyPhone(row!), created: true };
 }
 
-async function myPhone(deps: Pick<Deps, "db">, personId: number, phoneId: number): Promise<PhoneRow> {
+async function myPhone(deps: Deps, personId: number, phoneId: number): Promise<PhoneRow> {
   const row = await deps.db
     .select(columns)
     .from(personPhones)
@@ -150,7 +150,7 @@ export async function confirmMyPhone(
  * them, the operator's release), returning who lost one. Shared by proving a phone, signing in by it
  * (services/sign-in.ts) and the release.
  */
-export const takeNumber = (deps: Pick<Deps, "db">, e164: string, winner: number | null) =>
+export const takeNumber = (deps: Deps, e164: string, winner: number | null) =>
   batchableAll<{ personId: number }>(
     deps.db,
     sql`update ${personPhones} set confirmed = 0
@@ -168,7 +168,7 @@ export async function commitSpending(batch: WriteBatch): Promise<unknown[]> {
 }
 
 /** The people whose confirmation of a number ended: their open streams hear `{"type": "phones"}`. */
-export async function tellPhonesChanged(deps: Pick<Deps, "objects">, rows: { personId: number }[]) {
+export async function tellPhonesChanged(deps: Deps, rows: { personId: number }[]) {
   const people = [...new Set(rows.map((row) => row.personId))];
   await Promise.all(
     people.map((id) =>

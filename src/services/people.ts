@@ -320,11 +320,7 @@ export async function loadPeople(db: Db, companyId: number, personIds: number[])
 }
 
 /** One employee of the company as a Person, or null when the id is not an employee there. */
-export async function loadPerson(
-  { db }: Pick<Deps, "db">,
-  companyId: number,
-  personId: number,
-): Promise<PersonBody | null> {
+export async function loadPerson({ db }: Deps, companyId: number, personId: number): Promise<PersonBody | null> {
   const [person] = await loadPeople(db, companyId, [personId]);
   return person ?? null;
 }

@@ -58,7 +58,7 @@ export const ERASE_RETRY_MS = 10 * 60_000;
  * Never throws.
  */
 export async function eraseGonePersons(
-  deps: Pick<Deps, "db" | "objects">,
+  deps: Deps,
   personIds?: number[],
   now = new Date(),
 ): Promise<{ erased: number; more: boolean }> {

@@ -5,7 +5,7 @@ import type { Deps } from "./deps";
 export type PersonSettings = { calls: CallPolicy };
 
 /** The person's settings, from their own object. */
-export async function readSettings(deps: Pick<Deps, "objects">, personId: number): Promise<PersonSettings> {
+export async function readSettings(deps: Deps, personId: number): Promise<PersonSettings> {
   return { calls: await deps.objects.of(personId).callPolicy() };
 }
 
@@ -15,7 +15,7 @@ export async function readSettings(deps: Pick<Deps, "objects">, personId: number
  * next lookups (within KV's 60 s everywhere) honour it without a D1 read.
  */
 export async function changeSettings(
-  deps: Pick<Deps, "objects">,
+  deps: Deps,
   personId: number,
   change: Partial<PersonSettings>,
 ): Promise<PersonSettings> {

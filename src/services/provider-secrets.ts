@@ -32,7 +32,7 @@ const OPENED_MAX = 1_000;
  * A missing or wrong `PROVIDER_SECRET_KEYS` is a 503 naming it.
  */
 export async function twilioAuthToken(
-  deps: Pick<Deps, "db" | "providerKeys">,
+  deps: Deps,
   tokenId: number,
   signing: { sealed: string | null },
 ): Promise<string> {
@@ -49,7 +49,7 @@ export async function twilioAuthToken(
   return "authToken" in stored ? stored.authToken : await openOnce(deps, tokenId, stored.sealed);
 }
 
-async function openOnce(deps: Pick<Deps, "providerKeys">, tokenId: number, sealed: string): Promise<string> {
+async function openOnce(deps: Deps, tokenId: number, sealed: string): Promise<string> {
   const key = `${tokenId} ${sealed}`;
   const known = opened.get(key);
   if (known !== undefined) return known;
@@ -60,7 +60,7 @@ async function openOnce(deps: Pick<Deps, "providerKeys">, tokenId: number, seale
 }
 
 /** The token's Twilio configuration as D1 holds it now. */
-async function storedTwilioSigning(deps: Pick<Deps, "db">, tokenId: number) {
+async function storedTwilioSigning(deps: Deps, tokenId: number) {
   const row = await deps.db
     .select({ signing: accessTokens.signing })
     .from(accessTokens)

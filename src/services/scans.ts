@@ -113,11 +113,7 @@ export function packMessages(events: unknown[]): { messages: unknown[][] } | { t
  * as it was posted (`posted`; the consumer validates it again), goes on the
  * `scan-events` queue in slices (`packMessages`). Returns the events accepted.
  */
-export async function enqueueScanEvents(
-  deps: Pick<Deps, "db" | "scanQueue">,
-  events: ScanEvent[],
-  posted: unknown[],
-): Promise<number> {
+export async function enqueueScanEvents(deps: Deps, events: ScanEvent[], posted: unknown[]): Promise<number> {
   const problems = await missingReferences(deps.db, events);
   if (problems.length > 0) throw badRequest(`invalid body: ${problems.join("; ")}`);
   const packed = packMessages(posted);

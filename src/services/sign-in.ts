@@ -27,7 +27,7 @@ const addressOf = (address: Address) =>
  * The one person `address` signs in: the owner of an email (emails are unique), or of a phone the one
  * person who confirmed it, else the one person holding it. Null for nobody, or for several holders.
  */
-async function personOf(deps: Pick<Deps, "db">, address: Address): Promise<number | null> {
+async function personOf(deps: Deps, address: Address): Promise<number | null> {
   if ("email" in address) {
     const row = await deps.db
       .select({ id: personEmails.personId })
@@ -54,7 +54,7 @@ async function personOf(deps: Pick<Deps, "db">, address: Address): Promise<numbe
  * message leaves in `background` (after the answer), so the answer's time does not tell whether it went.
  */
 export async function requestSignInCode(
-  deps: Pick<Deps, "db">,
+  deps: Deps,
   settings: CodeSettings,
   address: Address,
   ip: string,

@@ -57,7 +57,7 @@ export async function openStream(deps: Deps, { me, tokenId, until }: StreamHolde
 let ticketKey: { secret: string; key: Promise<CryptoKey> } | null = null;
 
 /** The HMAC key of tickets, or the 503 naming STREAM_TICKET_KEY. */
-function keyOfTickets({ streamTicketKey }: Pick<Deps, "streamTicketKey">): Promise<CryptoKey> {
+function keyOfTickets({ streamTicketKey }: Deps): Promise<CryptoKey> {
   const raw = keyOfSecret("STREAM_TICKET_KEY", streamTicketKey);
   if (ticketKey?.secret !== streamTicketKey) ticketKey = { secret: streamTicketKey!, key: hmacKey(raw) };
   return ticketKey!.key;
@@ -93,6 +93,6 @@ export async function redeemStreamTicket(deps: Deps, ticket: string, now: Date):
   if (claims.expiresAt <= now.getTime() || claims.expiresAt > now.getTime() + TICKET_TTL_MS) return null;
   // The object spends it and answers for its device (revoked, expired, its person gone: null); no D1.
   const device = await deps.objects.of(claims.personId).redeemStreamTicket(claims.nonce, claims.tokenId);
-  if (device === null || (await recordRefuses(deps.kv, device.tokenHash))) return null;
+  if (device === null || (await recordRefuses(deps, device.tokenHash))) return null;
   return { me: claims.personId, tokenId: claims.tokenId, until: device.expiresAt ?? undefined };
 }

@@ -62,8 +62,8 @@ const usesSent = new Map<string, number>();
 export type VerifyOptions = {
   /** Runs the bookkeeping off the hot path: the day's use sent to `uses`, and a new record's put. */
   onFirstUse?: (work: Promise<unknown>) => void;
-  /** Where the day's first use of a token goes (the `token-uses` queue); without it, nowhere. */
-  uses?: Queue<TokenUseMessage>;
+  /** Send the day's first use of a token to the `token-uses` queue (`deps.usesQueue`); without it, nowhere. */
+  countUses?: boolean;
   /** Skip the isolate's cache and KV and read D1 now. */
   fresh?: boolean;
   /**
@@ -74,8 +74,8 @@ export type VerifyOptions = {
    * Without a guard it reads D1 now, like `fresh`.
    */
   write?: boolean;
-  /** Where the verification records live. */
-  kv?: KVNamespace;
+  /** Read and write the token's verification record in the trust index (`deps.kv`); without it, D1 only. */
+  recorded?: boolean;
   /** Runs before the D1 read; a thrown error (429) stops it. */
   beforeDatabase?: () => Promise<void>;
 };
@@ -86,11 +86,14 @@ export type VerifyOptions = {
  * lookup, then expiry and revocation), whose answer is then recorded.
  */
 export async function verifyToken(
-  { db, guard: writeGuard, objects }: Pick<Deps, "db" | "guard" | "objects">,
+  deps: Deps,
   token: string,
   now: Date,
-  { onFirstUse, uses, fresh = false, write = false, kv, beforeDatabase }: VerifyOptions = {},
+  { onFirstUse, countUses = false, fresh = false, write = false, recorded = false, beforeDatabase }: VerifyOptions = {},
 ): Promise<TokenCheck> {
+  const { db, guard: writeGuard } = deps;
+  const kv = recorded ? deps.kv : undefined;
+  const uses = countUses ? deps.usesQueue : undefined;
   const hash = await sha256Hex(token);
   const cached = cache.get(hash);
   const guard = write ? writeGuard : undefined;
@@ -114,9 +117,9 @@ export async function verifyToken(
       // A device's token is checked by its person's object; the D1 guard then only rides the request's D1
       // writes (a revocation made in D1 alone, `npm run token -- revoke` offline, still stops them).
       const device = isDevice(principal);
-      guard?.arm({ ...tokenGuard(principal.tokenId, hash, now, kv), ridesOnly: device });
+      guard?.arm({ ...tokenGuard(principal.tokenId, hash, now, kv && deps), ridesOnly: device });
       if (device)
-        return await deviceAnswer(objects, principal, hash, now, { write, usedAt: entry.usedAt, uses, onFirstUse });
+        return await deviceAnswer(deps, principal, hash, now, { write, usedAt: entry.usedAt, uses, onFirstUse });
       if (kv && onFirstUse && uses && useIsDue(entry.usedAt, now)) {
         entry.usedAt = now.getTime(); // this isolate sends it once
         onFirstUse(sendUse(uses, hash, now));
@@ -150,7 +153,7 @@ export async function verifyToken(
     const put = reserved
       ? putReservedToken(kv, hash, record)
       : "refused" in record
-        ? settleTokenRecords({ db: plain, kv }, [hash], now)
+        ? settleTokenRecords({ ...deps, db: plain }, [hash], now)
         : Promise.resolve();
     if (onFirstUse) onFirstUse(put);
     else put.catch(() => undefined); // as before: nobody waits for the record
@@ -161,7 +164,7 @@ export async function verifyToken(
   if (bookkeeping) onFirstUse?.(sendUse(uses!, hash, now));
   if (isDevice(check.principal)) {
     const known = { write, usedAt: row!.lastUsedAt?.getTime() ?? null, uses, onFirstUse };
-    return await deviceAnswer(objects, check.principal, hash, now, known);
+    return await deviceAnswer(deps, check.principal, hash, now, known);
   }
   return check;
 }
@@ -171,7 +174,7 @@ export async function verifyToken(
  * expired, the person gone), this isolate forgets it; its day's first use goes to D1's bookkeeping.
  */
 async function deviceAnswer(
-  objects: Deps["objects"],
+  deps: Deps,
   principal: DevicePrincipal,
   hash: string,
   now: Date,
@@ -179,9 +182,12 @@ async function deviceAnswer(
     uses,
     onFirstUse,
     ...known
-  }: { write: boolean; usedAt: number | null } & Pick<VerifyOptions, "uses" | "onFirstUse">,
+  }: { write: boolean; usedAt: number | null; uses: Queue<TokenUseMessage> | undefined } & Pick<
+    VerifyOptions,
+    "onFirstUse"
+  >,
 ): Promise<TokenCheck> {
-  const check = await checkDevice(objects, principal, now, known);
+  const check = await checkDevice(deps, principal, now, known);
   if (!check.ok) {
     cache.delete(hash);
     return check;
@@ -194,7 +200,7 @@ async function deviceAnswer(
  * Forgets a token's verification in this isolate and rewrites its record in KV from D1 through the
  * index work (its signing configuration changed): other isolates follow within 30 s.
  */
-export async function forgetVerifiedToken(deps: Pick<Deps, "db" | "kv">, tokenHash: string, now = new Date()) {
+export async function forgetVerifiedToken(deps: Deps, tokenHash: string, now = new Date()) {
   cache.delete(tokenHash);
   await settleTokenRecords(deps, [tokenHash], now);
 }
@@ -225,7 +231,8 @@ function remember(hash: string, principal: Principal, expiresAt: number | null, 
 const TOKEN_STILL_VALID = `select json(case when exists (select 1 from access_tokens where id = ? and revoked_at is null
   and (expires_at is null or expires_at > ?)) then '1' else 'the token is no longer valid' end) as token_valid`;
 
-function tokenGuard(tokenId: number, hash: string, now: Date, kv: KVNamespace | undefined): WriteCondition {
+/** `deps`: the request's, when the token's record is kept in the trust index (a refusal rewrites it); else undefined. */
+function tokenGuard(tokenId: number, hash: string, now: Date, deps: Deps | undefined): WriteCondition {
   return {
     statement: (database) => database.prepare(TOKEN_STILL_VALID).bind(tokenId, now.getTime()),
     refusal: async (database) => {
@@ -235,7 +242,7 @@ function tokenGuard(tokenId: number, hash: string, now: Date, kv: KVNamespace | 
       if (check.ok) return null;
       cache.delete(hash);
       // Invalid is final: the refused record goes through the index work (recorded, applied now).
-      if (kv) await settleTokenRecords({ db, kv }, [hash], now).catch(() => undefined);
+      if (deps) await settleTokenRecords({ ...deps, db }, [hash], now).catch(() => undefined);
       return unauthorized(check.reason);
     },
   };
@@ -255,7 +262,7 @@ async function readRecord(kv: KVNamespace, hash: string): Promise<TokenRecord | 
  * Whether the token's record in KV says refused (an unreadable KV: no): a revocation made in D1 alone, which
  * the person's object never heard of, once the minute sweep rewrote the record (a stream ticket's check).
  */
-export async function recordRefuses(kv: KVNamespace, hash: string): Promise<boolean> {
+export async function recordRefuses({ kv }: Deps, hash: string): Promise<boolean> {
   const record = await readRecord(kv, hash);
   return record !== null && record !== KV_FAILED && "refused" in record;
 }
@@ -285,7 +292,7 @@ function sendUse(uses: Queue<TokenUseMessage>, hash: string, now: Date) {
  * Conditional, so a use sent twice (two isolates) changes the rows once; a retried batch (its
  * records' rewrite failed) matches the rows it set again (same time: no change), so the rewrite is retried too.
  */
-export async function recordTokenUses(deps: Pick<Deps, "db" | "kv">, uses: TokenUseMessage[], now: Date) {
+export async function recordTokenUses(deps: Deps, uses: TokenUseMessage[], now: Date) {
   if (uses.length === 0) return { tokens: 0 };
   const latest = new Map<string, number>();
   for (const { h, at } of uses) latest.set(h, Math.max(at, latest.get(h) ?? at));

@@ -2,7 +2,7 @@ import type { CallParties } from "../domain/call-parties";
 import { decide } from "../domain/trust-records";
 import { applyVerification, type BlockReason, type CallerVerification } from "../domain/caller-verification";
 import { readRecords, type Defer } from "./trust-index/read";
-import type { IndexDeps } from "./trust-index/current";
+import type { Deps } from "./deps";
 
 /**
  * The ringing path's decision (docs/decisions.md, "Secure calling"): whether
@@ -38,7 +38,7 @@ const clip = (value: string | undefined, max: number) => (value ?? "").trim().sl
  * the caller's number and its contact bucket, together) and no D1.
  */
 export async function lookupTrust(
-  deps: IndexDeps,
+  deps: Deps,
   { receiver: receiverParty, caller: callerParty, callerId }: CallParties,
   verification: CallerVerification,
   defer: Defer,

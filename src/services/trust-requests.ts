@@ -29,7 +29,7 @@ export { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
  */
 export async function askForTrust(deps: Deps, requesterId: number, target: TrustRequestTarget, reason: string) {
   // The index names the target without D1 (a person it knows); D1 decides what it does not name.
-  const match = (await personNamedInIndex(deps.kv, target)) ?? (await matchPerson(deps.db, target));
+  const match = (await personNamedInIndex(deps, target)) ?? (await matchPerson(deps.db, target));
   // The charge and the request are one transaction in the requester's object, which delivers it with
   // the requester's names (its alarm retries a delivery that failed, docs/architecture.md "What crosses people").
   const targets = match !== null && match !== requesterId ? [match] : [];

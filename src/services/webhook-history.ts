@@ -57,7 +57,7 @@ export type HistoryFilter = { start?: Date; end?: Date; types?: string[] };
  * One page of the company's delivery history, newest first (docs/decisions.md):
  * `start` inclusive, `end` exclusive, `types` any of the event names.
  */
-export async function listHistory({ db }: Pick<Deps, "db">, companyId: number, filter: HistoryFilter, page: Page) {
+export async function listHistory({ db }: Deps, companyId: number, filter: HistoryFilter, page: Page) {
   const where = and(
     eq(webhookDeliveries.companyId, companyId),
     filter.start ? gte(webhookDeliveries.createdAt, filter.start) : undefined,
@@ -80,7 +80,7 @@ export async function listHistory({ db }: Pick<Deps, "db">, companyId: number, f
 }
 
 /** One entry of the company's history with its attempts, oldest first; a 404 when the company has none such. */
-export async function getHistoryEntry({ db }: Pick<Deps, "db">, companyId: number, id: string) {
+export async function getHistoryEntry({ db }: Deps, companyId: number, id: string) {
   const entry = await historyEntry(db, companyId, id);
   return entry ? { ok: true as const, entry } : refusal(404, `history entry ${id} does not exist`);
 }

@@ -39,7 +39,7 @@ export const MAX_WEBHOOKS_PER_COMPANY = 50;
 /** How long deliveries stay signed with the secret a rotation replaced. */
 export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
 
-export async function listWebhooks({ db }: Pick<Deps, "db">, companyId: number) {
+export async function listWebhooks({ db }: Deps, companyId: number) {
   const rows = await db.select().from(webhooks).where(eq(webhooks.companyId, companyId)).orderBy(asc(webhooks.id));
   return rows.map(toWebhook);
 }
@@ -49,11 +49,7 @@ type Webhook = ReturnType<typeof toWebhook>;
 const noWebhook = (id: number) => refusal(404, `webhook ${id} does not exist`);
 
 /** The company's webhook `id`, or a 404 refusal. */
-export async function getWebhook(
-  { db }: Pick<Deps, "db">,
-  companyId: number,
-  id: number,
-): Promise<Answer<{ webhook: Webhook }>> {
+export async function getWebhook({ db }: Deps, companyId: number, id: number): Promise<Answer<{ webhook: Webhook }>> {
   const row = await db
     .select()
     .from(webhooks)

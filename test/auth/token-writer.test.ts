@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createDb } from "../../src/db/client";
 import { sha256Hex } from "../../src/lib/crypto";
+import { createDeps } from "../../src/services/deps";
 import { putReservedToken, reserveTokenRecord } from "../../src/services/trust-index/token-slots";
 import { makeCurrent } from "../../src/services/trust-index/current";
 import { markStale } from "../../src/services/trust-index/stale";
@@ -60,13 +61,18 @@ describe("a valid record and a revocation", () => {
     const revokedAt = Date.now();
     await env.DB.prepare("UPDATE access_tokens SET revoked_at = ? WHERE token_hash = ?").bind(revokedAt, hash).run();
     await db.batch([markStale(db, [key], new Date())]);
-    const first = await makeCurrent({ db, kv }, { keys: [key], force: true });
+    const first = await makeCurrent(createDeps(env), { keys: [key], force: true });
     expect(first.deferred).toEqual([key]); // the slot holds it back: nothing is put yet
     await putReservedToken(kv, hash, recordOf(read.row!, new Date()));
     // The second is waited out, then the refused record lands, after the valid one.
-    const settled = await makeCurrent({ db, kv }, { keys: [key], force: true, waitDeferred: true, now: new Date() });
+    const settled = await makeCurrent(createDeps(env), {
+      keys: [key],
+      force: true,
+      waitDeferred: true,
+      now: new Date(),
+    });
     expect([...settled.applied, ...settled.deferred]).toContain(key);
-    const final = await makeCurrent({ db, kv }, { keys: [key], force: true, waitDeferred: true });
+    const final = await makeCurrent(createDeps(env), { keys: [key], force: true, waitDeferred: true });
     expect(final.failed).toEqual([]);
 
     expect(await kv.get(key, "json")).toEqual({ v: 1, refused: "the bearer token has been revoked" });

@@ -1,6 +1,5 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { createDb } from "../../src/db/client";
 import { KEY_WRITE_GAP_MS } from "../../src/db/kv-writes";
 import { makeCurrent } from "../../src/services/trust-index/current";
 import { markStale } from "../../src/services/trust-index/stale";
@@ -118,8 +117,8 @@ describe("at most one write per key per second", () => {
   });
 
   it("D1's index work: a number changing hands ten times in a row is written at most once a second, and ends right", async () => {
-    const db = createDb(env.DB);
-    const deps = { db, kv: env.TRUST_INDEX, objects: createDeps(env).objects };
+    const deps = createDeps(env);
+    const { db } = deps;
     const e164 = "+16175550199";
     const key = `num:${e164}`;
     recordWrites();

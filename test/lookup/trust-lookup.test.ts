@@ -1,6 +1,5 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { createDb } from "../../src/db/client";
 import { makeCurrent } from "../../src/services/trust-index/current";
 import { EMPTY_FILL_TTL_SECONDS } from "../../src/services/trust-index/read";
 import { markStale } from "../../src/services/trust-index/stale";
@@ -41,9 +40,9 @@ async function secureNumberOf(who: "alice" | "bob" | "carol") {
 
 /** Rewrites `num:` keys from D1 the way a command's index work does (for rows changed by SQL here). */
 async function reindex(...keys: string[]) {
-  const db = createDb(env.DB);
-  await db.batch([markStale(db, keys, new Date())]);
-  await makeCurrent({ db, kv: env.TRUST_INDEX, objects: createDeps(env).objects }, { keys });
+  const deps = createDeps(env);
+  await deps.db.batch([markStale(deps.db, keys, new Date())]);
+  await makeCurrent(deps, { keys });
 }
 
 const receiverKeyOf = (fields: { number_code: string; number: string }) => `rcv:+${fields.number_code}${fields.number}`;
@@ -454,7 +453,7 @@ describe("trust-lookup: blocked calls", () => {
       Date.now() - 60_000,
     );
     for (let i = 0; i < 5; i++) {
-      await recordBlockedCall(createDeps(env).objects, {
+      await recordBlockedCall(createDeps(env), {
         personId,
         callerId: `new-${i}`,
         countryCode: "1",
@@ -477,8 +476,9 @@ describe("trust-lookup: blocked calls", () => {
     const persons = personObjectsFrom(() => hanging);
     const personId = 700_000 + Math.floor(Math.random() * 100_000);
     const blocked = { personId, callerId: null, countryCode: "1", phoneNumber: "3035550170" };
-    void recordBlockedCall(persons, blocked);
-    const follower = recordBlockedCall(persons, { ...blocked, phoneNumber: "3035550171" });
+    const deps = { ...createDeps(env), objects: persons };
+    void recordBlockedCall(deps, blocked);
+    const follower = recordBlockedCall(deps, { ...blocked, phoneNumber: "3035550171" });
     const settled = await Promise.race([
       follower.then(() => "returned"),
       new Promise((resolve) => setTimeout(() => resolve("waiting on the leader"), 200)),
@@ -494,12 +494,15 @@ describe("trust-lookup: blocked calls", () => {
     } as unknown as ReturnType<PersonObjects["of"]>;
     const failing = personObjectsFrom(() => broken);
     try {
-      await recordBlockedCall(failing, {
-        personId: alice,
-        callerId: "LEAK CHECK",
-        countryCode: "1",
-        phoneNumber: "3035550179",
-      });
+      await recordBlockedCall(
+        { ...createDeps(env), objects: failing },
+        {
+          personId: alice,
+          callerId: "LEAK CHECK",
+          countryCode: "1",
+          phoneNumber: "3035550179",
+        },
+      );
     } finally {
       vi.restoreAllMocks();
     }

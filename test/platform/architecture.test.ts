@@ -79,8 +79,18 @@ describe("architecture", () => {
     expect(offenders.map((file) => file.path)).toEqual([]);
   });
 
-  it("handlers hand services the one handle: no route passes c.var.deps.db (services take Deps or a Pick of it)", () => {
+  it("handlers hand services the one handle: no route passes c.var.deps.db (services take Deps)", () => {
     const offenders = under("src/routes/").filter((file) => /\bc\s*\.\s*var\s*\.\s*deps\s*\.\s*db\b/.test(file.text));
+    expect(offenders.map((file) => file.path)).toEqual([]);
+  });
+
+  it("services take the one handle whole: no Pick or Partial of Deps, no bare PersonObjects or KVNamespace option", () => {
+    const offenders = under("src/services/").filter(
+      (file) =>
+        /\b(?:Pick|Partial|Omit)<\s*Deps\b/.test(file.text) ||
+        (!/\btype (?:PersonObjects|Deps) =/.test(file.text) && /:\s*PersonObjects\b/.test(file.text)) ||
+        /^\s*kv\?:\s*KVNamespace/m.test(file.text),
+    );
     expect(offenders.map((file) => file.path)).toEqual([]);
   });
 

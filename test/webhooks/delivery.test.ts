@@ -1,8 +1,8 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createDb } from "../../src/db/client";
 import worker from "../../src/index";
+import { createDeps } from "../../src/services/deps";
 import { sweepOutbox } from "../../src/services/webhook-delivery";
 import { as } from "../helpers";
 import {
@@ -241,7 +241,7 @@ describe("webhook-deliveries dead-letter queue", () => {
     const queue = {
       sendBatch: async (messages: { body: unknown }[]) => void sent.push(...messages.map((m) => m.body)),
     };
-    await sweepOutbox(createDb(env.DB), queue as never, new Date(Date.now() + 6 * 60_000));
+    await sweepOutbox({ ...createDeps(env), webhookQueue: queue as never }, new Date(Date.now() + 6 * 60_000));
     expect(sent).toContainEqual({ kind: "deliver", deliveryId });
   });
 
@@ -274,7 +274,7 @@ describe("hourly outbox sweep", () => {
     const queue = {
       sendBatch: async (messages: { body: unknown }[]) => void sent.push(...messages.map((m) => m.body)),
     };
-    const count = await sweepOutbox(createDb(env.DB), queue as never, new Date(now));
+    const count = await sweepOutbox({ ...createDeps(env), webhookQueue: queue as never }, new Date(now));
     expect(count).toBeGreaterThanOrEqual(1);
     expect(sent).toContainEqual({ kind: "deliver", deliveryId: stale });
     expect(sent).not.toContainEqual({ kind: "deliver", deliveryId: fresh });
@@ -282,7 +282,7 @@ describe("hourly outbox sweep", () => {
 
     // Touched, so a second sweep right after sends nothing again.
     sent.length = 0;
-    await sweepOutbox(createDb(env.DB), queue as never, new Date(now + minute));
+    await sweepOutbox({ ...createDeps(env), webhookQueue: queue as never }, new Date(now + minute));
     expect(sent).not.toContainEqual({ kind: "deliver", deliveryId: stale });
   });
 

@@ -47,7 +47,7 @@ async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields, verif
   if (blocked) {
     defer(
       charge.then(({ admitted, withinShare }) =>
-        admitted ? recordBlockedCall(c.var.deps.objects, blocked, withinShare) : undefined,
+        admitted ? recordBlockedCall(c.var.deps, blocked, withinShare) : undefined,
       ),
     );
   }
@@ -146,7 +146,7 @@ export const heartbeat: AppRouteHandler<typeof routes.heartbeat> = async (c) => 
 };
 
 export const listBlocked: AppRouteHandler<typeof routes.listBlocked> = async (c) => {
-  const { calls, unlisted } = await latestBlockedCalls(c.var.deps.objects, personId(c.var.principal));
+  const { calls, unlisted } = await latestBlockedCalls(c.var.deps, personId(c.var.principal));
   c.header(UNLISTED_BLOCKED, `today=${unlisted.today}, total=${unlisted.total}`);
   return c.json(calls, 200);
 };

@@ -23,7 +23,7 @@ import type { Deps } from "../deps";
  * transaction, so the version is the one of exactly the rows rendered).
  */
 export async function listEmployees(
-  { db }: Pick<Deps, "db">,
+  { db }: Deps,
   companyId: number,
   search: string | null,
   page: Page,
@@ -194,7 +194,7 @@ function prefixUpperBound(prefix: string): string | null {
 
 /** GET /employees/{id}: one employee of the company as a Person, or a 404 refusal. */
 export async function getEmployee(
-  deps: Pick<Deps, "db">,
+  deps: Deps,
   companyId: number,
   personId: number,
 ): Promise<Answer<{ person: PersonBody }>> {

@@ -23,11 +23,7 @@ export const devOutboxSender =
 export type OutboxEntry = { to: string; channel: "sms" | "email"; body: string; created_at: string };
 
 /** The outbox, newest first, at most `limit` (`to`: one address only). */
-export async function readOutbox(
-  { db }: Pick<Deps, "db">,
-  to: string | undefined,
-  limit: number,
-): Promise<OutboxEntry[]> {
+export async function readOutbox({ db }: Deps, to: string | undefined, limit: number): Promise<OutboxEntry[]> {
   const rows = await db
     .select()
     .from(devOutbox)

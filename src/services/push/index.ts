@@ -97,7 +97,7 @@ export async function sendPush(
  * younger than `PUSH_RETRY_MS`. Logged without the device's address.
  */
 export async function runPushJob(
-  deps: Pick<Deps, "objects" | "environment" | "push">,
+  deps: Deps,
   job: PushJob,
   now = new Date(),
 ): Promise<{ done: Record<string, unknown>; retry: boolean }> {

@@ -16,7 +16,7 @@ import { ownsDevice } from "../devices";
 /** The caller: a person and the token (device) asking. */
 export type Caller = { personId: number; tokenId: number };
 
-async function checkDevice(deps: Pick<Deps, "db" | "objects">, caller: Caller, deviceId: number) {
+async function checkDevice(deps: Deps, caller: Caller, deviceId: number) {
   if (deviceId === caller.tokenId) return;
   if (!(await ownsDevice(deps, caller.personId, deviceId))) throw notFound(`device ${deviceId} does not exist`);
 }
@@ -37,7 +37,7 @@ async function subscriptionProblem(target: PushTarget, environment: string): Pro
 
 /** Registers `target` for device `deviceId` of the caller, replacing its registration. */
 export async function registerPush(
-  deps: Pick<Deps, "db" | "objects" | "environment">,
+  deps: Deps,
   caller: Caller,
   deviceId: number,
   target: PushTarget,
@@ -51,11 +51,7 @@ export async function registerPush(
 }
 
 /** Removes device `deviceId`'s registration (none: nothing changes). */
-export async function unregisterPush(
-  deps: Pick<Deps, "db" | "objects">,
-  caller: Caller,
-  deviceId: number,
-): Promise<void> {
+export async function unregisterPush(deps: Deps, caller: Caller, deviceId: number): Promise<void> {
   await checkDevice(deps, caller, deviceId);
   await deps.objects.write(caller.personId, (person) => person.changePush(deviceId, null));
 }

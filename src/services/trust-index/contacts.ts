@@ -5,6 +5,7 @@ import { inList } from "../../db/sql";
 import { KEY_KINDS, keysOfKind } from "../../domain/key-kinds";
 import { groupBy } from "../../lib/group";
 import { logError } from "../../lib/log";
+import type { Deps } from "../deps";
 import { e2eeColumn } from "../people";
 
 /*
@@ -104,7 +105,7 @@ async function getMany(kv: KVNamespace, keys: string[]): Promise<Map<string, str
  * (no `CONTACTS_COMPLETE_KEY` yet, a card missing, KV failing): the caller reads D1 instead.
  */
 export async function linksFromIndex(
-  kv: KVNamespace,
+  { kv }: Deps,
   ownerId: number,
   phones: string[],
   emails: string[],
@@ -163,7 +164,7 @@ export async function linksFromIndex(
  * the index does not name one (an absent key, KV failing): the caller asks D1, which decides.
  */
 export async function personNamedInIndex(
-  kv: KVNamespace,
+  { kv }: Deps,
   target: { user_id?: number; phone?: string; email?: string },
 ): Promise<number | null> {
   try {

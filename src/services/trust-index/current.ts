@@ -10,12 +10,7 @@ import { WRITTEN_TRUSTED_MS } from "../../domain/trust-records";
 import { backoff } from "../../lib/backoff";
 import { logError } from "../../lib/log";
 import type { Deps } from "../deps";
-import type { PersonObjects } from "../person-objects";
 import { D1_VALUES } from "./kinds";
-
-export type IndexDeps = Pick<Deps, "db" | "kv" | "objects">;
-/** What making keys current needs: `objects` only for `prs:` keys (a token's or a number's work tells no object). */
-export type ApplyDeps = Pick<Deps, "db" | "kv"> & Partial<Pick<Deps, "objects">>;
 
 /** One applier per key at a time; longer than any apply takes. */
 const LEASE_MS = 30_000;
@@ -59,7 +54,7 @@ export type ApplyResult = {
  * operations and the object calls.
  */
 export async function makeCurrent(
-  { db, kv, objects }: ApplyDeps,
+  deps: Deps,
   {
     keys,
     now = new Date(),
@@ -68,6 +63,7 @@ export async function makeCurrent(
     waitDeferred = false,
   }: { keys?: string[]; now?: Date; limit?: number; force?: boolean; waitDeferred?: boolean },
 ): Promise<ApplyResult> {
+  const { db, kv } = deps;
   const none: ApplyResult = { applied: [], unchanged: [], failed: [], deferred: [], busy: [] };
   if (keys && keys.length === 0) return none;
   const lease = crypto.randomUUID();
@@ -95,7 +91,7 @@ export async function makeCurrent(
           .from(indexWritten)
           .where(inList(indexWritten.key, kvKeys))
           .all(),
-    people.length > 0 ? tellObjects(db, objects, people) : new Set<number>(),
+    people.length > 0 ? tellObjects(deps, people) : new Set<number>(),
     ...D1_KINDS.map(async (name) => {
       const own = keysOfKind(kvKeys, name);
       return {
@@ -177,7 +173,7 @@ export async function makeCurrent(
   // `waitDeferred` (a fill, the rebuild: nothing else retries them soon): the second is waited out here.
   const until = Math.max(...later.filter((row) => row.write?.outcome === "deferred").map((row) => row.write!.at));
   await scheduler.wait(Math.max(0, until - Date.now()));
-  const again = await makeCurrent({ db, kv, objects }, { keys: deferred, force });
+  const again = await makeCurrent(deps, { keys: deferred, force });
   return {
     applied: [...result.applied, ...again.applied],
     unchanged: [...result.unchanged, ...again.unchanged],
@@ -188,8 +184,7 @@ export async function makeCurrent(
 }
 
 /** Tells these people's objects D1's facts about them; answers those that took them (a failure is logged). */
-async function tellObjects(db: Db, objects: PersonObjects | undefined, personIds: number[]): Promise<Set<number>> {
-  if (!objects) throw new Error("index work for people needs their objects");
+async function tellObjects({ db, objects }: Deps, personIds: number[]): Promise<Set<number>> {
   const told = new Set<number>();
   await Promise.all(
     (await factsOf(db, personIds)).map(async (facts) => {

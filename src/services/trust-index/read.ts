@@ -13,7 +13,8 @@ import {
 import { factsOfNumber } from "../../db/facts";
 import { d1Fallback } from "../../lib/fallback-gate";
 import { logError } from "../../lib/log";
-import { makeCurrent, type IndexDeps } from "./current";
+import type { Deps } from "../deps";
+import { makeCurrent } from "./current";
 import { markStale } from "./stale";
 import { computeRecords, EMPTY_NUMBER } from "./numbers";
 
@@ -61,7 +62,7 @@ export type Defer = (work: Promise<unknown>) => void;
  * value (`""`: no contact has that phone).
  */
 export async function readRecords(
-  deps: IndexDeps,
+  deps: Deps,
   receivingE164: string,
   callerE164: string | null,
   defer: Defer,
@@ -139,7 +140,7 @@ function readableReceiver(value: string | null): ReceiverRecord | null {
  * with content goes through the index work, so no older value can overwrite
  * a newer one, and has no TTL.
  */
-async function fill(deps: IndexDeps, computed: Map<string, string>) {
+async function fill(deps: Deps, computed: Map<string, string>) {
   const now = new Date();
   const empty = [...computed].filter(([, value]) => value === EMPTY_NUMBER);
   const full = [...computed].filter(([, value]) => value !== EMPTY_NUMBER).map(([key]) => key);

@@ -2,7 +2,8 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { accessTokens, indexWritten } from "../../db/schema";
 import { KEY_WRITE_GAP_MS, writeDueKeys } from "../../db/kv-writes";
-import { makeCurrent, type ApplyDeps } from "./current";
+import type { Deps } from "../deps";
+import { makeCurrent } from "./current";
 import { markStale } from "./stale";
 import { tokenKey, type TokenRecord, type TokenRow } from "../token-records";
 
@@ -85,7 +86,7 @@ export async function putReservedToken(kv: KVNamespace, hash: string, record: To
  * a key written less than a second ago once that second has passed): a token found refused whose
  * key was just written, the write guard's refusal, a provider token's new signing configuration.
  */
-export async function settleTokenRecords(deps: ApplyDeps, hashes: string[], now: Date) {
+export async function settleTokenRecords(deps: Deps, hashes: string[], now: Date) {
   const keys = hashes.map(tokenKey);
   await deps.db.batch([markStale(deps.db, keys, now)]);
   await makeCurrent(deps, { keys, now, force: true, waitDeferred: true });

@@ -1,4 +1,4 @@
-import type { Db } from "../../db/client";
+import type { Deps } from "../deps";
 import { finishStatement, FINISHED, loadDelivery, recordAttempt, type Delivery } from "./records";
 import { MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, webhookHealth } from "./retry-policy";
 import { DELIVERY_TIMEOUT_MS, isSuccess, send } from "./sending";
@@ -9,7 +9,6 @@ export type DeliveryOutcome =
   | { action: "retry"; delaySeconds: number };
 
 export type AttemptOptions = {
-  environment: string;
   now?: Date;
   /** How long the POST waits for an answer (`Lanes` decides it in a consumer run). */
   timeoutMs?: number;
@@ -30,11 +29,12 @@ export type AttemptOptions = {
  * never gets more than eight POSTs from the schedule.
  */
 export async function attemptDelivery(
-  db: Db,
+  deps: Deps,
   deliveryId: string,
   messageAttempts: number,
-  { environment, now = new Date(), timeoutMs = DELIVERY_TIMEOUT_MS, row: loaded }: AttemptOptions,
+  { now = new Date(), timeoutMs = DELIVERY_TIMEOUT_MS, row: loaded }: AttemptOptions,
 ): Promise<DeliveryOutcome> {
+  const { db } = deps;
   const row = loaded === undefined ? await loadDelivery(db, deliveryId) : loaded;
   if (!row) return { action: "ack", status: "missing" };
   // A duplicate message (the outbox sweep, at-least-once queues) for a finished row.
@@ -48,7 +48,7 @@ export async function attemptDelivery(
   }
 
   const attempt = Math.max(messageAttempts, row.attempts + 1);
-  const answer = await send(db, row, webhook, environment, now, timeoutMs);
+  const answer = await send(deps, row, webhook, now, timeoutMs);
   const ok = isSuccess(answer);
   const gone = answer.status === 410;
   const final = ok || gone || answer.result === "invalid endpoint" || attempt >= MAX_ATTEMPTS;

@@ -12,11 +12,8 @@ import type { Deps } from "../deps";
  * for an entry the company does not have, a 409 when its webhook was deleted
  * or is inactive.
  */
-export async function resendDelivery(
-  { db, webhookQueue }: Pick<Deps, "db" | "webhookQueue">,
-  companyId: number,
-  deliveryId: string,
-): Promise<Answer> {
+export async function resendDelivery(deps: Deps, companyId: number, deliveryId: string): Promise<Answer> {
+  const { db } = deps;
   const row = await db
     .select({ webhookId: webhooks.id, active: webhooks.active })
     .from(webhookDeliveries)
@@ -32,6 +29,6 @@ export async function resendDelivery(
     .update(webhookDeliveries)
     .set({ status: "pending", attempts: 0, deliveredAt: null, updatedAt: new Date() })
     .where(eq(webhookDeliveries.id, deliveryId));
-  await enqueueDeliveries({ webhookQueue }, [deliveryId]);
+  await enqueueDeliveries(deps, [deliveryId]);
   return { ok: true };
 }

@@ -1,5 +1,5 @@
-import type { Db } from "../../db/client";
 import { endpointProblem } from "../../lib/outbound-url";
+import type { Deps } from "../deps";
 import { renderedPayload } from "../events";
 import type { Delivery } from "./records";
 import { retryAfterSeconds } from "./retry-policy";
@@ -84,23 +84,22 @@ export const isSuccess = (answer: Answer) => answer.status !== null && answer.st
  * written with `rendered = false` holds only `{"id": n}` of a person; the
  * Person is rendered (and stored, so every attempt sends the same body).
  */
-const payloadToSend = (db: Db, row: Delivery): Promise<unknown> => renderedPayload(db, row);
+const payloadToSend = (deps: Deps, row: Delivery): Promise<unknown> => renderedPayload(deps, row);
 
 /** Signs and POSTs `row` to its webhook once. */
 export async function send(
-  db: Db,
+  deps: Deps,
   row: Delivery,
   webhook: NonNullable<Delivery["webhook"]>,
-  environment: string,
   now: Date,
   timeoutMs = DELIVERY_TIMEOUT_MS,
 ) {
-  const body = deliveryBody(row, await payloadToSend(db, row));
+  const body = deliveryBody(row, await payloadToSend(deps, row));
   const timestamp = Math.floor(now.getTime() / 1000);
   const headers = {
     "webhook-id": row.id,
     "webhook-timestamp": String(timestamp),
     "webhook-signature": await signatureHeader(webhook, row.id, timestamp, body, now),
   };
-  return post(webhook.endpoint, environment, headers, body, now, timeoutMs);
+  return post(webhook.endpoint, deps.environment, headers, body, now, timeoutMs);
 }

@@ -1,8 +1,7 @@
 import { and, asc, eq, lt } from "drizzle-orm";
-import type { Db } from "../../db/client";
 import { webhookDeliveries } from "../../db/schema";
 import { inList } from "../../db/sql";
-import type { DeliveryMessage } from "../../domain/queue-messages";
+import type { Deps } from "../deps";
 import { enqueueDeliveries } from "../events";
 
 /** A `pending` row older than this was not enqueued (or its message was lost): the sweep re-enqueues it. */
@@ -16,7 +15,8 @@ export const OUTBOX_STALE_MS = 5 * 60_000;
  * often the sweep is fired; a duplicate message is harmless (the consumer
  * skips finished rows, and `webhook-id` lets receivers drop repeats).
  */
-export async function sweepOutbox(db: Db, queue: Queue<DeliveryMessage>, now: Date, limit = 500) {
+export async function sweepOutbox(deps: Deps, now: Date, limit = 500) {
+  const { db } = deps;
   const stale = await db
     .select({ id: webhookDeliveries.id })
     .from(webhookDeliveries)
@@ -35,6 +35,6 @@ export async function sweepOutbox(db: Db, queue: Queue<DeliveryMessage>, now: Da
     .update(webhookDeliveries)
     .set({ updatedAt: now })
     .where(and(inList(webhookDeliveries.id, ids), eq(webhookDeliveries.status, "pending")));
-  await enqueueDeliveries({ webhookQueue: queue }, ids);
+  await enqueueDeliveries(deps, ids);
   return ids.length;
 }

@@ -19,7 +19,7 @@ export async function sendTestEvent(
   webhookId: number,
   now = new Date(),
 ): Promise<Answer<{ status: "success" | "failed"; result: AttemptResult; history_id: string }>> {
-  const { db, environment } = deps;
+  const { db } = deps;
   const webhook = await db
     .select({ id: webhooks.id })
     .from(webhooks)
@@ -43,7 +43,7 @@ export async function sendTestEvent(
   );
   await entry.commit();
   const row = (await loadDelivery(db, id))!;
-  const answer = await send(db, row, row.webhook!, environment, now);
+  const answer = await send(deps, row, row.webhook!, now);
   const status = isSuccess(answer) ? "success" : "failed";
   await db.batch([
     recordAttempt(db, id, now, answer),
