@@ -50,7 +50,7 @@ export async function handleScheduled(controller: ScheduledController, env: Env)
       const erase = await job("erase", { kind: "erase-persons" });
       // Dead letters due for another try: redriven one per invocation through `redrive` messages.
       const redrive = await run("redrive", async () => {
-        const due = await deadLetterDue(deps.db, now);
+        const due = await deadLetterDue(deps, now);
         if (due) await deps.backgroundQueue.send({ kind: "redrive" });
         return due;
       });

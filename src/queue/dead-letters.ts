@@ -12,12 +12,12 @@ import { createDeps } from "../services/deps";
  * message is retried (up to 100 times, wrangler.toml) with a growing delay.
  */
 export async function handleDeadLetters(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  const { db } = createDeps(env);
+  const deps = createDeps(env);
   const dead = /-dlq$/.test(batch.queue);
   const queue = batch.queue.replace(/-dlq$/, "");
   for (const message of batch.messages) {
     try {
-      const kept = await keepDeadLetter(db, queue, message, new Date());
+      const kept = await keepDeadLetter(deps, queue, message, new Date());
       console.error(
         JSON.stringify({
           level: "error",

@@ -182,7 +182,7 @@ export async function addMember(deps: Deps, companyId: number, input: NewMember)
   if (company.kind !== "employer") {
     throw badRequest(`company ${companyId} is a ${company.kind}; only employers have members`);
   }
-  const roleIds = await resolveRoleNames(db, companyId, input.roles);
+  const roleIds = await resolveRoleNames(deps, companyId, input.roles);
   const existing = await db
     .select({ personId: personEmails.personId })
     .from(personEmails)
@@ -254,7 +254,7 @@ export async function addMember(deps: Deps, companyId: number, input: NewMember)
   const committed = await batch.commit();
   const id = existing?.personId ?? (committed.results[inserted!] as { id: number }[])[0]!.id;
   const person = await loadPerson(deps, companyId, id);
-  if (person) await renderPersonDeliveries(db, committed.deliveries, [person]);
+  if (person) await renderPersonDeliveries(deps, committed.deliveries, [person]);
   return { person_id: id };
 }
 
@@ -262,7 +262,7 @@ const alreadyMember = (personId: number | null, companyId: number) =>
   conflict(`${personId === null ? "this person" : `person ${personId}`} is already a member of company ${companyId}`);
 
 /** Role names of the company, case-insensitively → role ids; a role it lacks is a 400. */
-async function resolveRoleNames(db: Db, companyId: number, names: string[]): Promise<number[]> {
+async function resolveRoleNames({ db }: Deps, companyId: number, names: string[]): Promise<number[]> {
   const available = await companyRoles(db, companyId);
   return [...new Set(names.map((name) => roleNamed(available, companyId, name).id))];
 }

@@ -75,7 +75,7 @@ export async function runBackgroundJob(deps: Deps, body: BackgroundMessage, now:
       return { done: { removed: removed.length }, ...continues(more, body) };
     }
     case "retention": {
-      const { pruned, more } = await pruneExpired(deps.db, now);
+      const { pruned, more } = await pruneExpired(deps, now);
       return { done: { pruned }, ...continues(more, body) };
     }
     case "tombstones": {
@@ -116,7 +116,7 @@ export async function runBackgroundJob(deps: Deps, body: BackgroundMessage, now:
  * for the operator (`npm run admin -- status`).
  */
 export async function redriveDeadLetter(deps: Deps, now: Date): Promise<Chunk> {
-  const letter = await claimDeadLetter(deps.db, now);
+  const letter = await claimDeadLetter(deps, now);
   if (!letter) return { done: { redriven: null } };
   let error: string | null = null;
   try {
@@ -125,8 +125,8 @@ export async function redriveDeadLetter(deps: Deps, now: Date): Promise<Chunk> {
     const { name, message } = loggableError(err);
     error = `${name}: ${message}`;
   }
-  await finishDeadLetter(deps.db, letter.id, error);
-  const more = await deadLetterDue(deps.db, now);
+  await finishDeadLetter(deps, letter.id, error);
+  const more = await deadLetterDue(deps, now);
   return {
     done: { redriven: letter.id, queue: letter.queue, attempts: letter.attempts, ok: error === null, error },
     ...(more ? { next: { kind: "redrive" } as const } : {}),

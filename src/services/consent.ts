@@ -1,6 +1,5 @@
 import { and, asc, eq } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
-import type { Db } from "../db/client";
 import { companies, consentContainers, containerVendors } from "../db/schema";
 import { accepted, refusal, type Answer } from "../lib/answer";
 import { notFound } from "../lib/errors";
@@ -80,7 +79,7 @@ export async function containerVendorsFor(deps: Deps, containerId: number, perso
  * The container's vendor `vendorSlug`, or null when the container does not
  * list it (a vendor of another container is not this one's).
  */
-export async function findContainerVendor(db: Db, containerId: number, vendorSlug: string) {
+export async function findContainerVendor({ db }: Deps, containerId: number, vendorSlug: string) {
   return db
     .select({ id: vendors.id, slug: vendors.slug })
     .from(containerVendors)
@@ -103,7 +102,7 @@ export async function setVendorTrust(
   trust: TrustSetting,
 ): Promise<{ slug: string; trust: TrustSetting }> {
   const { container } = accepted(await enabledContainer(deps, containerSlug));
-  const vendor = await findContainerVendor(deps.db, container.containerId, vendorSlug);
+  const vendor = await findContainerVendor(deps, container.containerId, vendorSlug);
   if (!vendor)
     throw notFound(`vendor ${JSON.stringify(vendorSlug)} is not in container ${JSON.stringify(containerSlug)}`);
   await writeCompanyTrust(deps, personId, vendor.id, trust);

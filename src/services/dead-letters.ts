@@ -1,8 +1,8 @@
 import { sql } from "drizzle-orm";
-import type { Db } from "../db/client";
 import { deadLetters, indexWork, webhookDeliveries } from "../db/schema";
 import { backoffSql, inList } from "../db/sql";
 import { backgroundMessage, deliveryMessage } from "../domain/queue-messages";
+import type { Deps } from "./deps";
 
 /**
  * Dead letters (docs/architecture.md, "Dead letters"): a message a queue
@@ -30,7 +30,7 @@ export const REDRIVE_MAX_DELAY_MS = 6 * 3600_000;
  * (same `messageId`) changes nothing more.
  */
 export async function keepDeadLetter(
-  db: Db,
+  { db }: Deps,
   queue: string,
   message: { id: string; body: unknown },
   now: Date,
@@ -76,7 +76,7 @@ export type DeadLetter = { id: number; queue: string; body: unknown; attempts: n
  * that dies midway is retried later, never lost, and two redrives never run
  * the same letter at once.
  */
-export async function claimDeadLetter(db: Db, now: Date): Promise<DeadLetter | null> {
+export async function claimDeadLetter({ db }: Deps, now: Date): Promise<DeadLetter | null> {
   const t = now.getTime();
   const [row] = await db.all<{ id: number; queue: string; body: string; attempts: number }>(sql`
     update ${deadLetters}
@@ -89,13 +89,13 @@ export async function claimDeadLetter(db: Db, now: Date): Promise<DeadLetter | n
 }
 
 /** The redrive's outcome: done (the row goes), or failed (kept, with the error, for its next try). */
-export async function finishDeadLetter(db: Db, id: number, error: string | null) {
+export async function finishDeadLetter({ db }: Deps, id: number, error: string | null) {
   if (error === null) await db.run(sql`delete from ${deadLetters} where id = ${id}`);
   else await db.run(sql`update ${deadLetters} set last_error = ${error.slice(0, 500)} where id = ${id}`);
 }
 
 /** Whether a dead letter is due for a redrive now. */
-export async function deadLetterDue(db: Db, now: Date): Promise<boolean> {
+export async function deadLetterDue({ db }: Deps, now: Date): Promise<boolean> {
   const row = await db.get<{ id: number } | undefined>(
     sql`select id from ${deadLetters} where due_at <= ${now.getTime()} limit 1`,
   );

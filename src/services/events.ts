@@ -1,5 +1,4 @@
 import { and, eq, sql } from "drizzle-orm";
-import type { Db } from "../db/client";
 import { webhookDeliveries } from "../db/schema";
 import { batchableAll } from "../db/sql";
 import { logError } from "../lib/log";
@@ -22,7 +21,7 @@ const PEOPLE_PER_RENDER = 100;
  * UPDATE … FROM json_each per 100 people, all in one round trip. Best effort:
  * a delivery renders what is still missing itself (`renderedPayload`).
  */
-export async function renderPersonDeliveries(db: Db, deliveryIds: string[], persons: PersonBody[]) {
+export async function renderPersonDeliveries({ db }: Deps, deliveryIds: string[], persons: PersonBody[]) {
   if (deliveryIds.length === 0 || persons.length === 0) return;
   const ids = JSON.stringify(deliveryIds);
   // Preparing a statement can fail too: all of it is best effort.

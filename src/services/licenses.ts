@@ -1,5 +1,4 @@
 import { and, asc, eq, inArray, notExists, sql } from "drizzle-orm";
-import type { Db } from "../db/client";
 import { insertChunks } from "../db/batch";
 import { companies, companySeats, licensePurchases, licenses, licenseSites, memberships } from "../db/schema";
 import { refusal, type Answer } from "../lib/answer";
@@ -29,7 +28,7 @@ export type License = {
 };
 
 /** The whole catalog, cheapest first; it is a handful of rows. */
-export async function licenseCatalog(db: Db): Promise<LicenseRow[]> {
+export async function licenseCatalog({ db }: Deps): Promise<LicenseRow[]> {
   return db.select().from(licenses).orderBy(asc(licenses.price), asc(licenses.id)).all();
 }
 
@@ -43,14 +42,15 @@ export function matchLicense(catalog: LicenseRow[], ref: string): LicenseRow | n
   );
 }
 
-export async function findLicense(db: Db, ref: string): Promise<LicenseRow | null> {
-  return matchLicense(await licenseCatalog(db), ref);
+export async function findLicense(deps: Deps, ref: string): Promise<LicenseRow | null> {
+  return matchLicense(await licenseCatalog(deps), ref);
 }
 
 /** Every license of the catalog with the company's seats and the sites each covers. */
-export async function listCompanyLicenses({ db }: Deps, companyId: number): Promise<License[]> {
+export async function listCompanyLicenses(deps: Deps, companyId: number): Promise<License[]> {
+  const { db } = deps;
   const [catalog, siteRows, seats] = await Promise.all([
-    licenseCatalog(db),
+    licenseCatalog(deps),
     db
       .select({
         licenseId: licenseSites.licenseId,
@@ -80,8 +80,7 @@ export async function getCompanyLicense(
   companyId: number,
   ref: string,
 ): Promise<Answer<{ license: License }>> {
-  const { db } = deps;
-  const found = await findLicense(db, ref);
+  const found = await findLicense(deps, ref);
   const license = found && (await listCompanyLicenses(deps, companyId)).find((entry) => entry.id === found.id);
   return license ? { ok: true, license } : refusal(404, `license ${JSON.stringify(ref)} does not exist`);
 }
@@ -99,7 +98,7 @@ export async function purchaseLicenses(
   now: Date,
 ) {
   const { db } = deps;
-  const catalog = await licenseCatalog(db);
+  const catalog = await licenseCatalog(deps);
   const unknown = items.filter((item) => !matchLicense(catalog, item.id)).map((item) => JSON.stringify(item.id));
   if (unknown.length > 0) {
     throw badRequest(
@@ -130,7 +129,7 @@ export async function purchaseLicenses(
   // The operator may retire a license between the catalog read and the batch (its FOREIGN KEY then
   // fails): a rollback is explained by reading the catalog again (db/guard.ts), never by the error's text.
   batch.explainRollback(async () => {
-    const now = await licenseCatalog(db);
+    const now = await licenseCatalog(deps);
     if ([...totals.keys()].some((id) => !now.some((license) => license.id === id))) {
       throw badRequest(
         `a license of this purchase was just retired from the catalog; nothing was bought, see GET /licenses`,
@@ -162,7 +161,7 @@ export type CatalogEntry = {
 export async function putCatalogEntry(deps: Deps, id: string, entry: CatalogEntry): Promise<License> {
   const { db } = deps;
   const [catalog, siteRows] = await Promise.all([
-    licenseCatalog(db),
+    licenseCatalog(deps),
     entry.sites.length === 0
       ? []
       : db

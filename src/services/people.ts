@@ -312,7 +312,7 @@ function renderPerson(
  * Persons in the order given; ids that are not members are left out.
  * One D1 round trip of eight queries, whatever the number of people.
  */
-export async function loadPeople(db: Db, companyId: number, personIds: number[]): Promise<PersonBody[]> {
+export async function loadPeople({ db }: Deps, companyId: number, personIds: number[]): Promise<PersonBody[]> {
   if (personIds.length === 0) return [];
   const reads = peopleReads(db, companyId, personIds);
   const [first, ...rest] = reads.statements;
@@ -320,7 +320,7 @@ export async function loadPeople(db: Db, companyId: number, personIds: number[])
 }
 
 /** One employee of the company as a Person, or null when the id is not an employee there. */
-export async function loadPerson({ db }: Deps, companyId: number, personId: number): Promise<PersonBody | null> {
-  const [person] = await loadPeople(db, companyId, [personId]);
+export async function loadPerson(deps: Deps, companyId: number, personId: number): Promise<PersonBody | null> {
+  const [person] = await loadPeople(deps, companyId, [personId]);
   return person ?? null;
 }

@@ -8,6 +8,7 @@ import { pruneClosedExposures, pruneFinishedScans, pruneSupersededResults } from
 import { pruneIndexWritten } from "./trust-index/current";
 import { pruneDeliveredHistory } from "./webhook-history";
 import { DAY_MS } from "../lib/time";
+import type { Deps } from "./deps";
 
 /** How long records are kept (docs/decisions.md). */
 export const RETENTION_DAYS = { blockedCalls: 90, activities: 365 } as const;
@@ -81,7 +82,7 @@ export type RetentionRun = {
  * is logged and the others still run.
  */
 export async function pruneExpired(
-  db: Db,
+  { db }: Deps,
   now: Date,
   maxStatementsPerRule = RETENTION_STATEMENTS_PER_RULE,
 ): Promise<RetentionRun> {

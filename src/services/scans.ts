@@ -1,5 +1,4 @@
 import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
-import type { Db } from "../db/client";
 import { companies, exposureHistory, exposures, people, scanResults, scans } from "../db/schema";
 import { ApiError, badRequest } from "../lib/errors";
 import { iso } from "../lib/time";
@@ -23,7 +22,7 @@ import { confirmRemoval, historyPrefix, siteColumns, toExposure, toSite } from "
  * not people-search sites, unknown exposures. One message per offending
  * field, naming the event's index; empty when all is well.
  */
-export async function missingReferences(db: Db, events: ScanEvent[]): Promise<string[]> {
+export async function missingReferences({ db }: Deps, events: ScanEvent[]): Promise<string[]> {
   const personIds = new Set<number>();
   const siteIds = new Set<number>();
   const exposureIds = new Set<number>();
@@ -114,7 +113,7 @@ export function packMessages(events: unknown[]): { messages: unknown[][] } | { t
  * `scan-events` queue in slices (`packMessages`). Returns the events accepted.
  */
 export async function enqueueScanEvents(deps: Deps, events: ScanEvent[], posted: unknown[]): Promise<number> {
-  const problems = await missingReferences(deps.db, events);
+  const problems = await missingReferences(deps, events);
   if (problems.length > 0) throw badRequest(`invalid body: ${problems.join("; ")}`);
   const packed = packMessages(posted);
   if ("tooLarge" in packed) {

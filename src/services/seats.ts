@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import { guardStatement } from "../db/guard";
 import { companySeats, memberships } from "../db/schema";
 import { badRequest } from "../lib/errors";
+import type { Deps } from "./deps";
 
 /**
  * Seats of a license in a company (docs/decisions.md): `num_active` bought,
@@ -38,15 +39,15 @@ export async function seatsByLicense(db: Db, companyId: number): Promise<Map<str
 export const NO_SEATS: Seats = { num_active: 0, num_assigned: 0, num_available: 0 };
 
 /** Throws the 400 of docs/decisions.md when the company has no free seat of the license. */
-export async function assertSeatAvailable(db: Db, companyId: number, licenseId: string) {
-  await assertSeatsAvailable(db, companyId, new Map([[licenseId, 1]]));
+export async function assertSeatAvailable(deps: Deps, companyId: number, licenseId: string) {
+  await assertSeatsAvailable(deps, companyId, new Map([[licenseId, 1]]));
 }
 
 /**
  * The same for a batch of employees (docs/onboarding.md): `needed` seats per
  * license id, all free, or a 400 naming the first license short of seats. One read.
  */
-export async function assertSeatsAvailable(db: Db, companyId: number, needed: Map<string, number>) {
+export async function assertSeatsAvailable({ db }: Deps, companyId: number, needed: Map<string, number>) {
   if (needed.size === 0) return;
   const byLicense = await seatsByLicense(db, companyId);
   for (const [licenseId, count] of needed) {

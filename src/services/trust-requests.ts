@@ -29,7 +29,7 @@ export { MAX_TRUST_REQUESTS_PER_DAY } from "../objects/person/limits";
  */
 export async function askForTrust(deps: Deps, requesterId: number, target: TrustRequestTarget, reason: string) {
   // The index names the target without D1 (a person it knows); D1 decides what it does not name.
-  const match = (await personNamedInIndex(deps, target)) ?? (await matchPerson(deps.db, target));
+  const match = (await personNamedInIndex(deps, target)) ?? (await matchPerson(deps, target));
   // The charge and the request are one transaction in the requester's object, which delivers it with
   // the requester's names (its alarm retries a delivery that failed, docs/architecture.md "What crosses people").
   const targets = match !== null && match !== requesterId ? [match] : [];
@@ -42,7 +42,8 @@ export async function askForTrust(deps: Deps, requesterId: number, target: Trust
  * someone who only holds it (docs/security.md, "Who a phone reaches"): one
  * read that stops at its first row, the same cost whoever holds the number.
  */
-async function matchPerson(db: Db, target: TrustRequestTarget): Promise<number | null> {
+async function matchPerson(deps: Deps, target: TrustRequestTarget): Promise<number | null> {
+  const { db } = deps;
   if (target.user_id !== undefined) {
     const row = await db.select({ id: people.id }).from(people).where(eq(people.id, target.user_id)).get();
     return row?.id ?? null;

@@ -12,6 +12,7 @@ import {
   personPhones,
   scanResults,
 } from "../../src/db/schema";
+import { createDeps } from "../../src/services/deps";
 import { loadPeople, type PersonBody } from "../../src/services/people";
 import { as, fresh } from "../helpers";
 
@@ -244,7 +245,7 @@ describe("a Person as rendered for lists and reads", () => {
       created_at: "2026-03-04T05:06:07.000Z",
     };
     // In the order asked; an id that is no member here is left out.
-    expect(await loadPeople(db(), 1, [bare, 99_999_999, full])).toEqual([bareExpected, expected]);
+    expect(await loadPeople(createDeps(env), 1, [bare, 99_999_999, full])).toEqual([bareExpected, expected]);
 
     // The list sends the same text without parsing it.
     const response = await as("alice").get(`/companies/1/employees?search=${local}.`);
@@ -256,7 +257,7 @@ describe("a Person as rendered for lists and reads", () => {
 
   it("as Globex sees them: the person's own primary stays, no license, no roles", async () => {
     const [own, , globex] = await emailIds();
-    expect(await loadPeople(db(), 2, [full])).toEqual([
+    expect(await loadPeople(createDeps(env), 2, [full])).toEqual([
       {
         ...(await common()),
         emails: [

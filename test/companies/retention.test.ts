@@ -13,6 +13,7 @@ import { createDb } from "../../src/db/client";
 import { pruneOlderThan } from "../../src/db/prune";
 import { blockedCalls } from "../../src/db/schema";
 import worker from "../../src/index";
+import { createDeps } from "../../src/services/deps";
 import { pruneExpired, RETENTION_RULE_COUNT, RETENTION_STATEMENTS_PER_RULE } from "../../src/services/retention";
 import { as, employeeBody, fresh, inPersonObject, personObject } from "../helpers";
 
@@ -279,12 +280,11 @@ describe("retention is chunked and resumable", () => {
   });
 
   it("a pass stays within its budget, and a `retention` message on the background queue finishes the backlog", async () => {
-    const db = createDb(env.DB);
     const now = Date.now();
     await insertBlockedCalls("backlog", now - 120 * day, 2_500);
 
     // One statement per rule: 1,000 rows of blocked calls, and the pass says a backlog remains.
-    const pass = await pruneExpired(db, new Date(now), 1);
+    const pass = await pruneExpired(createDeps(env), new Date(now), 1);
     expect(pass.pruned.blockedCalls).toBe(1_000);
     expect(pass.more).toBe(true);
     expect(pass.statements).toBeLessThanOrEqual(RETENTION_RULE_COUNT);
@@ -302,7 +302,7 @@ describe("retention is chunked and resumable", () => {
   });
 
   it("a daily run with nothing due runs one statement per rule", async () => {
-    const pass = await pruneExpired(createDb(env.DB), new Date());
+    const pass = await pruneExpired(createDeps(env), new Date());
     expect(pass).toMatchObject({ more: false, statements: RETENTION_RULE_COUNT });
   });
 });

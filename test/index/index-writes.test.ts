@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { createDb } from "../../src/db/client";
+import { createDeps } from "../../src/services/deps";
 import { pruneExpired } from "../../src/services/retention";
 import {
   as,
@@ -192,7 +192,7 @@ describe("index keys are never put again with the value KV holds", () => {
     )
       .bind(now - 25 * hour, now - 23 * hour)
       .run();
-    const pass = await pruneExpired(createDb(env.DB), new Date(now));
+    const pass = await pruneExpired(createDeps(env), new Date(now));
     expect(pass.pruned.indexWritten).toBeGreaterThanOrEqual(1);
     const { results } = await env.DB.prepare(
       "SELECT key FROM index_written WHERE key IN ('num:+15550009991', 'num:+15550009992')",

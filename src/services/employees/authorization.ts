@@ -1,5 +1,4 @@
 import { and, eq, ne, sql } from "drizzle-orm";
-import type { Db } from "../../db/client";
 import { guardStatement } from "../../db/guard";
 import { membershipRoles, memberships, roles } from "../../db/schema";
 import { forbidden, notFound } from "../../lib/errors";
@@ -7,6 +6,7 @@ import { grants, type Permission } from "../../lib/permissions";
 import type { CompanyAccess } from "../../types";
 import { companyRoles, roleNamed } from "../companies";
 import { lastSettingsWriter } from "./errors";
+import type { Deps } from "../deps";
 
 /**
  * Who may change whom: a member's standing, the rule that a caller covers
@@ -19,7 +19,7 @@ export type Standing = { membershipId: number; licenseId: string | null; permiss
 
 export const WRITE_SETTINGS: Permission = "write settings";
 
-export async function standingOf(db: Db, companyId: number, personId: number): Promise<Standing> {
+export async function standingOf({ db }: Deps, companyId: number, personId: number): Promise<Standing> {
   const rows = await db
     .select({ membershipId: memberships.id, licenseId: memberships.licenseId, permissions: roles.permissions })
     .from(memberships)
@@ -55,7 +55,7 @@ const roleGrants = (permission: Permission) =>
  * PUT whose roles drop it: the company would be locked out.
  */
 export async function assertNotLastSettingsWriter(
-  db: Db,
+  { db }: Deps,
   access: CompanyAccess,
   personId: number,
   target: Standing,
@@ -81,21 +81,21 @@ export async function assertNotLastSettingsWriter(
  * the one before the batch (`assertNotLastSettingsWriter`), asked again.
  */
 export function settingsWriterGuardStatement(
-  db: Db,
+  deps: Deps,
   access: CompanyAccess,
   personId: number,
   target: Standing,
   action: "remove" | "demote",
 ) {
   return guardStatement(
-    db,
+    deps.db,
     "settingsWriter",
     sql`not exists (
       select 1 from ${memberships}
       join ${membershipRoles} on ${membershipRoles.membershipId} = ${memberships.id}
       join ${roles} on ${roles.id} = ${membershipRoles.roleId} and ${roles.companyId} = ${memberships.companyId}
       where ${memberships.companyId} = ${access.companyId} and ${roleGrants(WRITE_SETTINGS)})`,
-    () => assertNotLastSettingsWriter(db, access, personId, target, action),
+    () => assertNotLastSettingsWriter(deps, access, personId, target, action),
   );
 }
 
@@ -105,7 +105,7 @@ export function settingsWriterGuardStatement(
  * does not hold is a 403, so nobody hands out more than they have.
  */
 export async function resolveRoles(
-  db: Db,
+  { db }: Deps,
   access: CompanyAccess,
   names: string[],
 ): Promise<{ id: number; permissions: string[] }[]> {

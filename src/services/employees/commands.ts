@@ -1,6 +1,5 @@
 import { count, eq, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import type { Db } from "../../db/client";
 import { guardStatement, type GuardStatement } from "../../db/guard";
 import { touchRosters } from "../../db/rosters";
 import { inList } from "../../db/sql";
@@ -63,15 +62,14 @@ import { addNewEmployees, collectionInserts, confirmedNumbersOf } from "./statem
  * member with `write settings` (removing yourself included).
  */
 export async function removeEmployee(deps: Deps, access: CompanyAccess, personId: number): Promise<void> {
-  const { db } = deps;
-  const target = await standingOf(db, access.companyId, personId);
+  const target = await standingOf(deps, access.companyId, personId);
   assertCovers(access, personId, target, "remove");
   const holdsSettings = grants(target.permissions, WRITE_SETTINGS);
-  if (holdsSettings) await assertNotLastSettingsWriter(db, access, personId, target, "remove");
+  if (holdsSettings) await assertNotLastSettingsWriter(deps, access, personId, target, "remove");
   const batch = new WriteBatch(deps);
   const removed = addRemoval(batch, access.companyId, personId);
   // Two Admins removing each other at once: the later batch finds no holder left and rolls back (a 409).
-  if (holdsSettings) batch.add(settingsWriterGuardStatement(db, access, personId, target, "remove"));
+  if (holdsSettings) batch.add(settingsWriterGuardStatement(deps, access, personId, target, "remove"));
   const { results } = await batch.commit();
   // A concurrent removal got there first: it answered 204 and sent the event.
   if (!removedBy(results, removed)) throw notFound(`employee ${personId} does not exist`);
@@ -149,7 +147,7 @@ export async function createEmployees(
   });
   const have = members?.n ?? 0;
   if (have + n > MAX_EMPLOYEES_PER_COMPANY) throw tooManyEmployees(companyId, have, n);
-  await assertSeatsAvailable(db, companyId, seatsNeeded);
+  await assertSeatsAvailable(deps, companyId, seatsNeeded);
 
   const inserted = await addNewEmployees(batch, companyId, checked);
   // Two requests may both have seen room for their employees: the guard rolls the later one back.
@@ -174,8 +172,8 @@ export async function createEmployees(
   const ids = inserted
     .flatMap((position) => (results[position] as { id: number }[]).map((row) => row.id))
     .sort((a, b) => a - b);
-  const persons = await loadPeople(db, companyId, ids);
-  await renderPersonDeliveries(db, deliveries, persons);
+  const persons = await loadPeople(deps, companyId, ids);
+  await renderPersonDeliveries(deps, deliveries, persons);
   return persons;
 }
 
@@ -200,10 +198,10 @@ export async function updateEmployee(
   const batch = new WriteBatch(deps);
   const { now } = batch;
   const { companyId } = access;
-  const membership = await standingOf(db, companyId, personId);
+  const membership = await standingOf(deps, companyId, personId);
   assertCovers(access, personId, membership, "change");
-  const shared = await belongsElsewhere(db, companyId, personId);
-  const changes = shared ? await withoutPersonWideChanges(db, personId, requested) : requested;
+  const shared = await belongsElsewhere(deps, companyId, personId);
+  const changes = shared ? await withoutPersonWideChanges(deps, personId, requested) : requested;
 
   const statements: (BatchItem<"sqlite"> | GuardStatement)[] = [
     db
@@ -220,7 +218,7 @@ export async function updateEmployee(
 
   let guardSettings: GuardStatement | null = null;
   if (changes.roles) {
-    const granted = await resolveRoles(db, access, changes.roles);
+    const granted = await resolveRoles(deps, access, changes.roles);
     if (
       grants(membership.permissions, WRITE_SETTINGS) &&
       !grants(
@@ -228,8 +226,8 @@ export async function updateEmployee(
         WRITE_SETTINGS,
       )
     ) {
-      await assertNotLastSettingsWriter(db, access, personId, membership, "demote");
-      guardSettings = settingsWriterGuardStatement(db, access, personId, membership, "demote");
+      await assertNotLastSettingsWriter(deps, access, personId, membership, "demote");
+      guardSettings = settingsWriterGuardStatement(deps, access, personId, membership, "demote");
     }
     statements.push(db.delete(membershipRoles).where(eq(membershipRoles.membershipId, membership.membershipId)));
     statements.push(
@@ -239,7 +237,7 @@ export async function updateEmployee(
     );
   }
   if (changes.emails) {
-    await assertEmailsFree(db, changes.emails, { companyId, personId });
+    await assertEmailsFree(deps, changes.emails, { companyId, personId });
     // Both the emails they leave and the ones they take change hands (the owner records contacts link through).
     batch.markStaleEmailsOf(personId);
     statements.push(...(await emailReplacement(db, companyId, personId, changes.emails, shared)));
@@ -268,9 +266,9 @@ export async function updateEmployee(
   if (changes.license === null) {
     if (membership.licenseId !== null) statements.push(freeSeatStatement(db, companyId, personId, now));
   } else if (changes.license !== undefined) {
-    const licenseId = await resolveLicenseId(db, changes.license);
+    const licenseId = await resolveLicenseId(deps, changes.license);
     if (licenseId !== membership.licenseId) {
-      await assertSeatAvailable(db, companyId, licenseId);
+      await assertSeatAvailable(deps, companyId, licenseId);
       statements.push(assignSeatStatement(db, companyId, personId, licenseId, now));
       statements.push(seatGuardStatement(db, companyId, licenseId));
     }
@@ -291,12 +289,12 @@ export async function updateEmployee(
   batch.emitPerson("person:updated", companyId, personId);
   const { deliveries } = await batch.commit();
   const person = (await loadPerson(deps, companyId, personId))!;
-  await renderPersonDeliveries(db, deliveries, [person]);
+  await renderPersonDeliveries(deps, deliveries, [person]);
   return person;
 }
 
-async function resolveLicenseId(db: Db, ref: string): Promise<string> {
-  const license = await findLicense(db, ref);
+async function resolveLicenseId(deps: Deps, ref: string): Promise<string> {
+  const license = await findLicense(deps, ref);
   if (!license) throw noLicense(ref, true);
   return license.id;
 }
@@ -315,7 +313,7 @@ function explainEmailRace(
   if (emails.length === 0) return;
   batch.explainRollback(async () => {
     try {
-      await assertEmailsFree(batch.deps.db, emails, self);
+      await assertEmailsFree(batch.deps, emails, self);
     } catch (err) {
       if (err instanceof ApiError)
         throw badRequest("one of the emails was just taken by another person; nothing was changed");

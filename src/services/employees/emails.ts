@@ -6,6 +6,7 @@ import { primaryOf, type EmailInput } from "../../domain/employees";
 import { badRequest, conflict } from "../../lib/errors";
 import { visibleEmail } from "../people";
 import { chunks } from "./statements";
+import type { Deps } from "../deps";
 
 /**
  * An employee's emails: unique across all people (docs/decisions.md), some
@@ -18,7 +19,7 @@ import { chunks } from "./statements";
  * address of the same person is taken like anyone else's.
  */
 export async function assertEmailsFree(
-  db: Db,
+  { db }: Deps,
   emails: EmailInput[],
   self: { companyId: number; personId: number } | null,
 ) {

@@ -1,8 +1,8 @@
 import { and, asc, eq, ne } from "drizzle-orm";
-import type { Db } from "../../db/client";
 import { memberships, people, personAddresses, personAkas, personPhones } from "../../db/schema";
 import type { EmployeeChanges } from "../../domain/employees";
 import { conflict } from "../../lib/errors";
+import type { Deps } from "../deps";
 
 /**
  * A person who also belongs to another company: their person-wide details
@@ -10,7 +10,7 @@ import { conflict } from "../../lib/errors";
  */
 
 /** Whether the person is also a member of a company other than `companyId`. */
-export async function belongsElsewhere(db: Db, companyId: number, personId: number): Promise<boolean> {
+export async function belongsElsewhere({ db }: Deps, companyId: number, personId: number): Promise<boolean> {
   const row = await db
     .select({ id: memberships.id })
     .from(memberships)
@@ -36,7 +36,7 @@ const PERSON_WIDE = {
  * change a person-wide field; else the changes without those fields, so that
  * values sent unchanged are not rewritten (their rows keep their ids).
  */
-export async function withoutPersonWideChanges(db: Db, personId: number, changes: EmployeeChanges) {
+export async function withoutPersonWideChanges({ db }: Deps, personId: number, changes: EmployeeChanges) {
   const fields = (Object.keys(PERSON_WIDE) as (keyof typeof PERSON_WIDE)[]).filter((key) => changes[key] !== undefined);
   if (fields.length === 0) return changes;
   const [[base], akas, phones, addresses] = await db.batch([
