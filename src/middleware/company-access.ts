@@ -1,11 +1,11 @@
 import { and, eq, sql } from "drizzle-orm";
 import { createMiddleware } from "hono/factory";
-import type { Db } from "../db/client";
 import { companies, membershipRoles, memberships, roles } from "../db/schema";
 import { badRequest, forbidden, notFound } from "../lib/errors";
 import { parseId } from "../lib/ids";
 import { grants, type Permission } from "../lib/permissions";
 import { companyColumns } from "../services/companies";
+import type { Deps } from "../services/deps";
 import type { AppEnv, CompanyAccess } from "../types";
 import { assertAllowed } from "./auth";
 
@@ -27,7 +27,7 @@ export function companyAccess(permission: Permission) {
     const companyId = parseId(raw);
     if (companyId === null) throw notFound(`company ${JSON.stringify(raw)} does not exist`);
 
-    c.set("company", await resolveCompanyAccess(c.var.deps.db, principal.personId, companyId, permission));
+    c.set("company", await resolveCompanyAccess(c.var.deps, principal.personId, companyId, permission));
     await next();
   });
 }
@@ -54,14 +54,14 @@ export function soleCompanyAccess(permission: Permission, companyForm: string) {
         `${rows.length === 0 ? "you belong to no company" : "you belong to several companies"}; name one with ${companyForm}`,
       );
     }
-    c.set("company", await resolveCompanyAccess(c.var.deps.db, principal.personId, rows[0]!.companyId, permission));
+    c.set("company", await resolveCompanyAccess(c.var.deps, principal.personId, rows[0]!.companyId, permission));
     await next();
   });
 }
 
 /** The person's standing in the company: 404 when not a member, 403 when it is disabled or without `permission`. */
 export async function resolveCompanyAccess(
-  db: Db,
+  { db }: Deps,
   personId: number,
   companyId: number,
   permission: Permission,
