@@ -19,6 +19,10 @@ import { PushJob } from "./push";
  *   another `redrive` while more are due;
  * - `move-people`, `move-person`: the one-time move of people's activity and
  *   blocked calls from D1 into their objects (services/person-moves.ts);
+ * - `hand-over-history`: hand the next chunk of finished webhook deliveries
+ *   from D1 to their companies' objects, and another while chunks are full
+ *   (services/webhook-delivery/archive.ts; the minute sweep and the
+ *   operator's company move);
  * - `erase-persons`: erase the objects of accounts that are gone
  *   (`person_erasures`), and another while more are due;
  * - `rebuild-index`: the next chunk of the trust-index rebuild, and another
@@ -46,6 +50,7 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
     after: z.number().int().min(0),
   }),
   z.object({ kind: z.literal("erase-persons") }),
+  z.object({ kind: z.literal("hand-over-history") }),
   z.object({
     kind: z.literal("rebuild-index"),
     stage: z.enum(["people", "numbers", "companies"]),

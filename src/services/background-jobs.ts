@@ -13,7 +13,7 @@ import { pruneExpired } from "./retention";
 import { applyScanEvents } from "./scans";
 import { runPushJob } from "./push";
 import { makeCurrent } from "./trust-index/current";
-import { sweepOutbox } from "./webhook-delivery";
+import { handOverFinished, sweepOutbox } from "./webhook-delivery";
 
 /**
  * The background jobs, one bounded chunk per call (docs/architecture.md,
@@ -99,6 +99,10 @@ export async function runBackgroundJob(deps: Deps, body: BackgroundMessage, now:
     case "erase-persons": {
       const { erased, more } = await eraseGonePersons(deps, undefined, now);
       return { done: { erased }, ...continues(more, body) };
+    }
+    case "hand-over-history": {
+      const { handed, full } = await handOverFinished(deps);
+      return { done: { handed }, ...continues(full, body) };
     }
     case "rebuild-index":
       return rebuildChunk(deps, body, now);

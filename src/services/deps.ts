@@ -5,6 +5,7 @@ import { twimlSettings, type TwimlSettings } from "../lib/twiml";
 import type { BackgroundMessage, DeliveryMessage, ScanEventsMessage } from "../domain/queue-messages";
 import { codeSettingsOf, type CodeSettings } from "./codes";
 import { messagingOf } from "./messaging";
+import { companyObjectsOf, type CompanyObjects } from "./company-objects";
 import { personObjectsOf, type PersonObjects } from "./person-objects";
 import { pushSecretsOf, type PushSecrets } from "./push";
 import { replayGuardsOf, type ReplayGuards } from "./replay-guards";
@@ -28,6 +29,8 @@ export type Deps = {
   usesQueue: Queue<TokenUseMessage>;
   /** Each person's own Durable Object (services/person-objects.ts). */
   objects: PersonObjects;
+  /** Each company's own Durable Object (services/company-objects.ts). */
+  companyObjects: CompanyObjects;
   /** Seals and opens provider secrets at rest under `PROVIDER_SECRET_KEYS` (services/provider-secrets.ts). */
   providerKeys: SecretBox;
   /** Whether a provider's signed request is used for the first time (services/replay-guards.ts). */
@@ -66,6 +69,7 @@ export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = 
     scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
     usesQueue: env.USES_QUEUE as Queue<TokenUseMessage>,
     objects: personObjectsOf(env.PERSON, guard && (() => guard.finish())),
+    companyObjects: companyObjectsOf(env.COMPANY),
     providerKeys: secretBox("PROVIDER_SECRET_KEYS", env.PROVIDER_SECRET_KEYS),
     replays: replayGuardsOf(env.REPLAY_GUARD),
     environment: env.ENVIRONMENT,
