@@ -1,5 +1,5 @@
 import { deliveryMessage } from "../domain/queue-messages";
-import { createDeps } from "../services/deps";
+import { createDeps } from "../services/create-deps";
 import { attemptDelivery, deliveriesById, fairOrder, Lanes, type Delivery } from "../services/webhook-delivery";
 
 const log = (level: "error" | "warn" | "info", fields: Record<string, unknown>) =>
