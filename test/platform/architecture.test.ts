@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import architectureDoc from "../../docs/architecture.md?raw";
 import workerTypes from "../../src/worker-configuration.d.ts?raw";
+import type { PersonStub } from "../../src/objects/person/stub";
+import { personObjectsFrom } from "../../src/services/person-objects";
 
 /**
  * The layering of docs/architecture.md ("Layout"), checked on the source text:
@@ -188,6 +190,23 @@ describe("architecture", () => {
       .map(([from]) => from)
       .filter((from) => !["middleware", "queue", "cron"].includes(partOf(from)));
     expect(importers).toEqual([]);
+  });
+
+  it("objects.of() is a read-only view of a person's object: a write RPC through it does not compile", async () => {
+    // The check is the compiler's (`npx tsc --noEmit` runs over test/): writes go through `objects.write`,
+    // which runs the request's pending token check first (services/person-objects.ts).
+    const calls: string[] = [];
+    const stub = { erase: async () => void calls.push("erase"), callPolicy: () => "everyone" } as unknown as PersonStub;
+    const guarded: string[] = [];
+    const objects = personObjectsFrom(
+      () => stub,
+      async () => void guarded.push("checked"),
+    );
+    // @ts-expect-error erasing writes: it is not on the view `of` answers
+    expect(typeof objects.of(1).erase).toBe("function");
+    expect(await objects.of(1).callPolicy()).toBe("everyone");
+    await objects.write(1, (person) => person.erase());
+    expect([guarded, calls]).toEqual([["checked"], ["erase"]]);
   });
 
   it("no file under src/routes/ reads c.env: handlers reach bindings through c.var.deps", () => {
