@@ -4,7 +4,7 @@ import { runBackgroundJob } from "../services/background-jobs";
 import { backgroundStatus } from "../services/backlog";
 import { deadLetterDue } from "../services/dead-letters";
 import { rebuildIfNever } from "../services/index-rebuild";
-import { createDeps } from "../services/deps";
+import { createDeps } from "../services/create-deps";
 import { resealProviderSecrets } from "../services/provider-secrets";
 
 export const MINUTELY = "* * * * *";

@@ -1,5 +1,5 @@
 import { deliveryMessage } from "../domain/queue-messages";
-import { createDeps } from "../services/deps";
+import { createDeps } from "../services/create-deps";
 import {
   attemptDelivery,
   deliveriesById,

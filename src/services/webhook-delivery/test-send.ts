@@ -6,7 +6,8 @@ import { WriteBatch } from "../outbox";
 import type { Deps } from "../deps";
 import { handOverFinished } from "./archive";
 import { finishStatement, loadDelivery, recordAttempt } from "./records";
-import { isSuccess, send, type AttemptResult } from "./sending";
+import type { AttemptResult } from "./records";
+import { isSuccess, send } from "./sending";
 
 /**
  * `POST /webhooks/{id}/test`: records a `webhook:test` entry in the history
