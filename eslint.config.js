@@ -17,6 +17,8 @@ export default defineConfig(
       "drizzle/meta/",
       "drizzle-person/meta/",
       "drizzle-person/migrations.js",
+      "drizzle-company/meta/",
+      "drizzle-company/migrations.js",
     ],
   },
   js.configs.recommended,
@@ -28,7 +30,14 @@ export default defineConfig(
   },
   {
     // Scripts, configs and the browser test run on Node.
-    files: ["scripts/**", "*.config.{js,ts}", "drizzle/**", "drizzle-person/**", "test/vitest.config.ts"],
+    files: [
+      "scripts/**",
+      "*.config.{js,ts}",
+      "drizzle/**",
+      "drizzle-person/**",
+      "drizzle-company/**",
+      "test/vitest.config.ts",
+    ],
     languageOptions: { globals: { ...globals.node } },
   },
   {

@@ -73,6 +73,10 @@ Commands:
       safe to start again). --wait polls until no person is pending. Prints the counts by state.
   move-status
       Where that move stands: people pending, moved, mismatch.
+  move-companies [--wait]
+      Moves every company's finished webhook history from D1 into the company's own object (a
+      background job, 100 deliveries a chunk; safe to start again: a second run moves nothing).
+      --wait polls until no finished delivery is left in D1. Prints what is left.
   rebuild-index [--wait]
       Rewrites every trust-lookup key from D1 and the person objects (a background job; starting it
       again while it runs resumes it), then marks the index complete: from then on a lookup whose keys
@@ -122,6 +126,7 @@ const commands = {
   "company-phones": companyPhones,
   "move-person-data": movePersonData,
   "move-status": moveStatus,
+  "move-companies": moveCompanies,
   "rebuild-index": rebuildIndex,
   "index-status": indexStatus,
 };
@@ -431,6 +436,25 @@ async function rebuildIndex() {
 async function indexStatus() {
   const status = await request("GET", "/internal/trust-index/rebuild");
   console.error(describeRebuild(status));
+  console.log(JSON.stringify(status));
+}
+
+function describeCompanyMove(status) {
+  return `${status.finished_in_d1} finished deliveries left in D1, ${status.on_their_way} on their way`;
+}
+
+async function moveCompanies() {
+  let status = await request("POST", "/internal/company-data/move");
+  console.error(`move started (${describeCompanyMove(status)})`);
+  if (flags.wait) {
+    const started = Date.now();
+    while (status.finished_in_d1 > 0) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      status = await request("GET", "/internal/company-data/move");
+      console.error(`  ${describeCompanyMove(status)}`);
+      if (Date.now() - started > 30 * 60_000) fail("still moving after 30 minutes; check `npm run admin -- status`");
+    }
+  }
   console.log(JSON.stringify(status));
 }
 

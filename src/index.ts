@@ -11,5 +11,6 @@ const worker: ExportedHandler<Env> = {
 };
 
 export default worker;
+export { Company } from "./objects/company/company";
 export { Person } from "./objects/person/person";
 export { ReplayGuard } from "./objects/replay-guard/replay-guard";

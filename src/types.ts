@@ -1,42 +1,11 @@
 import type { RouteConfig, RouteHandler } from "@hono/zod-openapi";
-import type { SigningRef } from "./domain/provider-signing";
-import type { CompanyRow } from "./services/companies";
+import type { Principal } from "./domain/principal";
+import type { CompanyAccess } from "./services/companies";
 import type { Deps } from "./services/deps";
 
-/** Who is calling, resolved from the bearer token (docs/decisions.md). */
-export type Principal =
-  /** `scope: "vcc"`: a container-scoped token, valid only on /apps/vcc/* (docs/decisions.md). */
-  | {
-      kind: "person";
-      tokenId: number;
-      personId: number;
-      scope?: "vcc";
-      /** When the token expires (ms); absent: never. A live stream closes then (docs/realtime.md). */
-      expiresAt?: number;
-      /**
-       * The device the token is (name null: minted by the operator; `createdAt` ms), for the person's object
-       * to adopt it at its first check (objects/person/devices.ts); absent in records written before.
-       */
-      device?: { name: string | null; createdAt: number };
-    }
-  /**
-   * `signing`: a provider token's signing configuration; its requests must be signed (docs/providers.md).
-   * Twilio's auth token only sealed: a principal is written to KV with the token's record.
-   */
-  | { kind: "service"; tokenId: number; service: string; scopes: string[]; signing?: SigningRef };
-
-/**
- * The caller's standing in the company of a `/companies/{company_id}/…` path,
- * and the company itself (read by the same query: a company read needs no other).
- */
-export type CompanyAccess = {
-  companyId: number;
-  membershipId: number;
-  permissions: string[];
-  /** The company's employee-list version, read with the access check (null: none recorded). */
-  listVersion: string | null;
-  company: CompanyRow;
-};
+/* The shapes of the request's variables live with what makes them: re-exported for routes and middleware. */
+export type { Principal } from "./domain/principal";
+export type { CompanyAccess } from "./services/companies";
 
 /**
  * What charging one ringing-path lookup decided (rate-limit.ts `chargeLookup`): `admitted` by the token's

@@ -7,7 +7,7 @@ import { INDEX_COMPLETE_KEY } from "../src/domain/trust-records";
 import { KEY_WRITE_GAP_MS } from "../src/db/kv-writes";
 import { personStub } from "../src/objects/person/stub";
 import worker from "../src/index";
-import type { TokenUseMessage } from "../src/services/tokens";
+import type { TokenUseMessage } from "../src/domain/queue-messages";
 import { fileTokens, type Who } from "./principals";
 
 export { DEMO };
@@ -289,7 +289,7 @@ export async function indexKeysWritten(personId: number, timeoutMs = 10_000): Pr
  */
 export async function indexWorkApplied(keys?: string[], timeoutMs = 10_000): Promise<void> {
   const { makeCurrent } = await import("../src/services/trust-index/current");
-  const { createDeps } = await import("../src/services/deps");
+  const { createDeps } = await import("../src/services/create-deps");
   const deps = createDeps(env);
   const until = Date.now() + timeoutMs;
   for (;;) {

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { createDb } from "../src/db/client";
 import { DEMO, loadDemoObjects, loadDemoWorld } from "../src/fixtures/demo-world";
 import { rebuildNow } from "../src/services/index-rebuild";
-import { createDeps } from "../src/services/deps";
+import { createDeps } from "../src/services/create-deps";
 import { personObjectsOf } from "../src/services/person-objects";
 import { sha256Hex } from "../src/lib/crypto";
 import { fileTokens, type Who } from "./principals";

@@ -76,10 +76,23 @@ export async function newDelivery(
   return id;
 }
 
-export async function deliveryRow(id: string) {
-  return env.DB.prepare("SELECT status, result, attempts, delivered_at FROM webhook_deliveries WHERE id = ?")
+type DeliveryState = { status: string; result: string; attempts: number; delivered_at: number | null };
+
+/**
+ * A delivery's state wherever it is: D1 while it is on its way, the company's object once it
+ * finished (src/services/webhook-delivery/archive.ts); null when neither holds it.
+ */
+export async function deliveryRow(id: string, companyId = 1): Promise<DeliveryState | null> {
+  const inD1 = await env.DB.prepare(
+    "SELECT status, result, attempts, delivered_at FROM webhook_deliveries WHERE id = ?",
+  )
     .bind(id)
-    .first<{ status: string; result: string; attempts: number; delivered_at: number | null }>();
+    .first<DeliveryState>();
+  if (inD1) return inD1;
+  const kept = await env.COMPANY.get(env.COMPANY.idFromName(`company:${companyId}`)).entry(id);
+  if (!kept) return null;
+  const { status, result, attempts, deliveredAt } = kept.row;
+  return { status, result, attempts, delivered_at: deliveredAt?.getTime() ?? null };
 }
 
 /**

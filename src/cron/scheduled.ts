@@ -4,7 +4,7 @@ import { runBackgroundJob } from "../services/background-jobs";
 import { backgroundStatus } from "../services/backlog";
 import { deadLetterDue } from "../services/dead-letters";
 import { rebuildIfNever } from "../services/index-rebuild";
-import { createDeps } from "../services/deps";
+import { createDeps } from "../services/create-deps";
 import { resealProviderSecrets } from "../services/provider-secrets";
 
 export const MINUTELY = "* * * * *";
@@ -46,6 +46,8 @@ export async function handleScheduled(controller: ScheduledController, env: Env)
       // The sweeps recover what a commit could not finish: index work KV refused, deliveries not enqueued.
       const index = await job("index", { kind: "reindex" });
       const outbox = await job("sweep", { kind: "outbox" });
+      // Finished webhook deliveries whose hand-over to their company's object right after they finished failed.
+      const history = await job("hand-over", { kind: "hand-over-history" });
       // Objects of deleted accounts whose erasure right after the commit failed.
       const erase = await job("erase", { kind: "erase-persons" });
       // Dead letters due for another try: redriven one per invocation through `redrive` messages.
@@ -59,7 +61,7 @@ export async function handleScheduled(controller: ScheduledController, env: Env)
       // Twilio auth tokens stored in clear by an older version, or under a key rotated away, sealed
       // under PROVIDER_SECRET_KEYS' first key (one read of the few signed tokens when none is due).
       const providerKeys = await run("provider-keys", () => resealProviderSecrets(deps, now));
-      logInfo({ cron: controller.cron, index, outbox, erase, redrive, rebuild, providerKeys });
+      logInfo({ cron: controller.cron, index, outbox, history, erase, redrive, rebuild, providerKeys });
       const backlog = await run("status", () => backgroundStatus(deps, now));
       if (backlog) logInfo({ metric: "background_backlog", ...backlog });
       return;

@@ -19,6 +19,10 @@ import { PushJob } from "./push";
  *   another `redrive` while more are due;
  * - `move-people`, `move-person`: the one-time move of people's activity and
  *   blocked calls from D1 into their objects (services/person-moves.ts);
+ * - `hand-over-history`: hand the next chunk of finished webhook deliveries
+ *   from D1 to their companies' objects, and another while chunks are full
+ *   (services/webhook-delivery/archive.ts; the minute sweep and the
+ *   operator's company move);
  * - `erase-persons`: erase the objects of accounts that are gone
  *   (`person_erasures`), and another while more are due;
  * - `rebuild-index`: the next chunk of the trust-index rebuild, and another
@@ -46,6 +50,7 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
     after: z.number().int().min(0),
   }),
   z.object({ kind: z.literal("erase-persons") }),
+  z.object({ kind: z.literal("hand-over-history") }),
   z.object({
     kind: z.literal("rebuild-index"),
     stage: z.enum(["people", "numbers", "companies"]),
@@ -61,6 +66,16 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
 
 export type BackgroundMessage = z.infer<typeof backgroundMessage>;
 
+/** What one chunk of a background job did (services/background-jobs.ts and the jobs it runs). */
+export type Chunk = {
+  /** What the chunk did, for its log line. */
+  done: Record<string, unknown>;
+  /** The message that continues the job (the chunk was full). */
+  next?: BackgroundMessage;
+  /** Some of the work failed in a way worth retrying this very message for (KV refused keys). */
+  retry?: boolean;
+};
+
 /** A message of the `webhook-deliveries` queue: one history row to attempt (src/queue/webhook-deliveries.ts). */
 export const deliveryMessage = z.object({ kind: z.literal("deliver"), deliveryId: z.string().min(1) });
 export type DeliveryMessage = z.infer<typeof deliveryMessage>;
@@ -71,3 +86,9 @@ export type DeliveryMessage = z.infer<typeof deliveryMessage>;
  * again (`ScanEventBatch`, src/domain/scan-events.ts) before applying it.
  */
 export type ScanEventsMessage = unknown[];
+
+/**
+ * A token's use of the day on its way to D1 (the `token-uses` queue, docs/architecture.md,
+ * "Tokens"): `h` the token's hash, `at` the request's time (ms).
+ */
+export type TokenUseMessage = { h: string; at: number };

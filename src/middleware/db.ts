@@ -2,7 +2,8 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { WriteGuard } from "../db/write-guard";
 import { badRequest } from "../lib/errors";
-import { createDeps, type Deps } from "../services/deps";
+import { createDeps } from "../services/create-deps";
+import type { Deps } from "../services/deps";
 import type { AppEnv } from "../types";
 import { readsOnly } from "./request-kind";
 

@@ -2,7 +2,7 @@ import { backoff } from "../lib/backoff";
 import { describeZodError } from "../lib/errors";
 import { logError, logInfo } from "../lib/log";
 import { runBackgroundJob } from "../services/background-jobs";
-import { createDeps } from "../services/deps";
+import { createDeps } from "../services/create-deps";
 import { backgroundMessage } from "../domain/queue-messages";
 
 /**

@@ -1,7 +1,7 @@
 import { backoff } from "../lib/backoff";
 import { logError } from "../lib/log";
 import { keepDeadLetter } from "../services/dead-letters";
-import { createDeps } from "../services/deps";
+import { createDeps } from "../services/create-deps";
 
 /**
  * Every `<queue>-dlq`: a message its queue gave up on (and any queue no

@@ -1,4 +1,4 @@
-import { createDeps } from "../services/deps";
+import { createDeps } from "../services/create-deps";
 import { ScanEventBatch } from "../domain/scan-events";
 import { logError } from "../lib/log";
 import { describeZodError } from "../lib/errors";

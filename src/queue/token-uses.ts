@@ -1,7 +1,8 @@
 import { backoff } from "../lib/backoff";
 import { logError, logInfo } from "../lib/log";
-import { createDeps } from "../services/deps";
-import { recordTokenUses, type TokenUseMessage } from "../services/tokens";
+import { createDeps } from "../services/create-deps";
+import type { TokenUseMessage } from "../domain/queue-messages";
+import { recordTokenUses } from "../services/tokens";
 
 const isUse = (body: unknown): body is TokenUseMessage =>
   typeof body === "object" &&

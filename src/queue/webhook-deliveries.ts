@@ -1,6 +1,13 @@
 import { deliveryMessage } from "../domain/queue-messages";
-import { createDeps } from "../services/deps";
-import { attemptDelivery, deliveriesById, fairOrder, Lanes, type Delivery } from "../services/webhook-delivery";
+import { createDeps } from "../services/create-deps";
+import {
+  attemptDelivery,
+  deliveriesById,
+  fairOrder,
+  handOverFinished,
+  Lanes,
+  type Delivery,
+} from "../services/webhook-delivery";
 
 const log = (level: "error" | "warn" | "info", fields: Record<string, unknown>) =>
   console[level === "info" ? "log" : level](JSON.stringify({ level, ...fields }));
@@ -13,10 +20,12 @@ const log = (level: "error" | "warn" | "info", fields: Record<string, unknown>) 
  * message is settled when its own attempt ends, so an endpoint that hangs
  * delays no other endpoint's delivery by more than one timeout. Failures are
  * retried by the queue with the schedule's delay (10 s … 12 h); the 8th
- * failure is final.
+ * failure is final. The run's finished deliveries are then handed to their
+ * companies' objects (services/webhook-delivery/archive.ts).
  */
 export async function handleWebhookDeliveries(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const deps = createDeps(env);
+  const finished: string[] = [];
   const deliveries: { message: Message<unknown>; deliveryId: string }[] = [];
   for (const message of batch.messages) {
     const parsed = deliveryMessage.safeParse(message.body);
@@ -54,6 +63,7 @@ export async function handleWebhookDeliveries(batch: MessageBatch<unknown>, env:
         if (outcome.action === "retry") {
           message.retry({ delaySeconds: outcome.delaySeconds });
         } else {
+          if (outcome.status !== "missing" && outcome.status !== "done") finished.push(deliveryId);
           if (outcome.status === "missing")
             log("warn", { queue: batch.queue, deliveryId, warning: "no such delivery" });
           message.ack();
@@ -65,4 +75,5 @@ export async function handleWebhookDeliveries(batch: MessageBatch<unknown>, env:
       }
     }),
   );
+  await handOverFinished(deps, { ids: finished });
 }

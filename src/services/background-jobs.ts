@@ -1,5 +1,5 @@
 import { describeZodError, loggableError } from "../lib/errors";
-import { backgroundMessage, type BackgroundMessage } from "../domain/queue-messages";
+import { backgroundMessage, type BackgroundMessage, type Chunk } from "../domain/queue-messages";
 import { ScanEventBatch } from "../domain/scan-events";
 import { pruneContactTombstones } from "./contacts";
 import { claimDeadLetter, deadLetterDue, finishDeadLetter } from "./dead-letters";
@@ -8,12 +8,12 @@ import { purgeExpiredEphemeral } from "./memberships";
 import type { Deps } from "./deps";
 import { rebuildChunk } from "./index-rebuild";
 import { movePeopleChunk, movePersonChunk } from "./person-moves";
-import { eraseGonePersons } from "./person-objects";
+import { eraseGonePersons } from "./person-erasures";
 import { pruneExpired } from "./retention";
 import { applyScanEvents } from "./scans";
 import { runPushJob } from "./push";
 import { makeCurrent } from "./trust-index/current";
-import { sweepOutbox } from "./webhook-delivery";
+import { handOverFinished, sweepOutbox } from "./webhook-delivery";
 
 /**
  * The background jobs, one bounded chunk per call (docs/architecture.md,
@@ -31,15 +31,6 @@ import { sweepOutbox } from "./webhook-delivery";
 export const INDEX_SWEEP_CHUNK = 500;
 /** History rows the outbox sweep re-enqueues per chunk: 2 D1 statements and 5 queue sends. */
 export const OUTBOX_SWEEP_CHUNK = 500;
-
-export type Chunk = {
-  /** What the chunk did, for its log line. */
-  done: Record<string, unknown>;
-  /** The message that continues the job (the chunk was full). */
-  next?: BackgroundMessage;
-  /** Some of the work failed in a way worth retrying this very message for (KV refused keys). */
-  retry?: boolean;
-};
 
 /**
  * One chunk of the index sweep: the oldest due `index_work` rows. Continues
@@ -99,6 +90,10 @@ export async function runBackgroundJob(deps: Deps, body: BackgroundMessage, now:
     case "erase-persons": {
       const { erased, more } = await eraseGonePersons(deps, undefined, now);
       return { done: { erased }, ...continues(more, body) };
+    }
+    case "hand-over-history": {
+      const { handed, full } = await handOverFinished(deps);
+      return { done: { handed }, ...continues(full, body) };
     }
     case "rebuild-index":
       return rebuildChunk(deps, body, now);

@@ -83,7 +83,7 @@ function takeUnlisted(personId: number) {
 async function append({ objects }: Deps, personId: number, rows: BlockedCallRow[], unlisted: number) {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await objects.of(personId).recordBlockedCalls(rows, unlisted);
+      return await objects.write(personId, (person) => person.recordBlockedCalls(rows, unlisted));
     } catch (err) {
       if (attempt < 2) continue;
       logError("recording blocked calls failed", err, { personId, calls: rows.length, unlisted });

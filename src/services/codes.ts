@@ -6,7 +6,8 @@ import { ApiError, badRequest, tooManyRequests } from "../lib/errors";
 import { base64url, fromBase64url } from "../lib/crypto";
 import { DAY_MS } from "../lib/time";
 import type { Deps } from "./deps";
-import { NotSent, type Channel, type Sender } from "./messaging";
+import type { CodeSettings } from "./code-settings";
+import { NotSent, type Channel } from "./messaging";
 
 /*
  * One-time codes (docs/security.md, "Codes"): 6 random digits, kept only as an HMAC under the CODE_KEY
@@ -20,8 +21,8 @@ export const CODE_TTL_MS = 10 * 60_000;
 export const MAX_TRIES = 5;
 const HOUR_MS = 3_600_000;
 export const CODE_LIMITS = { perAddressPerHour: 5, perIpPerHour: 20, perPersonPerDay: 10 } as const;
-/** SMS a day to one country when the deployment sets no `SMS_DAILY_CAP`. */
-const DEFAULT_SMS_DAILY_CAP = 1_000;
+
+export type { CodeSettings } from "./code-settings";
 
 export type Purpose = "sign_in" | "phone";
 export const INVALID_CODE = "invalid or expired code";
@@ -37,25 +38,6 @@ export type CodeRequest = {
   /** The calling code of an SMS's number. */
   country?: string | null;
 };
-
-/** What a deployment says about codes (wrangler.toml vars and secrets). */
-export type CodeSettings = {
-  key: string | undefined;
-  /** Calling codes SMS may go to; null: those of the secure-number pool. */
-  smsCountries: string[] | null;
-  smsDailyCap: number;
-  /** The host of the Web OTP line (`@host #code`). */
-  host: string;
-  send: Sender;
-};
-
-/** A deployment's code settings but the host, which each request names (services/deps.ts). */
-export const codeSettingsOf = (env: Env, send: Sender): Omit<CodeSettings, "host"> => ({
-  key: env.CODE_KEY,
-  smsCountries: env.SMS_COUNTRIES ? env.SMS_COUNTRIES.split(",").map((code) => code.trim().replace(/^\+/, "")) : null,
-  smsDailyCap: Number(env.SMS_DAILY_CAP) > 0 ? Number(env.SMS_DAILY_CAP) : DEFAULT_SMS_DAILY_CAP,
-  send,
-});
 
 /**
  * Counts the request against its limits, records it, and (when it reaches a person) sends a fresh code.

@@ -8,6 +8,19 @@ import type { Deps } from "./deps";
 
 export type CompanyRow = Pick<typeof companies.$inferSelect, "id" | "name" | "status" | "url" | "logo" | "scanner">;
 
+/**
+ * The caller's standing in the company of a `/companies/{company_id}/…` path,
+ * and the company itself (read by the same query: a company read needs no other).
+ */
+export type CompanyAccess = {
+  companyId: number;
+  membershipId: number;
+  permissions: string[];
+  /** The company's employee-list version, read with the access check (null: none recorded). */
+  listVersion: string | null;
+  company: CompanyRow;
+};
+
 /** Columns `toCompany` reads. */
 export const companyColumns = {
   id: companies.id,

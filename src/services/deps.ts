@@ -1,21 +1,23 @@
-import { createDb, type Db } from "../db/client";
+import type { Db } from "../db/client";
 import type { WriteGuard } from "../db/write-guard";
-import { secretBox, type SecretBox } from "../lib/secret-box";
-import { twimlSettings, type TwimlSettings } from "../lib/twiml";
-import type { BackgroundMessage, DeliveryMessage, ScanEventsMessage } from "../domain/queue-messages";
-import { codeSettingsOf, type CodeSettings } from "./codes";
-import { messagingOf } from "./messaging";
-import { personObjectsOf, type PersonObjects } from "./person-objects";
-import { pushSecretsOf, type PushSecrets } from "./push";
-import { replayGuardsOf, type ReplayGuards } from "./replay-guards";
-import type { TokenUseMessage } from "./tokens";
+import type { SecretBox } from "../lib/secret-box";
+import type { TwimlSettings } from "../lib/twiml";
+import type { BackgroundMessage, DeliveryMessage, ScanEventsMessage, TokenUseMessage } from "../domain/queue-messages";
+import type { CodeSettings } from "./code-settings";
+import type { CompanyObjects } from "./company-objects";
+import type { PersonObjects } from "./person-objects";
+import type { PushSecrets } from "./push/secrets";
+import type { ReplayGuards } from "./replay-guards";
 
 /**
  * The one dependency handle: the database, the trust index, the queues that
  * carry work after a commit, the person objects and the environment. HTTP
  * requests (middleware/db.ts), queue consumers and cron runs build it the
- * same way (`createDeps`); route handlers reach bindings only through it
- * (`c.var.deps`), and services take it, or a `Pick` of it.
+ * same way (`createDeps`, services/create-deps.ts); route handlers reach
+ * bindings only through it (`c.var.deps`), and services take it whole
+ * (docs/architecture.md). This file is the type alone, and imports only types
+ * that import it back nowhere: any service can name `Deps` without a loop through the
+ * services that build it.
  */
 export type Deps = {
   db: Db;
@@ -28,6 +30,8 @@ export type Deps = {
   usesQueue: Queue<TokenUseMessage>;
   /** Each person's own Durable Object (services/person-objects.ts). */
   objects: PersonObjects;
+  /** Each company's own Durable Object (services/company-objects.ts). */
+  companyObjects: CompanyObjects;
   /** Seals and opens provider secrets at rest under `PROVIDER_SECRET_KEYS` (services/provider-secrets.ts). */
   providerKeys: SecretBox;
   /** Whether a provider's signed request is used for the first time (services/replay-guards.ts). */
@@ -49,30 +53,4 @@ export type Deps = {
    * queue consumers and cron runs.
    */
   guard?: WriteGuard | undefined;
-};
-
-/**
- * `database`: the binding itself, or a D1 session of it (HTTP requests; see
- * middleware/db.ts). `guard`: a write request's guard, whose `database` is
- * then the one given.
- */
-export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = env.DB, guard?: WriteGuard): Deps => {
-  const db = createDb(database as D1Database);
-  return {
-    db,
-    kv: env.TRUST_INDEX,
-    webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
-    backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
-    scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
-    usesQueue: env.USES_QUEUE as Queue<TokenUseMessage>,
-    objects: personObjectsOf(env.PERSON, guard && (() => guard.finish())),
-    providerKeys: secretBox("PROVIDER_SECRET_KEYS", env.PROVIDER_SECRET_KEYS),
-    replays: replayGuardsOf(env.REPLAY_GUARD),
-    environment: env.ENVIRONMENT,
-    twiml: twimlSettings(env),
-    codes: codeSettingsOf(env, messagingOf(env, db)),
-    streamTicketKey: env.STREAM_TICKET_KEY,
-    push: pushSecretsOf(env),
-    guard,
-  };
 };

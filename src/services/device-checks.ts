@@ -1,7 +1,7 @@
 import { ApiError } from "../lib/errors";
 import { logError } from "../lib/log";
 import type { DeviceCheck } from "../objects/person/api";
-import type { Principal } from "../types";
+import type { Principal } from "../domain/principal";
 import type { Deps } from "./deps";
 
 /*

@@ -80,7 +80,7 @@ export async function revokeDevice(deps: Deps, personId: number | null, tokenId:
     .get();
   if (!row) throw notFound(`device ${tokenId} does not exist`);
   forgetInIsolate(row.hash, tokenId);
-  if (row.personId !== null) await deps.objects.of(row.personId).revokeDevice(tokenId);
+  if (row.personId !== null) await deps.objects.write(row.personId, (person) => person.revokeDevice(tokenId));
   const batch = new WriteBatch(deps, now);
   batch.add(deps.db.update(accessTokens).set({ revokedAt: now }).where(mine));
   batch.markStaleTokens([row.hash]);

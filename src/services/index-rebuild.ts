@@ -2,9 +2,8 @@ import { sql, type SQL } from "drizzle-orm";
 import { KEY_KINDS } from "../domain/key-kinds";
 import { INDEX_COMPLETE_KEY } from "../domain/trust-records";
 import { COMPANIES_COMPLETE_KEY } from "../domain/company-records";
-import type { BackgroundMessage } from "../domain/queue-messages";
+import type { BackgroundMessage, Chunk } from "../domain/queue-messages";
 import { putRebuildKey } from "../db/kv-writes";
-import type { Chunk } from "./background-jobs";
 import type { Deps } from "./deps";
 import { factsOf } from "../db/facts";
 import { CONTACTS_COMPLETE_KEY } from "./trust-index/contacts";
@@ -300,7 +299,7 @@ async function writeKeys(deps: Deps, stage: Stage, keys: string[], now: Date) {
   if (stage === "people") {
     // Each object writes its own keys (its own KV operations); a failed write is retried by its alarm.
     const facts = await factsOf(deps.db, keys.map(Number));
-    await Promise.all(facts.map((fact) => deps.objects.of(fact.personId).rewriteKeys(fact)));
+    await Promise.all(facts.map((fact) => deps.objects.write(fact.personId, (person) => person.rewriteKeys(fact))));
     return;
   }
   const indexKeys = keys;

@@ -8,7 +8,7 @@ import { ApiError } from "../lib/errors";
 import type { EventName } from "../domain/events";
 import { enqueueDeliveries } from "./events";
 import type { Deps } from "./deps";
-import { eraseGonePersons } from "./person-objects";
+import { eraseGonePersons } from "./person-erasures";
 import * as stale from "./trust-index/stale";
 import { makeCurrentAfterCommit } from "./trust-index/current";
 import { KEY_KINDS } from "../domain/key-kinds";
@@ -69,7 +69,7 @@ export class WriteBatch {
    * The person's own Durable Object is erased when the statement added just
    * before this one (the delete of their account) removed a row: recorded in
    * `person_erasures` in this batch, erased right after the commit, and by
-   * the `erase-persons` sweep if that fails (services/person-objects.ts).
+   * the `erase-persons` sweep if that fails (services/person-erasures.ts).
    */
   eraseObjectIfDeleted(personId: number) {
     const statement = batchableAll<{ personId: number }>(

@@ -275,7 +275,7 @@ export async function movePersonChunk(deps: Deps, body: MoveMessage, now: Date) 
   const object = deps.objects.of(personId);
   if (stage !== "compare") {
     const chunk = await CHUNKS[stage](deps, personId, after);
-    const held = chunk.rows > 0 ? await object.importRows(chunk.moved) : null;
+    const held = chunk.rows > 0 ? await deps.objects.write(personId, (person) => person.importRows(chunk.moved)) : null;
     // The person's move finished earlier (a message of an older run): nothing more to do.
     if (held?.finished) return { done: { personId, stage, rows: 0, state: "moved" } };
     const next: MoveMessage = chunk.full
@@ -319,7 +319,7 @@ export async function movePersonChunk(deps: Deps, body: MoveMessage, now: Date) 
     // The object refuses every later import (a rerun never brings back what the person changed since); it
     // is told D1's facts about the person (number, companies) and writes its trust-lookup keys from what it
     // now holds; a refusal leaves the work due for the index sweep.
-    await object.finishMove();
+    await deps.objects.write(personId, (person) => person.finishMove());
     await deps.db.batch([record, markStalePerson(deps.db, personId, now)]);
     await makeCurrent(deps, { keys: [KEY_KINDS.prs.key(personId)], now });
   } else {

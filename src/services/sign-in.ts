@@ -120,11 +120,11 @@ export async function signIn(
   if (losers >= 0) await tellPhonesChanged(deps, results[losers] as { personId: number }[]);
   // The person's object holds the device from now on (its first use adopts it too, should this fail); the
   // token's verification record is written now, so even its first request reads no D1.
-  const person = deps.objects.of(personId);
+  const claim = { tokenId: device.id, name: deviceName, createdAt: now.getTime(), expiresAt: null, usedAt: null };
   await Promise.all([
-    person
-      .addDevice({ tokenId: device.id, name: deviceName, createdAt: now.getTime(), expiresAt: null, usedAt: null })
-      .then(() => person.announce({ type: "device", data: device }))
+    deps.objects
+      .write(personId, (person) => person.addDevice(claim))
+      .then(() => deps.objects.of(personId).announce({ type: "device", data: device }))
       .catch((err: unknown) => logError("a new device was not told to its object; its first use adopts it", err)),
     settleTokenRecords(deps, [minted.hash], now).catch((err: unknown) =>
       logError("a new token's record was not written; its first use writes it", err),

@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { accessTokens } from "../db/schema";
 import { inList } from "../db/sql";
-import type { Principal } from "../types";
+import type { Principal } from "../domain/principal";
 import { signingRefOf, type StoredSigning } from "../domain/provider-signing";
 import { KEY_KINDS, keysOfKind } from "../domain/key-kinds";
 

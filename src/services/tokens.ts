@@ -5,7 +5,8 @@ import type { WriteCondition } from "../db/write-guard";
 import { base64url, sha256Hex } from "../lib/crypto";
 import { ApiError, unauthorized } from "../lib/errors";
 import { d1Fallback } from "../lib/fallback-gate";
-import type { Principal } from "../types";
+import type { Principal } from "../domain/principal";
+import type { TokenUseMessage } from "../domain/queue-messages";
 import { checkDevice, type DevicePrincipal, forgetDeviceCheck, isDevice } from "./device-checks";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
@@ -49,12 +50,6 @@ export const tokenHasValidShape = (token: string) => TOKEN_SHAPE.test(token);
 
 /** `last_used` and `last_login` are recorded at most once a day per token (`recordTokenUses`). */
 const USE_RECORDED_EVERY_MS = 86_400_000;
-
-/**
- * A token's use of the day on its way to D1 (the `token-uses` queue, docs/architecture.md,
- * "Tokens"): `h` the token's hash, `at` the request's time (ms).
- */
-export type TokenUseMessage = { h: string; at: number };
 
 /** The uses this isolate sent (hash → ms): its cache's 30 s do not send them again. */
 const usesSent = new Map<string, number>();

@@ -8,14 +8,9 @@ import { iso } from "../lib/time";
 import { inList } from "../db/sql";
 import { listAttempts } from "./webhook-delivery";
 import type { Deps } from "./deps";
+import { HISTORY_RETENTION_DAYS, type HistoryFilter, type HistoryRow } from "../domain/webhook-history";
 
-/**
- * How long a finished delivery is kept after it finished (docs/decisions.md,
- * "Retention"): a success 3 days (the receiver has it; the history is for
- * looking into what was just sent), a failure 30 days (time to see it, fix
- * the endpoint and resend).
- */
-export const HISTORY_RETENTION_DAYS = { success: 3, failed: 30 } as const;
+export { HISTORY_RETENTION_DAYS };
 
 /**
  * Daily pruning of the deliveries that finished with `status` longer ago
@@ -42,22 +37,44 @@ export async function pruneDeliveredHistory(
  * A webhook history entry (OpenAPI component `WebhookHistory`;
  * docs/webhooks.md, "History, attempts, test and resend").
  */
-export const toHistoryEntry = (row: typeof webhookDeliveries.$inferSelect) => ({
+export const toHistoryEntry = (
+  row: Pick<HistoryRow, "id" | "event" | "payload" | "status" | "result" | "createdAt">,
+) => ({
   id: row.id,
   event: row.event,
-  payload: row.payload,
+  payload: JSON.parse(row.payload) as unknown,
   status: row.status,
   result: row.result,
   created_at: iso(row.createdAt)!,
 });
 
-export type HistoryFilter = { start?: Date; end?: Date; types?: string[] };
+/** Newest first, and among entries of one millisecond the later written first (D1's order, kept by the object). */
+const newestFirst = (a: HistoryRow, b: HistoryRow) => b.createdAt.getTime() - a.createdAt.getTime() || b.seq - a.seq;
+
+const d1Row = {
+  id: webhookDeliveries.id,
+  seq: sql<number>`${webhookDeliveries}.rowid`,
+  webhookId: webhookDeliveries.webhookId,
+  event: webhookDeliveries.event,
+  payload: sql<string>`${webhookDeliveries.payload}`,
+  status: webhookDeliveries.status,
+  result: webhookDeliveries.result,
+  attempts: webhookDeliveries.attempts,
+  deliveredAt: webhookDeliveries.deliveredAt,
+  createdAt: webhookDeliveries.createdAt,
+};
 
 /**
  * One page of the company's delivery history, newest first (docs/decisions.md):
- * `start` inclusive, `end` exclusive, `types` any of the event names.
+ * `start` inclusive, `end` exclusive, `types` any of the event names. The
+ * entries on their way are in D1, the finished ones in the company's object
+ * (services/webhook-delivery/archive.ts): the page is the two merged, each
+ * read up to the page's end. An entry both hold (a hand-over between its
+ * two steps, or a resend) is the one D1 holds.
  */
-export async function listHistory({ db }: Deps, companyId: number, filter: HistoryFilter, page: Page) {
+export async function listHistory(deps: Deps, companyId: number, filter: HistoryFilter, page: Page) {
+  const { db } = deps;
+  const { limit, offset } = pageWindow(page);
   const where = and(
     eq(webhookDeliveries.companyId, companyId),
     filter.start ? gte(webhookDeliveries.createdAt, filter.start) : undefined,
@@ -65,40 +82,49 @@ export async function listHistory({ db }: Deps, companyId: number, filter: Histo
     // One JSON parameter however many names the query repeats (D1 binds at most 100).
     filter.types?.length ? inList(webhookDeliveries.event, [...new Set(filter.types)]) : undefined,
   );
-  const [rows, total] = await Promise.all([
+  const [inD1, d1Total, kept] = await Promise.all([
     db
-      .select()
+      .select(d1Row)
       .from(webhookDeliveries)
       .where(where)
       .orderBy(desc(webhookDeliveries.createdAt), desc(sql`rowid`))
-      .limit(pageWindow(page).limit)
-      .offset(pageWindow(page).offset)
+      .limit(offset + limit)
       .all(),
     db.$count(webhookDeliveries, where),
+    deps.companyObjects.of(companyId).history(filter, offset + limit),
   ]);
-  return { total, items: rows.map(toHistoryEntry) };
+  const inBoth = new Set(inD1.map((row) => row.id));
+  const finished = kept.rows.filter((row) => !inBoth.has(row.id));
+  const merged = [...inD1, ...finished].sort(newestFirst).slice(offset, offset + limit);
+  return {
+    total: d1Total + kept.total - (kept.rows.length - finished.length),
+    items: merged.map(toHistoryEntry),
+  };
 }
 
 /** One entry of the company's history with its attempts, oldest first; a 404 when the company has none such. */
-export async function getHistoryEntry({ db }: Deps, companyId: number, id: string) {
-  const entry = await historyEntry(db, companyId, id);
-  return entry ? { ok: true as const, entry } : refusal(404, `history entry ${id} does not exist`);
-}
-
-async function historyEntry(db: Db, companyId: number, id: string) {
-  const row = await db
-    .select()
-    .from(webhookDeliveries)
-    .where(and(eq(webhookDeliveries.companyId, companyId), eq(webhookDeliveries.id, id)))
-    .get();
-  if (!row) return null;
-  const attempts = await listAttempts(db, id);
+export async function getHistoryEntry(deps: Deps, companyId: number, id: string) {
+  const [inD1, kept] = await Promise.all([
+    deps.db
+      .select(d1Row)
+      .from(webhookDeliveries)
+      .where(and(eq(webhookDeliveries.companyId, companyId), eq(webhookDeliveries.id, id)))
+      .get(),
+    deps.companyObjects.of(companyId).entry(id),
+  ]);
+  const row = inD1 ?? kept?.row;
+  if (!row) return refusal(404, `history entry ${id} does not exist`);
+  // A resent entry: its earlier attempts in the object, the new ones in D1.
+  const attempts = [...(kept?.attempts ?? []), ...(inD1 ? await listAttempts(deps.db, id) : [])];
   return {
-    ...toHistoryEntry(row),
-    attempts: attempts.map((attempt) => ({
-      at: iso(attempt.at)!,
-      result: attempt.result,
-      duration_ms: attempt.durationMs,
-    })),
+    ok: true as const,
+    entry: {
+      ...toHistoryEntry(row),
+      attempts: attempts.map((attempt) => ({
+        at: iso(attempt.at)!,
+        result: attempt.result,
+        duration_ms: attempt.durationMs,
+      })),
+    },
   };
 }

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { COMPANIES_COMPLETE_KEY, companyKey } from "../../src/domain/company-records";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import { makeCurrent } from "../../src/services/trust-index/current";
 import { as, call, countD1, DEMO, indexWorkApplied, insertToken, type HeartbeatBody } from "../helpers";
 

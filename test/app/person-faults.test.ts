@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { receiverKey } from "../../src/domain/trust-records";
 import worker from "../../src/index";
 import type { BackgroundMessage } from "../../src/domain/queue-messages";
-import { ERASE_CHUNK, ERASE_RETRY_MS } from "../../src/services/person-objects";
+import { ERASE_CHUNK, ERASE_RETRY_MS } from "../../src/services/person-erasures";
 import { as, call, countInPersonObject, countRows, DEMO, inPersonObject, insertToken, personObject } from "../helpers";
 
 /**

@@ -6,7 +6,7 @@ import { accessTokens, people } from "../../src/db/schema";
 import { PUSH_RETRY_MS, PUSH_TTL_SECONDS, type PushJob } from "../../src/domain/push";
 import { base64url, fromBase64url } from "../../src/lib/crypto";
 import { ApiError } from "../../src/lib/errors";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import { forgetApnsTokens } from "../../src/services/push/apns";
 import { forgetFcmTokens, FCM_SCOPE, FCM_TOKEN_URL } from "../../src/services/push/fcm";
 import { registerPush } from "../../src/services/push";

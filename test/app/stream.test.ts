@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { createDb } from "../../src/db/client";
 import { accessTokens, memberships, people } from "../../src/db/schema";
 import { sha256Hex } from "../../src/lib/crypto";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import { mintStreamTicket, redeemStreamTicket } from "../../src/services/stream";
 import { call, expectError, fresh, insertToken, personObject, sendChat } from "../helpers";
 import { eq } from "drizzle-orm";

@@ -279,7 +279,7 @@ describe("Idempotency-Key on a company's write (webhooks, kept in D1)", () => {
       .bind(Date.now() - 25 * 3600 * 1000)
       .run();
     const { pruneExpired } = await import("../../src/services/retention");
-    const { createDeps } = await import("../../src/services/deps");
+    const { createDeps } = await import("../../src/services/create-deps");
     const run = await pruneExpired(createDeps(env), new Date());
     expect(run.pruned.idempotencyKeys).toBeGreaterThanOrEqual(1);
     expect(await countRows("SELECT count(*) AS n FROM company_idempotency_keys WHERE key = 'old-key'")).toBe(0);

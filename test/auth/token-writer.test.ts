@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createDb } from "../../src/db/client";
 import { sha256Hex } from "../../src/lib/crypto";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import { putReservedToken, reserveTokenRecord } from "../../src/services/trust-index/token-slots";
 import { makeCurrent } from "../../src/services/trust-index/current";
 import { markStale } from "../../src/services/trust-index/stale";

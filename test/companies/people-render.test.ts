@@ -12,7 +12,7 @@ import {
   personPhones,
   scanResults,
 } from "../../src/db/schema";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import { loadPeople, type PersonBody } from "../../src/services/people";
 import { as, fresh } from "../helpers";
 

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { purgeExpiredEphemeral } from "../../src/services/memberships";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import { countRows, DEMO } from "../helpers";
 
 /**

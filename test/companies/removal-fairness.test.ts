@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { REMOVAL_BATCH_SIZE, submitRemovalRequests } from "../../src/services/exposures";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import { countRows, DEMO } from "../helpers";
 
 // Removal requests are fair across companies (docs/decisions.md, "Removal requests"): a company's

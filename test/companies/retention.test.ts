@@ -13,7 +13,7 @@ import { createDb } from "../../src/db/client";
 import { pruneOlderThan } from "../../src/db/prune";
 import { blockedCalls } from "../../src/db/schema";
 import worker from "../../src/index";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import { pruneExpired, RETENTION_RULE_COUNT, RETENTION_STATEMENTS_PER_RULE } from "../../src/services/retention";
 import { as, employeeBody, fresh, inPersonObject, personObject } from "../helpers";
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { EVENT_NAMES } from "../../src/domain/events";
 import { submitRemovalRequests } from "../../src/services/exposures";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import { as, call, DEMO, expectError } from "../helpers";
 import { deliverPending } from "../webhook-receiver";
 

@@ -14,7 +14,7 @@ import {
   startRebuildRanges,
   type RebuildMessage,
 } from "../../src/services/index-rebuild";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import type { BackgroundMessage } from "../../src/domain/queue-messages";
 import worker from "../../src/index";
 import { as, call, countD1, DEMO, indexKeysWritten, insertToken } from "../helpers";

@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import { pruneExpired } from "../../src/services/retention";
 import {
   as,

@@ -3,7 +3,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { KEY_WRITE_GAP_MS } from "../../src/db/kv-writes";
 import { makeCurrent } from "../../src/services/trust-index/current";
 import { markStale } from "../../src/services/trust-index/stale";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import { as, DEMO, indexKeysWritten, indexWorkApplied, personObject, secureNumberOf } from "../helpers";
 
 /**

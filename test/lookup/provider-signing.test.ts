@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, inject, it } from "vitest";
 import { createApp } from "../../src/app";
 import worker from "../../src/index";
 import { sha256Hex } from "../../src/lib/crypto";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import { rotateProviderSecrets } from "../../src/services/provider-secrets";
 import { as, call, DEMO, expectError, insertToken } from "../helpers";
 import { parseXml } from "../support/xml";

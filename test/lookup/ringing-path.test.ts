@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { phoneFromInternational, phoneFromParts } from "../../src/lib/phone";
 import { addCompanyPhone, verifyCompanyPhone } from "../../src/services/company-phones";
 import { createDb } from "../../src/db/client";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import { makeCurrent } from "../../src/services/trust-index/current";
 import { markStale } from "../../src/services/trust-index/stale";
 import {

@@ -3,8 +3,9 @@ import { describe, expect, it, vi } from "vitest";
 import { makeCurrent } from "../../src/services/trust-index/current";
 import { EMPTY_FILL_TTL_SECONDS } from "../../src/services/trust-index/read";
 import { markStale } from "../../src/services/trust-index/stale";
-import { createDeps } from "../../src/services/deps";
-import { personObjectsFrom, type PersonObjects } from "../../src/services/person-objects";
+import { createDeps } from "../../src/services/create-deps";
+import type { PersonStub } from "../../src/objects/person/stub";
+import { personObjectsFrom } from "../../src/services/person-objects";
 import { recordBlockedCall } from "../../src/services/blocked-calls";
 import {
   as,
@@ -470,9 +471,7 @@ describe("trust-lookup: blocked calls", () => {
   it("a call joining another request's group of blocked calls returns at once: no request awaits another's I/O", async () => {
     // The group's leader sends the append; an append that never completes must not hold the others
     // (under wrangler dev that wait was ~95 "Promise will never complete" errors per 100 lookups).
-    const hanging = { recordBlockedCalls: () => new Promise<void>(() => {}) } as unknown as ReturnType<
-      PersonObjects["of"]
-    >;
+    const hanging = { recordBlockedCalls: () => new Promise<void>(() => {}) } as unknown as PersonStub;
     const persons = personObjectsFrom(() => hanging);
     const personId = 700_000 + Math.floor(Math.random() * 100_000);
     const blocked = { personId, callerId: null, countryCode: "1", phoneNumber: "3035550170" };
@@ -491,7 +490,7 @@ describe("trust-lookup: blocked calls", () => {
     vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
     const broken = {
       recordBlockedCalls: () => Promise.reject(new Error("SQLITE_IOERR: disk I/O error")),
-    } as unknown as ReturnType<PersonObjects["of"]>;
+    } as unknown as PersonStub;
     const failing = personObjectsFrom(() => broken);
     try {
       await recordBlockedCall(

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { guardStatement } from "../../src/db/guard";
 import { badRequest, conflict, unauthorized } from "../../src/lib/errors";
 import { accepted, refusal, refused } from "../../src/lib/answer";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import { WriteBatch } from "../../src/services/outbox";
 
 /**

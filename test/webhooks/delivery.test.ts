@@ -2,7 +2,7 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
-import { createDeps } from "../../src/services/deps";
+import { createDeps } from "../../src/services/create-deps";
 import { sweepOutbox } from "../../src/services/webhook-delivery";
 import { as } from "../helpers";
 import {

@@ -32,8 +32,10 @@ describe("webhook bookkeeping", () => {
     const { writes, statements } = await webhookWrites(() => deliver(deliveryId));
     expect(await deliveryRow(deliveryId)).toMatchObject({ status: "success", attempts: 1 });
     expect(writes).toEqual([]);
-    // The delivery's read, then one batch: the attempt and the delivery's row.
-    expect(statements).toBe(3);
+    // The delivery's read, then one batch: the attempt and the delivery's row; then its hand-over to the
+    // company's object (src/services/webhook-delivery/archive.ts): one batch reading the row and its
+    // attempts, and the delete of the D1 row.
+    expect(statements).toBe(6);
     expect(await webhookRow(webhook.id)).toEqual(before);
   });
 

@@ -2,7 +2,7 @@ import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { Answer, ContactInput, ContactRead } from "./api";
 import * as book from "./contacts";
 import * as keys from "./index-keys";
-import { mirrorForRead, trustedMe } from "./trust";
+import { mirrorForRead, trustedMe } from "./mirror";
 
 /*
  * The person's contacts as the object's methods change and answer them

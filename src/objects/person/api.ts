@@ -1,4 +1,6 @@
+import type { readActivity } from "../../domain/activity";
 import type { BlockReason } from "../../domain/caller-verification";
+import type { PeerCard } from "../../domain/facts";
 import type { feed, trustRequests } from "./schema";
 
 /*
@@ -39,6 +41,9 @@ export type DeviceCheck = { ok: true; firstUseToday: boolean } | { ok: false; re
 
 /** A record of the person's feed, as the object stores it. */
 export type FeedRow = typeof feed.$inferSelect;
+
+/** A record as its reader sees it (GET /activity's shape; feed.ts). */
+export type FeedView = ReturnType<typeof readActivity<FeedRow["type"]>>;
 
 /** A call the provider was told not to put through, as the object keeps it. */
 export type BlockedCallRow = {
@@ -108,6 +113,56 @@ export const MIRROR_INLINE = 1_000;
 /** A person's setting for a company: trusted, negative, or (null) none. */
 export type CompanySetting = "trusted" | "negative" | null;
 
+/* ---------- chats between objects (senders.ts) ---------- */
+
+/**
+ * What the sender's object tells the receiver's about its person: who they
+ * are, their companies and number, and (`card`) their names, which the
+ * receiver keeps for its feed and streams (peers.ts).
+ */
+export type Sender = { personId: number; companies: number[]; e164: string | null; card?: PeerCard | null };
+
+/* ---------- the one-time move from D1 (move.ts, docs/move-removal.md): goes with it ---------- */
+
+/** A trust request moved in from D1: its D1 id, its times in milliseconds. */
+export type MovedTrustRequestRow = Omit<TrustRequestRow, "decidedAt" | "createdAt" | "updatedAt"> & {
+  decidedAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+};
+/** A row moved in from D1: its D1 id, its time in milliseconds. */
+export type MovedFeedRow = Omit<FeedRow, "createdAt"> & { createdAt: number };
+/** A contact moved in from D1 (services/person-moves.ts): its D1 id and times. */
+export type MovedContact = StoredContact;
+
+/** One chunk of a person's rows moved in from D1 (services/person-moves.ts): D1 ids, times in ms. */
+export type MovedRows = {
+  feed?: MovedFeedRow[];
+  blockedCalls?: (BlockedCallRow & { id: number })[];
+  trustRequests?: MovedTrustRequestRow[];
+  contacts?: MovedContact[];
+  tombstones?: { contactId: number; deletedAt: number }[];
+  decisions?: { personId: number; trusted: boolean; updatedAt: number }[];
+  companySettings?: { companyId: number; trust: "trusted" | "negative"; updatedAt: number }[];
+  mirror?: { personId: number; trusted: boolean; decidedAt: number }[];
+};
+
+/** How many rows the object holds, per kind; `moved*`: of them, those that came from D1. */
+export type HeldCounts = {
+  feed: number;
+  blockedCalls: number;
+  movedFeed: number;
+  movedBlockedCalls: number;
+  movedTrustRequests: number;
+  movedContacts: number;
+  tombstones: number;
+  decisions: number;
+  companySettings: number;
+  mirror: number;
+  /** The move of this person finished: the object takes no more imports. */
+  finished: boolean;
+};
+
 /* ---------- what else crosses ---------- */
 
 export type { ActivityInput } from "../../domain/activity";
@@ -119,7 +174,3 @@ export type { AnswerToKeep, IdempotencyClaim, KeptAnswer } from "../../domain/id
 export type { AccountEvent, Requester } from "../../domain/stream";
 export type { ReceiverRecord } from "../../domain/trust-records";
 export type { Backlog, ConnectParams } from "./stream";
-export type { FeedView } from "./feed";
-export type { Sender } from "./senders";
-/** The one-time move from D1 (move.ts, docs/move-removal.md): goes with it. */
-export type { HeldCounts, MovedContact, MovedFeedRow, MovedRows, MovedTrustRequestRow } from "./move";

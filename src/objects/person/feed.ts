@@ -3,7 +3,7 @@ import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import { readActivity, type ActivityInput, type Party } from "../../domain/activity";
 import type { PeerCard } from "../../domain/facts";
 import { wakingChats } from "../../domain/push";
-import type { Answer, FeedRow, Refusal } from "./api";
+import type { Answer, FeedRow, FeedView, Refusal, Sender } from "./api";
 import * as budgets from "./budgets";
 import { ACTIVITY_BUDGET, STRANGERS_BUDGET, utcDay } from "./budgets";
 import type { WriteGate } from "./gate";
@@ -14,7 +14,7 @@ import { feed, activityDays, receivedDays } from "./schema";
 import type { Self } from "./self";
 import * as peers from "./peers";
 import type { OwnAccount } from "./profile";
-import { isAcquainted, type Sender } from "./senders";
+import { isAcquainted } from "./senders";
 import type { FeedSource, Stream } from "./stream";
 
 /*
@@ -41,9 +41,6 @@ export type RecordAnswer = Answer<{ row: FeedRow }>;
 
 /** The receiver's answer to a chat: its id in both feeds, and who the receiver is (their names travel back). */
 export type Accepted = { id: number; card: PeerCard | null };
-
-/** A record as its reader sees it (GET /activity's shape). */
-export type FeedView = ReturnType<typeof readActivity<FeedRow["type"]>>;
 
 /** A chat to an id that is no account (or no longer is): kept in the sender's feed only. */
 export const NO_ACCOUNT: Refusal = { ok: false, status: 404, message: "no such person" };

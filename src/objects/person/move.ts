@@ -1,7 +1,7 @@
 import { lt, sql, type SQL } from "drizzle-orm";
 import { inList } from "../../db/sql";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
-import type { BlockedCallRow, FeedRow, StoredContact, TrustRequestRow } from "./api";
+import type { HeldCounts, MovedContact, MovedRows } from "./api";
 import * as book from "./contacts";
 import * as keys from "./index-keys";
 import {
@@ -15,57 +15,18 @@ import {
   trustRequests,
   type ContactValueKind,
 } from "./schema";
-import { receiveMirror } from "./trust";
+import { receiveMirror } from "./mirror";
 
 /*
  * THE ONE-TIME MOVE FROM D1 (docs/architecture.md, "The one-time move from
  * D1"): the object's side of services/person-moves.ts. Everything of the move
  * inside the object is here, plus its three RPC methods in person.ts
- * (`importRows`, `finishMove`, `counts`) and the type re-export in api.ts.
+ * (`importRows`, `finishMove`, `counts`) and its types in api.ts.
  * Once every person is `moved`, all of it goes together with the D1 tables:
  * see docs/move-removal.md.
  */
 
 type Db = DrizzleSqliteDODatabase;
-
-/** A trust request moved in from D1: its D1 id, its times in milliseconds. */
-export type MovedTrustRequestRow = Omit<TrustRequestRow, "decidedAt" | "createdAt" | "updatedAt"> & {
-  decidedAt: number | null;
-  createdAt: number;
-  updatedAt: number;
-};
-/** A row moved in from D1: its D1 id, its time in milliseconds. */
-export type MovedFeedRow = Omit<FeedRow, "createdAt"> & { createdAt: number };
-/** A contact moved in from D1 (services/person-moves.ts): its D1 id and times. */
-export type MovedContact = StoredContact;
-
-/** One chunk of a person's rows moved in from D1 (services/person-moves.ts): D1 ids, times in ms. */
-export type MovedRows = {
-  feed?: MovedFeedRow[];
-  blockedCalls?: (BlockedCallRow & { id: number })[];
-  trustRequests?: MovedTrustRequestRow[];
-  contacts?: MovedContact[];
-  tombstones?: { contactId: number; deletedAt: number }[];
-  decisions?: { personId: number; trusted: boolean; updatedAt: number }[];
-  companySettings?: { companyId: number; trust: "trusted" | "negative"; updatedAt: number }[];
-  mirror?: { personId: number; trusted: boolean; decidedAt: number }[];
-};
-
-/** How many rows the object holds, per kind; `moved*`: of them, those that came from D1. */
-export type HeldCounts = {
-  feed: number;
-  blockedCalls: number;
-  movedFeed: number;
-  movedBlockedCalls: number;
-  movedTrustRequests: number;
-  movedContacts: number;
-  tombstones: number;
-  decisions: number;
-  companySettings: number;
-  mirror: number;
-  /** The move of this person finished: the object takes no more imports. */
-  finished: boolean;
-};
 
 /** Ids below this came from D1 (the move); ids this object makes are time-based and far above (ids.ts). */
 export const MOVED_ID_LIMIT = 2 ** 40;

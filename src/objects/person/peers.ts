@@ -5,7 +5,7 @@ import { unnamedParty, type FeedRecord, type Party, type PersonParty } from "../
 import type { Names, PeerCard } from "../../domain/facts";
 import { readFacts } from "./index-keys";
 import { peers } from "./schema";
-import { trustedMe } from "./trust";
+import { trustedMe } from "./mirror";
 
 /*
  * Names travel with facts (docs/architecture.md): each object holds its own

@@ -12,6 +12,7 @@ import { heartbeatTimes } from "./heartbeat";
 import * as idempotency from "./idempotency";
 import * as keys from "./index-keys";
 import { answerMiss, KeyWriter, rewriteAll, values } from "./index-writer";
+import * as mirror from "./mirror";
 import * as move from "./move";
 import { ownAccount } from "./profile";
 import { Push } from "./push";
@@ -155,11 +156,11 @@ export class Person extends DurableObject<Env> {
   }
   /** The mirror: `from` decided about this person at `decidedAt` (ms); a late older decision changes nothing. */
   receiveMirror(from: number, trusted: boolean, decidedAt: number): void {
-    this.gate.now(undefined, () => trust.receiveMirror(this.db, from, trusted, decidedAt));
+    this.gate.now(undefined, () => mirror.receiveMirror(this.db, from, trusted, decidedAt));
   }
   /** The people among `ids` who trusted this person; all of them only for tests and the operator. */
   trustedMe(ids?: number[]): number[] {
-    return trust.trustedMe(this.db, ids);
+    return mirror.trustedMe(this.db, ids);
   }
   /** Sets (null: removes) this person's trust in a company; `visible`: D1 found it nameable, else a 404. */
   async setCompanyTrust(companyId: number, setting: api.CompanySetting, visible: boolean): Promise<api.Answer> {

@@ -7,7 +7,7 @@ import { requestsSpent } from "./budgets";
 import { nextId } from "./ids";
 import { learn, namesOf } from "./peers";
 import { MAX_TRUST_REQUESTS_PER_DAY, secondsToNextDay, utcDay } from "./limits";
-import type { Person } from "./person";
+import type { PersonStub } from "./stub";
 import { requestOutbox, trustRequestDays, trustRequests } from "./schema";
 
 /*
@@ -175,7 +175,7 @@ export function close(db: Db, requesterId: number, trusted: boolean): void {
  */
 export async function sendQueued(
   db: Db,
-  peer: (personId: number) => DurableObjectStub<Person>,
+  peer: (personId: number) => PersonStub,
   card: PeerCard | null,
 ): Promise<boolean> {
   const due = queued(db);

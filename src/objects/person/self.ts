@@ -4,10 +4,9 @@ import migrations from "../../../drizzle-person/migrations.js";
 import { createDb } from "../../db/client";
 import { factsOf } from "../../db/facts";
 import * as keys from "./index-keys";
-import { personStub } from "./stub";
-import type { Person } from "./person";
+import { personStub, type PersonStub } from "./stub";
 import { erasure } from "./schema";
-import type { Sender } from "./senders";
+import type { Sender } from "./api";
 import type { Facts, PeerCard, Profile } from "../../domain/facts";
 
 /*
@@ -127,7 +126,7 @@ export class Self {
   }
 
   /** The stub of another person's object (a chat, a mirror, a trust request on its way). */
-  peer(personId: number): DurableObjectStub<Person> {
+  peer(personId: number): PersonStub {
     return personStub(this.env.PERSON, personId);
   }
 

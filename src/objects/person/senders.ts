@@ -2,20 +2,13 @@ import { and, eq } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import { readFacts } from "./index-keys";
 import { contactValues, personTrust, trustedBy } from "./schema";
-import type { PeerCard } from "../../domain/facts";
+import type { Sender } from "./api";
 
 /*
  * Who a chat comes from, as the receiving object judges it (docs/decisions.md,
  * "The receiving budget"): chats from people who know the receiver, and from
  * the receiver's contacts, are not counted against the budget strangers share.
  */
-
-/**
- * What the sender's object tells the receiver's about its person: who they
- * are, their companies and number, and (`card`) their names, which the
- * receiver keeps for its feed and streams (peers.ts).
- */
-export type Sender = { personId: number; companies: number[]; e164: string | null; card?: PeerCard | null };
 
 /**
  * Whether `sender` is no stranger to this object's person: they share a

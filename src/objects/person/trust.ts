@@ -3,16 +3,16 @@ import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { CallPolicy } from "../../domain/caller-verification";
 import { inList } from "../../db/sql";
 import { deliverEach } from "./outboxes";
-import { MIRROR_INLINE, type ContactRead } from "./api";
 import * as keys from "./index-keys";
-import type { Person } from "./person";
+import type { PersonStub } from "./stub";
 import * as requests from "./requests";
-import { companyTrust, mirrorOutbox, personTrust, settings, trustedBy } from "./schema";
+import { companyTrust, mirrorOutbox, personTrust, settings } from "./schema";
 
 /*
  * The person's trust (docs/architecture.md, "What crosses people"): their
- * decisions about people and companies, who may ring them, and the mirror
- * (others' decisions about them), with the outbox of mirrors on their way.
+ * decisions about people and companies, who may ring them, and the outbox of
+ * mirrors on their way (the mirror they make, others' decisions about this
+ * person, is mirror.ts).
  * Functions over the object's database, run inside its methods; only
  * `sendMirrors` awaits (after the commit). A change marks the receiver
  * record's key due in its own transaction (index-keys.ts).
@@ -51,40 +51,6 @@ export function decisions(db: Db, ids?: number[]): { personId: number; trusted: 
     .from(personTrust)
     .where(ids ? inList(personTrust.personId, ids) : undefined)
     .all();
-}
-
-/** The mirror: `from` decided about this person at `decidedAt` (ms); an older decision arriving late changes nothing. */
-export function receiveMirror(db: Db, from: number, trusted: boolean, decidedAt: number): void {
-  db.insert(trustedBy)
-    .values({ personId: from, trusted, decidedAt })
-    .onConflictDoUpdate({
-      target: trustedBy.personId,
-      set: { trusted, decidedAt },
-      setWhere: sql`${trustedBy.decidedAt} <= excluded.decided_at`,
-    })
-    .run();
-}
-
-/** The people among `ids` who trusted this person (the mirror); all of them when `ids` is left out. */
-export function trustedMe(db: Db, ids?: number[]): number[] {
-  return db
-    .select({ id: trustedBy.personId })
-    .from(trustedBy)
-    .where(and(eq(trustedBy.trusted, true), ids ? inList(trustedBy.personId, ids) : undefined))
-    .all()
-    .map((row) => row.id);
-}
-
-/** Who trusted this person, as a read carries it: everyone up to `MIRROR_INLINE`, else nobody (`trustedMeOf: []`). */
-export function mirrorForRead(db: Db): Pick<ContactRead, "trustedMe" | "trustedMeOf"> {
-  const ids = db
-    .select({ id: trustedBy.personId })
-    .from(trustedBy)
-    .where(eq(trustedBy.trusted, true))
-    .limit(MIRROR_INLINE + 1)
-    .all()
-    .map((row) => row.id);
-  return ids.length > MIRROR_INLINE ? { trustedMe: [], trustedMeOf: [] } : { trustedMe: ids };
 }
 
 /**
@@ -152,11 +118,7 @@ export const mirrorsQueued = (db: Db): number =>
  * Sends the mirrors not yet delivered (from person `me`) to the people they
  * are about; answers whether one failed (it stays queued for the alarm).
  */
-export async function sendMirrors(
-  db: Db,
-  me: number | null,
-  peer: (personId: number) => DurableObjectStub<Person>,
-): Promise<boolean> {
+export async function sendMirrors(db: Db, me: number | null, peer: (personId: number) => PersonStub): Promise<boolean> {
   const due = db.select().from(mirrorOutbox).all();
   if (me === null || due.length === 0) return false;
   return deliverEach(

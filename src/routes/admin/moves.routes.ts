@@ -56,3 +56,56 @@ export const personMoveStatus = createRoute({
     ...errorResponses(401, 403, 429),
   },
 });
+
+/*
+ * The companies' move into their own objects (docs/architecture.md, "The Company object"): what
+ * moves today is the finished webhook history, which D1 hands to each company's object.
+ */
+
+export const CompanyMoveStatusSchema = z
+  .object({
+    finished_in_d1: z.number().int().openapi({
+      description: "Finished webhook deliveries still in D1, to be handed to their company's object (0: moved)",
+      example: 0,
+    }),
+    on_their_way: z.number().int().openapi({
+      description: "Deliveries still being sent or retried: D1 keeps them until they finish",
+      example: 12,
+    }),
+  })
+  .openapi("CompanyMoveStatus");
+
+export const startCompanyMoves = createRoute({
+  operationId: "adminStartCompanyMoves",
+  method: "post",
+  path: "/internal/company-data/move",
+  tags,
+  summary: "Move every company's finished webhook history from D1 into its object",
+  description:
+    NEEDS +
+    "Starts the background job: finished deliveries are handed to their company's object 100 at a time, oldest " +
+    "first, with their attempts, and leave D1. Safe to start again: a second run finds nothing to move, and an " +
+    "entry handed twice is kept once. Reads merge both stores throughout, so a company is served from D1 until " +
+    "its move finishes. Answers where the move stood when it started; poll GET for progress.",
+  security: bearerSecurity,
+  middleware: [requireAdmin] as const,
+  responses: {
+    202: jsonContent(CompanyMoveStatusSchema, "The move is under way"),
+    ...errorResponses(401, 403, 429),
+  },
+});
+
+export const companyMoveStatus = createRoute({
+  operationId: "adminCompanyMoveStatus",
+  method: "get",
+  path: "/internal/company-data/move",
+  tags,
+  summary: "Where the move of company data stands",
+  description: NEEDS + "Finished deliveries still in D1 (0 once moved), and those still on their way.",
+  security: bearerSecurity,
+  middleware: [requireAdmin] as const,
+  responses: {
+    200: jsonContent(CompanyMoveStatusSchema, "What is left in D1"),
+    ...errorResponses(401, 403, 429),
+  },
+});

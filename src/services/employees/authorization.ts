@@ -3,7 +3,7 @@ import { guardStatement } from "../../db/guard";
 import { membershipRoles, memberships, roles } from "../../db/schema";
 import { forbidden, notFound } from "../../lib/errors";
 import { grants, type Permission } from "../../lib/permissions";
-import type { CompanyAccess } from "../../types";
+import type { CompanyAccess } from "../companies";
 import { companyRoles, roleNamed } from "../companies";
 import { lastSettingsWriter } from "./errors";
 import type { Deps } from "../deps";

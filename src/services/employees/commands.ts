@@ -21,7 +21,7 @@ import {
 } from "../../domain/employees";
 import { ApiError, badRequest, notFound } from "../../lib/errors";
 import { grants } from "../../lib/permissions";
-import type { CompanyAccess } from "../../types";
+import type { CompanyAccess } from "../companies";
 import { companyRoles } from "../companies";
 import { renderPersonDeliveries } from "../events";
 import { findLicense, matchLicense } from "../licenses";

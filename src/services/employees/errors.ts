@@ -1,6 +1,6 @@
 import { MAX_EMPLOYEES_PER_COMPANY } from "../../domain/employees";
 import { badRequest, conflict } from "../../lib/errors";
-import type { CompanyAccess } from "../../types";
+import type { CompanyAccess } from "../companies";
 
 /**
  * The answers of the employee commands' refusals (a failed batch is turned

@@ -4,6 +4,7 @@ import { loggableError } from "../../lib/errors";
 import { logError } from "../../lib/log";
 import { endpointProblem } from "../../lib/outbound-url";
 import type { Deps } from "../deps";
+import type { PushSecrets } from "./secrets";
 import { sendApns } from "./apns";
 import { sendFcm, serviceAccountOf } from "./fcm";
 import { missingSecret, type PushOutcome } from "./outcome";
@@ -20,28 +21,6 @@ export { registerPush, unregisterPush, pushRegistrationView } from "./registrati
  * one); a retry is the queue's, with backoff, within `PUSH_RETRY_MS` of the
  * event.
  */
-
-/** The deployment's push credentials (Worker secrets, src/secrets.d.ts); any may be unset. */
-export type PushSecrets = Pick<
-  Env,
-  | "VAPID_PUBLIC_KEY"
-  | "VAPID_PRIVATE_KEY"
-  | "VAPID_SUBJECT"
-  | "FCM_SERVICE_ACCOUNT"
-  | "APNS_KEY"
-  | "APNS_KEY_ID"
-  | "APNS_TEAM_ID"
->;
-
-export const pushSecretsOf = (env: Env): PushSecrets => ({
-  VAPID_PUBLIC_KEY: env.VAPID_PUBLIC_KEY,
-  VAPID_PRIVATE_KEY: env.VAPID_PRIVATE_KEY,
-  VAPID_SUBJECT: env.VAPID_SUBJECT,
-  FCM_SERVICE_ACCOUNT: env.FCM_SERVICE_ACCOUNT,
-  APNS_KEY: env.APNS_KEY,
-  APNS_KEY_ID: env.APNS_KEY_ID,
-  APNS_TEAM_ID: env.APNS_TEAM_ID,
-});
 
 /** The names among `names` whose secret is unset, or null when every one is set. */
 function unset(secrets: PushSecrets, names: (keyof PushSecrets)[]): string | null {
@@ -105,7 +84,7 @@ export async function runPushJob(
   const fields = { deviceId: job.deviceId, push: job.target.kind, type: job.event.type };
   if (outcome.result === "gone") {
     // The push service no longer knows the device: its registration goes (unless it changed since).
-    await deps.objects.of(job.personId).changePush(job.deviceId, null, job.target);
+    await deps.objects.write(job.personId, (person) => person.changePush(job.deviceId, null, job.target));
   }
   const late = now.getTime() - job.at >= PUSH_RETRY_MS;
   if (outcome.result === "failed" || outcome.result === "skipped" || (outcome.result === "retry" && late)) {

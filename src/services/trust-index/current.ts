@@ -189,7 +189,7 @@ async function tellObjects({ db, objects }: Deps, personIds: number[]): Promise<
   await Promise.all(
     (await factsOf(db, personIds)).map(async (facts) => {
       try {
-        await objects.of(facts.personId).takeFacts(facts);
+        await objects.write(facts.personId, (person) => person.takeFacts(facts));
         told.add(facts.personId);
       } catch (err) {
         logError("telling a person's object its facts failed; retried later", err, { personId: facts.personId });

@@ -10,8 +10,10 @@
  * - `lanes.ts`: concurrency and fairness within one consumer run;
  * - `records.ts`: the history rows and attempts in D1;
  * - `test-send.ts`, `resend.ts`, `sweep.ts`: `POST /webhooks/{id}/test`,
- *   the resend of a history entry, the outbox sweep.
+ *   the resend of a history entry, the outbox sweep;
+ * - `archive.ts`: finished deliveries handed to their company's object.
  */
+export { handOverFinished, handOverStatus, HANDOVER_CHUNK } from "./archive";
 export { attemptDelivery, type AttemptOptions, type DeliveryOutcome } from "./attempt";
 export { fairOrder, Lanes } from "./lanes";
 export { deliveriesById, listAttempts, type Delivery } from "./records";

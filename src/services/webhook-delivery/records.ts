@@ -2,9 +2,23 @@ import { and, asc, eq, notInArray } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { webhookAttempts, webhookDeliveries, webhooks } from "../../db/schema";
 import { inList } from "../../db/sql";
-import type { Answer } from "./sending";
 
 /** What a delivery reads and writes in D1: its history row with its webhook, and its attempts. */
+
+/**
+ * The `result` of one attempt: the HTTP status as digits, or one of these.
+ * A network error's own text is never recorded: it would tell a company
+ * what lies behind an address it does not own.
+ */
+export type AttemptResult = `${number}` | "timeout" | "connection failed" | "invalid response" | "invalid endpoint";
+
+/** What one attempt answered (sending.ts), as its record keeps it. */
+export type Answer = {
+  result: AttemptResult;
+  status: number | null;
+  retryAfterSeconds: number | null;
+  durationMs: number;
+};
 
 export const FINISHED = ["success", "failed"] as const;
 

@@ -1,6 +1,7 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { webhookDeliveries, webhooks } from "../../db/schema";
 import { refusal, type Answer } from "../../lib/answer";
+import { logError } from "../../lib/log";
 import { enqueueDeliveries } from "../events";
 import type { Deps } from "../deps";
 
@@ -11,24 +12,56 @@ import type { Deps } from "../deps";
  * deliver it once more: receivers deduplicate by `webhook-id`. Refused: a 404
  * for an entry the company does not have, a 409 when its webhook was deleted
  * or is inactive.
+ *
+ * A finished entry the company's object keeps (services/webhook-delivery/archive.ts)
+ * comes back to D1 as on its way, under its id and creation time; the object
+ * is told after that, so the entry is listed throughout (D1's row answers for
+ * it while both hold it).
  */
 export async function resendDelivery(deps: Deps, companyId: number, deliveryId: string): Promise<Answer> {
   const { db } = deps;
-  const row = await db
-    .select({ webhookId: webhooks.id, active: webhooks.active })
-    .from(webhookDeliveries)
-    .leftJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))
-    .where(and(eq(webhookDeliveries.companyId, companyId), eq(webhookDeliveries.id, deliveryId)))
-    .get();
-  if (!row) return refusal(404, `history entry ${deliveryId} does not exist`);
-  if (row.webhookId === null) return refusal(409, `the webhook of history entry ${deliveryId} was deleted`);
-  if (!row.active) {
+  const [inD1, kept] = await Promise.all([
+    db
+      .select({ webhookId: webhookDeliveries.webhookId })
+      .from(webhookDeliveries)
+      .where(and(eq(webhookDeliveries.companyId, companyId), eq(webhookDeliveries.id, deliveryId)))
+      .get(),
+    deps.companyObjects.of(companyId).entry(deliveryId),
+  ]);
+  const webhookId = inD1 ? inD1.webhookId : kept ? kept.row.webhookId : undefined;
+  if (webhookId === undefined) return refusal(404, `history entry ${deliveryId} does not exist`);
+  const webhook =
+    webhookId === null
+      ? undefined
+      : await db
+          .select({ active: webhooks.active })
+          .from(webhooks)
+          .where(and(eq(webhooks.id, webhookId), eq(webhooks.companyId, companyId)))
+          .get();
+  if (!webhook) return refusal(409, `the webhook of history entry ${deliveryId} was deleted`);
+  if (!webhook.active) {
     return refusal(409, `the webhook of history entry ${deliveryId} is inactive; activate it first`);
   }
-  await db
-    .update(webhookDeliveries)
-    .set({ status: "pending", attempts: 0, deliveredAt: null, updatedAt: new Date() })
-    .where(eq(webhookDeliveries.id, deliveryId));
+  const now = new Date();
+  if (inD1 || !kept) {
+    await db
+      .update(webhookDeliveries)
+      .set({ status: "pending", attempts: 0, deliveredAt: null, updatedAt: now })
+      .where(eq(webhookDeliveries.id, deliveryId));
+  } else {
+    const { row } = kept;
+    await db.run(
+      sql`insert into ${webhookDeliveries} (id, company_id, webhook_id, event, payload, rendered, status, result, attempts, created_at, updated_at)
+          values (${row.id}, ${companyId}, ${row.webhookId}, ${row.event}, ${row.payload}, 1, 'pending', ${row.result}, 0, ${row.createdAt.getTime()}, ${now.getTime()})
+          on conflict (id) do update set status = 'pending', attempts = 0, delivered_at = null, updated_at = excluded.updated_at`,
+    );
+    try {
+      await deps.companyObjects.of(companyId).markResent(deliveryId);
+    } catch (err) {
+      // Both list it meanwhile; D1's row answers for it, and its next hand-over replaces the object's.
+      logError("a resent entry's company object was not told", err, { companyId, deliveryId });
+    }
+  }
   await enqueueDeliveries(deps, [deliveryId]);
   return { ok: true };
 }

@@ -1,7 +1,7 @@
 import { endpointProblem } from "../../lib/outbound-url";
 import type { Deps } from "../deps";
 import { renderedPayload } from "../events";
-import type { Delivery } from "./records";
+import type { Answer, AttemptResult, Delivery } from "./records";
 import { retryAfterSeconds } from "./retry-policy";
 import { signatureHeader } from "./signing";
 
@@ -13,20 +13,6 @@ export const DELIVERY_TIMEOUT_MS = 10_000;
 /** The body POSTed: `{"type", "timestamp", "data"}`; identical on every attempt and resend. */
 export const deliveryBody = (row: { event: string; createdAt: Date }, payload: unknown) =>
   JSON.stringify({ type: row.event, timestamp: row.createdAt.toISOString(), data: payload });
-
-/**
- * The `result` of one attempt: the HTTP status as digits, or one of these.
- * A network error's own text is never recorded: it would tell a company
- * what lies behind an address it does not own.
- */
-export type AttemptResult = `${number}` | "timeout" | "connection failed" | "invalid response" | "invalid endpoint";
-
-export type Answer = {
-  result: AttemptResult;
-  status: number | null;
-  retryAfterSeconds: number | null;
-  durationMs: number;
-};
 
 /** One POST, or none when the endpoint is refused (docs/webhooks.md, "Endpoints the service refuses"). */
 async function post(

@@ -4,14 +4,17 @@ import { TEST_EVENT } from "../../domain/events";
 import { refusal, type Answer } from "../../lib/answer";
 import { WriteBatch } from "../outbox";
 import type { Deps } from "../deps";
+import { handOverFinished } from "./archive";
 import { finishStatement, loadDelivery, recordAttempt } from "./records";
-import { isSuccess, send, type AttemptResult } from "./sending";
+import type { AttemptResult } from "./records";
+import { isSuccess, send } from "./sending";
 
 /**
  * `POST /webhooks/{id}/test`: records a `webhook:test` entry in the history
  * and sends it now, once, whether or not the webhook is active. A test does
  * not change the webhook (no deactivation, no failing clock). A 404 when the
- * company has no such webhook.
+ * company has no such webhook. Once sent, the entry is handed to the
+ * company's object like any finished delivery.
  */
 export async function sendTestEvent(
   deps: Deps,
@@ -54,5 +57,7 @@ export async function sendTestEvent(
       ...(status === "success" ? { deliveredAt: now } : {}),
     }),
   ]);
+  // Finished: its company's object keeps it from now on (archive.ts; the sweep if this fails).
+  await handOverFinished(deps, { ids: [id] });
   return { ok: true, status, result: answer.result, history_id: id };
 }

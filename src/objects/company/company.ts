@@ -1,0 +1,73 @@
+import { DurableObject } from "cloudflare:workers";
+import { drizzle, type DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import { migrate } from "drizzle-orm/durable-sqlite/migrator";
+import migrations from "../../../drizzle-company/migrations.js";
+import { DAY_MS } from "../../lib/time";
+import {
+  HISTORY_RETENTION_DAYS,
+  type FinishedDelivery,
+  type HistoryAttempt,
+  type HistoryFilter,
+  type HistoryRow,
+} from "../../domain/webhook-history";
+import * as history from "./history";
+
+/*
+ * One company's own data, in its own Durable Object with SQLite storage (docs/architecture.md, "The
+ * Company object"), named `company:<id>` (stub.ts). D1 stays the directory (companies, accounts,
+ * memberships, webhooks); this object keeps what only the company reads: today its finished webhook
+ * deliveries with their attempts, pruned by its own alarm, so one company's history never waits on
+ * another's. Calls to one object run one at a time.
+ */
+
+/** How long after an entry falls due the alarm looks (entries go in chunks, not to the millisecond). */
+const ALARM_SLACK_MS = 60_000;
+
+export class Company extends DurableObject<Env> {
+  private readonly db: DrizzleSqliteDODatabase;
+  /** Whether an alarm is known to be set (read from storage once per start). */
+  private alarmSet = false;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.db = drizzle(ctx.storage);
+    void ctx.blockConcurrencyWhile(async () => {
+      await migrate(this.db, migrations);
+      this.alarmSet = (await ctx.storage.getAlarm()) !== null;
+    });
+  }
+
+  /** Keeps finished deliveries handed over by D1 (a repeated hand-over changes nothing). */
+  async keepFinished(finished: FinishedDelivery[]): Promise<void> {
+    if (finished.length === 0) return;
+    history.keep(this.db, finished);
+    if (!this.alarmSet) {
+      const first = Math.min(...finished.map((entry) => entry.finishedAt.getTime()));
+      await this.ctx.storage.setAlarm(first + HISTORY_RETENTION_DAYS.success * DAY_MS + ALARM_SLACK_MS);
+      this.alarmSet = true;
+    }
+  }
+
+  /** The newest `want` finished entries matching `filter`, newest first, and how many match. */
+  history(filter: HistoryFilter, want: number): { total: number; rows: HistoryRow[] } {
+    return history.newest(this.db, filter, want);
+  }
+
+  /** One finished entry with its attempts; null when the company has none such. */
+  entry(id: string): { row: HistoryRow; attempts: HistoryAttempt[] } | null {
+    return history.entry(this.db, id);
+  }
+
+  /** A resend took the entry back to D1: it stops answering for it until it is handed over again. */
+  markResent(id: string): boolean {
+    return history.markResent(this.db, id);
+  }
+
+  /** Retention: entries past their time go, a chunk per alarm, which comes back while any are kept. */
+  override async alarm(): Promise<void> {
+    const now = Date.now();
+    const next = history.prune(this.db, now);
+    this.alarmSet = next !== null;
+    if (next !== null) await this.ctx.storage.setAlarm(Math.max(next, now) + ALARM_SLACK_MS);
+  }
+}

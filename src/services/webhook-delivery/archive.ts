@@ -1,0 +1,120 @@
+import { and, asc, inArray, sql } from "drizzle-orm";
+import { webhookAttempts, webhookDeliveries } from "../../db/schema";
+import { inList } from "../../db/sql";
+import type { FinishedDelivery } from "../../domain/webhook-history";
+import { groupBy } from "../../lib/group";
+import { logError } from "../../lib/log";
+import type { Deps } from "../deps";
+import { FINISHED } from "./records";
+
+/*
+ * Finished deliveries leave D1 for their company's object (docs/webhooks.md, "Where the history
+ * lives"; docs/architecture.md, "The Company object"). D1 keeps a delivery while it is on its way:
+ * the command wrote it in its own batch (the outbox), the consumer sends it and records each
+ * attempt. Once it succeeded or failed for good it is handed to the company's object with its
+ * attempts, then deleted from D1 — only if it did not change meanwhile (a resend). A hand-over that
+ * failed leaves the row finished in D1, where the reads still find it and the next hand-over (the
+ * consumer's, the minute sweep's, or the operator's move) takes it; a repeated one changes nothing.
+ */
+
+/** Finished deliveries handed over per chunk: one D1 batch of two reads, one call per company, one delete. */
+export const HANDOVER_CHUNK = 100;
+
+/**
+ * Hands finished deliveries to their companies' objects: the given ones (the consumer's, right
+ * after they finished), or the oldest finished ones in D1 (`limit` of them: the sweep and the move).
+ * Returns how many left D1 and whether a chunk was full. Never throws: a company whose object did not
+ * answer keeps its rows in D1 for the next hand-over (logged).
+ */
+export async function handOverFinished(
+  deps: Deps,
+  { ids, limit = HANDOVER_CHUNK }: { ids?: string[]; limit?: number } = {},
+): Promise<{ handed: number; full: boolean }> {
+  try {
+    return await handOver(deps, ids, limit);
+  } catch (err) {
+    logError("webhook history hand-over failed", err, { deliveries: ids?.length ?? limit });
+    return { handed: 0, full: false };
+  }
+}
+
+async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
+  const { db } = deps;
+  if (ids?.length === 0) return { handed: 0, full: false };
+  const finished = inArray(webhookDeliveries.status, [...FINISHED]);
+  const which = ids ? and(inList(webhookDeliveries.id, ids), finished) : finished;
+  const chosenIds = db
+    .select({ id: webhookDeliveries.id })
+    .from(webhookDeliveries)
+    .where(which)
+    .orderBy(asc(webhookDeliveries.updatedAt))
+    .limit(ids ? ids.length : limit);
+  // One round trip: the rows and their attempts (the same rows, chosen again by the subquery).
+  const [rows, attemptRows] = await db.batch([
+    db
+      .select({
+        id: webhookDeliveries.id,
+        seq: sql<number>`${webhookDeliveries}.rowid`,
+        companyId: webhookDeliveries.companyId,
+        webhookId: webhookDeliveries.webhookId,
+        event: webhookDeliveries.event,
+        payload: sql<string>`${webhookDeliveries.payload}`,
+        status: webhookDeliveries.status,
+        result: webhookDeliveries.result,
+        attempts: webhookDeliveries.attempts,
+        deliveredAt: webhookDeliveries.deliveredAt,
+        createdAt: webhookDeliveries.createdAt,
+        updatedAt: webhookDeliveries.updatedAt,
+      })
+      .from(webhookDeliveries)
+      .where(inArray(webhookDeliveries.id, chosenIds)),
+    db
+      .select({
+        deliveryId: webhookAttempts.deliveryId,
+        at: webhookAttempts.at,
+        result: webhookAttempts.result,
+        durationMs: webhookAttempts.durationMs,
+      })
+      .from(webhookAttempts)
+      .where(inArray(webhookAttempts.deliveryId, chosenIds))
+      .orderBy(asc(webhookAttempts.id)),
+  ]);
+  if (rows.length === 0) return { handed: 0, full: false };
+  const attemptsOf = groupBy(attemptRows, (attempt) => attempt.deliveryId);
+  const kept: typeof rows = [];
+  await Promise.all(
+    [...groupBy(rows, (row) => row.companyId)].map(async ([companyId, own]) => {
+      const handed: FinishedDelivery[] = own.map(({ companyId: _company, updatedAt, status, ...row }) => ({
+        ...row,
+        status: status as FinishedDelivery["status"],
+        finishedAt: updatedAt,
+        attemptRows: (attemptsOf.get(row.id) ?? []).map(({ deliveryId: _delivery, ...attempt }) => attempt),
+      }));
+      try {
+        await deps.companyObjects.of(companyId).keepFinished(handed);
+        kept.push(...own);
+      } catch (err) {
+        logError("a company's object did not take its finished deliveries", err, { companyId, rows: own.length });
+      }
+    }),
+  );
+  if (kept.length > 0) {
+    // Each row only as it was handed over: a resend since then keeps it (its attempts go with it: cascade).
+    const handed = JSON.stringify(kept.map((row) => [row.id, row.updatedAt.getTime()]));
+    await db.run(
+      sql`delete from ${webhookDeliveries} where ${webhookDeliveries.id} in (select json_extract(value, '$[0]') from json_each(${handed}))
+          and ${finished}
+          and ${webhookDeliveries.updatedAt} = (select json_extract(value, '$[1]') from json_each(${handed}) where json_extract(value, '$[0]') = ${webhookDeliveries.id})`,
+    );
+  }
+  return { handed: kept.length, full: !ids && rows.length >= limit };
+}
+
+/** Where the hand-over stands: finished deliveries still in D1, and those on their way (the outbox). */
+export async function handOverStatus({ db }: Deps) {
+  const [row] = await db.all<{ finished: number; onTheirWay: number }>(
+    sql`select (select count(*) from ${webhookDeliveries} where status in ('success', 'failed')) as finished,
+               (select count(*) from ${webhookDeliveries} where status in ('pending', 'dispatched')) as onTheirWay`,
+  );
+  return { finished_in_d1: row?.finished ?? 0, on_their_way: row?.onTheirWay ?? 0 };
+}
