@@ -73,9 +73,11 @@ type Match = LinkMatch;
  * comes with the read, at most `MIRROR_INLINE` of them (objects/person); past
  * that, `unresolved` names the matched people the read could not decide, the
  * caller asks the owner's object about them (`trustedMe(ids)`) and hands the
- * answer to `assemble`. Returns the statement (to run alone or in a caller's
- * batch) and the functions that turn its rows into Contacts with the
- * collections named in `include`.
+ * answer to `assemble`. Returns the statement, built when called (to run
+ * alone or in a caller's batch; a page its links come to from the index never
+ * builds it), or null when the contacts hold no phone or email, and the
+ * functions that turn its rows into Contacts with the collections named in
+ * `include`.
  */
 export function contactsRead(
   db: Db,
@@ -87,9 +89,10 @@ export function contactsRead(
   const emails = [...new Set(read.items.flatMap((contact) => contact.emails))];
   const knows = (person: SQL) => knowsPerson(person, ownerId, read.trustedMe);
   const phoneList = JSON.stringify(phones);
-  const statement = batchableAll<Match>(
-    db,
-    sql`
+  const statement = () =>
+    batchableAll<Match>(
+      db,
+      sql`
     select m.value, m.via, people.id as personId, people.avatar_url as avatarUrl, people.risk_score as riskScore,
            ${e2eeColumn} as e2ee, ${knows(sql`people.id`)} as known
     from (
@@ -102,7 +105,7 @@ export function contactsRead(
       select pe.email, 'email', pe.person_id from person_emails pe
         where pe.email in (select value from json_each(${JSON.stringify(emails)}))
     ) m join people on people.id = m.person_id`,
-  );
+    );
   const unresolved = (matches: Match[]): number[] => {
     const answered = read.trustedMeOf;
     if (answered === undefined) return [];
@@ -167,7 +170,7 @@ async function render(
     const kept = deps.objects.of(ownerId).keepLinks(linked.read, linked.readAt);
     defer(Promise.resolve(kept).catch((err: unknown) => logError("keeping contact links in the object failed", err)));
   }
-  const rows = statement ? (linked?.matches ?? ((await deps.db.batch([statement]))[0] as Match[])) : [];
+  const rows = statement ? (linked?.matches ?? ((await deps.db.batch([statement()]))[0] as Match[])) : [];
   const ask = unresolved(rows);
   return assemble(rows, ask.length > 0 ? await deps.objects.of(ownerId).trustedMe(ask) : []);
 }
