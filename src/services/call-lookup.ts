@@ -77,7 +77,7 @@ export async function lookupCall(
     : { items: [], total: 0, trustedMe: holders.p.length > 0 ? await object.trustedMe(holders.p) : [] };
   const reads = new ReadBatch();
   const contacts = contactsRead(deps.db, receiverId, own);
-  const contactRows = contacts.statement ? reads.add([contacts.statement] as const) : null;
+  const contactRows = contacts.statement ? reads.add([contacts.statement()] as const) : null;
   const peopleRows =
     holders.p.length > 0 ? reads.add([holdersKnowing(deps.db, receiverId, holders.p, own.trustedMe)] as const) : null;
   const companyRows = companyIds.length > 0 ? reads.add([companyRefs(deps.db, companyIds)] as const) : null;

@@ -1,5 +1,4 @@
-import type { Company } from "../objects/company/company";
-import { companyStub } from "../objects/company/stub";
+import { companyStub, type CompanyStub } from "../objects/company/stub";
 
 /**
  * The way to a company's own Durable Object (docs/architecture.md, "The
@@ -7,8 +6,8 @@ import { companyStub } from "../objects/company/stub";
  * company's `Company` object. Part of the dependency handle
  * (`Deps.companyObjects`); nothing else builds stubs.
  */
-export type CompanyObjects = { of(companyId: number): DurableObjectStub<Company> };
+export type CompanyObjects = { of(companyId: number): CompanyStub };
 
-export const companyObjectsOf = (namespace: DurableObjectNamespace<Company>): CompanyObjects => ({
+export const companyObjectsOf = (namespace: Env["COMPANY"]): CompanyObjects => ({
   of: (companyId) => companyStub(namespace, companyId),
 });

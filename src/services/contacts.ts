@@ -7,12 +7,14 @@ import type { ContactInput, ContactRead, StoredContact } from "../objects/person
 import { KEEP } from "../objects/person/limits";
 import { gone, notFound } from "../lib/errors";
 import { groupBy } from "../lib/group";
+import { logError } from "../lib/log";
 import { DAY_MS, iso } from "../lib/time";
 import { knowsPerson } from "./acquaintance";
 import type { Deps } from "./deps";
 import { accepted } from "./person-objects";
 import { e2eeColumn } from "./people";
 import { linksFromIndex, type LinkMatch } from "./trust-index/contacts";
+import type { Defer } from "./trust-index/read";
 
 /*
  * A person's contacts (docs/contacts-sync.md). They live in the person's
@@ -71,9 +73,11 @@ type Match = LinkMatch;
  * comes with the read, at most `MIRROR_INLINE` of them (objects/person); past
  * that, `unresolved` names the matched people the read could not decide, the
  * caller asks the owner's object about them (`trustedMe(ids)`) and hands the
- * answer to `assemble`. Returns the statement (to run alone or in a caller's
- * batch) and the functions that turn its rows into Contacts with the
- * collections named in `include`.
+ * answer to `assemble`. Returns the statement, built when called (to run
+ * alone or in a caller's batch; a page its links come to from the index never
+ * builds it), or null when the contacts hold no phone or email, and the
+ * functions that turn its rows into Contacts with the collections named in
+ * `include`.
  */
 export function contactsRead(
   db: Db,
@@ -85,9 +89,10 @@ export function contactsRead(
   const emails = [...new Set(read.items.flatMap((contact) => contact.emails))];
   const knows = (person: SQL) => knowsPerson(person, ownerId, read.trustedMe);
   const phoneList = JSON.stringify(phones);
-  const statement = batchableAll<Match>(
-    db,
-    sql`
+  const statement = () =>
+    batchableAll<Match>(
+      db,
+      sql`
     select m.value, m.via, people.id as personId, people.avatar_url as avatarUrl, people.risk_score as riskScore,
            ${e2eeColumn} as e2ee, ${knows(sql`people.id`)} as known
     from (
@@ -100,7 +105,7 @@ export function contactsRead(
       select pe.email, 'email', pe.person_id from person_emails pe
         where pe.email in (select value from json_each(${JSON.stringify(emails)}))
     ) m join people on people.id = m.person_id`,
-  );
+    );
   const unresolved = (matches: Match[]): number[] => {
     const answered = read.trustedMeOf;
     if (answered === undefined) return [];
@@ -145,29 +150,34 @@ export function contactsRead(
 
 /**
  * The object's contacts as the API shows them: their links read from the
- * trust index (two rounds of KV bulk gets), or one D1 read when the index
- * cannot answer (and, only for a person trusted by more than
- * `MIRROR_INLINE` people, one question to their object about the people the
- * page links to).
+ * trust index (two rounds of KV bulk gets) for the values whose links the
+ * owner's object does not keep fresh (`read.links`, objects/person/links.ts),
+ * what was read handed back to the object after the answer (`defer`), or one
+ * D1 read when the index cannot answer (and, only for a person trusted by more
+ * than `MIRROR_INLINE` people, one question to their object about the people
+ * the page links to).
  */
 async function render(
   deps: Deps,
   ownerId: number,
   read: ContactRead,
+  defer: Defer,
   include: ReadonlySet<ContactCollection> = ALL_COLLECTIONS,
 ): Promise<Contact[]> {
   const { statement, phones, emails, assemble, unresolved } = contactsRead(deps.db, ownerId, read, include);
-  const rows = statement
-    ? ((await linksFromIndex(deps, ownerId, phones, emails, read.trustedMe)) ??
-      ((await deps.db.batch([statement]))[0] as Match[]))
-    : [];
+  const linked = statement ? await linksFromIndex(deps, ownerId, phones, emails, read.trustedMe, read.links) : null;
+  if (linked && (linked.read.owner !== undefined || Object.keys(linked.read.values).length > 0)) {
+    const kept = deps.objects.of(ownerId).keepLinks(linked.read, linked.readAt);
+    defer(Promise.resolve(kept).catch((err: unknown) => logError("keeping contact links in the object failed", err)));
+  }
+  const rows = statement ? (linked?.matches ?? ((await deps.db.batch([statement()]))[0] as Match[])) : [];
   const ask = unresolved(rows);
   return assemble(rows, ask.length > 0 ? await deps.objects.of(ownerId).trustedMe(ask) : []);
 }
 
 /** One of the owner's contacts; 404 when it is not theirs. */
-export async function getContact(deps: Deps, ownerId: number, id: number): Promise<Contact> {
-  const [contact] = await render(deps, ownerId, await deps.objects.of(ownerId).contacts([id]));
+export async function getContact(deps: Deps, ownerId: number, id: number, defer: Defer): Promise<Contact> {
+  const [contact] = await render(deps, ownerId, await deps.objects.of(ownerId).contacts([id]), defer);
   if (!contact) throw notFound(`contact ${id} does not exist`);
   return contact;
 }
@@ -177,13 +187,14 @@ export async function listContacts(
   deps: Deps,
   ownerId: number,
   options: { since?: Date; limit: number; offset: number; include: ReadonlySet<ContactCollection> },
+  defer: Defer,
 ) {
   const page = await deps.objects.of(ownerId).contactPage({
     since: options.since?.getTime() ?? null,
     limit: options.limit,
     offset: options.offset,
   });
-  return { items: await render(deps, ownerId, page, options.include), total: page.total };
+  return { items: await render(deps, ownerId, page, defer, options.include), total: page.total };
 }
 
 /**
@@ -191,20 +202,32 @@ export async function listContacts(
  * the owner, the others create one; all or nothing. The owner's object
  * checks every id (a bad one is a 400 naming its index) and the 10,000
  * quota, and writes everything in one transaction. Returns the contacts in
- * request order.
+ * request order, linked as the index names them now (a write's answer takes
+ * no kept link), which the object then keeps for the next pages.
  */
-export async function saveContacts(deps: Deps, ownerId: number, inputs: ContactInput[]): Promise<Contact[]> {
+export async function saveContacts(
+  deps: Deps,
+  ownerId: number,
+  inputs: ContactInput[],
+  defer: Defer,
+): Promise<Contact[]> {
   if (inputs.length === 0) return [];
   const saved = accepted(await deps.objects.write(ownerId, (person) => person.saveContacts(inputs)));
-  return render(deps, ownerId, saved);
+  return render(deps, ownerId, saved, defer);
 }
 
 /** PUT /contacts/{id}: updates one of the owner's contacts; 404 when it is not theirs. */
-export async function updateContact(deps: Deps, ownerId: number, id: number, input: ContactInput): Promise<Contact> {
+export async function updateContact(
+  deps: Deps,
+  ownerId: number,
+  id: number,
+  input: ContactInput,
+  defer: Defer,
+): Promise<Contact> {
   const answer = await deps.objects.write(ownerId, (person) => person.saveContacts([{ ...input, id }]));
   // A single update is refused only for its id: the path's 404, not the sync's 400 naming `[0].id`.
   const saved = accepted(answer.ok ? answer : { ok: false, status: 404, message: `contact ${id} does not exist` });
-  const [contact] = await render(deps, ownerId, saved);
+  const [contact] = await render(deps, ownerId, saved, defer);
   return contact!;
 }
 

@@ -7,7 +7,8 @@ import { personStub, type PersonStub } from "../objects/person/stub";
  * device at its first use), idempotency keys, the live streams (staging,
  * the upgrade, a stream ticket's one use, an account event told to the
  * sockets), and the copies the object refills from D1 or for KV (`devices`
- * adopting D1's tokens, `receiverRecords` rewriting missed keys). Every other
+ * adopting D1's tokens, `receiverRecords` rewriting missed keys, `keepLinks`
+ * keeping in memory the index links a page read). Every other
  * method changes the person's data and is reached through `write` only.
  */
 type Unguarded =
@@ -30,6 +31,7 @@ type Unguarded =
   | "counts"
   | "devices"
   | "receiverRecords"
+  | "keepLinks"
   | "checkDevice"
   | "claimIdempotencyKey"
   | "settleIdempotencyKey"

@@ -250,11 +250,13 @@ describe("architecture", () => {
 
   it("the Worker reaches the Person object's types through its api module: only person-objects.ts builds stubs", () => {
     // What a service may import from src/objects/: the RPC types (api), the plain limits; person-objects.ts also the
-    // stub (typed by the binding, so no file but src/index.ts names the class); replay-guards.ts the replay guard
+    // stub (typed by the binding, so no file but src/index.ts names the class), company-objects.ts the company's
+    // the same way; replay-guards.ts the replay guard
     // (its whole RPC surface is one method, typed by the class).
     const allowed = (file: string, target: string) =>
       ["src/objects/person/api", "src/objects/person/limits"].includes(target) ||
       (file === "src/services/person-objects.ts" && target === "src/objects/person/stub") ||
+      (file === "src/services/company-objects.ts" && target === "src/objects/company/stub") ||
       (file === "src/services/replay-guards.ts" && target === "src/objects/replay-guard/replay-guard");
     const worker = files.filter((file) => !file.path.startsWith("src/objects/") && file.path !== "src/index.ts");
     const outside = worker.flatMap((file) =>

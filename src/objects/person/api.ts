@@ -1,6 +1,7 @@
 import type { readActivity } from "../../domain/activity";
 import type { BlockReason } from "../../domain/caller-verification";
 import type { PeerCard } from "../../domain/facts";
+import type { IndexLinks } from "../../domain/contact-links";
 import type { feed, trustRequests } from "./schema";
 
 /*
@@ -99,7 +100,14 @@ export type StoredContact = {
  * everyone (past `MIRROR_INLINE` people, or a list asked about); the reader
  * asks `trustedMe(ids)` about anyone else it needs (services/contacts.ts).
  */
-export type ContactRead = { items: StoredContact[]; total: number; trustedMe: number[]; trustedMeOf?: number[] };
+export type ContactRead = {
+  items: StoredContact[];
+  total: number;
+  trustedMe: number[];
+  trustedMeOf?: number[];
+  /** The links of the items' phones and emails the object keeps, still fresh (links.ts); absent: none asked. */
+  links?: IndexLinks;
+};
 
 /**
  * At most this many people who trusted the person travel with a read of
@@ -166,6 +174,7 @@ export type HeldCounts = {
 /* ---------- what else crosses ---------- */
 
 export type { ActivityInput } from "../../domain/activity";
+export type { IndexLinks, LinkCard, LinkedPerson } from "../../domain/contact-links";
 export type { CallPolicy } from "../../domain/caller-verification";
 export type { Facts, PeerCard } from "../../domain/facts";
 export type { OwnAccount } from "./profile";

@@ -39,3 +39,13 @@ import { DAY_MS } from "../../lib/time";
 export const utcDay = (ms: number) => Math.floor(ms / DAY_MS);
 /** Seconds from `ms` until the next UTC day starts (the `Retry-After` of a spent daily budget). */
 export const secondsToNextDay = (ms: number) => Math.ceil(((utcDay(ms) + 1) * DAY_MS - ms) / 1000);
+
+/**
+ * How long the person's object keeps a link of their contacts (links.ts) as the trust index named
+ * it: a page within this bound reads it from the object instead of KV. 60 s, the time KV itself
+ * may take to show a write everywhere (docs/architecture.md, "Contacts link through the index").
+ */
+export const LINKS_FRESH_MS = 60_000;
+
+/** At most this many contact values' links are kept (the oldest go first): a page of 100 contacts has about 200. */
+export const LINKS_KEPT = 5_000;

@@ -12,6 +12,7 @@ import { heartbeatTimes } from "./heartbeat";
 import * as idempotency from "./idempotency";
 import * as keys from "./index-keys";
 import { answerMiss, KeyWriter, rewriteAll, values } from "./index-writer";
+import { KeptLinks } from "./links";
 import * as mirror from "./mirror";
 import * as move from "./move";
 import { ownAccount } from "./profile";
@@ -39,6 +40,8 @@ export class Person extends DurableObject<Env> {
   private readonly writer: KeyWriter;
   private readonly jobs: Scheduler;
   private readonly gate: WriteGate;
+  /** The contacts' links as the trust index last named them, in memory (links.ts). */
+  private readonly links = new KeptLinks();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -121,13 +124,23 @@ export class Person extends DurableObject<Env> {
     if (care) this.jobs.care();
     await this.jobs.makeKeysCurrent();
   }
-  /** Contacts of `ids` (those that are here), in that order; every read carries who trusted this person. */
+  /**
+   * Contacts of `ids` (those that are here), in that order; every read carries who trusted this person,
+   * and the links of their values still fresh here (links.ts).
+   */
   contacts(ids: number[]): api.ContactRead {
-    return addressBook.read(this.db, ids);
+    return this.withLinks(addressBook.read(this.db, ids));
   }
-  /** One page of contacts, oldest id first, optionally changed since `since` (ms). */
+  /** One page of contacts, oldest id first, optionally changed since `since` (ms), with their fresh links. */
   contactPage(options: { since: number | null; limit: number; offset: number }): api.ContactRead {
-    return addressBook.page(this.db, options);
+    return this.withLinks(addressBook.page(this.db, options));
+  }
+  private withLinks(read: api.ContactRead): api.ContactRead {
+    return { ...read, links: this.links.of(read.items) };
+  }
+  /** Links of contact values the Worker read from the trust index at `readAt` (ms), kept for the next pages. */
+  keepLinks(links: api.IndexLinks, readAt: number): void {
+    if (!this.self.erased) this.links.keep(links, readAt);
   }
   /** The contacts having `e164` among their phones, and who of `among` trusted this person. */
   contactsWithPhone(e164: string, among: number[]): api.ContactRead {
@@ -241,6 +254,7 @@ export class Person extends DurableObject<Env> {
    */
   async erase(): Promise<void> {
     this.self.markErased();
+    this.links.forget();
     this.stream.closeAll();
     await this.jobs.clear();
     await this.writer.settled();

@@ -1,3 +1,4 @@
+import type { Context } from "hono";
 import { accepted } from "../../lib/answer";
 import { notFound } from "../../lib/errors";
 import { pageWindow, setNextCursor, setPageHeaders } from "../../lib/pagination";
@@ -5,16 +6,24 @@ import { personId } from "../../middleware/auth";
 import * as contacts from "../../services/contacts";
 import { companiesWithEmployees, companyWithEmployees } from "../../services/coworkers";
 import * as trustRequests from "../../services/trust-requests";
-import type { AppRouteHandler } from "../../types";
+import type { AppEnv, AppRouteHandler } from "../../types";
 import type * as routes from "./contacts.routes";
+
+/** Work after the answer: the links a read took from the trust index, handed to the owner's object to keep. */
+const deferOf = (c: Context<AppEnv>) => (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
 
 export const listContacts: AppRouteHandler<typeof routes.listContacts> = async (c) => {
   const { page, per_page, updated_at, include } = c.req.valid("query");
-  const { items, total } = await contacts.listContacts(c.var.deps, personId(c.var.principal), {
-    since: updated_at,
-    include,
-    ...pageWindow({ page, per_page }),
-  });
+  const { items, total } = await contacts.listContacts(
+    c.var.deps,
+    personId(c.var.principal),
+    {
+      since: updated_at,
+      include,
+      ...pageWindow({ page, per_page }),
+    },
+    deferOf(c),
+  );
   setPageHeaders(c, { page, per_page }, total);
   return c.json(items, 200);
 };
@@ -30,17 +39,23 @@ export const listDeletedContacts: AppRouteHandler<typeof routes.listDeletedConta
 };
 
 export const syncContacts: AppRouteHandler<typeof routes.syncContacts> = async (c) => {
-  return c.json(await contacts.saveContacts(c.var.deps, personId(c.var.principal), c.req.valid("json")), 200);
+  return c.json(
+    await contacts.saveContacts(c.var.deps, personId(c.var.principal), c.req.valid("json"), deferOf(c)),
+    200,
+  );
 };
 
 export const getContact: AppRouteHandler<typeof routes.getContact> = async (c) => {
   const { id } = c.req.valid("param");
-  return c.json(await contacts.getContact(c.var.deps, personId(c.var.principal), id), 200);
+  return c.json(await contacts.getContact(c.var.deps, personId(c.var.principal), id, deferOf(c)), 200);
 };
 
 export const putContact: AppRouteHandler<typeof routes.putContact> = async (c) => {
   const { id } = c.req.valid("param");
-  return c.json(await contacts.updateContact(c.var.deps, personId(c.var.principal), id, c.req.valid("json")), 200);
+  return c.json(
+    await contacts.updateContact(c.var.deps, personId(c.var.principal), id, c.req.valid("json"), deferOf(c)),
+    200,
+  );
 };
 
 export const deleteContact: AppRouteHandler<typeof routes.deleteContact> = async (c) => {

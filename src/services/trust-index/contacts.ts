@@ -2,7 +2,8 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { memberships, people, personEmails } from "../../db/schema";
 import { inList } from "../../db/sql";
-import { KEY_KINDS, keysOfKind } from "../../domain/key-kinds";
+import type { IndexLinks, LinkCard } from "../../domain/contact-links";
+import { KEY_KINDS, kindOf, keysOfKind } from "../../domain/key-kinds";
 import { groupBy } from "../../lib/group";
 import { logError } from "../../lib/log";
 import type { Deps } from "../deps";
@@ -20,11 +21,8 @@ import { e2eeColumn } from "../people";
 /** `eml:` value: the person who owns the email (absent key: nobody). */
 export type EmailRecord = { p: number };
 
-/**
- * `lnk:` value: `a` avatar url, `r` risk score, `e` 1 when they can be reached end to end, `c` their
- * companies (whether they know a contact's owner: docs/security.md, "What a stranger learns").
- */
-export type LinkCard = { a: string | null; r: number; e: 0 | 1; c: number[] };
+/** `lnk:` value (domain/contact-links.ts): what a contact's link shows of that person. */
+export type { LinkCard };
 
 /**
  * Put by the rebuild once every `eml:` and `lnk:` key is written: from then on an absent one means
@@ -96,12 +94,18 @@ async function getMany(kv: KVNamespace, keys: string[]): Promise<Map<string, str
   return found;
 }
 
+/** What `linksFromIndex` answers: the page's matches, and what it read from KV, at `readAt` (ms), to keep. */
+export type IndexAnswer = { matches: LinkMatch[]; read: IndexLinks; readAt: number };
+
 /**
  * The people a page's phones and emails name, read from the index instead of D1: the `num:` record
  * of each phone (its people: the holder of that secure number, or the person who proved that
  * phone) and the `eml:` record of each email, in one round of KV bulk gets with the owner's own
- * `lnk:` card and the mark, then the `lnk:` cards of the people named, in a second. `trustedMe`:
- * the people who trusted the owner (the owner's object's mirror). Null when the index cannot answer
+ * `lnk:` card and the mark, then the `lnk:` cards of the people named, in a second. `kept`: what the
+ * owner's object still keeps of these links (objects/person/links.ts); only the rest is read, and
+ * a round with nothing to read is not made (a page whose links are all kept reads no KV key).
+ * `trustedMe`: the people who trusted the owner (the owner's object's mirror), read with the page,
+ * so whether a person knows the owner is decided now, never kept. Null when the index cannot answer
  * (no `CONTACTS_COMPLETE_KEY` yet, a card missing, KV failing): the caller reads D1 instead.
  */
 export async function linksFromIndex(
@@ -110,47 +114,56 @@ export async function linksFromIndex(
   phones: string[],
   emails: string[],
   trustedMe: number[],
-): Promise<LinkMatch[] | null> {
+  kept: IndexLinks = { values: {} },
+): Promise<IndexAnswer | null> {
   try {
+    const readAt = Date.now();
     const ownerKey = KEY_KINDS.lnk.key(ownerId);
-    const found = await getMany(kv, [
-      ...phones.map(KEY_KINDS.num.key),
-      ...emails.map(KEY_KINDS.eml.key),
-      ownerKey,
-      CONTACTS_COMPLETE_KEY,
-    ]);
-    const owner = found.get(ownerKey) ?? null;
-    if ((found.get(CONTACTS_COMPLETE_KEY) ?? null) === null || owner === null) return null;
-    const named = [
-      ...phones.flatMap((value) => {
-        const record = found.get(KEY_KINDS.num.key(value)) ?? null;
-        const people = record === null ? [] : (JSON.parse(record) as { p: number[] }).p;
-        return people.map((personId) => ({ value, via: "phone" as const, personId }));
-      }),
-      ...emails.flatMap((value) => {
-        const record = found.get(KEY_KINDS.eml.key(value)) ?? null;
-        return record === null
-          ? []
-          : [{ value, via: "email" as const, personId: (JSON.parse(record) as EmailRecord).p }];
-      }),
+    const valueKeys = [
+      ...phones.map((value) => ({ value, via: "phone" as const, key: KEY_KINDS.num.key(value) })),
+      ...emails.map((value) => ({ value, via: "email" as const, key: KEY_KINDS.eml.key(value) })),
     ];
-    const ids = [...new Set(named.map((match) => match.personId))].filter((id) => id !== ownerId);
-    const cardKeys = ids.map(KEY_KINDS.lnk.key);
-    const cards = new Map([...(cardKeys.length > 0 ? await getMany(kv, cardKeys) : []), [ownerKey, owner]]);
-    const ownCompanies = (JSON.parse(owner) as LinkCard).c;
-    const matches: LinkMatch[] = [];
-    for (const match of named) {
-      const value = cards.get(KEY_KINDS.lnk.key(match.personId)) ?? null;
+    const missing = valueKeys.filter(({ key }) => kept.values[key] === undefined).map(({ key }) => key);
+    const ownerKeys = kept.owner === undefined ? [ownerKey, CONTACTS_COMPLETE_KEY] : [];
+    const found = await getMany(kv, [...missing, ...ownerKeys]);
+    let owner = kept.owner;
+    if (owner === undefined) {
+      const card = found.get(ownerKey) ?? null;
+      if ((found.get(CONTACTS_COMPLETE_KEY) ?? null) === null || card === null) return null;
+      owner = JSON.parse(card) as LinkCard;
+    }
+    // The people each value read now names; their cards are read in this call too, so a link
+    // kept later is no older than its read.
+    const namedNow = new Map<string, number[]>();
+    for (const key of missing) {
+      const record = found.get(key) ?? null;
+      if (record === null) namedNow.set(key, []);
+      else if (kindOf(key) === "num") namedNow.set(key, (JSON.parse(record) as { p: number[] }).p);
+      else namedNow.set(key, [(JSON.parse(record) as EmailRecord).p]);
+    }
+    const cardsNow = new Map<number, LinkCard>(ownerKeys.length > 0 ? [[ownerId, owner]] : []);
+    const cardKeys = [...new Set([...namedNow.values()].flat())]
+      .filter((id) => !cardsNow.has(id))
+      .map(KEY_KINDS.lnk.key);
+    for (const [key, value] of cardKeys.length > 0 ? await getMany(kv, cardKeys) : []) {
       // Named but without a card (written between the two rounds, or not yet): D1 decides.
       if (value === null) return null;
-      const card = JSON.parse(value) as LinkCard;
-      const known =
-        match.personId === ownerId ||
-        card.c.some((company) => ownCompanies.includes(company)) ||
-        trustedMe.includes(match.personId);
-      matches.push({ ...match, avatarUrl: card.a, riskScore: card.r, e2ee: card.e, known: known ? 1 : 0 });
+      cardsNow.set(KEY_KINDS.lnk.parse(key), JSON.parse(value) as LinkCard);
     }
-    return matches;
+    const read: IndexLinks = { ...(ownerKeys.length > 0 ? { owner } : {}), values: {} };
+    for (const [key, ids] of namedNow)
+      read.values[key] = ids.map((personId) => ({ personId, card: cardsNow.get(personId)! }));
+    const ownCompanies = owner.c;
+    const matches: LinkMatch[] = valueKeys.flatMap(({ value, via, key }) =>
+      (read.values[key] ?? kept.values[key] ?? []).map(({ personId, card }) => {
+        const known =
+          personId === ownerId ||
+          card.c.some((company) => ownCompanies.includes(company)) ||
+          trustedMe.includes(personId);
+        return { value, via, personId, avatarUrl: card.a, riskScore: card.r, e2ee: card.e, known: known ? 1 : 0 };
+      }),
+    );
+    return { matches, read, readAt };
   } catch (err) {
     logError("reading contact links from the trust index failed; read from D1", err);
     return null;

@@ -1,0 +1,194 @@
+import { env } from "cloudflare:workers";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  getQueueResult,
+  runDurableObjectAlarm,
+  runInDurableObject,
+} from "cloudflare:test";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import worker from "../../src/index";
+import type { BackgroundMessage } from "../../src/domain/queue-messages";
+import { as, call, insertToken } from "../helpers";
+import { deliver, deliveryRow, newDelivery, newWebhook, receiver } from "../webhook-receiver";
+
+/*
+ * A company's finished webhook deliveries live in its own object (src/objects/company/,
+ * src/services/webhook-delivery/archive.ts): D1 keeps a delivery only while it is on its way.
+ */
+
+const ADMIN = "pk_test_history_move_admin";
+const admin = (method: string, path: string) => call(path, { method, token: ADMIN });
+const company = (id: number) => env.COMPANY.get(env.COMPANY.idFromName(`company:${id}`));
+const inD1 = async (id: string) =>
+  (await env.DB.prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE id = ?").bind(id).first<{ n: number }>())!
+    .n;
+
+type History = { id: string; status: string }[];
+const history = async (query = "per_page=100") => {
+  const response = await as("alice").get(`/companies/1/webhooks/history?${query}`);
+  expect(response.status).toBe(200);
+  return { total: Number(response.headers.get("X-Total-Count")), items: (await response.json()) as History };
+};
+const entry = async (id: string) => {
+  const response = await as("alice").get(`/companies/1/webhooks/history/${id}`);
+  expect(response.status).toBe(200);
+  return (await response.json()) as { id: string; status: string; attempts: { result: string }[] };
+};
+
+/** Runs a background message and every continuation it sends, through the queue handler. */
+async function drain(first: BackgroundMessage) {
+  const sent: BackgroundMessage[] = [first];
+  vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation((async (body: BackgroundMessage) => {
+    sent.push(body);
+  }) as never);
+  let runs = 0;
+  while (sent.length > 0) {
+    const body = sent.shift()!;
+    const batch = createMessageBatch("background", [{ id: `h${runs}`, timestamp: new Date(), attempts: 1, body }]);
+    const ctx = createExecutionContext();
+    await worker.queue!(batch, env, ctx);
+    expect((await getQueueResult(batch, ctx)).explicitAcks).toHaveLength(1);
+    runs++;
+  }
+  return runs;
+}
+
+beforeAll(async () => {
+  await insertToken(ADMIN, { serviceName: "operator", scopes: ["platform:admin"] });
+});
+afterEach(() => vi.restoreAllMocks());
+
+describe("finished deliveries leave D1 for the company's object", () => {
+  it("a delivery that succeeded is listed, with its attempt, from the object and no longer in D1", async () => {
+    const webhook = await newWebhook();
+    const id = await newDelivery(webhook.id);
+    receiver(() => new Response("ok", { status: 200 }));
+    await deliver(id);
+    expect(await inD1(id)).toBe(0);
+    expect(await deliveryRow(id)).toMatchObject({ status: "success", attempts: 1 });
+    const { items } = await history();
+    expect(items.filter((item) => item.id === id)).toEqual([expect.objectContaining({ id, status: "success" })]);
+    expect((await entry(id)).attempts.map((attempt) => attempt.result)).toEqual(["200"]);
+    // Another company's object does not hold it.
+    expect(await company(2).entry(id)).toBeNull();
+  });
+
+  it("a hand-over that fails keeps the row in D1, listed once, until the minute sweep hands it over", async () => {
+    const webhook = await newWebhook();
+    const id = await newDelivery(webhook.id);
+    receiver(() => new Response("ok", { status: 200 }));
+    const broken = {
+      get: () => ({ keepFinished: () => Promise.reject(new Error("object unavailable")) }),
+      idFromName: env.COMPANY.idFromName.bind(env.COMPANY),
+    } as unknown as Env["COMPANY"];
+    const { consume } = await import("../webhook-receiver");
+    await consume("webhook-deliveries", { kind: "deliver", deliveryId: id }, 1, { COMPANY: broken });
+    expect(await inD1(id)).toBe(1);
+    const before = await history();
+    expect(before.items.filter((item) => item.id === id)).toHaveLength(1);
+    await drain({ kind: "hand-over-history" });
+    expect(await inD1(id)).toBe(0);
+    const after = await history();
+    expect(after.items.filter((item) => item.id === id)).toEqual([expect.objectContaining({ status: "success" })]);
+    expect(after.total).toBe(before.total);
+  });
+
+  it("a resend brings a kept entry back on its way, listed once, and its attempts add up", async () => {
+    const webhook = await newWebhook();
+    const id = await newDelivery(webhook.id);
+    receiver(() => new Response(null, { status: 410 }));
+    await deliver(id);
+    expect(await deliveryRow(id)).toMatchObject({ status: "failed" });
+    expect(await inD1(id)).toBe(0);
+    // 410 deactivated the webhook: switch it on again, then resend.
+    expect((await as("alice").send("PATCH", `/companies/1/webhooks/${webhook.id}`, { active: true })).status).toBe(200);
+    const before = await history();
+    expect((await as("alice").send("POST", `/companies/1/webhooks/history/${id}/resend`)).status).toBe(202);
+    const during = await history();
+    expect(during.items.filter((item) => item.id === id)).toEqual([expect.objectContaining({ status: "pending" })]);
+    expect(during.total).toBe(before.total);
+    vi.restoreAllMocks();
+    receiver(() => new Response("ok", { status: 200 }));
+    await deliver(id);
+    expect(await inD1(id)).toBe(0);
+    const done = await entry(id);
+    expect(done.status).toBe("success");
+    expect(done.attempts.map((attempt) => attempt.result)).toEqual(["410", "200"]);
+    expect((await history()).items.filter((item) => item.id === id)).toHaveLength(1);
+  });
+
+  it("a test send is kept by the object too", async () => {
+    const webhook = await newWebhook();
+    receiver(() => new Response("ok", { status: 200 }));
+    const response = await as("alice").send("POST", `/companies/1/webhooks/${webhook.id}/test`);
+    expect(response.status).toBe(200);
+    const { history_id } = (await response.json()) as { history_id: string };
+    expect(await inD1(history_id)).toBe(0);
+    expect((await entry(history_id)).status).toBe("success");
+  });
+
+  it("the object's alarm prunes a success after 3 days and a failure after 30", async () => {
+    const day = 24 * 3600 * 1000;
+    const now = Date.now();
+    const finished = (id: string, status: "success" | "failed", daysAgo: number) => ({
+      id,
+      seq: 1,
+      webhookId: null,
+      event: "scan:found",
+      payload: "{}",
+      status,
+      result: status === "success" ? "200" : "500",
+      attempts: 1,
+      deliveredAt: null,
+      createdAt: new Date(now - daysAgo * day),
+      finishedAt: new Date(now - daysAgo * day),
+      attemptRows: [{ at: new Date(now - daysAgo * day), result: "200", durationMs: 5 }],
+    });
+    const stub = company(3);
+    await stub.keepFinished([
+      finished("old-success", "success", 4),
+      finished("new-success", "success", 2),
+      finished("old-failure", "failed", 31),
+      finished("new-failure", "failed", 20),
+    ]);
+    await runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now()));
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const kept = await stub.history({}, 10);
+    expect(kept.rows.map((row) => row.id).sort()).toEqual(["new-failure", "new-success"]);
+    expect(kept.total).toBe(2);
+    expect(await stub.entry("old-success")).toBeNull();
+  });
+});
+
+describe("the operator's move of company data", () => {
+  it("hands over what an older deployment left in D1, resumably, and a second run moves nothing", async () => {
+    const webhook = await newWebhook();
+    // 250 finished deliveries as an older deployment left them: three chunks of 100.
+    const ids = await Promise.all(
+      Array.from({ length: 250 }, (_, i) =>
+        newDelivery(webhook.id, { status: i % 5 ? "success" : "failed", result: "200", attempts: 1 }),
+      ),
+    );
+    const before = await history("per_page=100");
+    let response = await admin("POST", "/internal/company-data/move");
+    expect(response.status).toBe(202);
+    expect(((await response.json()) as { finished_in_d1: number }).finished_in_d1).toBeGreaterThanOrEqual(250);
+    expect(await drain({ kind: "hand-over-history" })).toBeGreaterThanOrEqual(3);
+    response = await admin("GET", "/internal/company-data/move");
+    expect(await response.json()).toMatchObject({ finished_in_d1: 0 });
+    for (const id of ids.slice(0, 5)) expect(await inD1(id)).toBe(0);
+    // The same history, page by page, in the same order, from the object now.
+    const after = await history("per_page=100");
+    expect(after.total).toBe(before.total);
+    expect(after.items.map((item) => item.id)).toEqual(before.items.map((item) => item.id));
+    const page3 = await history("per_page=100&page=3");
+    expect(page3.items.length).toBeGreaterThan(0);
+    // A second run: nothing to move, nothing sent.
+    vi.restoreAllMocks();
+    const send = vi.spyOn(env.BACKGROUND_QUEUE, "send");
+    response = await admin("POST", "/internal/company-data/move");
+    expect(await response.json()).toMatchObject({ finished_in_d1: 0 });
+    expect(send.mock.calls.filter(([body]) => (body as BackgroundMessage).kind === "hand-over-history")).toEqual([]);
+  });
+});
