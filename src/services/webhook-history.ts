@@ -6,7 +6,7 @@ import { refusal } from "../lib/answer";
 import { pageWindow, type Page } from "../lib/pagination";
 import { iso } from "../lib/time";
 import { inList } from "../db/sql";
-import { listAttempts } from "./webhook-delivery";
+import { historyColumns, listAttempts } from "./webhook-delivery";
 import type { Deps } from "./deps";
 import { HISTORY_RETENTION_DAYS, type HistoryFilter, type HistoryRow } from "../domain/webhook-history";
 
@@ -51,19 +51,6 @@ export const toHistoryEntry = (
 /** Newest first, and among entries of one millisecond the later written first (D1's order, kept by the object). */
 const newestFirst = (a: HistoryRow, b: HistoryRow) => b.createdAt.getTime() - a.createdAt.getTime() || b.seq - a.seq;
 
-const d1Row = {
-  id: webhookDeliveries.id,
-  seq: sql<number>`${webhookDeliveries}.rowid`,
-  webhookId: webhookDeliveries.webhookId,
-  event: webhookDeliveries.event,
-  payload: sql<string>`${webhookDeliveries.payload}`,
-  status: webhookDeliveries.status,
-  result: webhookDeliveries.result,
-  attempts: webhookDeliveries.attempts,
-  deliveredAt: webhookDeliveries.deliveredAt,
-  createdAt: webhookDeliveries.createdAt,
-};
-
 /**
  * One page of the company's delivery history, newest first (docs/decisions.md):
  * `start` inclusive, `end` exclusive, `types` any of the event names. The
@@ -84,7 +71,7 @@ export async function listHistory(deps: Deps, companyId: number, filter: History
   );
   const [inD1, d1Total, kept] = await Promise.all([
     db
-      .select(d1Row)
+      .select(historyColumns)
       .from(webhookDeliveries)
       .where(where)
       .orderBy(desc(webhookDeliveries.createdAt), desc(sql`rowid`))
@@ -106,7 +93,7 @@ export async function listHistory(deps: Deps, companyId: number, filter: History
 export async function getHistoryEntry(deps: Deps, companyId: number, id: string) {
   const [inD1, kept] = await Promise.all([
     deps.db
-      .select(d1Row)
+      .select(historyColumns)
       .from(webhookDeliveries)
       .where(and(eq(webhookDeliveries.companyId, companyId), eq(webhookDeliveries.id, id)))
       .get(),
