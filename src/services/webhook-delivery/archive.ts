@@ -47,7 +47,8 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
     .select({ id: webhookDeliveries.id })
     .from(webhookDeliveries)
     .where(which)
-    .orderBy(asc(webhookDeliveries.updatedAt))
+    // The `(status, updated_at)` index's own order (rowid last): a chunk is an index range, never a sort of the backlog.
+    .orderBy(asc(webhookDeliveries.status), asc(webhookDeliveries.updatedAt), asc(sql`${webhookDeliveries}.rowid`))
     .limit(ids ? ids.length : limit);
   // One round trip: the rows and their attempts (the same rows, chosen again by the subquery).
   const [rows, attemptRows] = await db.batch([
