@@ -6,7 +6,7 @@ import { refusal } from "../lib/answer";
 import { pageWindow, type Page } from "../lib/pagination";
 import { iso } from "../lib/time";
 import { inList } from "../db/sql";
-import { listAttempts } from "./webhook-delivery";
+import { historyColumns, listAttempts } from "./webhook-delivery";
 import type { Deps } from "./deps";
 import { HISTORY_RETENTION_DAYS, type HistoryFilter, type HistoryRow } from "../domain/webhook-history";
 
@@ -51,26 +51,44 @@ export const toHistoryEntry = (
 /** Newest first, and among entries of one millisecond the later written first (D1's order, kept by the object). */
 const newestFirst = (a: HistoryRow, b: HistoryRow) => b.createdAt.getTime() - a.createdAt.getTime() || b.seq - a.seq;
 
-const d1Row = {
-  id: webhookDeliveries.id,
-  seq: sql<number>`${webhookDeliveries}.rowid`,
-  webhookId: webhookDeliveries.webhookId,
-  event: webhookDeliveries.event,
-  payload: sql<string>`${webhookDeliveries.payload}`,
-  status: webhookDeliveries.status,
-  result: webhookDeliveries.result,
-  attempts: webhookDeliveries.attempts,
-  deliveredAt: webhookDeliveries.deliveredAt,
-  createdAt: webhookDeliveries.createdAt,
-};
+/**
+ * Pages up to this deep are merged from the two stores' newest rows (at most this many from each);
+ * a deeper page finds where it starts in each store first (`splitAt`), so no page reads more than
+ * a page's rows from either, however long the history.
+ */
+export const SHALLOW_HISTORY = 1_000;
+
+/** One store's part of the history: `limit` rows from `offset`, newest first, and how many match. */
+type Store = (offset: number, limit: number) => Promise<{ total: number; rows: HistoryRow[] }>;
+
+/**
+ * How many of the merged history's first `position` entries are D1's: the first `i` at which
+ * D1's `i`-th entry is older than the object's `(position - i - 1)`-th (a binary search, one row of
+ * each store per step, so about log2 of D1's count in steps).
+ */
+async function splitAt(position: number, inD1: Store, d1Total: number, kept: Store, keptTotal: number) {
+  let lo = Math.max(0, position - keptTotal);
+  let hi = Math.min(position, d1Total);
+  while (lo < hi) {
+    const i = (lo + hi) >> 1;
+    const [a, b] = await Promise.all([inD1(i, 1), kept(position - i - 1, 1)]);
+    const [mine, theirs] = [a.rows[0], b.rows[0]];
+    // (A row gone since the counts, a hand-over meanwhile, leaves the search on the side still there.)
+    if (mine && (!theirs || newestFirst(mine, theirs) < 0)) lo = i + 1;
+    else hi = i;
+  }
+  return lo;
+}
 
 /**
  * One page of the company's delivery history, newest first (docs/decisions.md):
  * `start` inclusive, `end` exclusive, `types` any of the event names. The
  * entries on their way are in D1, the finished ones in the company's object
- * (services/webhook-delivery/archive.ts): the page is the two merged, each
- * read up to the page's end. An entry both hold (a hand-over between its
- * two steps, or a resend) is the one D1 holds.
+ * (services/webhook-delivery/archive.ts): the page is the two merged by
+ * creation time and D1's order. A page within `SHALLOW_HISTORY` reads each
+ * store's newest rows up to its end, and an entry both hold (a hand-over
+ * between its two steps, or a resend) is the one D1 holds; a deeper page
+ * starts each store where the merged order puts it.
  */
 export async function listHistory(deps: Deps, companyId: number, filter: HistoryFilter, page: Page) {
   const { db } = deps;
@@ -82,31 +100,45 @@ export async function listHistory(deps: Deps, companyId: number, filter: History
     // One JSON parameter however many names the query repeats (D1 binds at most 100).
     filter.types?.length ? inList(webhookDeliveries.event, [...new Set(filter.types)]) : undefined,
   );
-  const [inD1, d1Total, kept] = await Promise.all([
+  const rowsOf = (from: number, count: number) =>
     db
-      .select(d1Row)
+      .select(historyColumns)
       .from(webhookDeliveries)
       .where(where)
       .orderBy(desc(webhookDeliveries.createdAt), desc(sql`rowid`))
-      .limit(offset + limit)
-      .all(),
-    db.$count(webhookDeliveries, where),
-    deps.companyObjects.of(companyId).history(filter, offset + limit),
-  ]);
-  const inBoth = new Set(inD1.map((row) => row.id));
-  const finished = kept.rows.filter((row) => !inBoth.has(row.id));
-  const merged = [...inD1, ...finished].sort(newestFirst).slice(offset, offset + limit);
-  return {
-    total: d1Total + kept.total - (kept.rows.length - finished.length),
-    items: merged.map(toHistoryEntry),
+      .limit(count)
+      .offset(from)
+      .all();
+  let d1Total: number | undefined;
+  const inD1: Store = async (from, count) => {
+    const [rows, total] = await Promise.all([rowsOf(from, count), d1Total ?? db.$count(webhookDeliveries, where)]);
+    d1Total = total;
+    return { total, rows };
   };
+  const kept: Store = (from, count) => deps.companyObjects.of(companyId).history(filter, from, count);
+  if (offset + limit <= SHALLOW_HISTORY) {
+    const [fromD1, fromObject] = await Promise.all([inD1(0, offset + limit), kept(0, offset + limit)]);
+    const inBoth = new Set(fromD1.rows.map((row) => row.id));
+    const finished = fromObject.rows.filter((row) => !inBoth.has(row.id));
+    const merged = [...fromD1.rows, ...finished].sort(newestFirst).slice(offset, offset + limit);
+    return {
+      total: fromD1.total + fromObject.total - (fromObject.rows.length - finished.length),
+      items: merged.map(toHistoryEntry),
+    };
+  }
+  const [first, firstKept] = await Promise.all([inD1(0, 0), kept(0, 0)]);
+  const total = first.total + firstKept.total;
+  if (offset >= total) return { total, items: [] };
+  const fromD1 = await splitAt(offset, inD1, first.total, kept, firstKept.total);
+  const [a, b] = await Promise.all([inD1(fromD1, limit), kept(offset - fromD1, limit)]);
+  return { total, items: [...a.rows, ...b.rows].sort(newestFirst).slice(0, limit).map(toHistoryEntry) };
 }
 
 /** One entry of the company's history with its attempts, oldest first; a 404 when the company has none such. */
 export async function getHistoryEntry(deps: Deps, companyId: number, id: string) {
   const [inD1, kept] = await Promise.all([
     deps.db
-      .select(d1Row)
+      .select(historyColumns)
       .from(webhookDeliveries)
       .where(and(eq(webhookDeliveries.companyId, companyId), eq(webhookDeliveries.id, id)))
       .get(),

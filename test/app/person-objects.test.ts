@@ -221,6 +221,38 @@ describe("the object's own retention", () => {
     expect(await inPersonObject(personId, "SELECT id FROM feed")).toEqual([{ id: 2 }]);
     expect(await inPersonObject(personId, "SELECT id FROM trust_requests")).toEqual([{ id: 2 }]);
   });
+
+  it("its alarm forgets people not heard from for 365 days and devices 30 days after they ended", async () => {
+    const personId = 700_000 + Math.floor(Math.random() * 100_000);
+    const day = 24 * 3600 * 1000;
+    const now = Date.now();
+    await inPersonObject(
+      personId,
+      `INSERT INTO peers (person_id, first_name, last_name, companies, learned_at)
+       VALUES (11, 'Old', 'Peer', '[]', ?), (12, 'Recent', 'Peer', '[]', ?)`,
+      now - 366 * day,
+      now - 364 * day,
+    );
+    await inPersonObject(
+      personId,
+      `INSERT INTO devices (token_id, name, created_at, expires_at, revoked_at) VALUES
+       (1, 'revoked long ago', 0, NULL, ?1), (2, 'revoked lately', 0, NULL, ?2),
+       (3, 'expired long ago', 0, ?1, NULL), (4, 'in use', 0, ?3, NULL), (5, 'no expiry', 0, NULL, NULL)`,
+      now - 31 * day,
+      now - 29 * day,
+      now + 30 * day,
+    );
+    const stub = personObject(personId);
+    await stub.lastActivityId(); // wakes it
+    await runInObjectSetAlarm(stub);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await inPersonObject(personId, "SELECT person_id FROM peers")).toEqual([{ person_id: 12 }]);
+    expect(await inPersonObject(personId, "SELECT token_id FROM devices ORDER BY token_id")).toEqual([
+      { token_id: 2 },
+      { token_id: 4 },
+      { token_id: 5 },
+    ]);
+  });
 });
 
 /** Sets the object's alarm to now, so runDurableObjectAlarm runs it. */

@@ -154,10 +154,48 @@ describe("finished deliveries leave D1 for the company's object", () => {
     ]);
     await runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now()));
     expect(await runDurableObjectAlarm(stub)).toBe(true);
-    const kept = await stub.history({}, 10);
+    const kept = await stub.history({}, 0, 10);
     expect(kept.rows.map((row) => row.id).sort()).toEqual(["new-failure", "new-success"]);
     expect(kept.total).toBe(2);
     expect(await stub.entry("old-success")).toBeNull();
+  });
+});
+
+describe("a page deeper than the merge of the newest rows", () => {
+  it("starts each store where the merged order puts it: pages 11 to 13 of 1,100 kept and 60 on their way", async () => {
+    const base = Date.UTC(2001, 0, 1);
+    // Kept: an entry every 2 ms; on their way in D1: one every 74 ms, half of them among the kept ones.
+    const keptEntries = Array.from({ length: 1_100 }, (_, k) => ({
+      id: `deep-kept-${k}`,
+      seq: k,
+      webhookId: null,
+      event: "scan:found",
+      payload: "{}",
+      status: "success" as const,
+      result: "200",
+      attempts: 1,
+      deliveredAt: null,
+      createdAt: new Date(base + 2 * k),
+      finishedAt: new Date(),
+      attemptRows: [],
+    }));
+    for (let i = 0; i < keptEntries.length; i += 250) await company(1).keepFinished(keptEntries.slice(i, i + 250));
+    const onTheirWay = Array.from({ length: 60 }, (_, k) => ({ id: `deep-d1-${k}`, at: base + 74 * k + 1 }));
+    for (const row of onTheirWay)
+      await env.DB.prepare(
+        "INSERT INTO webhook_deliveries (id, company_id, event, payload, status, created_at, updated_at) VALUES (?1, 1, 'scan:found', '{}', 'pending', ?2, ?2)",
+      )
+        .bind(row.id, row.at)
+        .run();
+    const expected = [...keptEntries.map((entry) => ({ id: entry.id, at: entry.createdAt.getTime() })), ...onTheirWay]
+      .sort((a, b) => b.at - a.at)
+      .map((row) => row.id);
+    const range = `start_date=${new Date(base).toISOString()}&end_date=${new Date(base + 86_400_000).toISOString()}`;
+    for (const page of [1, 10, 11, 12, 13]) {
+      const { total, items } = await history(`per_page=100&page=${page}&${range}`);
+      expect(total).toBe(1_160);
+      expect(items.map((item) => item.id)).toEqual(expected.slice((page - 1) * 100, page * 100));
+    }
   });
 });
 

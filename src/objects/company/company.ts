@@ -48,9 +48,9 @@ export class Company extends DurableObject<Env> {
     }
   }
 
-  /** The newest `want` finished entries matching `filter`, newest first, and how many match. */
-  history(filter: HistoryFilter, want: number): { total: number; rows: HistoryRow[] } {
-    return history.newest(this.db, filter, want);
+  /** Finished entries matching `filter`, newest first, `limit` of them from `offset`, and how many match. */
+  history(filter: HistoryFilter, offset: number, limit: number): { total: number; rows: HistoryRow[] } {
+    return history.newest(this.db, filter, offset, limit);
   }
 
   /** One finished entry with its attempts; null when the company has none such. */

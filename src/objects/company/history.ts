@@ -57,8 +57,13 @@ const matching = (filter: HistoryFilter) =>
     filter.types?.length ? inArray(deliveries.event, [...new Set(filter.types)]) : undefined,
   );
 
-/** The newest `want` entries matching `filter` (newest first) and how many match. */
-export function newest(db: Db, filter: HistoryFilter, want: number): { total: number; rows: HistoryRow[] } {
+/** The entries matching `filter`, newest first, `limit` of them from `offset`, and how many match. */
+export function newest(
+  db: Db,
+  filter: HistoryFilter,
+  offset: number,
+  limit: number,
+): { total: number; rows: HistoryRow[] } {
   const where = matching(filter);
   const rows = db
     .select({
@@ -76,7 +81,8 @@ export function newest(db: Db, filter: HistoryFilter, want: number): { total: nu
     .from(deliveries)
     .where(where)
     .orderBy(desc(deliveries.createdAt), desc(deliveries.seq))
-    .limit(want)
+    .limit(limit)
+    .offset(offset)
     .all();
   const total =
     db

@@ -23,7 +23,10 @@ export const MAX_CONTACTS = 10_000;
 /**
  * Kept per person: the newest 1,000 blocked calls, 90 days of them, 365 days of activity,
  * deleted contacts' tombstones for 90 days, and trust requests for 365 days after they were
- * last asked (the decision itself is kept as long as the person).
+ * last asked (the decision itself is kept as long as the person). What it heard of another person
+ * (`peers`: their names and companies) goes 365 days after it last heard, when no activity of
+ * theirs is left to name (a page asks their object again if one is). A device revoked or expired
+ * goes 30 days after that: by then its token's own record refuses it without the object.
  */
 export const KEEP = {
   blockedCalls: 1_000,
@@ -31,6 +34,8 @@ export const KEEP = {
   activityDays: 365,
   tombstoneDays: 90,
   trustRequestDays: 365,
+  peerDays: 365,
+  endedDeviceDays: 30,
 } as const;
 
 export { DAY_MS } from "../../lib/time";

@@ -10,7 +10,7 @@ import * as keys from "./index-keys";
 import type { KeyWriter } from "./index-writer";
 import { DAY_MS, KEEP } from "./limits";
 import * as requests from "./requests";
-import { blockedCalls, contactTombstones, feed, trustRequests } from "./schema";
+import { blockedCalls, contactTombstones, devices, feed, peers, trustRequests } from "./schema";
 import type { Self } from "./self";
 import type { Stream } from "./stream";
 import * as trust from "./trust";
@@ -24,7 +24,8 @@ const RETRY = KEY_RETRY;
  * alarm until it lands (1 s, doubling with the attempts, at most 60 s), and
  * the retention (blocked calls 90 days, activity 365 days, trust requests not
  * asked again for 365 days, tombstones 90 days, idempotency keys a day,
- * budget days before yesterday), at most `PRUNE_CHUNK` rows per table per
+ * budget days before yesterday, people not heard from for 365 days, devices
+ * 30 days after they were revoked or expired), at most `PRUNE_CHUNK` rows per table per
  * alarm; while a table had a full chunk the next alarm follows at once,
  * otherwise in a day. A socket whose token expires closes at that time; no
  * other socket asks for an alarm.
@@ -53,20 +54,28 @@ export class Scheduler {
     await Promise.all([this.makeKeysCurrent(), this.sendMirrors(), this.sendRequests()]);
     const now = Date.now();
     const chunk = (
-      table: typeof feed | typeof blockedCalls | typeof trustRequests | typeof contactTombstones,
+      table: typeof feed | typeof blockedCalls | typeof trustRequests | typeof contactTombstones | typeof peers,
       column: AnySQLiteColumn,
       days: number,
     ) =>
       db
         .delete(table)
         .where(sql`rowid in (select rowid from ${table} where ${column} < ${now - days * DAY_MS} limit ${PRUNE_CHUNK})`)
-        .returning({ at: column })
+        .returning({ at: sql`1` })
         .all().length;
     const pruned = [
       chunk(blockedCalls, blockedCalls.createdAt, KEEP.blockedCallDays),
       chunk(feed, feed.createdAt, KEEP.activityDays),
       chunk(trustRequests, trustRequests.updatedAt, KEEP.trustRequestDays),
       chunk(contactTombstones, contactTombstones.deletedAt, KEEP.tombstoneDays),
+      chunk(peers, peers.learnedAt, KEEP.peerDays),
+      db
+        .delete(devices)
+        .where(
+          sql`rowid in (select rowid from ${devices} where coalesce(${devices.revokedAt}, ${devices.expiresAt}) < ${now - KEEP.endedDeviceDays * DAY_MS} limit ${PRUNE_CHUNK})`,
+        )
+        .returning({ at: sql`1` })
+        .all().length,
       idempotency.prune(db, now, PRUNE_CHUNK),
     ];
     budgets.pruneDays(db, now);

@@ -5,11 +5,11 @@ import type { FinishedDelivery } from "../../domain/webhook-history";
 import { groupBy } from "../../lib/group";
 import { logError } from "../../lib/log";
 import type { Deps } from "../deps";
-import { FINISHED } from "./records";
+import { FINISHED, historyColumns } from "./records";
 
 /*
- * Finished deliveries leave D1 for their company's object (docs/webhooks.md, "Where the history
- * lives"; docs/architecture.md, "The Company object"). D1 keeps a delivery while it is on its way:
+ * Finished deliveries leave D1 for their company's object (docs/architecture.md, "The Company
+ * object"; docs/webhooks.md, "History, attempts, test and resend"). D1 keeps a delivery while it is on its way:
  * the command wrote it in its own batch (the outbox), the consumer sends it and records each
  * attempt. Once it succeeded or failed for good it is handed to the company's object with its
  * attempts, then deleted from D1 — only if it did not change meanwhile (a resend). A hand-over that
@@ -47,25 +47,13 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
     .select({ id: webhookDeliveries.id })
     .from(webhookDeliveries)
     .where(which)
-    .orderBy(asc(webhookDeliveries.updatedAt))
+    // The `(status, updated_at)` index's own order (rowid last): a chunk is an index range, never a sort of the backlog.
+    .orderBy(asc(webhookDeliveries.status), asc(webhookDeliveries.updatedAt), asc(sql`${webhookDeliveries}.rowid`))
     .limit(ids ? ids.length : limit);
   // One round trip: the rows and their attempts (the same rows, chosen again by the subquery).
   const [rows, attemptRows] = await db.batch([
     db
-      .select({
-        id: webhookDeliveries.id,
-        seq: sql<number>`${webhookDeliveries}.rowid`,
-        companyId: webhookDeliveries.companyId,
-        webhookId: webhookDeliveries.webhookId,
-        event: webhookDeliveries.event,
-        payload: sql<string>`${webhookDeliveries.payload}`,
-        status: webhookDeliveries.status,
-        result: webhookDeliveries.result,
-        attempts: webhookDeliveries.attempts,
-        deliveredAt: webhookDeliveries.deliveredAt,
-        createdAt: webhookDeliveries.createdAt,
-        updatedAt: webhookDeliveries.updatedAt,
-      })
+      .select({ ...historyColumns, companyId: webhookDeliveries.companyId, updatedAt: webhookDeliveries.updatedAt })
       .from(webhookDeliveries)
       .where(inArray(webhookDeliveries.id, chosenIds)),
     db

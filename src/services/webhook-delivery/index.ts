@@ -16,7 +16,7 @@
 export { handOverFinished, handOverStatus, HANDOVER_CHUNK } from "./archive";
 export { attemptDelivery, type AttemptOptions, type DeliveryOutcome } from "./attempt";
 export { fairOrder, Lanes } from "./lanes";
-export { deliveriesById, listAttempts, type Delivery } from "./records";
+export { deliveriesById, historyColumns, listAttempts, type Delivery } from "./records";
 export { resendDelivery } from "./resend";
 export { sweepOutbox } from "./sweep";
 export { sendTestEvent } from "./test-send";

@@ -1,9 +1,26 @@
-import { and, asc, eq, notInArray } from "drizzle-orm";
+import { and, asc, eq, notInArray, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { webhookAttempts, webhookDeliveries, webhooks } from "../../db/schema";
 import { inList } from "../../db/sql";
 
 /** What a delivery reads and writes in D1: its history row with its webhook, and its attempts. */
+
+/**
+ * A history row as the history's readers and its hand-over take it (domain/webhook-history.ts
+ * `HistoryRow`): the payload as D1's JSON text, and `seq`, the row's place in D1 (rowid).
+ */
+export const historyColumns = {
+  id: webhookDeliveries.id,
+  seq: sql<number>`${webhookDeliveries}.rowid`,
+  webhookId: webhookDeliveries.webhookId,
+  event: webhookDeliveries.event,
+  payload: sql<string>`${webhookDeliveries.payload}`,
+  status: webhookDeliveries.status,
+  result: webhookDeliveries.result,
+  attempts: webhookDeliveries.attempts,
+  deliveredAt: webhookDeliveries.deliveredAt,
+  createdAt: webhookDeliveries.createdAt,
+};
 
 /**
  * The `result` of one attempt: the HTTP status as digits, or one of these.
