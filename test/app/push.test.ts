@@ -64,9 +64,11 @@ async function register(who: Person, body: unknown, deviceId = who.tokenId): Pro
 /** A subscription of the Node receiver, answering its pushes with `answers` in turn (then 201). */
 async function subscription(answers: number[] = []) {
   const response = await fetch(`${receiver}/subscriptions`, { method: "POST", body: JSON.stringify({ answers }) });
+  // The Node receiver's own answer, not this API's: no route schema to read it with.
   return (await response.json()) as { endpoint: string; keys: { p256dh: string; auth: string } };
 }
 
+/** What the Node receiver got (its own answer, not this API's: no route schema to read it with). */
 const received = async (endpoint: string) => (await (await fetch(endpoint)).json()) as Received[];
 
 /**
@@ -384,6 +386,7 @@ describe("Web Push (RFC 8030, 8291 aes128gcm, 8292 VAPID)", () => {
     const [job] = await until(jobs, 1);
     await runJob(job!);
     const payload = JSON.stringify(job!.event);
+    // The reference library's request, as the Node receiver answers it (not this API's answer).
     const reference = (await (
       await fetch(`${receiver}/reference`, {
         method: "POST",
