@@ -11,9 +11,8 @@ import { forgetApnsTokens } from "../../src/services/push/apns";
 import { forgetFcmTokens, FCM_SCOPE, FCM_TOKEN_URL } from "../../src/services/push/fcm";
 import { registerPush } from "../../src/services/push";
 import { encryptPayload } from "../../src/services/push/web-push";
-import type { PushRegistrationSchema } from "../../src/routes/me/me.schemas";
-import type { z } from "@hono/zod-openapi";
-import { call, fresh, insertToken, personObject, sendChat } from "../helpers";
+import { putMyDevicePush } from "../../src/routes/me/me.routes";
+import { answer, call, fresh, insertToken, personObject, sendChat } from "../helpers";
 import type { Received } from "../support/web-push-receiver";
 import { consume } from "../webhook-receiver";
 
@@ -27,7 +26,6 @@ import { consume } from "../webhook-receiver";
  * through the consumer as the queue would.
  */
 
-type Registration = z.infer<typeof PushRegistrationSchema>;
 type Job = PushJob & { kind: "push" };
 type Person = { id: number; token: string; tokenId: number };
 
@@ -55,10 +53,8 @@ async function newDevice(personId: number): Promise<Person> {
 const putPush = (who: Person, deviceId: number, body: unknown) =>
   call(`/me/devices/${deviceId}/push`, { method: "PUT", token: who.token, body });
 
-async function register(who: Person, body: unknown, deviceId = who.tokenId): Promise<Registration> {
-  const response = await putPush(who, deviceId, body);
-  expect(response.status, await response.clone().text()).toBe(200);
-  return response.json();
+async function register(who: Person, body: unknown, deviceId = who.tokenId) {
+  return answer(await putPush(who, deviceId, body), 200, putMyDevicePush);
 }
 
 /** A subscription of the Node receiver, answering its pushes with `answers` in turn (then 201). */

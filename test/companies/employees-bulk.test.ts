@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_EMPLOYEES_PER_COMPANY } from "../../src/services/employees";
 import { INLINE_INDEX_KEYS } from "../../src/services/trust-index/current";
 import { createEmployeesBulk } from "../../src/routes/employees/employees.routes";
+import { getCompanyLicense } from "../../src/routes/licenses/licenses.routes";
 import { answer, as, countD1, countRows, DEMO, expectError } from "../helpers";
 import { newWebhook } from "../webhook-receiver";
 
@@ -15,8 +16,6 @@ import { newWebhook } from "../webhook-receiver";
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-type License = { id: string; num_active: number; num_assigned: number; num_available: number };
 
 let seq = 0;
 const tag = () => `b${Date.now().toString(36)}${++seq}`;
@@ -38,10 +37,8 @@ const batchOf = (prefix: string, n: number, license: string | null = null) =>
 const emailsLike = (prefix: string) =>
   countRows("SELECT count(*) AS n FROM person_emails WHERE email LIKE ?", `${prefix}.%`);
 
-async function seats(license: string): Promise<License> {
-  const response = await as("alice").get(`/companies/1/licenses/${license}`);
-  expect(response.status).toBe(200);
-  return response.json();
+async function seats(license: string) {
+  return answer(await as("alice").get(`/companies/1/licenses/${license}`), 200, getCompanyLicense);
 }
 
 describe("POST /companies/{company_id}/employees/bulk", () => {
