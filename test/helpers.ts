@@ -1,7 +1,12 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
+import type { z } from "@hono/zod-openapi";
 import { vi } from "vitest";
 import { expect } from "vitest";
+import { ErrorSchema } from "../src/lib/errors";
+import { createActivity, heartbeat } from "../src/routes/buzz/buzz.routes";
+import { createEmployee } from "../src/routes/employees/employees.routes";
+import { listMyPhones } from "../src/routes/me/me.routes";
 import { DEMO } from "../src/fixtures/demo-world";
 import { INDEX_COMPLETE_KEY } from "../src/domain/trust-records";
 import { KEY_WRITE_GAP_MS } from "../src/db/kv-writes";
@@ -59,12 +64,50 @@ export function as(who: Who) {
   };
 }
 
+/** What a route of src/routes (`createRoute`) says it answers: per status, a JSON body's schema. */
+type Route = { responses: object };
+type JsonContent = { content?: { "application/json"?: { schema: z.ZodType } } };
+type JsonStatus<R extends Route> = {
+  [S in keyof R["responses"]]: R["responses"][S] extends { content: { "application/json": { schema: z.ZodType } } }
+    ? S
+    : never;
+}[keyof R["responses"]];
+type AnswerOf<R extends Route, S extends keyof R["responses"]> = R["responses"][S] extends {
+  content: { "application/json": { schema: infer Schema extends z.ZodType } };
+}
+  ? z.output<Schema>
+  : never;
+
+/**
+ * The body of `route`'s answer `status`, typed and checked by the route's own
+ * response schema: `const me = await answer(r, 200, getMe)`. Fails unless the
+ * answer has that status and its JSON body matches the schema with no field
+ * the schema does not name.
+ */
+export async function answer<R extends Route, S extends JsonStatus<R> & number>(
+  response: Response,
+  status: S,
+  route: R,
+): Promise<AnswerOf<R, S>> {
+  const text = await response.text();
+  expect(response.status, text).toBe(status);
+  const schema = (route.responses as Record<number, JsonContent>)[status]!.content!["application/json"]!.schema;
+  const body: unknown = JSON.parse(text);
+  const parsed = schema.safeParse(body);
+  if (!parsed.success)
+    expect.fail(`${status} body does not match the route's schema: ${parsed.error.message}\n${text}`);
+  // Zod drops what its objects do not name: an answer equal to its parse names nothing undocumented.
+  expect(parsed.data, "the answer carries fields its schema does not name").toStrictEqual(body);
+  return parsed.data as AnswerOf<R, S>;
+}
+
 /** Asserts the contract's error body and status; returns the message. */
 export async function expectError(response: Response, status: number, phrase: string): Promise<string> {
   expect(response.status).toBe(status);
   expect(response.headers.get("Content-Type")).toMatch(/^application\/json/);
-  const body = (await response.json()) as { error: { code: string; message: string } };
-  expect(Object.keys(body)).toEqual(["error"]);
+  const raw: unknown = await response.json();
+  expect(Object.keys(raw as object)).toEqual(["error"]);
+  const body = ErrorSchema.parse(raw);
   expect(body.error.code).toBe(String(status));
   expect(body.error.message.startsWith(`${phrase}: `)).toBe(true);
   expect(body.error.message.length).toBeGreaterThan(phrase.length + 10);
@@ -319,17 +362,6 @@ export async function trustIndexSettledFor(receiverE164: string): Promise<void> 
   await trustIndexSettled(...(row?.id ? [row.id] : []));
 }
 
-/** The heartbeat's answer (`GET /apps/buzz/heartbeat`). */
-export type HeartbeatBody = {
-  last_contact_update: string | null;
-  last_trust_request: string | null;
-  last_company_update: string | null;
-  last_coworker_update: string | null;
-  last_user_update: string | null;
-  last_activity_id: string;
-  secure_number: { country_code: string; number: string; e164: string } | null;
-};
-
 /**
  * A demo person's secure number (their heartbeat assigns it if they hold none): as a trust
  * lookup's receiving fields, and in E.164.
@@ -337,7 +369,7 @@ export type HeartbeatBody = {
 export async function secureNumberOf(
   who: Who,
 ): Promise<{ receiving: { number_code: string; number: string }; e164: string }> {
-  const { secure_number } = await (await as(who).get("/apps/buzz/heartbeat")).json<HeartbeatBody>();
+  const { secure_number } = await answer(await as(who).get("/apps/buzz/heartbeat"), 200, heartbeat);
   if (!secure_number) throw new Error(`${who} holds no secure number (is the pool empty?)`);
   return {
     receiving: { number_code: secure_number.country_code, number: secure_number.number },
@@ -370,7 +402,7 @@ export async function provePhone(who: Who | { token: string }, phoneId: number):
   const api = asAny(who);
   const sent = await api.send("POST", `/me/phones/${phoneId}/verification`);
   expect(sent.status).toBe(202);
-  const phones = (await (await api.get("/me/phones")).json()) as { id: number; phone_full: string }[];
+  const phones = await answer(await api.get("/me/phones"), 200, listMyPhones);
   const phone = phones.find((p) => p.id === phoneId)!;
   return api.send("POST", `/me/phones/${phoneId}/confirm`, { code: await codeSentTo(phone.phone_full) });
 }
@@ -382,8 +414,7 @@ export async function acmeEmployeeWithPhone(tag: string, phone: string, extra: R
     "/companies/1/employees",
     employeeBody(fresh(tag), { ...extra, phone_numbers: [{ phone_full: phone, primary: true }] }),
   );
-  expect(created.status, await created.clone().text()).toBe(200);
-  return ((await created.json()) as { id: number }).id;
+  return (await answer(created, 200, createEmployee)).id;
 }
 
 /** Acme's Admin sets the phones of its employee `personId` (the first one primary), as an employer does. */
@@ -408,10 +439,7 @@ export const sendChat = (from: { id: number; token: string }, to: number, type =
       message: "aGk=",
       message_id: crypto.randomUUID(),
     },
-  }).then(async (res) => {
-    expect(res.status).toBe(200);
-    return ((await res.json()) as { data: { id: number } }).data.id;
-  });
+  }).then(async (res) => (await answer(res, 200, createActivity)).data.id);
 
 /**
  * The day's token uses sent to `USES_QUEUE` from now on (a sink nobody consumes in tests, see

@@ -1,24 +1,16 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { expect, vi } from "vitest";
+import { vi } from "vitest";
 import worker from "../src/index";
 import type { DeliveryMessage } from "../src/domain/queue-messages";
-import { as } from "./helpers";
+import { createWebhook } from "../src/routes/webhooks/webhooks.routes";
+import { answer, as } from "./helpers";
 
 /**
  * The receiving end of webhooks for tests: a fetch stub at the boundary
  * (only the loopback `RECEIVER` is caught; anything else goes through), and
  * the `webhook-deliveries` consumer driven as the queue drives it.
  */
-
-export type Webhook = {
-  id: number;
-  secret: string;
-  endpoint: string;
-  active: boolean;
-  disabled_reason: string | null;
-  updated_at: string;
-};
 
 /**
  * Where test webhooks point: loopback port 9 (discard), which nothing serves,
@@ -32,16 +24,13 @@ let counter = 0;
 export const uniqueEndpoint = () => `${RECEIVER}hooks/${Date.now()}-${++counter}`;
 
 /** A webhook of Acme (company 1) pointing at the stub. */
-export async function newWebhook(
-  fields: { event?: string; active?: boolean; endpoint?: string } = {},
-): Promise<Webhook> {
+export async function newWebhook(fields: { event?: string; active?: boolean; endpoint?: string } = {}) {
   const response = await as("alice").send("POST", "/companies/1/webhooks", {
     endpoint: fields.endpoint ?? uniqueEndpoint(),
     event: fields.event ?? "scan:found",
     active: fields.active ?? true,
   });
-  expect(response.status).toBe(201);
-  return response.json();
+  return answer(response, 201, createWebhook);
 }
 
 export const PAYLOAD = {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { as, expectError } from "../helpers";
+import { answer, as, expectError } from "../helpers";
+import { listActivity } from "../../src/routes/buzz/buzz.routes";
 
 /**
  * Who may record an activity: messages and outgoing calls are recorded by
@@ -20,7 +21,7 @@ describe("POST /apps/buzz/activity: direction", () => {
   it("refuses a message recorded in another person's name", async () => {
     const forged = await as("alice").send("POST", "/apps/buzz/activity", chat(2, 1));
     expect(await expectError(forged, 403, "Forbidden")).toContain("sender");
-    const inbox = (await (await as("bob").get("/apps/buzz/activity/0")).json()) as { sendable_id: number }[];
+    const inbox = await answer(await as("bob").get("/apps/buzz/activity/0"), 200, listActivity);
     expect(inbox.filter((record) => record.sendable_id === 2)).toEqual([]);
   });
 

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { as, DEMO } from "../helpers";
+import { answer, as, DEMO } from "../helpers";
+import { createActivity, listActivity } from "../../src/routes/buzz/buzz.routes";
 
 /**
  * Whose feed a record appears in (docs/decisions.md, "Activity"): messages
  * are seen by both parties; a call record is the log of the person who wrote
  * it. And whether an id is an account is not revealed by the answer.
  */
-type Record = { id: number; type: string; sendable_id: number; receivable_id: number };
 const { bob, carol } = DEMO.people;
 
 const record = async (who: "bob" | "carol", body: object) => {
@@ -15,11 +15,10 @@ const record = async (who: "bob" | "carol", body: object) => {
     receivable_type: "person",
     ...body,
   });
-  expect(response.status).toBe(200);
-  return ((await response.json()) as { data: Record }).data.id;
+  return (await answer(response, 200, createActivity)).data.id;
 };
 const feed = async (who: "bob" | "carol") =>
-  ((await (await as(who).get("/apps/buzz/activity/0?limit=500")).json()) as Record[]).map((r) => r.id);
+  (await answer(await as(who).get("/apps/buzz/activity/0?limit=500"), 200, listActivity)).map((r) => r.id);
 
 describe("activity visibility", () => {
   it("a call record stays in its recorder's feed; a message reaches both parties", async () => {

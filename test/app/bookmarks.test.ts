@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { as, expectError } from "../helpers";
+import { syncContacts } from "../../src/routes/contacts/contacts.routes";
+import { answer, as, expectError } from "../helpers";
 
 /**
  * Reads near users (docs/capacity.md): every answer carries the D1 session's
@@ -12,7 +13,7 @@ describe("x-d1-bookmark", () => {
     expect(write.status).toBe(200);
     const bookmark = write.headers.get("x-d1-bookmark");
     expect(bookmark).toMatch(/^[0-9A-Za-z-]+$/);
-    const [{ id }] = (await write.json()) as [{ id: number }];
+    const { id } = (await answer(write, 200, syncContacts))[0]!;
 
     const read = await as("bob").get(`/contacts/${id}`, { headers: { "x-d1-bookmark": bookmark! } });
     expect(read.status).toBe(200);

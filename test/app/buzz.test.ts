@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import {
+  answer,
   as,
   call,
   countInPersonObject,
@@ -13,12 +14,11 @@ import {
   indexKeysWritten,
   insertToken,
   trustIndexSettled,
-  type HeartbeatBody,
 } from "../helpers";
+import { callLookup, createActivity, heartbeat, listActivity, listBlocked } from "../../src/routes/buzz/buzz.routes";
+import { syncContacts } from "../../src/routes/contacts/contacts.routes";
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
-
-type Heartbeat = HeartbeatBody;
 
 let nextPerson = 100;
 
@@ -35,10 +35,8 @@ async function newPerson(firstName = "Temp") {
   return { id, token };
 }
 
-async function heartbeatOf(token: string): Promise<Heartbeat> {
-  const response = await call("/apps/buzz/heartbeat", { token });
-  expect(response.status).toBe(200);
-  return response.json();
+async function heartbeatOf(token: string) {
+  return answer(await call("/apps/buzz/heartbeat", { token }), 200, heartbeat);
 }
 
 /** Adds pool numbers so this file never runs dry by accident. */
@@ -136,7 +134,7 @@ describe("GET /apps/buzz/heartbeat", () => {
       receivable_type: "person",
       receivable_id: DEMO.people.bob,
     });
-    const { data } = (await activity.json()) as { data: { id: number } };
+    const { data } = await answer(activity, 200, createActivity);
 
     const after = await heartbeatOf(DEMO.tokens.alice);
     expect(after.last_contact_update).toMatch(ISO);
@@ -168,15 +166,7 @@ describe("GET /apps/buzz/blocked", () => {
         base + i * 1000,
       );
     }
-    const response = await call("/apps/buzz/blocked", { token });
-    expect(response.status).toBe(200);
-    const blocked = (await response.json()) as {
-      id: number;
-      blocked_call_id: number;
-      caller_id: string;
-      phone_number: string;
-      created_at: string;
-    }[];
+    const blocked = await answer(await call("/apps/buzz/blocked", { token }), 200, listBlocked);
     expect(blocked).toHaveLength(100);
     expect(blocked[0]).toEqual({
       id,
@@ -193,7 +183,7 @@ describe("GET /apps/buzz/blocked", () => {
     const ids = blocked.map((call) => call.blocked_call_id);
     expect(ids).toEqual(Array.from({ length: 100 }, (_, i) => 105 - i));
     // Nobody else's.
-    expect(((await (await as("bob").get("/apps/buzz/blocked")).json()) as unknown[]).length).toBe(0);
+    expect((await answer(await as("bob").get("/apps/buzz/blocked"), 200, listBlocked)).length).toBe(0);
   });
 });
 
@@ -231,9 +221,11 @@ describe("POST /apps/buzz/activity", () => {
 
   it("is idempotent on (sender, message_id): a retry answers the first record and creates nothing", async () => {
     const messageId = crypto.randomUUID();
-    const first = (await (await as("bob").send("POST", "/apps/buzz/activity", chat(messageId))).json()) as {
-      data: { id: number; message: string };
-    };
+    const first = await answer(
+      await as("bob").send("POST", "/apps/buzz/activity", chat(messageId)),
+      200,
+      createActivity,
+    );
     const retry = await as("bob").send("POST", "/apps/buzz/activity", { ...chat(messageId), message: "changed" });
     expect(retry.status).toBe(200);
     expect(await retry.json()).toEqual(first);
@@ -249,7 +241,7 @@ describe("POST /apps/buzz/activity", () => {
       sendable_id: DEMO.people.alice,
       receivable_id: DEMO.people.bob,
     });
-    expect(((await reply.json()) as { data: { id: number } }).data.id).not.toBe(first.data.id);
+    expect((await answer(reply, 200, createActivity)).data.id).not.toBe(first.data.id);
   });
 
   it("records calls (no message needed), with a company as the other party", async () => {
@@ -261,8 +253,7 @@ describe("POST /apps/buzz/activity", () => {
       receivable_id: "1",
       call_time: 95,
     });
-    expect(response.status).toBe(200);
-    expect(((await response.json()) as { data: object }).data).toMatchObject({
+    expect((await answer(response, 200, createActivity)).data).toMatchObject({
       sendable_type: "company",
       sendable_id: 1,
       call_time: 95,
@@ -326,8 +317,7 @@ describe("GET /apps/buzz/activity/{id}", () => {
   it("lists activities involving the caller after an id, oldest first, with the parties", async () => {
     const { id, token } = await newPerson("Dora");
     const post = async (body: object) =>
-      ((await (await call("/apps/buzz/activity", { method: "POST", token, body })).json()) as { data: { id: number } })
-        .data.id;
+      (await answer(await call("/apps/buzz/activity", { method: "POST", token, body }), 200, createActivity)).data.id;
     const sent = await post({
       type: "chat_message",
       sendable_type: "person",
@@ -379,12 +369,12 @@ describe("GET /apps/buzz/activity/{id}", () => {
       },
     ]);
 
-    const afterFirst = (await (await call(`/apps/buzz/activity/${sent}`, { token })).json()) as { id: number }[];
+    const afterFirst = await answer(await call(`/apps/buzz/activity/${sent}`, { token }), 200, listActivity);
     expect(afterFirst.map((a) => a.id)).toEqual([received]);
-    const limited = (await (await call("/apps/buzz/activity/0?limit=1", { token })).json()) as { id: number }[];
+    const limited = await answer(await call("/apps/buzz/activity/0?limit=1", { token }), 200, listActivity);
     expect(limited.map((a) => a.id)).toEqual([sent]);
     // Bob is in neither.
-    const bobs = (await (await as("bob").get("/apps/buzz/activity/0?limit=500")).json()) as { id: number }[];
+    const bobs = await answer(await as("bob").get("/apps/buzz/activity/0?limit=500"), 200, listActivity);
     expect(bobs.some((a) => a.id === sent || a.id === received)).toBe(false);
   });
 
@@ -415,14 +405,18 @@ describe("GET /apps/buzz/call-lookup", () => {
       caller_verification: null,
     });
 
-    const [contact] = (await (
-      await as("alice").send("POST", "/contacts/sync", [{ display_name: "Bob B.", phone_numbers: ["+14155550199"] }])
-    ).json()) as { id: number }[];
+    const [contact] = await answer(
+      await as("alice").send("POST", "/contacts/sync", [{ display_name: "Bob B.", phone_numbers: ["+14155550199"] }]),
+      200,
+      syncContacts,
+    );
     // Alice's keys may have been written less than a second ago: rewritten once that second has passed.
     await indexKeysWritten(DEMO.people.alice);
-    const fromBob = (await (
-      await as("telephony").get(query({ ...receiving, inbound_code: "1", inbound: "4155550199" }))
-    ).json()) as { contacts: { id: number; phone: string[] }[]; people: unknown[]; companies: unknown[] };
+    const fromBob = await answer(
+      await as("telephony").get(query({ ...receiving, inbound_code: "1", inbound: "4155550199" })),
+      200,
+      callLookup,
+    );
     expect(fromBob.contacts.map((c) => [c.id, c.phone])).toEqual([[contact!.id, ["+14155550199"]]]);
     expect(fromBob.people).toEqual([
       {
@@ -445,7 +439,7 @@ describe("GET /apps/buzz/call-lookup", () => {
     await as("alice").send("POST", "/contacts/sync", [{ display_name: "Carol C.", phone_numbers: [carol.e164] }]);
     const fromCarol = query({ ...receiving, inbound_code: carol.country_code, inbound: carol.number });
     const peopleIn = async () =>
-      ((await (await as("telephony").get(fromCarol)).json()) as { people: { id: number }[] }).people.map((p) => p.id);
+      (await answer(await as("telephony").get(fromCarol), 200, callLookup)).people.map((p) => p.id);
 
     // A contact's phone makes the call trusted, but Carol (Globex) does not know Alice (Acme).
     expect(await peopleIn()).toEqual([]);
@@ -473,8 +467,7 @@ describe("GET /apps/buzz/call-lookup", () => {
   it("answers the receiving member with their own token; anyone else's number is 404", async () => {
     const receiving = await numberOf(DEMO.tokens.bob);
     const mine = await as("bob").get(query({ ...receiving, inbound_code: "1", inbound: "4155550100" }));
-    expect(mine.status).toBe(200);
-    expect(((await mine.json()) as { companies: unknown[] }).companies).toHaveLength(1);
+    expect((await answer(mine, 200, callLookup)).companies).toHaveLength(1);
     await expectError(
       await as("alice").get(query({ ...receiving, inbound_code: "1", inbound: "4155550100" })),
       404,

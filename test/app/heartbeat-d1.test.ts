@@ -3,7 +3,8 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { COMPANIES_COMPLETE_KEY, companyKey } from "../../src/domain/company-records";
 import { createDeps } from "../../src/services/create-deps";
 import { makeCurrent } from "../../src/services/trust-index/current";
-import { as, call, countD1, DEMO, indexWorkApplied, insertToken, type HeartbeatBody } from "../helpers";
+import { heartbeat as getHeartbeat } from "../../src/routes/buzz/buzz.routes";
+import { answer, as, call, countD1, DEMO, indexWorkApplied, insertToken } from "../helpers";
 
 /*
  * The heartbeat reads no D1 once the person holds a secure number and the
@@ -15,20 +16,17 @@ import { as, call, countD1, DEMO, indexWorkApplied, insertToken, type HeartbeatB
  * made without them is queued by D1's triggers for the minute sweep.
  */
 
-type Heartbeat = HeartbeatBody;
-
 const ADMIN = `sk_test_platform_admin_${crypto.randomUUID().replaceAll("-", "")}`;
 const admin = (method: string, path: string, body?: unknown) => call(path, { method, body, token: ADMIN });
 const BOUND_MS = 60_000;
 
 /** The person's heartbeat and the D1 statements it made. */
-async function heartbeat(who: "alice" | "bob" | "carol"): Promise<{ beat: Heartbeat; statements: number }> {
+async function heartbeat(who: "alice" | "bob" | "carol") {
   const d1 = countD1();
   const response = await as(who).get("/apps/buzz/heartbeat");
   const statements = d1.statements;
   vi.restoreAllMocks();
-  expect(response.status).toBe(200);
-  return { beat: await response.json<Heartbeat>(), statements };
+  return { beat: await answer(response, 200, getHeartbeat), statements };
 }
 
 /** The minute sweep of the index work (what the cron runs), for changes no command recorded. */

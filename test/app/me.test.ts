@@ -1,11 +1,13 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { as, call, expectError, indexWorkApplied, insertToken } from "../helpers";
+import { heartbeat } from "../../src/routes/buzz/buzz.routes";
+import { getMe } from "../../src/routes/me/me.routes";
+import { answer, as, call, expectError, indexWorkApplied, insertToken } from "../helpers";
 
 /** GET /me: who the caller is (docs/decisions.md, "Me"). */
 describe("GET /me", () => {
   it("answers the caller's id, names, secure number, companies with roles and the token's kind", async () => {
-    const beat = (await (await as("bob").get("/apps/buzz/heartbeat")).json()) as { secure_number: unknown };
+    const beat = await answer(await as("bob").get("/apps/buzz/heartbeat"), 200, heartbeat);
     const res = await as("bob").get("/me");
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({
@@ -17,7 +19,7 @@ describe("GET /me", () => {
       companies: [{ id: 1, name: "Acme Corp", roles: ["Viewer"] }],
       token_kind: "person",
     });
-    const carol = (await (await as("carol").get("/me")).json()) as { id: number; companies: unknown[] };
+    const carol = await answer(await as("carol").get("/me"), 200, getMe);
     expect(carol.id).toBe(3);
     expect(carol.companies).toEqual([{ id: 2, name: "Globex", roles: ["Admin"] }]);
   });
@@ -71,6 +73,6 @@ describe("GET /me for a person of several companies and roles, and of none", () 
     // A writer outside the commands: D1's trigger queued the person's facts, which the minute sweep tells
     // their object (docs/architecture.md, "Names travel with facts"); applied here as the sweep would.
     await indexWorkApplied([`prs:${id}`]);
-    expect(((await (await call("/me", { token })).json()) as { companies: unknown[] }).companies).toEqual([]);
+    expect((await answer(await call("/me", { token }), 200, getMe)).companies).toEqual([]);
   });
 });

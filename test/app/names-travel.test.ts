@@ -1,6 +1,10 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { as, call, countD1, DEMO, employeeBody, fresh, insertToken, sendChat } from "../helpers";
+import { listActivity } from "../../src/routes/buzz/buzz.routes";
+import { listTrustRequests } from "../../src/routes/contacts/contacts.routes";
+import { createEmployee } from "../../src/routes/employees/employees.routes";
+import { getMe } from "../../src/routes/me/me.routes";
+import { answer, as, call, countD1, DEMO, employeeBody, fresh, insertToken, sendChat } from "../helpers";
 
 /**
  * Names travel with facts (docs/architecture.md): the names a chat, a feed
@@ -11,13 +15,15 @@ import { as, call, countD1, DEMO, employeeBody, fresh, insertToken, sendChat } f
 
 afterEach(() => vi.restoreAllMocks());
 
-type Party = { id: number; first_name?: string | null; name?: string | null } | null;
-type Entry = { id: number; sendable: Party; receivable: Party };
 type Someone = { id: number; token: string };
 
 /** The entry `id` of `who`'s feed. */
-async function entry(who: Someone, id: number): Promise<Entry> {
-  const [found] = (await (await call(`/apps/buzz/activity/${id - 1}?limit=1`, { token: who.token })).json()) as Entry[];
+async function entry(who: Someone, id: number) {
+  const [found] = await answer(
+    await call(`/apps/buzz/activity/${id - 1}?limit=1`, { token: who.token }),
+    200,
+    listActivity,
+  );
   expect(found!.id).toBe(id);
   return found!;
 }
@@ -41,8 +47,7 @@ const alice: Someone = { id: DEMO.people.alice, token: DEMO.tokens.alice };
 describe("names travel with facts", () => {
   it("a rename by the employer reaches the next chat's names, with no D1 statement for the names", async () => {
     const created = await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("renamed")));
-    expect(created.status).toBe(200);
-    const { id } = (await created.json()) as { id: number };
+    const { id } = await answer(created, 200, createEmployee);
     const token = `pk_test_renamed_${crypto.randomUUID().replaceAll("-", "")}`;
     await insertToken(token, { personId: id });
     const employee = { id, token };
@@ -64,7 +69,7 @@ describe("names travel with facts", () => {
     expect((await entry(alice, first)).sendable).toMatchObject({ id, first_name: "Fox" });
     // The employee's own side and GET /me say the same.
     expect((await entry(employee, second)).sendable).toMatchObject({ id, first_name: "Fox" });
-    expect(((await (await call("/me", { token })).json()) as { first_name: string }).first_name).toBe("Fox");
+    expect((await answer(await call("/me", { token }), 200, getMe)).first_name).toBe("Fox");
     // A chat the other way names Alice to her coworker.
     const back = await sendChat(alice, id);
     expect((await entry(employee, back)).sendable).toMatchObject({ id: alice.id, first_name: "Alice" });
@@ -86,7 +91,7 @@ describe("names travel with facts", () => {
       body: { user_id: receiver.id },
     });
     expect(asked.status).toBe(201);
-    const requests = (await (await call("/contacts/requests", { token: receiver.token })).json()) as Party[];
+    const requests = await answer(await call("/contacts/requests", { token: receiver.token }), 200, listTrustRequests);
     expect(requests).toEqual([expect.objectContaining({ id: sender.id, first_name: "Sender", last_name: "Travel" })]);
     const trusted = await call(`/contacts/trust/${sender.id}`, {
       method: "POST",

@@ -11,7 +11,18 @@ import { receiverKey } from "../../src/domain/trust-records";
 import worker from "../../src/index";
 import type { BackgroundMessage } from "../../src/domain/queue-messages";
 import { ERASE_CHUNK, ERASE_RETRY_MS } from "../../src/services/person-erasures";
-import { as, call, countInPersonObject, countRows, DEMO, inPersonObject, insertToken, personObject } from "../helpers";
+import { listTrustRequests } from "../../src/routes/contacts/contacts.routes";
+import {
+  answer,
+  as,
+  call,
+  countInPersonObject,
+  countRows,
+  DEMO,
+  inPersonObject,
+  insertToken,
+  personObject,
+} from "../helpers";
 
 /**
  * Faults between people's objects (docs/architecture.md, "What crosses
@@ -94,7 +105,7 @@ describe("a trust request whose delivery failed", () => {
     expect(await pendingAtAlice()).toEqual([{ contact_reason: "we met at the conference" }]);
     expect(await countInPersonObject(sender, "SELECT count(*) AS n FROM request_outbox")).toBe(0);
     expect(await countInPersonObject(sender, "SELECT sum(sent) AS n FROM trust_request_days")).toBe(1);
-    const listed = (await (await as("alice").get("/contacts/requests")).json()) as { id: number }[];
+    const listed = await answer(await as("alice").get("/contacts/requests"), 200, listTrustRequests);
     expect(listed.map((request) => request.id)).toContain(sender);
   });
 });

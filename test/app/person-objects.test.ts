@@ -3,7 +3,11 @@ import { createExecutionContext, createMessageBatch, getQueueResult, runDurableO
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import type { BackgroundMessage } from "../../src/domain/queue-messages";
+import { createActivity, heartbeat, listActivity, listBlocked } from "../../src/routes/buzz/buzz.routes";
+import { listTrustRequests } from "../../src/routes/contacts/contacts.routes";
+import { createEmployee } from "../../src/routes/employees/employees.routes";
 import {
+  answer,
   as,
   call,
   countInPersonObject,
@@ -21,9 +25,8 @@ import {
  * retention alarm, and the one-time move of D1 rows into the objects.
  */
 const { alice, bob } = DEMO.people;
-type Entry = { id: number; message_id: string | null; type: string };
 const feed = async (who: "alice" | "bob", after = 0) =>
-  (await (await as(who).get(`/apps/buzz/activity/${after}?limit=500`)).json()) as Entry[];
+  answer(await as(who).get(`/apps/buzz/activity/${after}?limit=500`), 200, listActivity);
 const chat = (from: number, to: number, messageId = crypto.randomUUID()) => ({
   type: "chat_message",
   sendable_type: "person",
@@ -41,7 +44,7 @@ describe("chats across two objects", () => {
     const body = chat(bob, alice);
     const answers = await Promise.all([1, 2, 3].map(() => as("bob").send("POST", "/apps/buzz/activity", body)));
     expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
-    const ids = await Promise.all(answers.map(async (r) => ((await r.json()) as { data: { id: number } }).data.id));
+    const ids = await Promise.all(answers.map(async (r) => (await answer(r, 200, createActivity)).data.id));
     expect(new Set(ids).size).toBe(1);
     for (const who of ["alice", "bob"] as const) {
       expect((await feed(who)).filter((e) => e.message_id === body.message_id).map((e) => e.id)).toEqual([ids[0]]);
@@ -62,7 +65,7 @@ describe("chats across two objects", () => {
     const aliceSeen = Math.max(...(await feed("alice")).map((e) => e.id));
     const bobSeen = Math.max(0, ...(await feed("bob")).map((e) => e.id));
     const sent = await as("bob").send("POST", "/apps/buzz/activity", chat(bob, alice));
-    const { id } = ((await sent.json()) as { data: { id: number } }).data;
+    const { id } = (await answer(sent, 200, createActivity)).data;
     expect(id).toBeGreaterThan(aliceSeen);
     expect(id).toBeGreaterThan(bobSeen);
     expect((await feed("alice", aliceSeen)).map((e) => e.id)).toContain(id);
@@ -72,7 +75,7 @@ describe("chats across two objects", () => {
       const ids = (await feed(who)).map((e) => e.id);
       expect(ids).toEqual([...ids].sort((a, b) => a - b));
       expect(new Set(ids).size).toBe(ids.length);
-      const beat = (await (await as(who).get("/apps/buzz/heartbeat")).json()) as { last_activity_id: string };
+      const beat = await answer(await as(who).get("/apps/buzz/heartbeat"), 200, heartbeat);
       expect(Number(beat.last_activity_id)).toBe(ids.at(-1));
     }
   });
@@ -91,11 +94,11 @@ describe("chats across two objects", () => {
     expect(answers.map((r) => r.status)).toEqual(sends.map(() => 200));
     const idOf = new Map<string, number>();
     for (const [i, r] of answers.entries())
-      idOf.set(sends[i]!.body.message_id, ((await r.json()) as { data: { id: number } }).data.id);
+      idOf.set(sends[i]!.body.message_id, (await answer(r, 200, createActivity)).data.id);
     for (const person of ring) {
-      const entries = ((await (await as(who[person]).get("/apps/buzz/activity/0?limit=500")).json()) as Entry[]).filter(
-        (e) => e.message_id !== null && idOf.has(e.message_id),
-      );
+      const entries = (
+        await answer(await as(who[person]).get("/apps/buzz/activity/0?limit=500"), 200, listActivity)
+      ).filter((e) => e.message_id !== null && idOf.has(e.message_id));
       const mine = sends.filter((s) => s.from === person || s.to === person);
       expect(entries.map((e) => e.message_id).sort()).toEqual(mine.map((s) => s.body.message_id).sort());
       for (const e of entries) expect(e.id).toBe(idOf.get(e.message_id!));
@@ -160,8 +163,7 @@ describe("an account that goes takes its object with it", () => {
       addresses: [{ line_1: "1 Main St", city: "Austin", region: "TX", postal_code: "78701", country: "US" }],
       license: null,
     });
-    expect(created.status, await created.clone().text()).toBe(200);
-    const { id } = (await created.json()) as { id: number };
+    const { id } = await answer(created, 200, createEmployee);
     const token = `pk_test_gone_${crypto.randomUUID().replaceAll("-", "")}`;
     await insertToken(token, { personId: id });
     const recorded = await call("/apps/buzz/activity", {
@@ -412,15 +414,12 @@ describe("moving person data from D1 into the objects", () => {
     // The API reads them from the object now, oldest first under their D1 ids.
     const token = `pk_test_moved_${crypto.randomUUID().replaceAll("-", "")}`;
     await insertToken(token, { personId: p });
-    const page = (await (await call("/apps/buzz/activity/0?limit=500", { token })).json()) as Entry[];
+    const page = await answer(await call("/apps/buzz/activity/0?limit=500", { token }), 200, listActivity);
     expect(page).toHaveLength(500);
     expect(page[0]!.message_id).toBe(`moved-${p}-1`);
-    const blocked = (await (await call("/apps/buzz/blocked", { token })).json()) as { caller_id: string }[];
+    const blocked = await answer(await call("/apps/buzz/blocked", { token }), 200, listBlocked);
     expect(blocked[0]!.caller_id).toBe("moved-600");
-    const requests = (await (await call("/contacts/requests", { token })).json()) as {
-      id: number;
-      contact_reason: string;
-    }[];
+    const requests = await answer(await call("/contacts/requests", { token }), 200, listTrustRequests);
     expect(requests.map((r) => [r.id, r.contact_reason])).toEqual([[alice, "pending one"]]);
     // The decided one still lets the person change their decision about Bob.
     expect((await call(`/contacts/trust/${bob}`, { method: "POST", token, body: { trusted: 0 } })).status).toBe(201);

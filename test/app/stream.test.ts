@@ -6,7 +6,10 @@ import { accessTokens, memberships, people } from "../../src/db/schema";
 import { sha256Hex } from "../../src/lib/crypto";
 import { createDeps } from "../../src/services/create-deps";
 import { mintStreamTicket, redeemStreamTicket } from "../../src/services/stream";
-import { call, expectError, fresh, insertToken, personObject, sendChat } from "../helpers";
+import { createActivity, createStreamTicket, listActivity, listBlocked } from "../../src/routes/buzz/buzz.routes";
+import { listTrustRequests } from "../../src/routes/contacts/contacts.routes";
+import { answer, call, expectError, fresh, insertToken, personObject, sendChat } from "../helpers";
+import { loadDocument } from "../support/openapi";
 import { eq } from "drizzle-orm";
 
 /**
@@ -83,10 +86,7 @@ const callRecord = (who: { id: number; token: string }) =>
       receivable_type: "person",
       receivable_id: who.id,
     },
-  }).then(async (res) => {
-    expect(res.status).toBe(200);
-    return ((await res.json()) as { data: { id: number } }).data.id;
-  });
+  }).then(async (res) => (await answer(res, 200, createActivity)).data.id);
 
 const activityIds = (frames: Frame[]) => frames.filter((f) => f.type === "activity").map((f) => f.data!.id);
 
@@ -116,14 +116,18 @@ describe("GET /apps/buzz/stream", () => {
     const id = await chat(alice, bob.id);
     const marker = await callRecord(bob);
     for (const socket of [phone, laptop]) expect(activityIds(await socket.until(2))).toEqual([id, marker]);
-    const [listed] = (await (
-      await call(`/apps/buzz/activity/${id - 1}?limit=1`, { token: bob.token })
-    ).json()) as unknown[];
+    const [listed] = await answer(
+      await call(`/apps/buzz/activity/${id - 1}?limit=1`, { token: bob.token }),
+      200,
+      listActivity,
+    );
     expect(phone.frames[0]).toEqual({ type: "activity", data: listed });
     // The sender's own device sees its copy (GET /activity's shape for Alice).
-    const [own] = (await (
-      await call(`/apps/buzz/activity/${id - 1}?limit=1`, { token: alice.token })
-    ).json()) as unknown[];
+    const [own] = await answer(
+      await call(`/apps/buzz/activity/${id - 1}?limit=1`, { token: alice.token }),
+      200,
+      listActivity,
+    );
     expect((await sender.until(1))[0]).toEqual({ type: "activity", data: own });
   });
 
@@ -145,9 +149,11 @@ describe("GET /apps/buzz/stream", () => {
       middle_name: null,
       last_name: "Stream",
     });
-    const [listed] = (await (
-      await call(`/apps/buzz/activity/${id - 1}?limit=1`, { token: bob.token })
-    ).json()) as unknown[];
+    const [listed] = await answer(
+      await call(`/apps/buzz/activity/${id - 1}?limit=1`, { token: bob.token }),
+      200,
+      listActivity,
+    );
     expect(frame!.data).toEqual(listed);
   });
 
@@ -228,14 +234,12 @@ describe("GET /apps/buzz/stream", () => {
       { callerId: null, countryCode: "1", phoneNumber: "4155550123", createdAt: at },
     ]);
     const frames = await socket.until(4);
-    const requests = (await (await call("/contacts/requests", { token: bob.token })).json()) as unknown[];
+    const requests = await answer(await call("/contacts/requests", { token: bob.token }), 200, listTrustRequests);
     expect(frames[0]).toEqual({ type: "trust_request", data: requests[0] });
     expect(frames[1]!.type).toBe("contacts");
     expect(Date.parse(String(frames[1]!.data!.updated_at))).toBeGreaterThan(Date.now() - 60_000);
     // Two calls alike but for their own ids, the same in the list (newest first) and the events.
-    const blocked = (await (await call("/apps/buzz/blocked", { token: bob.token })).json()) as {
-      blocked_call_id: number;
-    }[];
+    const blocked = await answer(await call("/apps/buzz/blocked", { token: bob.token }), 200, listBlocked);
     expect(frames.slice(2)).toEqual([
       { type: "blocked_call", data: blocked[1] },
       { type: "blocked_call", data: blocked[0] },
@@ -284,9 +288,7 @@ describe("GET /apps/buzz/stream", () => {
   });
 
   it("is in the OpenAPI document as a 101 upgrade", async () => {
-    const doc = (await (await call("/openapi.json")).json()) as {
-      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
-    };
+    const doc = await loadDocument();
     expect(Object.keys(doc.paths["/apps/buzz/stream"]!.get!.responses)).toEqual(
       expect.arrayContaining(["101", "401", "426"]),
     );
@@ -328,8 +330,7 @@ describe("GET /apps/buzz/stream", () => {
 describe("stream tickets", () => {
   const mint = async (who: { token: string }) => {
     const minted = await call("/apps/buzz/stream/tickets", { method: "POST", token: who.token });
-    expect(minted.status).toBe(201);
-    return ((await minted.json()) as { ticket: string; expires_at: string }).ticket;
+    return (await answer(minted, 201, createStreamTicket)).ticket;
   };
   const upgrade = (ticket: string) => call(`/apps/buzz/stream?ticket=${ticket}`, { headers: { Upgrade: "websocket" } });
   /** The person objects that exist (have storage), as the audit counted them on disk. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { as, call, expectError, insertToken } from "../helpers";
+import { createEmployee } from "../../src/routes/employees/employees.routes";
+import { answer, as, call, expectError, insertToken } from "../helpers";
 
 /**
  * A person's tokens go with the person. Verified tokens are cached for up to
@@ -17,7 +18,7 @@ describe("a token whose person was just removed", () => {
       addresses: [{ line_1: "1 Main St", city: "San Francisco", region: "CA", postal_code: "94105", country: "US" }],
       license: null,
     });
-    const { id } = (await created.json()) as { id: number };
+    const { id } = await answer(created, 200, createEmployee);
     const token = `pk_test_gone_${id}_${crypto.randomUUID().slice(0, 8)}`;
     await insertToken(token, { personId: id });
     expect((await call("/contacts", { token })).status).toBe(200); // verified and cached

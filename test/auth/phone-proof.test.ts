@@ -1,7 +1,12 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { listCompanyPhones } from "../../src/routes/admin/phones.routes";
+import { addCompanyPhone } from "../../src/routes/companies/phones.routes";
+import { syncContacts } from "../../src/routes/contacts/contacts.routes";
+import { addMyPhone, listMyPhones } from "../../src/routes/me/me.routes";
 import {
   acmeEmployeeWithPhone,
+  answer,
   as,
   asAny,
   call,
@@ -20,7 +25,6 @@ import {
  * reaches only its proven owner; a company never claims a person's number.
  */
 
-type MyPhone = { id: number; phone_full: string; confirmed: boolean };
 const OPERATOR = `sk_test_proof_operator_${crypto.randomUUID().replaceAll("-", "")}`;
 
 beforeAll(async () => {
@@ -36,7 +40,7 @@ async function employee(phone: string) {
 }
 
 const phonesOf = async (api: { get: (path: string) => Promise<Response> }) =>
-  (await (await api.get("/me/phones")).json()) as MyPhone[];
+  answer(await api.get("/me/phones"), 200, listMyPhones);
 
 /** Alice (Acme's Admin) puts `numbers` on her own record, as the audit did. */
 const setAlicesPhones = (...numbers: string[]) => employerSetsPhones(DEMO.people.alice, ...numbers);
@@ -95,8 +99,7 @@ describe("a confirmation needs the code sent to the number", () => {
 
     // Vic adds it back and proves it: 200 (possession), not the audit's 409.
     const added = await vic.api.send("POST", "/me/phones", { phone: number });
-    expect(added.status).toBe(201);
-    const { id } = (await added.json()) as MyPhone;
+    const { id } = await answer(added, 201, addMyPhone);
     expect((await provePhone({ token: vic.token }, id)).status).toBe(200);
     await setAlicesPhones();
   });
@@ -115,7 +118,7 @@ describe("a confirmation needs the code sent to the number", () => {
 
     // A fresh code works once; another phone's code does not.
     const other = await vic.api.send("POST", "/me/phones", { phone: "+16505557778" });
-    const otherId = ((await other.json()) as MyPhone).id;
+    const otherId = (await answer(other, 201, addMyPhone)).id;
     expect((await vic.api.send("POST", `/me/phones/${otherId}/verification`)).status).toBe(202);
     const otherCode = await codeSentTo("+16505557778");
     expect((await vic.api.send("POST", `/me/phones/${phone!.id}/verification`)).status).toBe(202);
@@ -138,8 +141,7 @@ describe("a confirmation needs the code sent to the number", () => {
 
     // A UK number: the demo pool has no +44 number, so codes are not sent there.
     const uk = await vic.api.send("POST", "/me/phones", { phone: "+447911123456" });
-    expect(uk.status).toBe(201);
-    const ukId = ((await uk.json()) as MyPhone).id;
+    const ukId = (await answer(uk, 201, addMyPhone)).id;
     const refused = await vic.api.send("POST", `/me/phones/${ukId}/verification`);
     expect(await expectError(refused, 400, "Bad Request")).toMatch(/codes are not sent to this country/);
     const sent = await env.DB.prepare('select count(*) as n from dev_outbox where "to" = ?')
@@ -213,8 +215,7 @@ describe("who a phone reaches", () => {
     const synced = await as("carol").send("POST", "/contacts/sync", [
       { display_name: "Bob", phone_numbers: [DEMO.bobPhone] },
     ]);
-    expect(synced.status).toBe(200);
-    const [contact] = (await synced.json()) as { user_id: number | null }[];
+    const [contact] = await answer(synced, 200, syncContacts);
     expect(contact!.user_id).toBe(DEMO.people.bob);
     await setAlicesPhones();
   });
@@ -224,7 +225,7 @@ describe("who a phone reaches", () => {
     const synced = await as("carol").send("POST", "/contacts/sync", [
       { display_name: "Someone", phone_numbers: ["+16505557782"] },
     ]);
-    const [contact] = (await synced.json()) as { user_id: number | null; connected: boolean }[];
+    const [contact] = await answer(synced, 200, syncContacts);
     expect(contact).toMatchObject({ user_id: null, connected: false });
   });
 });
@@ -239,13 +240,12 @@ describe("a company never claims a person's number", () => {
     // Claimed while nobody had proven it; then its holder proves it.
     const number = "+16505557783";
     const made = await claim(number);
-    expect(made.status).toBe(201);
-    const { id } = (await made.json()) as { id: number };
+    const { id } = await answer(made, 201, addCompanyPhone);
     const vic = await employee(number);
     const [phone] = await phonesOf(vic.api);
     expect((await provePhone({ token: vic.token }, phone!.id)).status).toBe(200);
     const listed = await call("/internal/company-phones?per_page=1000", { token: OPERATOR });
-    const mine = ((await listed.json()) as { id: number; belongs_to_person: boolean }[]).find((p) => p.id === id);
+    const mine = (await answer(listed, 200, listCompanyPhones)).find((p) => p.id === id);
     expect(mine).toMatchObject({ belongs_to_person: true });
     const verified = await call(`/internal/company-phones/${id}/verify`, { method: "POST", token: OPERATOR });
     expect(await expectError(verified, 409, "Conflict")).toMatch(/belongs to a person/);

@@ -1,7 +1,10 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { signIn as signInRoute } from "../../src/routes/auth/auth.routes";
+import { addMyPhone, getMe, listMyDevices, listMyPhones } from "../../src/routes/me/me.routes";
 import {
   acmeEmployeeWithPhone,
+  answer,
   as,
   asAny,
   call,
@@ -28,16 +31,13 @@ const chat = (sender: number, receiver: number) => ({
   message_id: crypto.randomUUID(),
 });
 
-type Device = { id: number; name: string; created_at: string; last_used_on: string | null; current: boolean };
-
 async function signIn(address: { email: string } | { phone: string }, device_name: string) {
   const asked = await call("/auth/codes", { method: "POST", body: address });
   expect(asked.status).toBe(202);
   expect(await asked.json()).toEqual({ expires_in: 600 });
   const code = await codeSentTo("email" in address ? address.email : address.phone);
   const signed = await call("/auth/tokens", { method: "POST", body: { ...address, code, device_name } });
-  expect(signed.status, await signed.clone().text()).toBe(201);
-  return (await signed.json()) as { token: string; device: { id: number; name: string; created_at: string } };
+  return answer(signed, 201, signInRoute);
 }
 
 const emailOf = async (personId: number) =>
@@ -57,7 +57,7 @@ describe("signing in", () => {
     expect(me.status).toBe(200);
     expect(await me.json()).toMatchObject({ id: DEMO.people.bob, token_kind: "person" });
 
-    const devices = (await (await call("/me/devices", { token: signed.token })).json()) as Device[];
+    const devices = await answer(await call("/me/devices", { token: signed.token }), 200, listMyDevices);
     const mine = devices.find((d) => d.id === signed.device.id);
     expect(mine).toMatchObject({ name: "Bob's Pixel 9", current: true });
     // The demo token, minted by the operator, is a device too.
@@ -69,8 +69,8 @@ describe("signing in", () => {
     const number = "+16505551212";
     const id = await acmeEmployeeWithPhone("phone", number);
     const signed = await signIn({ phone: number }, "Work phone");
-    expect(((await (await call("/me", { token: signed.token })).json()) as { id: number }).id).toBe(id);
-    const phones = (await (await call("/me/phones", { token: signed.token })).json()) as { confirmed: boolean }[];
+    expect((await answer(await call("/me", { token: signed.token }), 200, getMe)).id).toBe(id);
+    const phones = await answer(await call("/me/phones", { token: signed.token }), 200, listMyPhones);
     expect(phones).toMatchObject([{ confirmed: true }]);
   });
 
@@ -143,7 +143,7 @@ describe("signing in", () => {
     const email = await emailOf(id);
     const phones: number[] = [];
     for (const number of ["+16505553001", "+16505553002", "+16505553003"]) {
-      phones.push(((await (await me.send("POST", "/me/phones", { phone: number })).json()) as { id: number }).id);
+      phones.push((await answer(await me.send("POST", "/me/phones", { phone: number }), 201, addMyPhone)).id);
     }
     for (let i = 0; i < 10; i++) {
       expect((await me.send("POST", `/me/phones/${phones[i % 2]}/verification`)).status).toBe(202);
@@ -227,10 +227,7 @@ describe("devices", () => {
     expect(write.status).toBe(401); // a write always asks the object: nothing written
     await new Promise((r) => setTimeout(r, 1_050));
     const read = await call("/me", { token });
-    expect(read.status).toBe(401);
-    expect(((await read.json()) as { error: { message: string } }).error.message).toContain(
-      "the bearer token has been revoked",
-    );
+    expect((await answer(read, 401, getMe)).error.message).toContain("the bearer token has been revoked");
   });
 
   it("a revocation racing a write: once DELETE answered, no write of the token lands", async () => {

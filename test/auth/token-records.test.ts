@@ -3,7 +3,8 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { sha256Hex } from "../../src/lib/crypto";
-import { as, call, captureTokenUses, countD1, countRows, DEMO, expectError, insertToken } from "../helpers";
+import { createEmployee } from "../../src/routes/employees/employees.routes";
+import { answer, as, call, captureTokenUses, countD1, countRows, DEMO, expectError, insertToken } from "../helpers";
 
 /**
  * A token's verification record lives in KV without a TTL (docs/architecture.md,
@@ -51,8 +52,7 @@ async function employeeWithToken(label: string) {
     addresses: [{ line_1: "1 Main St", city: "San Francisco", region: "CA", postal_code: "94105", country: "US" }],
     license: null,
   });
-  expect(created.status).toBe(200);
-  const { id } = (await created.json()) as { id: number };
+  const { id } = await answer(created, 200, createEmployee);
   return { id, token: await newToken(label, id) };
 }
 

@@ -1,19 +1,16 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { as, call, DEMO, expectError, indexWorkApplied, insertToken } from "../helpers";
-
-type PlatformCompany = {
-  id: number;
-  kind: string;
-  name: string;
-  slug: string;
-  status: string;
-  url: string;
-  logo: string;
-  domain: string | null;
-  scanner: boolean;
-  profile_url: string | null;
-};
+import {
+  addMember,
+  configureContainer,
+  createCompany as createCompanyRoute,
+} from "../../src/routes/admin/admin.routes";
+import { heartbeat } from "../../src/routes/buzz/buzz.routes";
+import { listSites } from "../../src/routes/companies/companies.routes";
+import { addCompanyPhone } from "../../src/routes/companies/phones.routes";
+import { createEmployee } from "../../src/routes/employees/employees.routes";
+import { loadContainer } from "../../src/routes/vcc/vcc.routes";
+import { answer, as, call, DEMO, expectError, indexWorkApplied, insertToken } from "../helpers";
 
 const ADMIN = `sk_test_platform_admin_${crypto.randomUUID().replaceAll("-", "")}`;
 const run = crypto.randomUUID().slice(0, 8);
@@ -26,16 +23,13 @@ beforeAll(async () => {
 
 const admin = (method: string, path: string, body?: unknown) => call(path, { method, body, token: ADMIN });
 
-async function createCompany(body: Record<string, unknown>): Promise<PlatformCompany> {
-  const response = await admin("POST", "/internal/companies", body);
-  expect(response.status, await response.clone().text()).toBe(201);
-  return response.json<PlatformCompany>();
+async function createCompany(body: Record<string, unknown>) {
+  return answer(await admin("POST", "/internal/companies", body), 201, createCompanyRoute);
 }
 
 async function seat(companyId: number, body: Record<string, unknown>): Promise<number> {
   const response = await admin("POST", `/internal/companies/${companyId}/members`, body);
-  expect(response.status, await response.clone().text()).toBe(201);
-  const { person_id } = await response.json<{ person_id: number }>();
+  const { person_id } = await answer(response, 201, addMember);
   return person_id;
 }
 
@@ -116,7 +110,7 @@ describe("POST /internal/companies", () => {
       .first<{ n: number }>();
     expect(row!.n).toBe(0);
     // The new site is listed to every tenant.
-    const sites = await (await as("bob").get("/companies/1/sites")).json<{ id: number }[]>();
+    const sites = await answer(await as("bob").get("/companies/1/sites"), 200, listSites);
     expect(sites.map((s) => s.id)).toContain(site.id);
   });
 
@@ -321,26 +315,24 @@ describe("PUT /internal/containers/{publisher_slug}", () => {
       ],
     });
     expect(response.status).toBe(200);
-    const configured = await response.json<{ enabled: boolean; vendors: { slug: string }[] }>();
+    const configured = await answer(response, 200, configureContainer);
     expect(configured).toMatchObject({
       is_authenticated: false,
       enabled: true,
       company: { slug, name: "Herald", domain: "herald.example", logo: "https://herald.example/l.png" },
     });
     expect(configured.vendors.map((v) => v.slug)).toEqual(["pixelpartners", "admetrics"]);
-    const loaded = await (
-      await call(`/apps/vcc/load_container/${slug}`)
-    ).json<{ vendors: { slug: string; category: string; trust: null }[] }>();
+    const loaded = await answer(await call(`/apps/vcc/load_container/${slug}`), 200, loadContainer);
     expect(loaded.vendors).toEqual(configured.vendors);
 
     response = await admin("PUT", `/internal/containers/${slug}`, {
       enabled: true,
       vendors: [{ slug: "trackbuddy", category: "ads" }],
     });
-    expect((await response.json<{ vendors: { slug: string; category: string }[] }>()).vendors).toMatchObject([
+    expect((await answer(response, 200, configureContainer)).vendors).toMatchObject([
       { slug: "trackbuddy", category: "ads" },
     ]);
-    const reloaded = await (await call(`/apps/vcc/load_container/${slug}`)).json<{ vendors: { slug: string }[] }>();
+    const reloaded = await answer(await call(`/apps/vcc/load_container/${slug}`), 200, loadContainer);
     expect(reloaded.vendors.map((v) => v.slug)).toEqual(["trackbuddy"]);
 
     response = await admin("PUT", `/internal/containers/${slug}`, { enabled: false, vendors: [] });
@@ -380,7 +372,7 @@ describe("PUT /internal/containers/{publisher_slug}", () => {
     expect(await expectError(await twice, 400, "Bad Request")).toContain("`vendors[1].slug` is listed twice");
     await expectError(await admin("PUT", "/internal/containers/dailynews", { vendors: [] }), 400, "Bad Request");
     // Nothing changed: the demo container still lists its three vendors.
-    const loaded = await (await call("/apps/vcc/load_container/dailynews")).json<{ vendors: unknown[] }>();
+    const loaded = await answer(await call("/apps/vcc/load_container/dailynews"), 200, loadContainer);
     expect(loaded.vendors).toHaveLength(3);
   });
 });
@@ -418,7 +410,7 @@ describe("a company created through the API is a working tenant", () => {
       roles: ["Viewer"],
     });
     expect(employee.status, await employee.clone().text()).toBe(200);
-    const { id: eveId } = await employee.json<{ id: number }>();
+    const { id: eveId } = await answer(employee, 200, createEmployee);
 
     const webhook = await asAdmin("POST", `/companies/${company.id}/webhooks`, {
       endpoint: "https://hooks.umbrella.example/p",
@@ -435,7 +427,7 @@ describe("a company created through the API is a working tenant", () => {
     // Pending until the operator verifies it (docs/decisions.md, "Company phones").
     const verified = await admin(
       "POST",
-      `/internal/company-phones/${((await phone.clone().json()) as { id: number }).id}/verify`,
+      `/internal/company-phones/${(await answer(phone.clone(), 201, addCompanyPhone)).id}/verify`,
     );
     expect(verified.status).toBe(200);
 
@@ -449,14 +441,12 @@ describe("a company created through the API is a working tenant", () => {
       [eveId, `pk_test_umbrella_eve_${run}_${crypto.randomUUID().replaceAll("-", "")}`],
     ] as const) {
       if (personId !== adminId) await insertToken(token, { personId });
-      const beat = await call("/apps/buzz/heartbeat", { token });
-      expect(beat.status).toBe(200);
-      const { secure_number } = await beat.json<{ secure_number: { country_code: string; number: string } }>();
+      const { secure_number } = await answer(await call("/apps/buzz/heartbeat", { token }), 200, heartbeat);
       const lookup = (inbound: string) =>
         as("telephony").get(
           `/apps/buzz/trust-lookup?${new URLSearchParams({
-            number_code: secure_number.country_code,
-            number: secure_number.number,
+            number_code: secure_number!.country_code,
+            number: secure_number!.number,
             inbound_code: "1",
             inbound,
           })}`,
@@ -490,7 +480,7 @@ describe("heartbeat: last_coworker_update follows the other members, read from t
     const coworkerTime = async (name: string) => {
       const beat = await call("/apps/buzz/heartbeat", { token: tokens[name]! });
       expect(beat.status).toBe(200);
-      return (await beat.json<{ last_coworker_update: string | null }>()).last_coworker_update;
+      return (await answer(beat, 200, heartbeat)).last_coworker_update;
     };
     const [ann0, ben0] = [await coworkerTime("ann"), await coworkerTime("ben")];
     expect(ann0).not.toBeNull();

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { as, countRows, DEMO, employeeBody, expectError, fresh } from "../helpers";
+import { createEmployee, listEmployees, listExposures } from "../../src/routes/employees/employees.routes";
+import { answer, as, countRows, DEMO, employeeBody, expectError, fresh } from "../helpers";
 
 // Big companies' lists read index ranges (docs/performance.md, "Big companies"): the exposures page
 // reads `company_exposures` and its counts, the employee list's total `company_employee_counts`, all
@@ -17,8 +18,7 @@ async function expectedExposures(companyId: number) {
 
 async function exposuresPage(who: "alice" | "carol", companyId: number) {
   const response = await as(who).get(`/companies/${companyId}/employees/exposures?per_page=1000`);
-  expect(response.status).toBe(200);
-  const items = (await response.json()) as { id: number }[];
+  const items = await answer(response.clone(), 200, listExposures);
   return { ids: items.map((item) => item.id), total: Number(response.headers.get("X-Total-Count")) };
 }
 
@@ -29,8 +29,7 @@ async function expectExposuresPageIsTheRows() {
 
 async function newEmployee() {
   const response = await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("big")));
-  expect(response.status).toBe(200);
-  return ((await response.json()) as { id: number }).id;
+  return (await answer(response, 200, createEmployee)).id;
 }
 
 const insertExposure = (personId: number, status: string, at: number) =>
@@ -92,7 +91,7 @@ describe("the exposures page reads the company's rows as they are", () => {
     )
       .bind(Date.parse(since))
       .all<{ id: number }>();
-    expect(((await response.json()) as { id: number }[]).map((item) => item.id)).toEqual(results.map((row) => row.id));
+    expect((await answer(response, 200, listExposures)).map((item) => item.id)).toEqual(results.map((row) => row.id));
     expect(Number(response.headers.get("X-Total-Count"))).toBe(results.length);
   });
 });
@@ -112,17 +111,16 @@ describe("the employee list: its total and keyset paging", () => {
   it("`after` lists the employees after an id, and `next` carries the page's last id", async () => {
     await newEmployee();
     await newEmployee();
-    const all = (
-      (await (await as("alice").get("/companies/1/employees?per_page=1000")).json()) as { id: number }[]
-    ).map((person) => person.id);
+    const all = (await answer(await as("alice").get("/companies/1/employees?per_page=1000"), 200, listEmployees)).map(
+      (person) => person.id,
+    );
     const first = await as("alice").get(`/companies/1/employees?per_page=2&after=${all[0]}`);
-    expect(first.status).toBe(200);
-    expect(((await first.json()) as { id: number }[]).map((person) => person.id)).toEqual(all.slice(1, 3));
+    expect((await answer(first.clone(), 200, listEmployees)).map((person) => person.id)).toEqual(all.slice(1, 3));
     expect(first.headers.get("X-Total-Count")).toBe(String(all.length));
     const next = /<([^>]+)>; rel="next"/.exec(first.headers.get("Link")!)![1]!;
     expect(new URL(next).searchParams.get("after")).toBe(String(all[2]));
     const second = await as("alice").get(new URL(next).pathname + new URL(next).search);
-    expect(((await second.json()) as { id: number }[]).map((person) => person.id)).toEqual(all.slice(3, 5));
+    expect((await answer(second, 200, listEmployees)).map((person) => person.id)).toEqual(all.slice(3, 5));
   });
 
   it("`after` with a page other than 1 is a 400", async () => {

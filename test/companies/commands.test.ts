@@ -10,7 +10,11 @@ import {
   fresh,
   indexKeysWritten,
   personObject,
+  secureNumberOf as secureNumberOfHelper,
+  answer,
 } from "../helpers";
+import { trustLookupGet } from "../../src/routes/buzz/buzz.routes";
+import { createEmployee } from "../../src/routes/employees/employees.routes";
 import { KEY_WRITE_GAP_MS } from "../../src/db/kv-writes";
 import { consume, deliver, newWebhook, receiver } from "../webhook-receiver";
 
@@ -45,20 +49,16 @@ function failStatements(sql: RegExp) {
 
 async function lookup(fields: Record<string, string>) {
   const response = await as("telephony").get(`/apps/buzz/trust-lookup?${new URLSearchParams(fields)}`);
-  return (await response.json()) as { trusted: boolean; user_id: number; caller_verification: string | null };
+  return answer(response, 200, trustLookupGet);
 }
 
-async function secureNumberOf(token: "alice" | "bob") {
-  const response = await as(token).get("/apps/buzz/heartbeat");
-  const { secure_number } = (await response.json()) as { secure_number: { country_code: string; number: string } };
-  return { number_code: secure_number.country_code, number: secure_number.number };
-}
+const secureNumberOf = async (who: "alice" | "bob") => (await secureNumberOfHelper(who)).receiving;
 
 describe("events are written by the write that causes them", () => {
   it("ten concurrent DELETEs of one employee: one 204, nine 404, one person:removed row, one POST", async () => {
     const webhook = await newWebhook({ event: "person:removed" });
     const created = await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("gone")));
-    const { id } = (await created.json()) as { id: number };
+    const { id } = await answer(created, 200, createEmployee);
 
     const statuses = await Promise.all(
       Array.from({ length: 10 }, () => as("alice").send("DELETE", `/companies/1/employees/${id}`)),
@@ -102,7 +102,7 @@ describe("events are written by the write that causes them", () => {
   it("a person:updated row whose Person was not rendered after the commit is rendered by its delivery", async () => {
     const webhook = await newWebhook({ event: "person:updated" });
     const created = await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("later")));
-    const { id } = (await created.json()) as { id: number };
+    const { id } = await answer(created, 200, createEmployee);
     failStatements(/update "webhook_deliveries" set "?payload"?/i);
     const updated = await as("alice").send("PUT", `/companies/1/employees/${id}`, { first_name: "Fox" });
     expect(updated.status).toBe(200);

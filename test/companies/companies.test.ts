@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { as, call, expectError } from "../helpers";
+import { listRoles } from "../../src/routes/companies/companies.routes";
+import { answer, as, call, expectError } from "../helpers";
 
 const acme = {
   id: 1,
@@ -40,8 +41,7 @@ describe("GET /companies/{company_id}", () => {
 describe("GET /companies/{company_id}/roles", () => {
   it("lists the company's roles with their permissions", async () => {
     const response = await as("alice").get("/companies/1/roles");
-    expect(response.status).toBe(200);
-    const roles = (await response.json()) as { name: string; permissions: string[] }[];
+    const roles = await answer(response, 200, listRoles);
     expect(roles.map((role) => role.name)).toEqual(["Admin", "HR", "Viewer"]);
     expect(roles[1]!.permissions).toEqual([
       "read employees",

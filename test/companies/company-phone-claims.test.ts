@@ -2,7 +2,11 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import worker from "../../src/index";
-import { as, call, expectError, insertToken, trustIndexSettledFor } from "../helpers";
+import { addMember, createCompany } from "../../src/routes/admin/admin.routes";
+import { listCompanyPhones as listAllCompanyPhones } from "../../src/routes/admin/phones.routes";
+import { callLookup, heartbeat, trustLookupGet } from "../../src/routes/buzz/buzz.routes";
+import { addCompanyPhone, listCompanyPhones } from "../../src/routes/companies/phones.routes";
+import { answer, as, call, expectError, insertToken, trustIndexSettledFor } from "../helpers";
 import { fileTokens } from "../principals";
 
 /*
@@ -40,7 +44,7 @@ async function newTenant(): Promise<Tenant> {
     slug: `claims-${n}-${run}`,
   });
   expect(created.status, await created.clone().text()).toBe(201);
-  const { id } = await created.json<{ id: number }>();
+  const { id } = await answer(created, 201, createCompany);
   const seated = await admin("POST", `/internal/companies/${id}/members`, {
     first_name: "Ada",
     last_name: `Claims${n}`,
@@ -48,7 +52,7 @@ async function newTenant(): Promise<Tenant> {
     roles: ["Admin"],
   });
   expect(seated.status, await seated.clone().text()).toBe(201);
-  const { person_id: adminId } = await seated.json<{ person_id: number }>();
+  const { person_id: adminId } = await answer(seated, 201, addMember);
   const token = `pk_test_claims_${n}_${run}_${crypto.randomUUID().replaceAll("-", "")}`;
   await insertToken(token, { personId: adminId });
   return { id, adminId, token };
@@ -60,24 +64,24 @@ const claim = (tenant: Tenant, phone_full: string) =>
 async function claimed(tenant: Tenant, phone_full: string): Promise<number> {
   const response = await claim(tenant, phone_full);
   expect(response.status, await response.clone().text()).toBe(201);
-  return (await response.json<{ id: number }>()).id;
+  return (await answer(response, 201, addCompanyPhone)).id;
 }
 
 const phonesOf = async (tenant: Tenant) =>
-  (await call(`/companies/${tenant.id}/phones`, { token: tenant.token })).json<{ id: number; status: string }[]>();
+  answer(await call(`/companies/${tenant.id}/phones`, { token: tenant.token }), 200, listCompanyPhones);
 
 /** Whether the holder of `token`'s secure number trusts a call from `caller` (E.164), asked through trust-lookup. */
 async function trusts(token: string, caller: string): Promise<boolean> {
   const beat = await call("/apps/buzz/heartbeat", { token });
   expect(beat.status).toBe(200);
-  const { secure_number } = await beat.json<{ secure_number: { e164: string } }>();
+  const secure_number = (await answer(beat, 200, heartbeat)).secure_number!;
   // Once the index holds every change so far (a key changed twice within a second: written when it has passed).
   await trustIndexSettledFor(secure_number.e164);
   const response = await as("telephony").get(
     `/apps/buzz/trust-lookup?${new URLSearchParams({ To: secure_number.e164, From: caller })}`,
   );
   expect(response.status).toBe(200);
-  return (await response.json<{ trusted: boolean }>()).trusted;
+  return (await answer(response, 200, trustLookupGet)).trusted;
 }
 
 /** Makes claim `id` `days` old, as if it had been made then. */
@@ -169,9 +173,11 @@ describe("a claim expires after 30 days", () => {
     await backdate(old, 31);
 
     expect((await phonesOf(tenant)).map((p) => p.id)).not.toContain(old);
-    const queue = await (
-      await admin("GET", "/internal/company-phones?status=pending&per_page=1000")
-    ).json<{ id: number }[]>();
+    const queue = await answer(
+      await admin("GET", "/internal/company-phones?status=pending&per_page=1000"),
+      200,
+      listAllCompanyPhones,
+    );
     expect(queue.map((p) => p.id)).not.toContain(old);
     await expectError(await admin("POST", `/internal/company-phones/${old}/verify`), 404, "Not Found");
     // The same company claims the number again: a new claim, with 30 days of its own.
@@ -253,7 +259,7 @@ describe("a disabled company's phones count for nobody", () => {
     const details = await as("telephony").get(
       `/apps/buzz/call-lookup?${new URLSearchParams({ ...carol, inbound_code: "1", inbound: number.slice(2) })}`,
     );
-    expect((await details.json<{ companies: unknown[] }>()).companies).toEqual([]);
+    expect((await answer(details, 200, callLookup)).companies).toEqual([]);
 
     expect((await admin("PATCH", `/internal/companies/${tenant.id}`, { status: "enabled" })).status).toBe(200);
     expect(await trusts(fileTokenOf("carol"), number)).toBe(true);
@@ -264,6 +270,6 @@ describe("a disabled company's phones count for nobody", () => {
 const fileTokenOf = (who: "carol") => fileTokens[who];
 async function secureOf(who: "carol") {
   const beat = await as(who).get("/apps/buzz/heartbeat");
-  const { secure_number } = await beat.json<{ secure_number: { country_code: string; number: string } }>();
+  const secure_number = (await answer(beat, 200, heartbeat)).secure_number!;
   return { number_code: secure_number.country_code, number: secure_number.number };
 }

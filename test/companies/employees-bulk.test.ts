@@ -2,7 +2,9 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_EMPLOYEES_PER_COMPANY } from "../../src/services/employees";
 import { INLINE_INDEX_KEYS } from "../../src/services/trust-index/current";
-import { as, countD1, countRows, DEMO, expectError } from "../helpers";
+import { createEmployeesBulk } from "../../src/routes/employees/employees.routes";
+import { getCompanyLicense } from "../../src/routes/licenses/licenses.routes";
+import { answer, as, countD1, countRows, DEMO, expectError } from "../helpers";
 import { newWebhook } from "../webhook-receiver";
 
 /**
@@ -14,9 +16,6 @@ import { newWebhook } from "../webhook-receiver";
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-type Person = { id: number; emails: { email: string }[]; phone_numbers: { phone_full: string }[]; roles: string[] };
-type License = { id: string; num_active: number; num_assigned: number; num_available: number };
 
 let seq = 0;
 const tag = () => `b${Date.now().toString(36)}${++seq}`;
@@ -38,10 +37,8 @@ const batchOf = (prefix: string, n: number, license: string | null = null) =>
 const emailsLike = (prefix: string) =>
   countRows("SELECT count(*) AS n FROM person_emails WHERE email LIKE ?", `${prefix}.%`);
 
-async function seats(license: string): Promise<License> {
-  const response = await as("alice").get(`/companies/1/licenses/${license}`);
-  expect(response.status).toBe(200);
-  return response.json();
+async function seats(license: string) {
+  return answer(await as("alice").get(`/companies/1/licenses/${license}`), 200, getCompanyLicense);
 }
 
 describe("POST /companies/{company_id}/employees/bulk", () => {
@@ -61,7 +58,7 @@ describe("POST /companies/{company_id}/employees/bulk", () => {
     expect(kvPuts.mock.calls.length).toBeLessThanOrEqual(INLINE_INDEX_KEYS);
     vi.restoreAllMocks();
 
-    const people = (await response.json()) as Person[];
+    const people = await answer(response, 200, createEmployeesBulk);
     expect(people).toHaveLength(1000);
     expect(people.map((person) => person.emails[0]!.email)).toEqual(
       Array.from({ length: 1000 }, (_, i) => `${prefix}.${i}@acme.example`),

@@ -3,7 +3,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createDb } from "../../src/db/client";
 import { employeeListCache, PAGE_MAX_AGE_MS } from "../../src/services/employees/list";
 import { peopleReads } from "../../src/services/people";
-import { as, captureTokenUses, countD1, employeeBody, fresh } from "../helpers";
+import { createEmployee } from "../../src/routes/employees/employees.routes";
+import { answer, as, captureTokenUses, countD1, employeeBody, fresh } from "../helpers";
 import { until } from "../webhook-receiver";
 
 // The employee list answers a page it rendered before from the isolate's memory while the
@@ -169,8 +170,7 @@ describe("GET /companies/{company_id}/employees: rendered pages kept per company
     let added = 0;
     await expectSeen(async () => {
       const response = await as("alice").send("POST", "/companies/1/employees", employeeBody(local));
-      expect(response.status).toBe(200);
-      added = (await response.json<{ id: number }>()).id;
+      added = (await answer(response, 200, createEmployee)).id;
     });
     const search = `/companies/1/employees?search=${local}`;
     expect(JSON.parse((await page(search)).body)).toHaveLength(1);
@@ -187,8 +187,7 @@ describe("GET /companies/{company_id}/employees: rendered pages kept per company
 
   it("a person deleted with everything that hangs off them", async () => {
     const response = await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("gone")));
-    if (response.status !== 200) throw new Error(`${response.status} ${await response.text()}`);
-    const { id } = await response.json<{ id: number }>();
+    const { id } = await answer(response, 200, createEmployee);
     const list = await expectSeen(() => run("DELETE FROM people WHERE id = ?", id));
     expect(list.some((person) => person.id === id)).toBe(false);
   });

@@ -2,15 +2,29 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import worker from "../../src/index";
-import type { PersonBody } from "../../src/services/people";
-import { as, call, countRows, DEMO, employeeAddress, employeeBody, expectError, fresh, insertToken } from "../helpers";
+import {
+  createEmployee,
+  getEmployee,
+  listEmployees,
+  updateEmployee,
+} from "../../src/routes/employees/employees.routes";
+import {
+  answer,
+  as,
+  call,
+  countRows,
+  DEMO,
+  employeeAddress,
+  employeeBody,
+  expectError,
+  fresh,
+  insertToken,
+} from "../helpers";
 
 const ACME = "/companies/1/employees";
 
-async function create(payload: unknown, who: "alice" | "carol" = "alice", path = ACME): Promise<PersonBody> {
-  const response = await as(who).send("POST", path, payload);
-  if (response.status !== 200) throw new Error(`create failed: ${response.status} ${await response.text()}`);
-  return response.json<PersonBody>();
+async function create(payload: unknown, who: "alice" | "carol" = "alice", path = ACME) {
+  return answer(await as(who).send("POST", path, payload), 200, createEmployee);
 }
 
 /** Inserts a webhook row directly (once per company, event and state), so events have somewhere to go. */
@@ -66,7 +80,7 @@ describe("POST /companies/{company_id}/employees", () => {
       ],
     });
     expect(response.status).toBe(200);
-    const person = await response.json<PersonBody>();
+    const person = await answer(response, 200, createEmployee);
     expect(person).toEqual({
       id: expect.any(Number),
       first_name: "Dana",
@@ -355,7 +369,7 @@ describe("GET /companies/{company_id}/employees", () => {
   it("lists the company's employees by id, as Persons", async () => {
     const response = await as("bob").get(`${ACME}?per_page=2`);
     expect(response.status).toBe(200);
-    const list = await response.json<PersonBody[]>();
+    const list = await answer(response, 200, listEmployees);
     expect(list.map((p) => p.id)).toEqual([DEMO.people.alice, DEMO.people.bob]);
     expect(list[1]).toMatchObject({
       id: 2,
@@ -377,7 +391,7 @@ describe("GET /companies/{company_id}/employees", () => {
       },
     });
     // Globex's Carol is never listed.
-    const all = await (await as("alice").get(`${ACME}?per_page=1000`)).json<PersonBody[]>();
+    const all = await answer(await as("alice").get(`${ACME}?per_page=1000`), 200, listEmployees);
     expect(all.map((p) => p.id)).not.toContain(DEMO.people.carol);
   });
 
@@ -387,7 +401,7 @@ describe("GET /companies/{company_id}/employees", () => {
     const b = await create(employeeBody(`${tag}-beta`));
     const c = await create(employeeBody(`z-${tag}-gamma`));
     const found = async (search: string) =>
-      (await (await as("alice").get(`${ACME}?search=${encodeURIComponent(search)}`)).json<PersonBody[]>()).map(
+      (await answer(await as("alice").get(`${ACME}?search=${encodeURIComponent(search)}`), 200, listEmployees)).map(
         (p) => p.id,
       );
     expect(await found(tag)).toEqual([a.id, b.id]);
@@ -405,7 +419,7 @@ describe("GET /companies/{company_id}/employees", () => {
     const found = async (search: string) => {
       const response = await as("alice").get(`${ACME}?search=${encodeURIComponent(search)}`);
       expect(response.status).toBe(200);
-      return (await response.json<PersonBody[]>()).map((p) => p.id);
+      return (await answer(response, 200, listEmployees)).map((p) => p.id);
     };
     expect(await found(`${tag}\u{10FFFF}`)).toEqual([]);
     expect(await found(`${tag}-\u{10FFFF}\u{10FFFF}`)).toEqual([]);
@@ -424,7 +438,7 @@ describe("GET /companies/{company_id}/employees", () => {
     expect(link).toContain('page=1&per_page=1>; rel="prev"');
     expect(link).toContain('page=3&per_page=1>; rel="next"');
     expect(link).toContain(`page=${total}&per_page=1>; rel="last"`);
-    const page = await response.json<PersonBody[]>();
+    const page = await answer(response, 200, listEmployees);
     expect(page.map((p) => p.id)).toEqual([DEMO.people.bob]);
 
     await expectError(await as("alice").get(`${ACME}?per_page=1001`), 400, "Bad Request");
@@ -441,7 +455,7 @@ describe("GET /companies/{company_id}/employees/{id}", () => {
   it("reads one employee, with every field present", async () => {
     const response = await as("bob").get(`${ACME}/1`);
     expect(response.status).toBe(200);
-    const alice = await response.json<PersonBody>();
+    const alice = await answer(response, 200, getEmployee);
     expect(Object.keys(alice).sort()).toEqual(
       [
         "id",
@@ -503,7 +517,7 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
       phone_numbers: [{ country_code: "US", phone_number: "2125550100" }],
     });
     expect(response.status).toBe(200);
-    const updated = await response.json<PersonBody>();
+    const updated = await answer(response, 200, updateEmployee);
     expect(updated).toMatchObject({
       id: person.id,
       first_name: "Fox",
@@ -522,9 +536,11 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
     expect(await countRows("SELECT count(*) AS n FROM person_phones WHERE person_id = ?", person.id)).toBe(1);
     expect(await countRows("SELECT count(*) AS n FROM person_akas WHERE person_id = ?", person.id)).toBe(0);
 
-    const cleared = await (
-      await as("alice").send("PUT", `${ACME}/${person.id}`, { addresses: [], phone_numbers: [] })
-    ).json<PersonBody>();
+    const cleared = await answer(
+      await as("alice").send("PUT", `${ACME}/${person.id}`, { addresses: [], phone_numbers: [] }),
+      200,
+      updateEmployee,
+    );
     expect(cleared.addresses).toEqual([]);
     expect(cleared.phone_numbers).toEqual([]);
   });
@@ -540,7 +556,7 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
       email: [{ email: `${local}.new@acme.example` }],
     });
     expect(viaEmail.status).toBe(200);
-    expect((await viaEmail.json<PersonBody>()).emails.map((e) => [e.email, e.primary])).toEqual([
+    expect((await answer(viaEmail, 200, updateEmployee)).emails.map((e) => [e.email, e.primary])).toEqual([
       [`${local}@own.example`, false],
       [`${local}.new@acme.example`, true],
     ]);
@@ -548,7 +564,7 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
     const viaEmails = await as("alice").send("PUT", `${ACME}/${person.id}`, {
       emails: [{ email: `${local}.other@acme.example` }, { email: `${local}@own.example`, primary: true }],
     });
-    expect((await viaEmails.json<PersonBody>()).emails.map((e) => [e.email, e.primary])).toEqual([
+    expect((await answer(viaEmails, 200, updateEmployee)).emails.map((e) => [e.email, e.primary])).toEqual([
       [`${local}@own.example`, true],
       [`${local}.other@acme.example`, false],
     ]);
@@ -582,15 +598,19 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
     ).run();
 
     const before = await protectAssigned();
-    const assigned = await (
-      await as("alice").send("PUT", `${ACME}/${person.id}`, { license: "Protect" })
-    ).json<PersonBody>();
+    const assigned = await answer(
+      await as("alice").send("PUT", `${ACME}/${person.id}`, { license: "Protect" }),
+      200,
+      updateEmployee,
+    );
     expect(assigned.license).toMatchObject({ type: "protect", price: 9900, end_date: null });
     expect(await protectAssigned()).toBe(before + 1);
 
-    const replaced = await (
-      await as("alice").send("PUT", `${ACME}/${person.id}`, { license: "scan" })
-    ).json<PersonBody>();
+    const replaced = await answer(
+      await as("alice").send("PUT", `${ACME}/${person.id}`, { license: "scan" }),
+      200,
+      updateEmployee,
+    );
     expect(replaced.license).toMatchObject({ type: "scan", price: 0 });
     expect(await protectAssigned()).toBe(before);
 
@@ -602,16 +622,22 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
     expect(await expectError(denied, 400, "Bad Request")).toContain("no `protect` seat is available");
     expect(await (await as("alice").get(`${ACME}/${person.id}`)).json()).toEqual(replaced);
 
-    const freed = await (await as("alice").send("PUT", `${ACME}/${person.id}`, { license: null })).json<PersonBody>();
+    const freed = await answer(
+      await as("alice").send("PUT", `${ACME}/${person.id}`, { license: null }),
+      200,
+      updateEmployee,
+    );
     expect(freed.license).toBeNull();
   });
 
   it("replaces roles and sends person:updated", async () => {
     await addWebhook(1, "person:updated");
     const person = await create(employeeBody(fresh("roles")));
-    const updated = await (
-      await as("alice").send("PUT", `${ACME}/${person.id}`, { roles: ["Viewer"] })
-    ).json<PersonBody>();
+    const updated = await answer(
+      await as("alice").send("PUT", `${ACME}/${person.id}`, { roles: ["Viewer"] }),
+      200,
+      updateEmployee,
+    );
     expect(updated.roles).toEqual(["Viewer"]);
     const sent = (await deliveries("person:updated")).filter((row) => row.payload.id === person.id);
     expect(sent.map((row) => row.payload)).toEqual([updated]);

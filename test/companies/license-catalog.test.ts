@@ -1,7 +1,9 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import type { License } from "../../src/services/licenses";
-import { as, call, countRows, DEMO_SITES, employeeBody, expectError, insertToken, spyOnD1 } from "../helpers";
+import { putLicense } from "../../src/routes/admin/licenses.routes";
+import { createEmployee, getEmployee } from "../../src/routes/employees/employees.routes";
+import { listLicenses, purchaseCompanyLicenses } from "../../src/routes/licenses/licenses.routes";
+import { answer, as, call, countRows, DEMO_SITES, employeeBody, expectError, insertToken, spyOnD1 } from "../helpers";
 
 const { peopleFinder, spyDirectory, whitePages } = DEMO_SITES;
 
@@ -35,16 +37,12 @@ const entry = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-async function put(id: string, body: unknown): Promise<License> {
-  const response = await admin("PUT", `/internal/licenses/${id}`, body);
-  expect(response.status, await response.clone().text()).toBe(200);
-  return response.json<License>();
+async function put(id: string, body: unknown) {
+  return answer(await admin("PUT", `/internal/licenses/${id}`, body), 200, putLicense);
 }
 
-async function catalogOf(who: "alice" | "carol"): Promise<License[]> {
-  const response = await as(who).get("/licenses");
-  expect(response.status).toBe(200);
-  return response.json<License[]>();
+async function catalogOf(who: "alice" | "carol") {
+  return answer(await as(who).get("/licenses"), 200, listLicenses);
 }
 
 /**
@@ -118,7 +116,7 @@ describe("PUT /internal/licenses/{id}", () => {
       employeeBody(fresh("gold"), { license: id }),
     );
     expect(created.status, await created.clone().text()).toBe(200);
-    const { id: personId } = await created.json<{ id: number }>();
+    const { id: personId } = await answer(created, 200, createEmployee);
 
     // Fewer sites (one the seat holder had is gone), a new name and price, currency back to USD.
     const replaced = await put(id, {
@@ -142,9 +140,7 @@ describe("PUT /internal/licenses/{id}", () => {
     });
     const acme = (await catalogOf("alice")).find((l) => l.id === id);
     expect(acme).toEqual({ ...replaced, num_active: 2, num_assigned: 1, num_available: 1 });
-    const person = await (
-      await as("alice").get(`/companies/1/employees/${personId}`)
-    ).json<{ license: { type: string; price: number } }>();
+    const person = await answer(await as("alice").get(`/companies/1/employees/${personId}`), 200, getEmployee);
     expect(person.license).toMatchObject({ type: id, price: 12900 });
     // The new name names it in purchases and employee writes.
     expect((await as("alice").send("POST", "/companies/1/licenses", [{ id: "gold plus", quantity: 1 }])).status).toBe(
@@ -217,7 +213,7 @@ describe("a company buys seats of a new license and assigns them", () => {
     await put(id, entry({ name: "Shield", price: 2500 }));
     const bought = await as("alice").send("POST", "/companies/1/licenses", [{ id, quantity: 5 }]);
     expect(bought.status).toBe(201);
-    expect((await bought.json<License[]>()).find((l) => l.id === id)).toMatchObject({
+    expect((await answer(bought, 201, purchaseCompanyLicenses)).find((l) => l.id === id)).toMatchObject({
       num_active: 5,
       num_assigned: 0,
       num_available: 5,
@@ -229,7 +225,7 @@ describe("a company buys seats of a new license and assigns them", () => {
       employeeBody(fresh("shield"), { license: id }),
     );
     expect(created.status, await created.clone().text()).toBe(200);
-    const person = await created.json<{ id: number; license: { type: string; price: number } }>();
+    const person = await answer(created, 200, createEmployee);
     expect(person.license).toMatchObject({ type: id, price: 2500 });
     expect((await catalogOf("alice")).find((l) => l.id === id)).toMatchObject({
       num_active: 5,

@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { License } from "../../src/services/licenses";
-import { as, call, countRows, DEMO_SITES, expectError, insertToken } from "../helpers";
+import { createEmployee } from "../../src/routes/employees/employees.routes";
+import { getLicense, listLicenses, purchaseLicenses } from "../../src/routes/licenses/licenses.routes";
+import { answer, as, call, countRows, DEMO_SITES, expectError, insertToken } from "../helpers";
 
 const { peopleFinder, spyDirectory, whitePages } = DEMO_SITES;
 
@@ -103,14 +104,16 @@ describe("GET /licenses and /companies/{company_id}/licenses", () => {
 
 describe("POST /licenses", () => {
   it("adds seats, records the purchase and answers 201 with the company's licenses", async () => {
-    const before = (await (await as("alice").get("/licenses")).json<License[]>()).find((l) => l.id === "protect")!;
+    const before = (await answer(await as("alice").get("/licenses"), 200, listLicenses)).find(
+      (l) => l.id === "protect",
+    )!;
     const response = await as("alice").send("POST", "/licenses", [
       { id: "protect", quantity: 3 },
       { id: "Scan", quantity: 2 },
       { id: "protect", quantity: 1 },
     ]);
     expect(response.status).toBe(201);
-    const licenses = await response.json<License[]>();
+    const licenses = await answer(response, 201, purchaseLicenses);
     expect(licenses.find((l) => l.id === "protect")).toEqual(protect(before.num_active + 4, before.num_assigned));
     expect(licenses.find((l) => l.id === "scan")!.num_active).toBe(12);
     expect(await (await as("alice").get("/companies/1/licenses")).json()).toEqual(licenses);
@@ -141,12 +144,8 @@ describe("POST /licenses", () => {
     };
     const created = await as("carol").send("POST", "/companies/2/employees", employee);
     expect(created.status).toBe(200);
-    const { id } = await created.json<{ id: number }>();
-    const seats = async () =>
-      (await (await as("carol").get("/licenses/protect")).json<License>()) as Pick<
-        License,
-        "num_active" | "num_assigned" | "num_available"
-      >;
+    const { id } = await answer(created, 200, createEmployee);
+    const seats = async () => answer(await as("carol").get("/licenses/protect"), 200, getLicense);
     expect(await seats()).toMatchObject({ num_active: 1, num_assigned: 1, num_available: 0 });
     const second = await as("carol").send("POST", "/companies/2/employees", {
       ...employee,

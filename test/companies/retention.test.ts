@@ -15,7 +15,8 @@ import { blockedCalls } from "../../src/db/schema";
 import worker from "../../src/index";
 import { createDeps } from "../../src/services/create-deps";
 import { pruneExpired, RETENTION_RULE_COUNT, RETENTION_STATEMENTS_PER_RULE } from "../../src/services/retention";
-import { as, employeeBody, fresh, inPersonObject, personObject } from "../helpers";
+import { createEmployee, getEmployee } from "../../src/routes/employees/employees.routes";
+import { answer, as, employeeBody, fresh, inPersonObject, personObject } from "../helpers";
 
 /** Retention of docs/decisions.md on a controlled clock: rows are inserted with old timestamps, then the daily cron fires. */
 
@@ -31,14 +32,12 @@ async function fireDaily(scheduledTime: number) {
 /** A new employee of Acme (company 1), through the API. */
 async function newPerson() {
   const response = await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("ret")));
-  expect(response.status).toBe(200);
-  return ((await response.json()) as { id: number }).id;
+  return (await answer(response, 200, createEmployee)).id;
 }
 
 async function employee(id: number) {
   const response = await as("alice").get(`/companies/1/employees/${id}`);
-  expect(response.status).toBe(200);
-  return (await response.json()) as { exposures: { not_found: number } };
+  return answer(response, 200, getEmployee);
 }
 
 async function ids(sql: string, ...params: unknown[]) {

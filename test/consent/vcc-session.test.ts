@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { originAllowed, publisherFrameAncestors } from "../../src/services/consent";
-import { as, call, DEMO, expectError } from "../helpers";
+import { loadContainer } from "../../src/routes/vcc/vcc.routes";
+import { answer, as, call, DEMO, expectError } from "../helpers";
 
-type Container = { is_authenticated: boolean; vendors: { slug: string; trust: string | null }[] };
 type Operation = { security?: unknown[] };
 type Document = { paths: Record<string, Record<string, Operation>> };
 
@@ -22,8 +22,7 @@ const load = async (cookie?: string) => {
   const response = await call("/apps/vcc/load_container/dailynews", {
     headers: cookie ? { Cookie: `session=${cookie}` } : {},
   });
-  expect(response.status).toBe(200);
-  return (await response.json()) as Container;
+  return answer(response, 200, loadContainer);
 };
 
 const trustOf = async (cookie: string, slug: string) =>

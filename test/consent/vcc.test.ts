@@ -1,11 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { call, DEMO, expectError, insertToken } from "../helpers";
-
-type Container = {
-  is_authenticated: boolean;
-  company: { slug: string; name: string; domain: string; logo: string };
-  vendors: { slug: string; name: string; logo: string; category: string; profile_url: string; trust: string | null }[];
-};
+import { loadContainer } from "../../src/routes/vcc/vcc.routes";
+import { answer, call, DEMO, expectError, insertToken } from "../helpers";
 
 const load = (id: string, headers: Record<string, string> = {}) =>
   call(`/apps/vcc/load_container/${id}`, { headers: { Accept: "application/json", ...headers } });
@@ -13,9 +8,8 @@ const load = (id: string, headers: Record<string, string> = {}) =>
 describe("GET /apps/vcc/load_container/{container_id}", () => {
   it("returns the publisher and its vendors in order with the signed-in visitor's trust", async () => {
     const response = await load("dailynews", { Cookie: `session=${DEMO.tokens.alice}` });
-    expect(response.status).toBe(200);
     expect(response.headers.get("Cache-Control")).toBe("private, no-store");
-    expect(await response.json()).toEqual({
+    expect(await answer(response, 200, loadContainer)).toEqual({
       is_authenticated: true,
       company: {
         slug: "dailynews",
@@ -49,11 +43,11 @@ describe("GET /apps/vcc/load_container/{container_id}", () => {
           trust: null,
         },
       ],
-    } satisfies Container);
+    });
   });
 
   it("shows another visitor only their own settings", async () => {
-    const body = (await (await load("dailynews", { Cookie: `session=${DEMO.tokens.bob}` })).json()) as Container;
+    const body = await answer(await load("dailynews", { Cookie: `session=${DEMO.tokens.bob}` }), 200, loadContainer);
     expect(body.is_authenticated).toBe(true);
     expect(body.vendors.map((v) => v.trust)).toEqual([null, null, null]);
   });
@@ -65,15 +59,14 @@ describe("GET /apps/vcc/load_container/{container_id}", () => {
     ["a service token", { Cookie: `session=${DEMO.tokens.telephony}` }],
   ])("treats %s as signed out, not as an error", async (_, headers) => {
     const response = await load("dailynews", headers as Record<string, string>);
-    expect(response.status).toBe(200);
-    const body = (await response.json()) as Container;
+    const body = await answer(response, 200, loadContainer);
     expect(body.is_authenticated).toBe(false);
     expect(body.vendors.map((v) => v.trust)).toEqual([null, null, null]);
   });
 
   it("treats an expired session as signed out", async () => {
     await insertToken("pk_test_vcc_expired", { personId: DEMO.people.alice, expiresAt: new Date(Date.now() - 1) });
-    const body = (await (await load("dailynews", { Cookie: "session=pk_test_vcc_expired" })).json()) as Container;
+    const body = await answer(await load("dailynews", { Cookie: "session=pk_test_vcc_expired" }), 200, loadContainer);
     expect(body.is_authenticated).toBe(false);
   });
 

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { trustLookupGet } from "../../src/routes/buzz/buzz.routes";
+import { createEmployee } from "../../src/routes/employees/employees.routes";
+import { listMyPhones } from "../../src/routes/me/me.routes";
 import {
+  answer,
   as,
   call,
   countInPersonObject,
@@ -8,6 +12,7 @@ import {
   expectError,
   fresh,
   provePhone,
+  secureNumberOf,
   trustIndexSettledFor,
   employerSetsPhones,
 } from "../helpers";
@@ -18,39 +23,26 @@ import {
  * with a code, and a trust request reaches one person at most.
  */
 
-type Lookup = { trusted: boolean; user_id: number };
-
-async function secureNumberOf(who: "alice" | "bob" | "carol"): Promise<string> {
-  const response = await as(who).get("/apps/buzz/heartbeat");
-  expect(response.status).toBe(200);
-  const { secure_number } = (await response.json()) as { secure_number: { country_code: string; number: string } };
-  return `+${secure_number.country_code}${secure_number.number}`;
-}
-
 /** Would a call from `from` to `to` ring? (the telephony provider's question) */
-async function rings(to: string, from: string): Promise<Lookup> {
+async function rings(to: string, from: string) {
   // Once the index holds every change so far (a key changed twice within a second: written when it has passed).
   await trustIndexSettledFor(to);
   const response = await call(`/apps/buzz/trust-lookup?${new URLSearchParams({ number: to, inbound: from })}`, {
     token: DEMO.tokens.telephony,
   });
-  expect(response.status).toBe(200);
-  const { trusted, user_id } = (await response.json()) as Lookup;
+  const { trusted, user_id } = await answer(response, 200, trustLookupGet);
   return { trusted, user_id };
 }
 
-type MyPhone = { id: number; phone_full: string; confirmed: boolean };
-async function bobsPhones(): Promise<MyPhone[]> {
-  const response = await as("bob").get("/me/phones");
-  expect(response.status).toBe(200);
-  return response.json();
+async function bobsPhones() {
+  return answer(await as("bob").get("/me/phones"), 200, listMyPhones);
 }
 
 const setBobsPhones = (...numbers: string[]) => employerSetsPhones(DEMO.people.bob, ...numbers);
 
 describe("an employer cannot lend a number the trust others gave its employee", () => {
   it("Carol trusts Bob: Alice changing Bob's phone does not make the new number ring Carol until Bob confirms it", async () => {
-    const carol = await secureNumberOf("carol");
+    const carol = (await secureNumberOf("carol")).e164;
     expect((await as("bob").send("POST", "/contacts/requests", { user_id: DEMO.people.carol })).status).toBe(201);
     expect((await as("carol").send("POST", `/contacts/trust/${DEMO.people.bob}`, { trusted: 1 })).status).toBe(201);
     // Bob's demo phone is one he confirmed: it rings Carol.
@@ -98,7 +90,7 @@ describe("an employer cannot lend a number the trust others gave its employee", 
       phone_numbers: [{ phone_full: bobs!.phone_full, primary: true }],
     });
     expect(alice.status).toBe(200);
-    const [alices] = (await (await as("alice").get("/me/phones")).json()) as MyPhone[];
+    const [alices] = await answer(await as("alice").get("/me/phones"), 200, listMyPhones);
     expect(alices).toMatchObject({ phone_full: bobs!.phone_full, confirmed: false });
     expect((await bobsPhones())[0]).toMatchObject({ phone_full: bobs!.phone_full, confirmed: true });
     // Proving it (the code reaches whoever has the phone) takes it: Bob's confirmation ends.
@@ -120,8 +112,7 @@ describe("a trust request reaches one person at most", () => {
         "/companies/1/employees",
         employeeBody(fresh("desk"), { phone_numbers: [{ phone_full: frontDesk, primary: true }] }),
       );
-      expect(created.status).toBe(200);
-      ids.push(((await created.json()) as { id: number }).id);
+      ids.push((await answer(created, 200, createEmployee)).id);
     }
     const held = await as("carol").send("POST", "/contacts/requests", { phone: frontDesk, contact_reason: "hi" });
     const nobody = await as("carol").send("POST", "/contacts/requests", {
@@ -142,7 +133,7 @@ describe("a trust request reaches one person at most", () => {
         "/companies/1/employees",
         employeeBody(fresh("shared"), { phone_numbers: [{ phone_full: shared, primary: true }] }),
       );
-      ids.push(((await created.json()) as { id: number }).id);
+      ids.push((await answer(created, 200, createEmployee)).id);
     }
     // Bob holds it too, and proves it.
     await setBobsPhones(shared);
@@ -169,7 +160,7 @@ describe("a trust request reaches one person at most", () => {
       "/companies/1/employees",
       employeeBody(fresh("solo"), { phone_numbers: [{ phone_full: own, primary: true }] }),
     );
-    const { id } = (await created.json()) as { id: number };
+    const { id } = await answer(created, 200, createEmployee);
     expect((await as("carol").send("POST", "/contacts/requests", { phone: own, contact_reason: "hi" })).status).toBe(
       201,
     );

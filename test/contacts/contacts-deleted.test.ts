@@ -1,7 +1,8 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_CONTACTS } from "../../src/objects/person/limits";
-import { as, countInPersonObject, DEMO, expectError, inPersonObject, personObject } from "../helpers";
+import { listDeletedContacts, syncContacts } from "../../src/routes/contacts/contacts.routes";
+import { answer, as, countInPersonObject, DEMO, expectError, inPersonObject, personObject } from "../helpers";
 
 /**
  * GET /contacts/deleted (docs/decisions.md): tombstones written by the
@@ -15,12 +16,9 @@ const DAY = 24 * 3600 * 1000;
 afterEach(() => {
   vi.restoreAllMocks();
 });
-type Deleted = { id: number; deleted_at: string };
 
-async function sync(who: "alice" | "bob" | "carol", elements: unknown[]): Promise<{ id: number }[]> {
-  const response = await as(who).send("POST", "/contacts/sync", elements);
-  expect(response.status).toBe(200);
-  return response.json();
+async function sync(who: "alice" | "bob" | "carol", elements: unknown[]) {
+  return answer(await as(who).send("POST", "/contacts/sync", elements), 200, syncContacts);
 }
 
 async function deletedSince(who: "alice" | "bob" | "carol", since: Date | string, query = "") {
@@ -42,8 +40,7 @@ describe("GET /contacts/deleted", () => {
     expect((await as("alice").send("DELETE", `/contacts/${a!.id}`)).status).toBe(200);
 
     const response = await deletedSince("alice", before);
-    expect(response.status).toBe(200);
-    const items = (await response.json()) as Deleted[];
+    const items = await answer(response.clone(), 200, listDeletedContacts);
     expect(items.map((item) => item.id)).toEqual([a!.id]);
     expect(new Date(items[0]!.deleted_at).getTime()).toBeGreaterThanOrEqual(before.getTime());
     expect(response.headers.get("X-Total-Count")).toBe("1");
@@ -64,7 +61,7 @@ describe("GET /contacts/deleted", () => {
     const before = new Date();
     const created = await sync("carol", [{ display_name: "One" }, { display_name: "Two" }, { display_name: "Three" }]);
     expect((await as("carol").send("DELETE", "/contacts/clear")).status).toBe(204);
-    const items = (await (await deletedSince("carol", before)).json()) as Deleted[];
+    const items = await answer(await deletedSince("carol", before), 200, listDeletedContacts);
     expect(items.map((item) => item.id)).toEqual(created.map((contact) => contact.id));
     expect(await countInPersonObject(DEMO.people.carol, "SELECT count(*) AS n FROM contacts")).toBe(0);
   });
@@ -111,15 +108,14 @@ describe("GET /contacts/deleted", () => {
       { contactId: 900_002, deletedAt: t + 1 },
     ]);
 
-    const all = (await (await deletedSince("bob", new Date(t))).json()) as Deleted[];
+    const all = await answer(await deletedSince("bob", new Date(t)), 200, listDeletedContacts);
     expect(all.map((item) => item.id)).toEqual([900_001, 900_002, 900_003]);
     expect(all[0]!.deleted_at).toBe(new Date(t).toISOString());
-    const later = (await (await deletedSince("bob", new Date(t + 1))).json()) as Deleted[];
+    const later = await answer(await deletedSince("bob", new Date(t + 1)), 200, listDeletedContacts);
     expect(later.map((item) => item.id)).toEqual([900_002, 900_003]);
 
     const page = await deletedSince("bob", new Date(t), "&page=2&per_page=2");
-    expect(page.status).toBe(200);
-    expect(((await page.json()) as Deleted[]).map((item) => item.id)).toEqual([900_003]);
+    expect((await answer(page.clone(), 200, listDeletedContacts)).map((item) => item.id)).toEqual([900_003]);
     expect(page.headers.get("X-Total-Count")).toBe("3");
     expect(page.headers.get("Link")).toContain('rel="prev"');
   });
@@ -158,7 +154,7 @@ describe("GET /contacts/deleted", () => {
     expect(
       await countInPersonObject(owner, "SELECT count(*) AS n FROM contact_tombstones WHERE contact_id = 810000"),
     ).toBe(1);
-    const kept = (await (await deletedSince("alice", new Date(now - 89 * DAY))).json()) as Deleted[];
+    const kept = await answer(await deletedSince("alice", new Date(now - 89 * DAY)), 200, listDeletedContacts);
     expect(kept.map((item) => item.id)).toContain(810_000);
   });
 });

@@ -2,31 +2,29 @@ import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { as, call, countInPersonObject, DEMO, expectError, inPersonObject, trustIndexSettled } from "../helpers";
-
-type Contact = {
-  id: number;
-  profile_icon: string;
-  display_name: string;
-  birthday: string | null;
-  email?: string[];
-  phone?: string[];
-  address?: string[];
-  risk_score: number;
-  labels: string[];
-  user_id: number | null;
-  connected: boolean;
-  e2ee: boolean;
-  created: string;
-  updated: string;
-};
+import {
+  getContact,
+  listContacts,
+  listTrustRequests,
+  postContacts,
+  putContact,
+  syncContacts,
+} from "../../src/routes/contacts/contacts.routes";
+import {
+  answer,
+  as,
+  call,
+  countInPersonObject,
+  DEMO,
+  expectError,
+  inPersonObject,
+  trustIndexSettled,
+} from "../helpers";
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
-async function sync(who: "alice" | "bob" | "carol", elements: unknown[]): Promise<Contact[]> {
-  const response = await as(who).send("POST", "/contacts/sync", elements);
-  expect(response.status).toBe(200);
-  return response.json();
+async function sync(who: "alice" | "bob" | "carol", elements: unknown[]) {
+  return answer(await as(who).send("POST", "/contacts/sync", elements), 200, syncContacts);
 }
 
 /** The app as production builds it: `ENVIRONMENT = "production"`. */
@@ -101,8 +99,7 @@ describe("POST /contacts/sync and POST /contacts", () => {
       { id: first!.id, display_name: "Eve Evans", emails: ["eve@example.com"] },
       { display_name: "Grace", phone_numbers: ["+14155550132"] },
     ]);
-    expect(response.status).toBe(200);
-    const [frank, eve, grace] = (await response.json()) as Contact[];
+    const [frank, eve, grace] = await answer(response, 200, postContacts);
     expect(frank).toMatchObject({ display_name: "Frank", email: [], phone: [], address: [], labels: [] });
     // Fields left out keep their value; a collection sent replaces the stored one.
     expect(eve).toMatchObject({
@@ -132,7 +129,7 @@ describe("POST /contacts/sync and POST /contacts", () => {
     );
     expect(message).toContain("`[2].phone_numbers[0]`");
     expect(await held()).toBe(before + 1);
-    const read = (await (await as("carol").get(`/contacts/${kept!.id}`)).json()) as Contact;
+    const read = await answer(await as("carol").get(`/contacts/${kept!.id}`), 200, getContact);
     expect(read.display_name).toBe("Kept");
   });
 
@@ -147,7 +144,7 @@ describe("POST /contacts/sync and POST /contacts", () => {
       "Bad Request",
     );
     expect(message).toContain("`[1].id`");
-    const read = (await (await as("alice").get(`/contacts/${alices!.id}`)).json()) as Contact;
+    const read = await answer(await as("alice").get(`/contacts/${alices!.id}`), 200, getContact);
     expect(read.display_name).toBe("Alice's friend");
   });
 
@@ -213,7 +210,7 @@ describe("GET /contacts", () => {
       { display_name: "P2" },
       { display_name: "P3" },
     ]);
-    const all = (await (await as("alice").get("/contacts?per_page=100")).json()) as Contact[];
+    const all = await answer(await as("alice").get("/contacts?per_page=100"), 200, listContacts);
     const total = all.length;
     expect(all.map((c) => c.id)).toEqual([...all.map((c) => c.id)].sort((a, b) => a - b));
     expect(all[0]).not.toHaveProperty("email");
@@ -221,14 +218,15 @@ describe("GET /contacts", () => {
     expect(all[0]).not.toHaveProperty("address");
 
     const response = await as("alice").get("/contacts?per_page=2&page=1");
-    expect(response.status).toBe(200);
     expect(response.headers.get("X-Total-Count")).toBe(String(total));
     expect(response.headers.get("Link")).toContain('rel="next"');
-    expect(((await response.json()) as Contact[]).length).toBe(2);
+    expect((await answer(response, 200, listContacts)).length).toBe(2);
 
-    const included = (await (
-      await as("alice").get("/contacts?per_page=100&include=phone_numbers,emails")
-    ).json()) as Contact[];
+    const included = await answer(
+      await as("alice").get("/contacts?per_page=100&include=phone_numbers,emails"),
+      200,
+      listContacts,
+    );
     const p1 = included.find((c) => c.id === created[0]!.id)!;
     expect(p1.phone).toEqual(["+14155550151"]);
     expect(p1.email).toEqual(["p1@example.com"]);
@@ -241,7 +239,7 @@ describe("GET /contacts", () => {
       Array.from({ length: 11 }, (_, i) => ({ display_name: `Ten ${i}` })),
     );
     const response = await as("alice").get("/contacts");
-    expect(((await response.json()) as Contact[]).length).toBe(10);
+    expect((await answer(response, 200, listContacts)).length).toBe(10);
   });
 
   it("filters by updated_at (created or updated at or since)", async () => {
@@ -253,12 +251,14 @@ describe("GET /contacts", () => {
       old!.id,
     );
     const since = new Date(Date.now() - 60_000).toISOString();
-    const recent = (await (await as("alice").get(`/contacts?per_page=100&updated_at=${since}`)).json()) as Contact[];
+    const recent = await answer(await as("alice").get(`/contacts?per_page=100&updated_at=${since}`), 200, listContacts);
     expect(recent.some((c) => c.id === old!.id)).toBe(false);
     expect(recent.length).toBeGreaterThan(0);
-    const fromDate = (await (
-      await as("alice").get("/contacts?per_page=100&updated_at=2020-01-01")
-    ).json()) as Contact[];
+    const fromDate = await answer(
+      await as("alice").get("/contacts?per_page=100&updated_at=2020-01-01"),
+      200,
+      listContacts,
+    );
     expect(fromDate.some((c) => c.id === old!.id)).toBe(true);
   });
 
@@ -273,7 +273,7 @@ describe("GET /contacts", () => {
 
   it("shows each person only their own contacts", async () => {
     const [secret] = await sync("bob", [{ display_name: "Bob's secret friend" }]);
-    const carols = (await (await as("carol").get("/contacts?per_page=100")).json()) as Contact[];
+    const carols = await answer(await as("carol").get("/contacts?per_page=100"), 200, listContacts);
     expect(carols.some((c) => c.id === secret!.id)).toBe(false);
     await expectError(await as("carol").get(`/contacts/${secret!.id}`), 404, "Not Found");
     await expectError(
@@ -282,7 +282,7 @@ describe("GET /contacts", () => {
       "Not Found",
     );
     await expectError(await as("carol").send("DELETE", `/contacts/${secret!.id}`), 404, "Not Found");
-    const still = (await (await as("bob").get(`/contacts/${secret!.id}`)).json()) as Contact;
+    const still = await answer(await as("bob").get(`/contacts/${secret!.id}`), 200, getContact);
     expect(still.display_name).toBe("Bob's secret friend");
   });
 });
@@ -305,8 +305,7 @@ describe("GET, PUT, DELETE /contacts/{id}", () => {
       birthday: null,
       id: 999999,
     });
-    expect(response.status).toBe(200);
-    const updated = (await response.json()) as Contact;
+    const updated = await answer(response, 200, putContact);
     expect(updated).toMatchObject({ id: c!.id, display_name: "After", phone: [], birthday: null, labels: ["a"] });
     expect(Date.parse(updated.updated)).toBeGreaterThanOrEqual(Date.parse(c!.updated));
     expect(await (await as("alice").get(`/contacts/${c!.id}`)).json()).toEqual(updated);
@@ -338,23 +337,15 @@ describe("GET, PUT, DELETE /contacts/{id}", () => {
 });
 
 describe("trust requests", () => {
-  type Request = {
-    id: number;
-    first_name: string;
-    middle_name: string | null;
-    last_name: string;
-    contact_reason: string;
-    updated_at: string;
-  };
+  const requestsOf = async (who: "alice" | "bob") =>
+    answer(await as(who).get("/contacts/requests"), 200, listTrustRequests);
 
   it("a request by user id, phone or email reaches the person; the list shows pending ones", async () => {
     expect(
       (await as("alice").send("POST", "/contacts/requests", { phone: "+1 415 555 0199", contact_reason: "Lunch?" }))
         .status,
     ).toBe(201);
-    const response = await as("bob").get("/contacts/requests");
-    expect(response.status).toBe(200);
-    expect(await response.json()).toEqual([
+    expect(await requestsOf("bob")).toEqual([
       {
         id: 1,
         first_name: "Alice",
@@ -363,15 +354,15 @@ describe("trust requests", () => {
         contact_reason: "Lunch?",
         updated_at: expect.stringMatching(ISO),
       },
-    ] satisfies Request[]);
+    ]);
 
     // Asking again refreshes the one pending request.
     await as("alice").send("POST", "/contacts/requests", { email: "BOB@acme.example", contact_reason: "Dinner?" });
-    const again = (await (await as("bob").get("/contacts/requests")).json()) as Request[];
+    const again = await requestsOf("bob");
     expect(again.map((r) => [r.id, r.contact_reason])).toEqual([[1, "Dinner?"]]);
 
     await as("carol").send("POST", "/contacts/requests", { user_id: 2 });
-    const both = (await (await as("bob").get("/contacts/requests")).json()) as Request[];
+    const both = await requestsOf("bob");
     expect(both.map((r) => r.id)).toEqual([3, 1]);
   });
 
@@ -399,14 +390,12 @@ describe("trust requests", () => {
 
   it("a decision answers 201, takes the request off the list, and can be changed", async () => {
     await as("carol").send("POST", "/contacts/requests", { user_id: 1, contact_reason: "Globex here" });
-    expect(((await (await as("alice").get("/contacts/requests")).json()) as Request[]).map((r) => r.id)).toContain(3);
+    expect((await requestsOf("alice")).map((r) => r.id)).toContain(3);
 
     const response = await as("alice").send("POST", "/contacts/trust/3", { trusted: 1 });
     expect(response.status).toBe(201);
     expect(await response.json()).toEqual({ id: 3, trusted: true });
-    expect(((await (await as("alice").get("/contacts/requests")).json()) as Request[]).map((r) => r.id)).not.toContain(
-      3,
-    );
+    expect((await requestsOf("alice")).map((r) => r.id)).not.toContain(3);
     // Alice's decisions are kept in her object, under the id of the person decided about.
     const decisionsAbout3 = (trusted: number) =>
       countInPersonObject(

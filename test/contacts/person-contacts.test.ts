@@ -2,7 +2,10 @@ import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { receiverKey } from "../../src/domain/trust-records";
+import { heartbeat, trustLookupGet } from "../../src/routes/buzz/buzz.routes";
+import { getContact, syncContacts } from "../../src/routes/contacts/contacts.routes";
 import {
+  answer,
   as,
   call,
   countInPersonObject,
@@ -24,16 +27,18 @@ import {
 const { alice, bob, carol } = DEMO.people;
 
 async function secureNumber(who: "alice" | "bob" | "carol") {
-  const body = (await (await as(who).get("/apps/buzz/heartbeat")).json()) as { secure_number: { e164: string } };
-  return body.secure_number.e164;
+  const body = await answer(await as(who).get("/apps/buzz/heartbeat"), 200, heartbeat);
+  return body.secure_number!.e164;
 }
 
 const lookup = async (receiver: string, caller: string) =>
-  (await (
+  answer(
     await call(`/apps/buzz/trust-lookup?number=${encodeURIComponent(receiver)}&inbound=${encodeURIComponent(caller)}`, {
       token: DEMO.tokens.telephony,
-    })
-  ).json()) as { trusted: boolean; user_id: number; caller_verification: string | null };
+    }),
+    200,
+    trustLookupGet,
+  );
 
 describe("the 10,000-contact quota, inside the object", () => {
   it("concurrent syncs cannot pass it: of three syncs of 50 at 9,900 contacts, two land and one is a 400", async () => {
@@ -71,23 +76,23 @@ describe("a trust decision reaches the other person's mirror", () => {
   it("Carol trusts Bob: Bob's object knows, and Bob's contact with Carol's email now links to her", async () => {
     const carolsEmail = "carol@globex.example";
     expect((await as("bob").send("POST", "/contacts/requests", { user_id: carol })).status).toBe(201);
-    const [contact] = (await (
-      await as("bob").send("POST", "/contacts/sync", [{ display_name: "Carol", emails: [carolsEmail] }])
-    ).json()) as { id: number; user_id: number | null }[];
+    const [contact] = await answer(
+      await as("bob").send("POST", "/contacts/sync", [{ display_name: "Carol", emails: [carolsEmail] }]),
+      200,
+      syncContacts,
+    );
     // Carol is a stranger to Bob: her email names no one.
     expect(contact!.user_id).toBeNull();
 
     expect((await as("carol").send("POST", `/contacts/trust/${bob}`, { trusted: true })).status).toBe(201);
     expect(await personObject(bob).trustedMe()).toEqual([carol]);
-    const linked = (await (await as("bob").get(`/contacts/${contact!.id}`)).json()) as { user_id: number | null };
+    const linked = await answer(await as("bob").get(`/contacts/${contact!.id}`), 200, getContact);
     expect(linked.user_id).toBe(carol);
 
     // She changes her mind: the mirror follows, and the email names no one again.
     expect((await as("carol").send("POST", `/contacts/trust/${bob}`, { trusted: false })).status).toBe(201);
     expect(await personObject(bob).trustedMe()).toEqual([]);
-    expect(
-      ((await (await as("bob").get(`/contacts/${contact!.id}`)).json()) as { user_id: number | null }).user_id,
-    ).toBeNull();
+    expect((await answer(await as("bob").get(`/contacts/${contact!.id}`), 200, getContact)).user_id).toBeNull();
   });
 
   it("a mirror that did not reach the other object is sent again by the decider's alarm", async () => {
@@ -168,9 +173,11 @@ describe("the object owns its trust-lookup keys", () => {
   it("deleting the last contact of a bucket deletes the bucket's key", async () => {
     const secure = await secureNumber("alice");
     const phone = "+13035550133";
-    const [created] = (await (
-      await as("alice").send("POST", "/contacts/sync", [{ display_name: "Once", phone_numbers: [phone] }])
-    ).json()) as { id: number }[];
+    const [created] = await answer(
+      await as("alice").send("POST", "/contacts/sync", [{ display_name: "Once", phone_numbers: [phone] }]),
+      200,
+      syncContacts,
+    );
     await indexKeysWritten(alice);
     expect(await env.TRUST_INDEX.get(`rcvn:${secure}:33`)).toContain(phone);
     expect((await as("alice").send("DELETE", `/contacts/${created!.id}`)).status).toBe(200);

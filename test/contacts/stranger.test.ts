@@ -1,7 +1,11 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { as, call, countRows, DEMO, expectError, insertToken, personObject } from "../helpers";
+import { configureContainer } from "../../src/routes/admin/admin.routes";
+import { callLookup, createActivity, listActivity, trustLookupGet } from "../../src/routes/buzz/buzz.routes";
+import { addCompanyPhone } from "../../src/routes/companies/phones.routes";
+import { listCompanyTrust } from "../../src/routes/contacts/company-trust.routes";
+import { answer, as, call, countRows, DEMO, expectError, insertToken, personObject, secureNumberOf } from "../helpers";
 
 /**
  * What a stranger can still learn or cost (docs/security.md): each
@@ -17,20 +21,16 @@ type Who = "alice" | "bob" | "carol";
 const { alice, bob, carol } = DEMO.people;
 const { acme, globex } = DEMO.companies;
 
-type Party = Record<string, unknown> | null;
-type Activity = { id: number; sendable: Party; receivable: Party };
-
 const record = async (who: Who, body: Record<string, unknown>) => {
   const response = await as(who).send("POST", "/apps/buzz/activity", {
     sendable_type: "person",
     receivable_type: "person",
     ...body,
   });
-  expect(response.status).toBe(200);
-  return ((await response.json()) as { data: { id: number } }).data.id;
+  return (await answer(response, 200, createActivity)).data.id;
 };
 const feedEntry = async (who: Who, id: number) => {
-  const entries = (await (await as(who).get(`/apps/buzz/activity/${id - 1}?limit=1`)).json()) as Activity[];
+  const entries = await answer(await as(who).get(`/apps/buzz/activity/${id - 1}?limit=1`), 200, listActivity);
   expect(entries[0]!.id).toBe(id);
   return entries[0]!;
 };
@@ -89,10 +89,7 @@ describe("activity names only parties who know the reader", () => {
 describe("company phones are verified before they count", () => {
   /** Whether Bob's secure number trusts a call from +1 `national`, asked as the telephony provider. */
   async function bobTrusts(national: string) {
-    const { secure_number } = (await (await as("bob").get("/apps/buzz/heartbeat")).json()) as {
-      secure_number: { country_code: string; number: string };
-    };
-    const fields = { number_code: secure_number.country_code, number: secure_number.number, inbound_code: "1" };
+    const fields = { ...(await secureNumberOf("bob")).receiving, inbound_code: "1" };
     const lookup = await as("telephony").get(
       `/apps/buzz/trust-lookup?${new URLSearchParams({ ...fields, inbound: national })}`,
     );
@@ -100,15 +97,14 @@ describe("company phones are verified before they count", () => {
       `/apps/buzz/call-lookup?${new URLSearchParams({ ...fields, inbound: national })}`,
     );
     return {
-      trusted: ((await lookup.json()) as { trusted: boolean }).trusted,
-      companies: ((await details.json()) as { companies: { name: string }[] }).companies.map((c) => c.name),
+      trusted: (await answer(lookup, 200, trustLookupGet)).trusted,
+      companies: (await answer(details, 200, callLookup)).companies.map((c) => c.name),
     };
   }
 
   it("a new phone is pending: no trust, no name, until the operator verifies it", async () => {
     const created = await as("alice").send("POST", `/companies/${acme}/phones`, { phone_full: "+14155550161" });
-    expect(created.status).toBe(201);
-    const phone = (await created.json()) as { id: number; status: string };
+    const phone = await answer(created, 201, addCompanyPhone);
     expect(phone.status).toBe("pending");
     expect(await bobTrusts("4155550161")).toEqual({ trusted: false, companies: [] });
 
@@ -163,7 +159,7 @@ describe("company trust is writable only for companies the person can see", () =
     const probe = await expectError(await setTrust("alice", globex, "trusted"), 404, "Not Found");
     const unknown = await expectError(await setTrust("alice", 987_654, "trusted"), 404, "Not Found");
     expect(withoutId(probe, globex)).toBe(withoutId(unknown, 987_654));
-    const listed = (await (await as("alice").get("/contacts/companies")).json()) as { company: { id: number } }[];
+    const listed = await answer(await as("alice").get("/contacts/companies"), 200, listCompanyTrust);
     expect(listed.map((entry) => entry.company.id)).not.toContain(globex);
   });
 
@@ -212,7 +208,7 @@ describe("writes are priced by what they cost", () => {
   });
   /** How many records Carol's feed holds. */
   const activityCount = async () =>
-    ((await (await as("carol").get("/apps/buzz/activity/0?limit=500")).json()) as unknown[]).length;
+    (await answer(await as("carol").get("/apps/buzz/activity/0?limit=500"), 200, listActivity)).length;
 
   it("a person records at most 1,000 activities a day: the 1,001st is 429 with Retry-After and writes nothing", async () => {
     await setSpent(carol, 999, 0);
@@ -276,7 +272,6 @@ describe("the operator API's lists never 500", () => {
       enabled: true,
       vendors: slugs.map((slug) => ({ slug, category: "analytics" })),
     });
-    expect(response.status).toBe(200);
-    expect(((await response.json()) as { vendors: unknown[] }).vendors).toHaveLength(100);
+    expect((await answer(response, 200, configureContainer)).vendors).toHaveLength(100);
   });
 });

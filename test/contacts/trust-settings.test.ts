@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { beforeAll } from "vitest";
-import { as, call, DEMO, expectError, insertToken, trustIndexSettled } from "../helpers";
+import { trustLookupGet } from "../../src/routes/buzz/buzz.routes";
+import { addCompanyPhone, listCompanyPhones } from "../../src/routes/companies/phones.routes";
+import { listCompanyTrust } from "../../src/routes/contacts/company-trust.routes";
+import { loadContainer } from "../../src/routes/vcc/vcc.routes";
+import { answer, as, call, DEMO, expectError, insertToken, secureNumberOf, trustIndexSettled } from "../helpers";
 
 const ADMIN = "sk_test_trust_settings_operator";
 beforeAll(async () => {
@@ -10,16 +14,9 @@ beforeAll(async () => {
 const verify = (phoneId: number) =>
   call(`/internal/company-phones/${phoneId}/verify`, { method: "POST", token: ADMIN });
 
-type Lookup = { trusted: boolean; user_id: number; caller_verification: string | null };
 type Who = "alice" | "bob" | "carol";
 
 /** The secure number heartbeat assigns a demo person, as trust-lookup fields. */
-async function secureNumberOf(who: Who) {
-  const response = await as(who).get("/apps/buzz/heartbeat");
-  expect(response.status).toBe(200);
-  const { secure_number } = (await response.json()) as { secure_number: { country_code: string; number: string } };
-  return { number_code: secure_number.country_code, number: secure_number.number };
-}
 
 /**
  * Whether `who`'s secure number trusts a call from +1 `national`, asked as the telephony provider
@@ -28,10 +25,9 @@ async function secureNumberOf(who: Who) {
  */
 async function trusts(who: Who, national: string): Promise<boolean> {
   await trustIndexSettled(DEMO.people[who]);
-  const fields = { ...(await secureNumberOf(who)), inbound_code: "1", inbound: national };
+  const fields = { ...(await secureNumberOf(who)).receiving, inbound_code: "1", inbound: national };
   const response = await as("telephony").get(`/apps/buzz/trust-lookup?${new URLSearchParams(fields)}`);
-  expect(response.status).toBe(200);
-  const body = (await response.json()) as Lookup;
+  const body = await answer(response, 200, trustLookupGet);
   expect(body.user_id).toBe(DEMO.people[who]);
   return body.trusted;
 }
@@ -56,8 +52,7 @@ describe("company phones", () => {
     });
 
     const created = await addPhone({ country_code: "+1", phone_number: "(415) 555-0142", label: " Front desk " });
-    expect(created.status).toBe(201);
-    const phone = (await created.json()) as { id: number };
+    const phone = await answer(created, 201, addCompanyPhone);
     expect(phone).toEqual({
       id: expect.any(Number),
       country_code: "1",
@@ -82,7 +77,7 @@ describe("company phones", () => {
       addPhone({ country_code: "1", phone_number: "4155550143" }, "carol", DEMO.companies.globex),
     ]);
     expect([acme.status, globex.status]).toEqual([201, 201]);
-    const ids = await Promise.all([acme, globex].map(async (r) => ((await r.json()) as { id: number }).id));
+    const ids = await Promise.all([acme, globex].map(async (r) => (await answer(r, 201, addCompanyPhone)).id));
     const verified = await Promise.all(ids.map(verify));
     expect(verified.map((r) => r.status).sort()).toEqual([200, 409]);
   });
@@ -108,7 +103,7 @@ describe("company phones", () => {
     await expectError(await as("carol").get("/companies/1/phones"), 404, "Not Found");
     await expectError(await addPhone({ country_code: "1", phone_number: "4155550145" }, "carol"), 404, "Not Found");
     // Another company's phone id is not found under yours.
-    const acmePhones = (await (await as("alice").get("/companies/1/phones")).json()) as { id: number }[];
+    const acmePhones = await answer(await as("alice").get("/companies/1/phones"), 200, listCompanyPhones);
     await expectError(await as("carol").send("DELETE", `/companies/2/phones/${acmePhones[0]!.id}`), 404, "Not Found");
     await expectError(await call("/companies/1/phones"), 401, "Unauthorized");
   });
@@ -118,10 +113,10 @@ describe("company phones", () => {
     const created = await addPhone({ country_code: "1", phone_number: "4155550146" });
     expect(created.status).toBe(201);
     expect(await trusts("bob", "4155550146")).toBe(false); // pending
-    expect((await verify(((await created.clone().json()) as { id: number }).id)).status).toBe(200);
+    expect((await verify((await answer(created.clone(), 201, addCompanyPhone)).id)).status).toBe(200);
     expect(await trusts("bob", "4155550146")).toBe(true);
     // The same answer on the POST transports (JSON and form).
-    const fields = { ...(await secureNumberOf("bob")), inbound_code: "1", inbound: "4155550146" };
+    const fields = { ...(await secureNumberOf("bob")).receiving, inbound_code: "1", inbound: "4155550146" };
     for (const [body, type] of [
       [JSON.stringify(fields), "application/json"],
       [new URLSearchParams(fields).toString(), "application/x-www-form-urlencoded"],
@@ -132,7 +127,7 @@ describe("company phones", () => {
       expect(await response.json()).toEqual({ trusted: true, user_id: DEMO.people.bob, caller_verification: null });
     }
     expect(await trusts("carol", "4155550146")).toBe(false); // not a member of Acme
-    const { id } = (await created.json()) as { id: number };
+    const { id } = await answer(created, 201, addCompanyPhone);
     expect((await as("alice").send("DELETE", `/companies/1/phones/${id}`)).status).toBe(204);
     expect(await trusts("bob", "4155550146")).toBe(false);
   });
@@ -141,8 +136,7 @@ describe("company phones", () => {
 describe("a person's trust in a company", () => {
   it("lists the caller's companies and settings", async () => {
     const response = await as("alice").get("/contacts/companies");
-    expect(response.status).toBe(200);
-    const body = (await response.json()) as { company: { id: number }; trust: string | null; member: boolean }[];
+    const body = await answer(response.clone(), 200, listCompanyTrust);
     expect(body.map((entry) => entry.company.id)).toEqual(
       [...body.map((entry) => entry.company.id)].sort((a, b) => a - b),
     );
@@ -211,7 +205,7 @@ describe("a person's trust in a company", () => {
       const response = await call("/apps/vcc/load_container/dailynews", {
         headers: { Cookie: `session=${DEMO.tokens.carol}` },
       });
-      const body = (await response.json()) as { vendors: { slug: string; trust: string | null }[] };
+      const body = await answer(response, 200, loadContainer);
       return body.vendors.find((vendor) => vendor.slug === slug)!.trust;
     };
     expect(await trustOf("pixelpartners")).toBeNull();

@@ -1,6 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { createEmployee } from "../../src/routes/employees/employees.routes";
 import {
+  answer,
   as,
   call,
   countRows,
@@ -10,6 +12,7 @@ import {
   indexKeysWritten,
   insertToken,
   personObject,
+  secureNumberOf,
 } from "../helpers";
 
 /*
@@ -19,8 +22,7 @@ import {
  */
 
 async function aliceNumber(): Promise<string> {
-  const response = await as("alice").get("/apps/buzz/heartbeat");
-  return ((await response.json()) as { secure_number: { e164: string } }).secure_number.e164;
+  return (await secureNumberOf("alice")).e164;
 }
 
 describe("fact versions", () => {
@@ -50,8 +52,7 @@ describe("fact versions", () => {
 
   it("a command that changes a person's facts raises their version (a secure number assigned)", async () => {
     const response = await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("versioned")));
-    expect(response.status).toBe(200);
-    const { id } = (await response.json()) as { id: number };
+    const { id } = await answer(response, 200, createEmployee);
     expect(await countRows("SELECT facts_version AS n FROM people WHERE id = ?", id)).toBe(0);
     const token = `pk_test_versioned_${crypto.randomUUID().replaceAll("-", "")}`;
     await insertToken(token, { personId: id });

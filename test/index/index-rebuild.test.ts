@@ -17,7 +17,7 @@ import {
 import { createDeps } from "../../src/services/create-deps";
 import type { BackgroundMessage } from "../../src/domain/queue-messages";
 import worker from "../../src/index";
-import { as, call, countD1, DEMO, indexKeysWritten, insertToken } from "../helpers";
+import { as, call, countD1, DEMO, indexKeysWritten, insertToken, secureNumberOf } from "../helpers";
 
 /*
  * The complete trust index (docs/architecture.md, "The rebuild and its
@@ -30,8 +30,7 @@ let ALICE = "";
 
 beforeAll(async () => {
   await insertToken(ADMIN, { serviceName: "operator", scopes: ["platform:admin"] });
-  const response = await as("alice").get("/apps/buzz/heartbeat");
-  ALICE = ((await response.json()) as { secure_number: { e164: string } }).secure_number.e164;
+  ALICE = (await secureNumberOf("alice")).e164;
 });
 
 afterEach(() => {

@@ -3,7 +3,10 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createDeps } from "../../src/services/create-deps";
 import { pruneExpired } from "../../src/services/retention";
+import { trustLookupGet } from "../../src/routes/buzz/buzz.routes";
+import { syncContacts } from "../../src/routes/contacts/contacts.routes";
 import {
+  answer,
   as,
   countInPersonObject,
   DEMO,
@@ -41,8 +44,7 @@ beforeAll(async () => {
     "/contacts/sync",
     Array.from({ length: 100 }, (_, i) => ({ display_name: `Bucket ${i}`, phone_numbers: [phone(i)] })),
   );
-  expect(synced.status).toBe(200);
-  contactIds.push(...((await synced.json()) as { id: number }[]).map((contact) => contact.id));
+  contactIds.push(...(await answer(synced, 200, syncContacts)).map((contact) => contact.id));
 });
 
 const bob = personObject(DEMO.people.bob);
@@ -71,10 +73,7 @@ async function runInObjectSetAlarm() {
 
 async function trusted(caller: string): Promise<boolean> {
   const params = new URLSearchParams({ ...receiving, inbound_code: "1", inbound: caller.slice(2) });
-  const answer = (await (await as("telephony").get(`/apps/buzz/trust-lookup?${params}`)).json()) as {
-    trusted: boolean;
-  };
-  return answer.trusted;
+  return (await answer(await as("telephony").get(`/apps/buzz/trust-lookup?${params}`), 200, trustLookupGet)).trusted;
 }
 
 describe("a contact edit rewrites only what it changed", () => {

@@ -4,7 +4,9 @@ import { KEY_WRITE_GAP_MS } from "../../src/db/kv-writes";
 import { makeCurrent } from "../../src/services/trust-index/current";
 import { markStale } from "../../src/services/trust-index/stale";
 import { createDeps } from "../../src/services/create-deps";
-import { as, DEMO, indexKeysWritten, indexWorkApplied, personObject, secureNumberOf } from "../helpers";
+import { trustLookupGet } from "../../src/routes/buzz/buzz.routes";
+import { syncContacts } from "../../src/routes/contacts/contacts.routes";
+import { answer, as, DEMO, indexKeysWritten, indexWorkApplied, personObject, secureNumberOf } from "../helpers";
 
 /**
  * No KV key is written more than once a second (docs/architecture.md, "The trust index"):
@@ -60,8 +62,7 @@ beforeAll(async () => {
 
 async function trusted(caller: string): Promise<boolean> {
   const params = new URLSearchParams({ ...receiving, inbound_code: "1", inbound: caller.slice(2) });
-  return ((await (await as("telephony").get(`/apps/buzz/trust-lookup?${params}`)).json()) as { trusted: boolean })
-    .trusted;
+  return (await answer(await as("telephony").get(`/apps/buzz/trust-lookup?${params}`), 200, trustLookupGet)).trusted;
 }
 
 describe("at most one write per key per second", () => {
@@ -76,8 +77,7 @@ describe("at most one write per key per second", () => {
       "/contacts/sync",
       Array.from({ length: 500 }, (_, k) => ({ display_name: `Rate ${k}`, phone_numbers: [phone(0, k)] })),
     );
-    expect(created.status).toBe(200);
-    const ids = ((await created.json()) as { id: number }[]).map((contact) => contact.id);
+    const ids = (await answer(created, 200, syncContacts)).map((contact) => contact.id);
     for (let round = 1; round < rounds; round++) {
       const synced = await as("bob").send(
         "POST",

@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { FallbackGate } from "../../src/lib/fallback-gate";
-import { as, DEMO, secureNumberOf } from "../helpers";
+import { trustLookupGet } from "../../src/routes/buzz/buzz.routes";
+import { answer, as, DEMO, secureNumberOf } from "../helpers";
 
 /*
  * KV trouble is no D1 storm (docs/architecture.md, "When KV fails"): with KV's reads failing, each
@@ -58,8 +59,7 @@ describe("with KV's reads failing", () => {
     for (let i = 0; i < 50; i++) {
       const query = new URLSearchParams({ number: receiving, inbound: DEMO.acmePhone });
       const response = await as("telephony").get(`/apps/buzz/trust-lookup?${query}`);
-      expect(response.status).toBe(200);
-      const body = (await response.json()) as { trusted: boolean };
+      const body = await answer(response, 200, trustLookupGet);
       problems.push(response.headers.get("Lookup-Problem"));
       if (response.headers.get("Lookup-Problem") === "index unavailable") expect(body.trusted).toBe(false);
     }

@@ -1,6 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { as, call, DEMO, indexKeysWritten, insertToken } from "../helpers";
+import { heartbeat, trustLookupGet } from "../../src/routes/buzz/buzz.routes";
+import { createEmployee } from "../../src/routes/employees/employees.routes";
+import { answer, as, call, DEMO, indexKeysWritten, insertToken } from "../helpers";
 
 /**
  * The trust index (KV) must follow employee changes made through the
@@ -21,21 +23,18 @@ async function employeeWithSecureNumber(tag: string) {
     addresses: [address],
     license: null,
   });
-  expect(created.status).toBe(200);
-  const { id } = (await created.json()) as { id: number };
+  const { id } = await answer(created, 200, createEmployee);
   const token = `pk_test_${tag}_${seq}_${Date.now().toString(36)}`;
   await insertToken(token, { personId: id });
-  const heartbeat = await call("/apps/buzz/heartbeat", { token });
-  const { secure_number } = (await heartbeat.json()) as { secure_number: { country_code: string; number: string } };
-  return { id, number_code: secure_number.country_code, number: secure_number.number };
+  const { secure_number } = await answer(await call("/apps/buzz/heartbeat", { token }), 200, heartbeat);
+  return { id, number_code: secure_number!.country_code, number: secure_number!.number };
 }
 
 async function lookup(fields: Record<string, string>) {
   const response = await call(`/apps/buzz/trust-lookup?${new URLSearchParams(fields)}`, {
     token: DEMO.tokens.telephony,
   });
-  expect(response.status).toBe(200);
-  return (await response.json()) as { trusted: boolean; user_id: number; caller_verification: string | null };
+  return answer(response, 200, trustLookupGet);
 }
 
 const fromAcme = { inbound_code: "1", inbound: DEMO.acmePhone.slice(2) };

@@ -2,7 +2,19 @@ import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { applyVerification } from "../../src/domain/caller-verification";
 import { callerVerificationOf } from "../../src/services/caller-verification";
-import { as, call, countD1, DEMO, expectError, indexKeysWritten, inPersonObject, personObject } from "../helpers";
+import { callLookup, listBlocked, trustLookupGet } from "../../src/routes/buzz/buzz.routes";
+import {
+  answer,
+  as,
+  call,
+  countD1,
+  DEMO,
+  expectError,
+  indexKeysWritten,
+  inPersonObject,
+  personObject,
+  secureNumberOf,
+} from "../helpers";
 import { fileTokens } from "../principals";
 
 /**
@@ -29,10 +41,8 @@ function ask(transport: Transport, fields: Fields) {
   });
 }
 
-async function answer(response: Response) {
-  expect(response.status).toBe(200);
-  return response.json();
-}
+/** A trust-lookup's decision (every transport answers the one schema). */
+const decision = (response: Response) => answer(response, 200, trustLookupGet);
 
 const alice = DEMO.people.alice;
 const bob = DEMO.people.bob;
@@ -43,9 +53,7 @@ const ACME = DEMO.acmePhone;
 const STRANGER = "+16505550123";
 
 beforeAll(async () => {
-  const number = async (who: "alice" | "bob") =>
-    ((await (await as(who).get("/apps/buzz/heartbeat")).json()) as { secure_number: { e164: string } }).secure_number
-      .e164;
+  const number = async (who: "alice" | "bob") => (await secureNumberOf(who)).e164;
   ALICE = await number("alice");
   BOB = await number("bob");
 });
@@ -78,7 +86,7 @@ const VALUES: [string, Fields, string | null, boolean][] = [
 describe("each verification value of each provider, by every transport", () => {
   for (const transport of TRANSPORTS) {
     it.each(VALUES)(`${transport}, %s`, async (_, verification, reads, trusted) => {
-      expect(await answer(await ask(transport, { To: ALICE, From: ACME, ...verification }))).toEqual({
+      expect(await decision(await ask(transport, { To: ALICE, From: ACME, ...verification }))).toEqual({
         trusted,
         user_id: alice,
         caller_verification: reads,
@@ -88,7 +96,7 @@ describe("each verification value of each provider, by every transport", () => {
 
   it("Telnyx's JSON booleans count like the strings", async () => {
     const fields = { To: ALICE, From: ACME, shaken_stir_attestation: "B", shaken_stir_validated: false };
-    expect(await answer(await ask("JSON POST", fields))).toEqual({
+    expect(await decision(await ask("JSON POST", fields))).toEqual({
       trusted: false,
       user_id: alice,
       caller_verification: "failed",
@@ -100,32 +108,33 @@ describe("each verification value of each provider, by every transport", () => {
       call(`/apps/buzz/trust-lookup?${text({ To: ALICE, From: ACME })}&StirVerstat=${first}&StirVerstat=${second}`, {
         token: fileTokens.telephony,
       });
-    expect(await answer(await twice("TN-Validation-Passed-A", "TN-Validation-Failed-A"))).toEqual({
+    expect(await decision(await twice("TN-Validation-Passed-A", "TN-Validation-Failed-A"))).toEqual({
       trusted: false,
       user_id: alice,
       caller_verification: "failed",
     });
-    expect(await answer(await twice("TN-Validation-Passed-A", "TN-Validation-Passed-C"))).toEqual({
+    expect(await decision(await twice("TN-Validation-Passed-A", "TN-Validation-Passed-C"))).toEqual({
       trusted: true,
       user_id: alice,
       caller_verification: "none",
     });
     // Two spellings at once: a failed one in either wins.
     const both = { To: ALICE, From: ACME, StirVerstat: "TN-Validation-Passed-A", shaken_stir_validated: "false" };
-    expect(await answer(await ask("JSON POST", both))).toMatchObject({ trusted: false, caller_verification: "failed" });
+    expect(await decision(await ask("JSON POST", both))).toMatchObject({
+      trusted: false,
+      caller_verification: "failed",
+    });
   });
 
   it("an untrusted caller stays untrusted whatever its level", async () => {
     const response = await ask("form POST", { To: ALICE, From: STRANGER, StirVerstat: "TN-Validation-Passed-A" });
-    expect(await answer(response)).toEqual({ trusted: false, user_id: alice, caller_verification: "A" });
+    expect(await decision(response)).toEqual({ trusted: false, user_id: alice, caller_verification: "A" });
   });
 });
 
 /** Alice's newest blocked calls, as she sees them. */
 async function blocked() {
-  const response = await as("alice").get("/apps/buzz/blocked");
-  expect(response.status).toBe(200);
-  return (await response.json()) as { phone_number: string; caller_id: string; reason: string | null }[];
+  return answer(await as("alice").get("/apps/buzz/blocked"), 200, listBlocked);
 }
 
 /** Waits for a blocked call with `callerId` to be recorded (they are appended after the answer). */
@@ -141,7 +150,7 @@ async function blockedWith(callerId: string) {
 describe("a spoofed trusted number", () => {
   it("rings no more: trusted false, and its blocked call says verification failed", async () => {
     const spoofed = { To: ALICE, From: ACME, StirVerstat: "TN-Validation-Failed-A", caller_id: "SPOOFED ACME" };
-    expect(await answer(await ask("form POST", spoofed))).toEqual({
+    expect(await decision(await ask("form POST", spoofed))).toEqual({
       trusted: false,
       user_id: alice,
       caller_verification: "failed",
@@ -153,7 +162,7 @@ describe("a spoofed trusted number", () => {
   });
 
   it("an ordinary untrusted call's blocked call has no reason", async () => {
-    await answer(await ask("GET", { To: ALICE, From: STRANGER, caller_id: "PLAIN STRANGER" }));
+    await decision(await ask("GET", { To: ALICE, From: STRANGER, caller_id: "PLAIN STRANGER" }));
     expect((await blockedWith("PLAIN STRANGER")).reason).toBeNull();
   });
 
@@ -161,14 +170,13 @@ describe("a spoofed trusted number", () => {
     const query = (extra: string) =>
       `/apps/buzz/call-lookup?number_code=1&number=${ALICE.slice(2)}&inbound_code=1&inbound=${ACME.slice(2)}${extra}`;
     const verified = await call(query("&StirVerstat=TN-Validation-Passed-A"), { token: fileTokens.telephony });
-    expect(verified.status).toBe(200);
-    const details = (await verified.json()) as { companies: { id: number }[]; caller_verification: string };
+    const details = await answer(verified, 200, callLookup);
     expect(details.caller_verification).toBe("A");
     expect(details.companies.map((company) => company.id)).toContain(DEMO.companies.acme);
     const spoofed = await call(query("&StirVerstat=TN-Validation-Failed-A"), { token: fileTokens.telephony });
     expect(await spoofed.json()).toEqual({ contacts: [], people: [], companies: [], caller_verification: "failed" });
     const unsaid = await call(query(""), { token: fileTokens.telephony });
-    expect(((await unsaid.json()) as { caller_verification: unknown }).caller_verification).toBeNull();
+    expect((await answer(unsaid, 200, callLookup)).caller_verification).toBeNull();
   });
 });
 
@@ -189,7 +197,7 @@ describe("strict mode: PUT /me/settings {calls: verified_only}", () => {
   });
 
   it("only level A (or a SIP pass) rings, even a trusted caller; the rest are blocked as verification required", async () => {
-    expect(await answer(await lookup({ StirVerstat: "TN-Validation-Passed-B" }))).toMatchObject({ trusted: true });
+    expect(await decision(await lookup({ StirVerstat: "TN-Validation-Passed-B" }))).toMatchObject({ trusted: true });
     expect((await as("bob").send("PUT", "/me/settings", { calls: "verified_only" })).status).toBe(200);
     // Written once a second has passed since the record's last write (src/db/kv-writes.ts).
     await indexKeysWritten(bob);
@@ -214,7 +222,7 @@ describe("strict mode: PUT /me/settings {calls: verified_only}", () => {
       [{ StirVerstat: "TN-Validation-Failed-A" }, false],
     ];
     for (const [verification, trusted] of cases) {
-      expect(await answer(await lookup(verification)), JSON.stringify(verification)).toMatchObject({
+      expect(await decision(await lookup(verification)), JSON.stringify(verification)).toMatchObject({
         trusted,
         user_id: bob,
       });
@@ -223,18 +231,15 @@ describe("strict mode: PUT /me/settings {calls: verified_only}", () => {
     for (const validated of [null, 0, false, undefined]) {
       const body = { To: BOB, From: ACME, shaken_stir_attestation: "A", shaken_stir_validated: validated };
       const response = await call("/apps/buzz/trust-lookup", { method: "POST", token: fileTokens.telephony, body });
-      expect(await answer(response), String(validated)).toMatchObject({
+      expect(await decision(response), String(validated)).toMatchObject({
         trusted: false,
         caller_verification: validated === false ? "failed" : "none",
       });
     }
-    await answer(await lookup({ StirVerstat: "TN-Validation-Passed-B", caller_id: "ACME AT B" }));
+    await decision(await lookup({ StirVerstat: "TN-Validation-Passed-B", caller_id: "ACME AT B" }));
     let reason: unknown;
     for (let i = 0; i < 80 && reason === undefined; i++) {
-      const calls = (await (await as("bob").get("/apps/buzz/blocked")).json()) as {
-        caller_id: string;
-        reason: string;
-      }[];
+      const calls = await answer(await as("bob").get("/apps/buzz/blocked"), 200, listBlocked);
       reason = calls.find((row) => row.caller_id === "ACME AT B")?.reason;
       if (reason === undefined) await scheduler.wait(25);
     }
@@ -244,13 +249,13 @@ describe("strict mode: PUT /me/settings {calls: verified_only}", () => {
     await scheduler.wait(50);
     const d1 = countD1();
     for (let i = 0; i < 10; i++) {
-      expect(await answer(await lookup({ StirVerstat: "TN-Validation-Passed-A" }))).toMatchObject({ trusted: true });
+      expect(await decision(await lookup({ StirVerstat: "TN-Validation-Passed-A" }))).toMatchObject({ trusted: true });
     }
     expect(d1.statements).toBe(0);
 
     expect((await as("bob").send("PUT", "/me/settings", { calls: "everyone" })).status).toBe(200);
     await indexKeysWritten(bob);
-    expect(await answer(await lookup({ StirVerstat: "TN-Validation-Passed-B" }))).toMatchObject({ trusted: true });
+    expect(await decision(await lookup({ StirVerstat: "TN-Validation-Passed-B" }))).toMatchObject({ trusted: true });
   });
 
   it("refuses what it does not know, and callers who are not a person", async () => {
@@ -337,15 +342,15 @@ describe("Telnyx Call Control's webhook", () => {
     });
     const response = await ask("JSON POST", trusted as unknown as Fields);
     expect(response.headers.get("Lookup-Problem")).toBeNull();
-    expect(await answer(response)).toEqual({ trusted: true, user_id: alice, caller_verification: "A" });
+    expect(await decision(response)).toEqual({ trusted: true, user_id: alice, caller_verification: "A" });
     const spoofed = event({ from: ACME, to: ALICE, shaken_stir_attestation: "A", shaken_stir_validated: false });
-    expect(await answer(await ask("JSON POST", spoofed as unknown as Fields))).toEqual({
+    expect(await decision(await ask("JSON POST", spoofed as unknown as Fields))).toEqual({
       trusted: false,
       user_id: alice,
       caller_verification: "failed",
     });
     const untrusted = event({ from: STRANGER, to: ALICE });
-    expect(await answer(await ask("JSON POST", untrusted as unknown as Fields))).toEqual({
+    expect(await decision(await ask("JSON POST", untrusted as unknown as Fields))).toEqual({
       trusted: false,
       user_id: alice,
       caller_verification: null,

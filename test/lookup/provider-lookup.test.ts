@@ -2,7 +2,9 @@ import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
-import { as, call, countD1, countInPersonObject, DEMO, expectError, insertToken } from "../helpers";
+import { trustLookupGet } from "../../src/routes/buzz/buzz.routes";
+import { answer, call, countD1, countInPersonObject, DEMO, expectError, insertToken, secureNumberOf } from "../helpers";
+import { loadDocument } from "../support/openapi";
 import { fileTokens } from "../principals";
 
 /**
@@ -37,9 +39,8 @@ function ask(transport: Transport, fields: Fields, authorization?: string) {
   });
 }
 
-async function answer(response: Response) {
-  expect(response.status).toBe(200);
-  return { body: await response.json(), problem: response.headers.get("Lookup-Problem") };
+async function decision(response: Response) {
+  return { body: await answer(response, 200, trustLookupGet), problem: response.headers.get("Lookup-Problem") };
 }
 
 const alice = DEMO.people.alice;
@@ -53,8 +54,7 @@ const STRANGER = "+16505550123";
 const UNHELD = "+12025550110";
 
 beforeAll(async () => {
-  const response = await as("alice").get("/apps/buzz/heartbeat");
-  ALICE = ((await response.json()) as { secure_number: { e164: string } }).secure_number.e164;
+  ALICE = (await secureNumberOf("alice")).e164;
 });
 
 const national = (e164: string) => ({ code: "1", number: e164.slice(2) });
@@ -79,11 +79,11 @@ const FORMS: [string, (receiver: string, caller: string) => Fields][] = [
 describe("every form of the numbers, by every transport", () => {
   for (const transport of TRANSPORTS) {
     it.each(FORMS)(`${transport}, %s: trusted and untrusted, no Lookup-Problem`, async (_, form) => {
-      expect(await answer(await ask(transport, form(ALICE, ACME)))).toEqual({
+      expect(await decision(await ask(transport, form(ALICE, ACME)))).toEqual({
         body: { trusted: true, user_id: alice, caller_verification: null },
         problem: null,
       });
-      expect(await answer(await ask(transport, form(ALICE, STRANGER)))).toEqual({
+      expect(await decision(await ask(transport, form(ALICE, STRANGER)))).toEqual({
         body: { trusted: false, user_id: alice, caller_verification: null },
         problem: null,
       });
@@ -106,7 +106,7 @@ describe("every form of the numbers, by every transport", () => {
       To: ALICE,
       ToCountry: "US",
     };
-    expect(await answer(await ask("form POST", twilio))).toEqual({
+    expect(await decision(await ask("form POST", twilio))).toEqual({
       body: { trusted: true, user_id: alice, caller_verification: null },
       problem: null,
     });
@@ -116,7 +116,7 @@ describe("every form of the numbers, by every transport", () => {
     const response = await call(`/apps/buzz/trust-lookup?number=${ALICE}&From=${ACME}`, {
       token: fileTokens.telephony,
     });
-    expect(await answer(response)).toEqual({
+    expect(await decision(response)).toEqual({
       body: { trusted: true, user_id: alice, caller_verification: null },
       problem: null,
     });
@@ -127,7 +127,7 @@ describe("when both forms are present, the seed's fields win", () => {
   it.each(TRANSPORTS)("%s: the receiver and the caller each from the seed's fields", async (transport) => {
     // The seed's fields name Alice and Acme; the provider's names say otherwise.
     expect(
-      await answer(
+      await decision(
         await ask(transport, {
           ...FORMS[0]![1](ALICE, ACME),
           To: UNHELD,
@@ -138,31 +138,33 @@ describe("when both forms are present, the seed's fields win", () => {
       ),
     ).toEqual({ body: { trusted: true, user_id: alice, caller_verification: null }, problem: null });
     // ... and the other way round: the seed's receiver is nobody's, To is Alice's.
-    expect(await answer(await ask(transport, { number: UNHELD, To: ALICE, inbound: ACME }))).toEqual({
+    expect(await decision(await ask(transport, { number: UNHELD, To: ALICE, inbound: ACME }))).toEqual({
       body: { trusted: false, user_id: 0, caller_verification: null },
       problem: null,
     });
     // The seed's caller is a stranger, From is Acme.
-    expect(await answer(await ask(transport, { To: ALICE, inbound: STRANGER, From: ACME }))).toEqual({
+    expect(await decision(await ask(transport, { To: ALICE, inbound: STRANGER, From: ACME }))).toEqual({
       body: { trusted: false, user_id: alice, caller_verification: null },
       problem: null,
     });
   });
 
   it("To wins over Called, From over Caller", async () => {
-    expect(await answer(await ask("form POST", { To: ALICE, Called: UNHELD, From: ACME, Caller: STRANGER }))).toEqual({
-      body: { trusted: true, user_id: alice, caller_verification: null },
-      problem: null,
-    });
+    expect(await decision(await ask("form POST", { To: ALICE, Called: UNHELD, From: ACME, Caller: STRANGER }))).toEqual(
+      {
+        body: { trusted: true, user_id: alice, caller_verification: null },
+        problem: null,
+      },
+    );
   });
 
   it("a seed field that is present but unreadable still wins (and is named), blank ones count as absent", async () => {
-    expect(await answer(await ask("GET", { number: "not a number", To: ALICE, From: ACME }))).toEqual({
+    expect(await decision(await ask("GET", { number: "not a number", To: ALICE, From: ACME }))).toEqual({
       body: { trusted: false, user_id: 0, caller_verification: null },
       problem: "receiver unreadable",
     });
     expect(
-      await answer(await ask("GET", { number: " ", number_code: "", To: ALICE, inbound: "", From: ACME })),
+      await decision(await ask("GET", { number: " ", number_code: "", To: ALICE, inbound: "", From: ACME })),
     ).toEqual({
       body: { trusted: true, user_id: alice, caller_verification: null },
       problem: null,
@@ -253,7 +255,7 @@ describe("the Lookup-Problem header", () => {
 
   for (const transport of TRANSPORTS) {
     it.each(cases)(`${transport}, %s`, async (_, fields, body, problem) => {
-      expect(await answer(await ask(transport, fields(ALICE)))).toEqual({ body, problem });
+      expect(await decision(await ask(transport, fields(ALICE)))).toEqual({ body, problem });
     });
   }
 
@@ -269,7 +271,7 @@ describe("the Lookup-Problem header", () => {
         body,
         headers: { "Content-Type": type },
       });
-      expect(await answer(response)).toEqual({
+      expect(await decision(response)).toEqual({
         body: { trusted: false, user_id: 0, caller_verification: null },
         problem: "receiver missing, caller missing",
       });
@@ -277,10 +279,7 @@ describe("the Lookup-Problem header", () => {
   });
 
   it("the OpenAPI document declares it on both trust-lookup operations", async () => {
-    type Doc = {
-      paths: Record<string, Record<string, { responses: Record<string, { headers?: Record<string, unknown> }> }>>;
-    };
-    const doc = (await (await call("/openapi.json")).json()) as Doc;
+    const doc = await loadDocument();
     const path = doc.paths["/apps/buzz/trust-lookup"]!;
     for (const method of ["get", "post"]) {
       expect(path[method]!.responses["200"]!.headers).toHaveProperty("Lookup-Problem");
@@ -292,8 +291,8 @@ describe("the Lookup-Problem header", () => {
 
 describe("a blocked call keeps the caller the provider named", () => {
   it("From in E.164 is recorded as code and number; an unreadable one as sent", async () => {
-    await answer(await ask("form POST", { To: ALICE, From: "+13035550191" }));
-    await answer(await ask("form POST", { To: ALICE, From: "Restricted" }));
+    await decision(await ask("form POST", { To: ALICE, From: "+13035550191" }));
+    await decision(await ask("form POST", { To: ALICE, From: "Restricted" }));
     const recorded = async (phone: string, code: string) =>
       countInPersonObject(
         alice,
@@ -330,11 +329,11 @@ describe("a warm lookup in the provider's forms reads no D1", () => {
 describe("the token as the HTTP Basic password", () => {
   it.each(TRANSPORTS)("%s trust-lookup with Basic: the same answers", async (transport) => {
     const authorization = basic(fileTokens.telephony);
-    expect(await answer(await ask(transport, { To: ALICE, From: ACME }, authorization))).toEqual({
+    expect(await decision(await ask(transport, { To: ALICE, From: ACME }, authorization))).toEqual({
       body: { trusted: true, user_id: alice, caller_verification: null },
       problem: null,
     });
-    expect(await answer(await ask(transport, { To: ALICE, From: STRANGER }, authorization))).toEqual({
+    expect(await decision(await ask(transport, { To: ALICE, From: STRANGER }, authorization))).toEqual({
       body: { trusted: false, user_id: alice, caller_verification: null },
       problem: null,
     });
@@ -343,7 +342,7 @@ describe("the token as the HTTP Basic password", () => {
   it("any user name, or none, is ignored", async () => {
     for (const user of ["", "AC123", "sk_demo_telephony"]) {
       const response = await ask("GET", { To: ALICE, From: ACME }, basic(fileTokens.telephony, user));
-      expect(await answer(response)).toEqual({
+      expect(await decision(response)).toEqual({
         body: { trusted: true, user_id: alice, caller_verification: null },
         problem: null,
       });
@@ -366,7 +365,7 @@ describe("the token as the HTTP Basic password", () => {
       expect(response.headers.get("WWW-Authenticate")).toBe('Bearer realm="api"');
     }
     // The same credentials still work on the two provider routes.
-    expect(await answer(await ask("GET", { To: ALICE, From: ACME }, asProvider.Authorization))).toEqual({
+    expect(await decision(await ask("GET", { To: ALICE, From: ACME }, asProvider.Authorization))).toEqual({
       body: { trusted: true, user_id: alice, caller_verification: null },
       problem: null,
     });
@@ -437,7 +436,7 @@ describe("a field given twice is unreadable, by the query string and by the body
     const response = await call(`/apps/buzz/trust-lookup?${twice(ALICE, UNHELD)}&${from}`, {
       token: fileTokens.telephony,
     });
-    expect(await answer(response)).toEqual({
+    expect(await decision(response)).toEqual({
       body: { trusted: false, user_id: 0, caller_verification: null },
       problem: "receiver unreadable",
     });
@@ -450,7 +449,7 @@ describe("a field given twice is unreadable, by the query string and by the body
       body: `${twice(UNHELD, ALICE)}&${from}`,
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
     });
-    expect(await answer(response)).toEqual({
+    expect(await decision(response)).toEqual({
       body: { trusted: false, user_id: 0, caller_verification: null },
       problem: "receiver unreadable",
     });
@@ -462,7 +461,7 @@ describe("a field given twice is unreadable, by the query string and by the body
       token: fileTokens.telephony,
       body: { To: ALICE, From: [ACME, STRANGER] },
     });
-    expect(await answer(response)).toEqual({
+    expect(await decision(response)).toEqual({
       body: { trusted: false, user_id: alice, caller_verification: null },
       problem: "caller unreadable",
     });

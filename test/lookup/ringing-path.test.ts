@@ -6,7 +6,10 @@ import { createDb } from "../../src/db/client";
 import { createDeps } from "../../src/services/create-deps";
 import { makeCurrent } from "../../src/services/trust-index/current";
 import { markStale } from "../../src/services/trust-index/stale";
+import { callLookup, trustLookupGet } from "../../src/routes/buzz/buzz.routes";
+import { syncContacts } from "../../src/routes/contacts/contacts.routes";
 import {
+  answer,
   as,
   call,
   countD1,
@@ -18,6 +21,7 @@ import {
   withoutIndexMark,
   indexKeysWritten,
   trustIndexSettled,
+  secureNumberOf,
 } from "../helpers";
 import { createApp } from "../../src/app";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
@@ -34,9 +38,7 @@ afterEach(() => {
 });
 
 async function aliceNumber() {
-  const response = await as("alice").get("/apps/buzz/heartbeat");
-  const { secure_number } = (await response.json()) as { secure_number: { country_code: string; number: string } };
-  return { number_code: secure_number.country_code, number: secure_number.number };
+  return (await secureNumberOf("alice")).receiving;
 }
 
 const FROM_ACME = { inbound_code: "1", inbound: "4155550100" };
@@ -73,14 +75,13 @@ describe("a warm trust-lookup reads no D1", () => {
 describe("call-lookup reads its details in one D1 round trip", () => {
   it("a caller who is a contact and a coworker: one round, both shown", async () => {
     const receiving = await aliceNumber();
-    const bob = (await (await as("bob").get("/apps/buzz/heartbeat")).json()) as { secure_number: { e164: string } };
+    const bob = await secureNumberOf("bob");
     // Alice saves Bob's secure number as a contact; Bob is her coworker at Acme.
     const synced = await as("alice").send("POST", "/contacts/sync", [
-      { display_name: "Bob at work", phone_numbers: [bob.secure_number.e164], emails: ["bob@work.example"] },
+      { display_name: "Bob at work", phone_numbers: [bob.e164], emails: ["bob@work.example"] },
     ]);
-    expect(synced.status).toBe(200);
-    const [contact] = (await synced.json()) as { id: number }[];
-    const from = phoneFromInternational(bob.secure_number.e164)!;
+    const [contact] = await answer(synced, 200, syncContacts);
+    const from = phoneFromInternational(bob.e164)!;
     const path = `/apps/buzz/call-lookup?${new URLSearchParams({ ...receiving, inbound_code: from.countryCode, inbound: from.nationalNumber })}`;
     // The contact's key may be written after the one-second coalescing: wait for that write, not a fixed delay.
     await trustIndexSettled(DEMO.people.alice);
@@ -88,8 +89,7 @@ describe("call-lookup reads its details in one D1 round trip", () => {
 
     const d1 = countD1();
     const response = await as("telephony").get(path);
-    expect(response.status).toBe(200);
-    const body = (await response.json()) as { contacts: { id: number; email: string[] }[]; people: { id: number }[] };
+    const body = await answer(response, 200, callLookup);
     expect(body.contacts.map((c) => [c.id, c.email])).toEqual([[contact!.id, ["bob@work.example"]]]);
     expect(body.people.map((p) => p.id)).toEqual([DEMO.people.bob]);
     expect(d1.rounds).toBe(1);
@@ -157,11 +157,8 @@ describe("provider-sized rate limits", () => {
         headers: { "Content-Type": "application/json" },
       }),
     ]) {
-      expect(response.status).toBe(429);
       expect(response.headers.get("Retry-After")).toBe("60");
-      expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(
-        /^Too Many Requests: .*600000/,
-      );
+      expect((await answer(response, 429, trustLookupGet)).error.message).toMatch(/^Too Many Requests: .*600000/);
     }
   });
 
@@ -202,13 +199,10 @@ describe("provider-sized rate limits", () => {
     await startOfUsableWindow(50_000);
     const token = `sk_share_${Date.now()}_aaaaaaaa`;
     await insertToken(token, { serviceName: "telephony", scopes: ["calls:lookup"] });
-    const bob = (await (await as("bob").get("/apps/buzz/heartbeat")).json()) as {
-      secure_number: { country_code: string; number: string };
-    };
+    const bob = await secureNumberOf("bob");
     const hot = new URLSearchParams({ ...(await aliceNumber()), inbound_code: "1", inbound: "3035550142" });
     const quiet = new URLSearchParams({
-      number_code: bob.secure_number.country_code,
-      number: bob.secure_number.number,
+      ...bob.receiving,
       ...FROM_ACME,
     });
     // The real local bindings; the token's limiter counted on its way.
@@ -232,7 +226,7 @@ describe("provider-sized rate limits", () => {
         counted,
         ctx,
       );
-      return { status: response.status, body: (await response.json()) as { trusted: boolean; user_id: number } };
+      return { status: response.status, body: await answer(response, 200, trustLookupGet) };
     };
     const before = await personObject(DEMO.people.alice).unlistedBlockedCalls();
 
@@ -323,9 +317,7 @@ describe("bounded fan-out", () => {
     await createDb(env.DB).batch([markStale(createDb(env.DB), keys, new Date())]);
     await makeCurrent(deps, { keys });
     const ask = async (fields: Record<string, string>) =>
-      (await (await as("telephony").get(`/apps/buzz/trust-lookup?${new URLSearchParams(fields)}`)).json()) as {
-        trusted: boolean;
-      };
+      answer(await as("telephony").get(`/apps/buzz/trust-lookup?${new URLSearchParams(fields)}`), 200, trustLookupGet);
     for (const fields of lookups) expect(await ask(fields)).toMatchObject({ trusted: false });
 
     await scheduler.wait(100); // the fills of the lookups above land first
@@ -362,11 +354,13 @@ describe("bounded fan-out", () => {
     expect(bucket.split(",").filter(Boolean)).toHaveLength(20);
 
     const ask = async (inbound: string) =>
-      (await (
+      answer(
         await as("telephony").get(
           `/apps/buzz/trust-lookup?${new URLSearchParams({ ...receiving, inbound_code: "1", inbound })}`,
-        )
-      ).json()) as { trusted: boolean };
+        ),
+        200,
+        trustLookupGet,
+      );
     expect(await ask("2125551937")).toMatchObject({ trusted: true });
     expect(await ask("2125550000")).toMatchObject({ trusted: true });
     expect(await ask("2125559937")).toMatchObject({ trusted: false });
@@ -388,16 +382,20 @@ describe("bounded fan-out", () => {
       receiverKeyOf(secure),
       JSON.stringify({ p: DEMO.people.alice, n: [], tp: [], c: [], tc: [], nc: [] }),
     );
-    const answer = await as("telephony").get(
+    const looked = await as("telephony").get(
       `/apps/buzz/trust-lookup?${new URLSearchParams({ ...receiving, inbound_code: "1", inbound: "2125554242" })}`,
     );
-    expect(await answer.json()).toEqual({ trusted: true, user_id: DEMO.people.alice, caller_verification: null });
+    expect(await answer(looked, 200, trustLookupGet)).toEqual({
+      trusted: true,
+      user_id: DEMO.people.alice,
+      caller_verification: null,
+    });
     // Refilled by Alice's object once a second has passed since the sync wrote the key.
     await indexKeysWritten(DEMO.people.alice);
     expect(JSON.parse((await env.TRUST_INDEX.get(receiverKeyOf(secure)))!)).toMatchObject({
       nb: expect.arrayContaining([42]),
     });
-    const [contact] = (await synced.json()) as { id: number }[];
+    const [contact] = await answer(synced, 200, syncContacts);
     await as("alice").send("DELETE", `/contacts/${contact!.id}`);
   });
 });

@@ -1,6 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { as, call, insertToken } from "../helpers";
+import { heartbeat } from "../../src/routes/buzz/buzz.routes";
+import { createEmployee } from "../../src/routes/employees/employees.routes";
+import { answer, as, call, insertToken } from "../helpers";
 
 const address = { line_1: "1 Main St", city: "San Francisco", region: "CA", postal_code: "94105", country: "US" };
 
@@ -14,17 +16,14 @@ async function employee(tag: string) {
     addresses: [address],
     license: null,
   });
-  expect(response.status).toBe(200);
-  const { id } = (await response.json()) as { id: number };
+  const { id } = await answer(response, 200, createEmployee);
   const token = `pk_test_pool_${id}_${crypto.randomUUID().slice(0, 8)}`;
   await insertToken(token, { personId: id });
   return { id, token };
 }
 
 async function secureNumber(token: string): Promise<string | null> {
-  const body = (await (await call("/apps/buzz/heartbeat", { token })).json()) as {
-    secure_number: { e164: string } | null;
-  };
+  const body = await answer(await call("/apps/buzz/heartbeat", { token }), 200, heartbeat);
   return body.secure_number?.e164 ?? null;
 }
 

@@ -7,7 +7,10 @@ import { createDeps } from "../../src/services/create-deps";
 import type { PersonStub } from "../../src/objects/person/stub";
 import { personObjectsFrom } from "../../src/services/person-objects";
 import { recordBlockedCall } from "../../src/services/blocked-calls";
+import { listBlocked, trustLookupGet } from "../../src/routes/buzz/buzz.routes";
+import { syncContacts } from "../../src/routes/contacts/contacts.routes";
 import {
+  answer,
   as,
   call,
   countD1,
@@ -17,27 +20,24 @@ import {
   indexKeysWritten,
   inPersonObject,
   personObject,
+  secureNumberOf,
 } from "../helpers";
 
-type Lookup = { trusted: boolean; user_id: number; caller_verification: string | null };
 type Fields = Partial<Record<"number_code" | "number" | "inbound_code" | "inbound" | "caller_id", string>>;
 
 const telephony = DEMO.tokens.telephony;
 
 /** GET /apps/buzz/trust-lookup as the telephony provider. */
-async function lookup(fields: Fields): Promise<Lookup> {
-  const response = await call(`/apps/buzz/trust-lookup?${new URLSearchParams(fields)}`, { token: telephony });
-  expect(response.status).toBe(200);
-  return response.json();
+async function lookup(fields: Fields) {
+  return answer(
+    await call(`/apps/buzz/trust-lookup?${new URLSearchParams(fields)}`, { token: telephony }),
+    200,
+    trustLookupGet,
+  );
 }
 
 /** The secure number heartbeat gives a demo person, as lookup fields. */
-async function secureNumberOf(who: "alice" | "bob" | "carol") {
-  const response = await as(who).get("/apps/buzz/heartbeat");
-  expect(response.status).toBe(200);
-  const { secure_number } = (await response.json()) as { secure_number: { country_code: string; number: string } };
-  return { number_code: secure_number.country_code, number: secure_number.number };
-}
+const receivingOf = async (who: "alice" | "bob" | "carol") => (await secureNumberOf(who)).receiving;
 
 /** Rewrites `num:` keys from D1 the way a command's index work does (for rows changed by SQL here). */
 async function reindex(...keys: string[]) {
@@ -92,19 +92,19 @@ describe("trust-lookup: who may call", () => {
   });
 
   it("trusts the phone of a company the receiver belongs to, once they hold a secure number", async () => {
-    const receiving = await secureNumberOf("alice");
+    const receiving = await receivingOf("alice");
     expect(await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" })).toEqual({
       trusted: true,
       user_id: alice,
       caller_verification: null,
     });
     // Bob is at Acme too; Carol is not.
-    expect(await lookup({ ...(await secureNumberOf("bob")), inbound_code: "+1", inbound: "(415) 555-0100" })).toEqual({
+    expect(await lookup({ ...(await receivingOf("bob")), inbound_code: "+1", inbound: "(415) 555-0100" })).toEqual({
       trusted: true,
       user_id: DEMO.people.bob,
       caller_verification: null,
     });
-    expect(await lookup({ ...(await secureNumberOf("carol")), inbound_code: "US", inbound: "4155550100" })).toEqual({
+    expect(await lookup({ ...(await receivingOf("carol")), inbound_code: "US", inbound: "4155550100" })).toEqual({
       trusted: false,
       user_id: DEMO.people.carol,
       caller_verification: null,
@@ -112,7 +112,7 @@ describe("trust-lookup: who may call", () => {
   });
 
   it("trusts a contact's phone, and stops as soon as the number is removed from the contact", async () => {
-    const receiving = await secureNumberOf("alice");
+    const receiving = await receivingOf("alice");
     const caller = { inbound_code: "44", inbound: "7911 123456" };
     expect(await lookup({ ...receiving, ...caller })).toEqual({
       trusted: false,
@@ -123,9 +123,8 @@ describe("trust-lookup: who may call", () => {
     const created = await as("alice").send("POST", "/contacts/sync", [
       { display_name: "Uncle Lee", phone_numbers: ["+44 7911 123456", "+1 415 555 0142"] },
     ]);
-    expect(created.status).toBe(200);
     await indexKeysWritten(alice);
-    const id = ((await created.json()) as { id: number }[])[0]!.id;
+    const id = (await answer(created, 200, syncContacts))[0]!.id;
     expect(await lookup({ ...receiving, ...caller })).toEqual({
       trusted: true,
       user_id: alice,
@@ -167,8 +166,8 @@ describe("trust-lookup: who may call", () => {
   });
 
   it("trusts the phones and secure number of a person the receiver trusted, and not after untrusting", async () => {
-    const receiving = await secureNumberOf("alice");
-    const carolSecure = await secureNumberOf("carol");
+    const receiving = await receivingOf("alice");
+    const carolSecure = await receivingOf("carol");
     await env.DB.prepare(
       "INSERT INTO person_phones (person_id, country_code, phone_number, e164, \"primary\", confirmed) VALUES (3, '1', '3125550177', '+13125550177', 1, 1)",
     ).run();
@@ -192,7 +191,7 @@ describe("trust-lookup: who may call", () => {
   });
 
   it("a company set to `negative` is never trusted, not even the receiver's own; `trusted` companies are", async () => {
-    const receiving = await secureNumberOf("alice");
+    const receiving = await receivingOf("alice");
     // Globex's verified phone is D1's (its `num:` record); Alice's settings are her object's, which
     // rewrites her receiver record itself after each change.
     await env.DB.prepare(
@@ -258,7 +257,7 @@ describe("trust-lookup: input never causes an error", () => {
       "alice",
     ],
   ])("%s → 200 trusted:false", async (_, fields, receiver) => {
-    const { number } = await secureNumberOf("alice");
+    const { number } = await receivingOf("alice");
     const resolved = { ...fields, ...(fields.number === "ALICE" ? { number } : {}) };
     expect(await lookup(resolved)).toEqual({
       trusted: false,
@@ -268,7 +267,7 @@ describe("trust-lookup: input never causes an error", () => {
   });
 
   it("POST with a form body answers like the GET", async () => {
-    const receiving = await secureNumberOf("alice");
+    const receiving = await receivingOf("alice");
     const body = new URLSearchParams({ ...receiving, inbound_code: "1", inbound: "4155550100" }).toString();
     const response = await call("/apps/buzz/trust-lookup", {
       method: "POST",
@@ -281,7 +280,7 @@ describe("trust-lookup: input never causes an error", () => {
   });
 
   it("POST with JSON (numbers as numbers too) answers like the GET", async () => {
-    const receiving = await secureNumberOf("alice");
+    const receiving = await receivingOf("alice");
     const response = await call("/apps/buzz/trust-lookup", {
       method: "POST",
       token: telephony,
@@ -310,7 +309,7 @@ describe("trust-lookup: input never causes an error", () => {
   });
 
   it("repeated query values are tolerated and read as unreadable, never as the first or last value", async () => {
-    const receiving = await secureNumberOf("alice");
+    const receiving = await receivingOf("alice");
     const response = await call(
       `/apps/buzz/trust-lookup?number_code=1&number=${receiving.number}&number=1&inbound_code=1&inbound=4155550100&inbound_code=x`,
       { token: telephony },
@@ -323,7 +322,7 @@ describe("trust-lookup: input never causes an error", () => {
 
 describe("trust-lookup: the KV fast path", () => {
   it("answers the same with an empty and with a warm index", async () => {
-    const receiving = await secureNumberOf("alice");
+    const receiving = await receivingOf("alice");
     const cases: Fields[] = [
       { ...receiving, inbound_code: "1", inbound: "4155550100" },
       { ...receiving, inbound_code: "1", inbound: "4155550123" },
@@ -343,7 +342,7 @@ describe("trust-lookup: the KV fast path", () => {
 
   it("reads only the index on a warm path: a planted entry decides", async () => {
     // Proves the fast path is KV: D1 would say Acme's phone is trusted.
-    const receiving = await secureNumberOf("alice");
+    const receiving = await receivingOf("alice");
     await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" });
     // Alice's record as if she belonged to no company.
     const key = receiverKeyOf(receiving);
@@ -367,7 +366,7 @@ describe("trust-lookup: the KV fast path", () => {
   it("before the index is complete, a miss fills it: records with content carry no TTL, an unknown caller's empty record lives about 60 s", async () => {
     // An empty fill is put directly: it could land after a write's rewrite, so it must not outlive ~60 s.
     // A fill with content goes through the index work (leased, versioned), so it stays until a write changes it.
-    const receiving = await secureNumberOf("alice");
+    const receiving = await receivingOf("alice");
     await clearKv(); // the mark too: lookups fall back to D1
     const before = Math.floor(Date.now() / 1000);
     await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100" });
@@ -392,18 +391,14 @@ describe("trust-lookup: the KV fast path", () => {
 });
 
 describe("trust-lookup: blocked calls", () => {
-  type Blocked = { id: number; caller_id: string; country_code: string; phone_number: string; created_at: string };
-
   it("records an untrusted call to a member, and not a trusted one nor one to nobody", async () => {
-    const receiving = await secureNumberOf("alice");
+    const receiving = await receivingOf("alice");
     await lookup({ ...receiving, inbound_code: "1", inbound: "415 555 0166", caller_id: "SPAM LIKELY" });
     await lookup({ ...receiving, inbound_code: "1", inbound: "4155550100", caller_id: "ACME" });
     await lookup({ number_code: "1", number: "2025550108", inbound_code: "1", inbound: "4155550167" });
 
     await eventually(async () => {
-      const response = await as("alice").get("/apps/buzz/blocked");
-      expect(response.status).toBe(200);
-      const blocked = (await response.json()) as Blocked[];
+      const blocked = await answer(await as("alice").get("/apps/buzz/blocked"), 200, listBlocked);
       expect(blocked[0]).toEqual({
         id: alice,
         blocked_call_id: expect.any(Number),
@@ -422,7 +417,7 @@ describe("trust-lookup: blocked calls", () => {
   });
 
   it("a burst of untrusted calls is recorded in full in the receiver's object, with no D1 write", async () => {
-    const receiving = await secureNumberOf("alice");
+    const receiving = await receivingOf("alice");
     const unknown = { ...receiving, inbound_code: "1", inbound: "3035550177" };
     await lookup({ ...unknown, caller_id: "burst-warm" }); // warms the token caches and the index
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -512,10 +507,10 @@ describe("trust-lookup: blocked calls", () => {
   });
 
   it("records the raw caller when it cannot be parsed", async () => {
-    const receiving = await secureNumberOf("alice");
+    const receiving = await receivingOf("alice");
     await lookup({ ...receiving, inbound_code: "1", inbound: "unknown-caller" });
     await eventually(async () => {
-      const blocked = (await (await as("alice").get("/apps/buzz/blocked")).json()) as Blocked[];
+      const blocked = await answer(await as("alice").get("/apps/buzz/blocked"), 200, listBlocked);
       expect(blocked[0]).toMatchObject({ caller_id: "", country_code: "1", phone_number: "unknown-caller" });
     });
   });

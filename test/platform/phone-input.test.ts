@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { as, DEMO, expectError } from "../helpers";
+import { listEmployees } from "../../src/routes/employees/employees.routes";
+import { answer, as, DEMO, expectError } from "../helpers";
 
 const address = { line_1: "1 Main St", city: "San Francisco", region: "CA", postal_code: "94105", country: "US" };
 
@@ -16,7 +17,7 @@ describe("phone numbers given as calling code + number", () => {
       license: null,
     });
     expect(await expectError(response, 400, "Bad Request")).toContain("`phone_numbers[0].phone_number`");
-    const list = (await (await as("alice").get(`/companies/1/employees?search=${email}`)).json()) as unknown[];
+    const list = await answer(await as("alice").get(`/companies/1/employees?search=${email}`), 200, listEmployees);
     expect(list).toEqual([]);
   });
 

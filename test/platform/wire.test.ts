@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { as, call, expectError } from "../helpers";
+import { trustLookupGet } from "../../src/routes/buzz/buzz.routes";
+import { syncContacts } from "../../src/routes/contacts/contacts.routes";
+import { answer, as, call, DEMO, expectError, secureNumberOf } from "../helpers";
 
 /** Wire details a mobile client relies on (docs/decisions.md, "Conditional reads", "Date", "Rate limits", "Ids"). */
 
@@ -40,7 +42,7 @@ describe("conditional reads: ETag and If-None-Match", () => {
 
   it("a contact's ETag changes when the contact changes", async () => {
     const saved = await as("carol").send("POST", "/contacts/sync", [{ display_name: "Etta" }]);
-    const [contact] = (await saved.json()) as { id: number }[];
+    const [contact] = await answer(saved, 200, syncContacts);
     const first = await as("carol").get(`/contacts/${contact!.id}`);
     const tag = first.headers.get("ETag")!;
     expect((await as("carol").get(`/contacts/${contact!.id}`, { headers: { "If-None-Match": tag } })).status).toBe(304);
@@ -73,8 +75,10 @@ describe("RateLimit and RateLimit-Policy on successes", () => {
   });
 
   it("a service token's answer states the service budget; an error carries neither", async () => {
-    const ok = await as("telephony").get("/apps/buzz/trust-lookup?phone_number=%2B14155550199&caller_id=x");
-    if (ok.status < 400) expect(ok.headers.get("RateLimit-Policy")).toBe('"service";q=600000;w=60');
+    const lookup = new URLSearchParams({ number: (await secureNumberOf("alice")).e164, inbound: DEMO.acmePhone });
+    const ok = await as("telephony").get(`/apps/buzz/trust-lookup?${lookup}`);
+    expect(ok.headers.get("RateLimit-Policy")).toBe('"service";q=600000;w=60');
+    await answer(ok, 200, trustLookupGet);
     const refused = await as("bob").get("/companies/1");
     expect(refused.status).toBe(403);
     expect(refused.headers.get("RateLimit")).toBeNull();

@@ -10,7 +10,8 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import type { BackgroundMessage } from "../../src/domain/queue-messages";
 import { REDRIVE_FIRST_DELAY_MS } from "../../src/services/dead-letters";
-import { as, call, countRows, DEMO, failingD1, insertToken } from "../helpers";
+import { status as statusRoute } from "../../src/routes/admin/status.routes";
+import { answer, as, call, countRows, DEMO, failingD1, insertToken } from "../helpers";
 
 /**
  * Nothing dies in a dead-letter queue silently (docs/architecture.md, "Dead
@@ -52,13 +53,8 @@ async function minuteCron(at: number) {
   return sent;
 }
 
-type Backlog = { count: number; capped: boolean; oldest_at: string | null; oldest_age_seconds: number | null };
-type Status = { at: string; index_work: Backlog; outbox: Backlog; removals: Backlog; dead_letters: Backlog };
-
-async function status(): Promise<Status> {
-  const response = await call("/internal/status", { token: ADMIN });
-  expect(response.status).toBe(200);
-  return response.json();
+async function status() {
+  return answer(await call("/internal/status", { token: ADMIN }), 200, statusRoute);
 }
 
 /** Runs `work` with the clock at `at` (the code under test reads `new Date()`). */

@@ -2,7 +2,8 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
-import { as } from "../helpers";
+import { createWebhook, getHistoryEntry } from "../../src/routes/webhooks/webhooks.routes";
+import { answer, as } from "../helpers";
 import { EVENT_AT, newDelivery, newWebhook, PAYLOAD, RECEIVER, uniqueEndpoint } from "../webhook-receiver";
 
 /**
@@ -87,7 +88,7 @@ async function globexDelivery(endpoint: string) {
     active: true,
   });
   expect(response.status).toBe(201);
-  const { id: webhookId } = (await response.json()) as { id: number };
+  const { id: webhookId } = await answer(response, 201, createWebhook);
   const id = crypto.randomUUID();
   await env.DB.prepare(
     `INSERT INTO webhook_deliveries (id, company_id, webhook_id, event, payload, status, result, attempts, created_at, updated_at)
@@ -98,10 +99,8 @@ async function globexDelivery(endpoint: string) {
   return id;
 }
 
-type Entry = { id: string; status: string; result: string; attempts: { result: string; duration_ms: number }[] };
-
 const entry = async (who: "alice" | "carol", companyId: number, id: string) =>
-  (await (await as(who).get(`/companies/${companyId}/webhooks/history/${id}`)).json()) as Entry;
+  await answer(await as(who).get(`/companies/${companyId}/webhooks/history/${id}`), 200, getHistoryEntry);
 
 async function waitFor(condition: () => Promise<boolean>, withinMs: number) {
   const until = Date.now() + withinMs;

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { as } from "../helpers";
-import { deliver, deliveryRow, newDelivery, newWebhook, receiver, type Webhook } from "../webhook-receiver";
+import { getWebhook } from "../../src/routes/webhooks/webhooks.routes";
+import { answer, as } from "../helpers";
+import { deliver, deliveryRow, newDelivery, newWebhook, receiver } from "../webhook-receiver";
 
 /**
  * What the receiver's answer does (docs/webhooks.md, "Retries"): 410
@@ -14,7 +15,7 @@ afterEach(() => {
 });
 
 const readWebhook = async (id: number) =>
-  (await (await as("alice").get(`/companies/1/webhooks/${id}`)).json()) as Webhook;
+  await answer(await as("alice").get(`/companies/1/webhooks/${id}`), 200, getWebhook);
 
 const DAY = 24 * 3600 * 1000;
 

@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { createDeps } from "../../src/services/create-deps";
 import { sweepOutbox } from "../../src/services/webhook-delivery";
-import { as } from "../helpers";
+import { listHistory } from "../../src/routes/webhooks/webhooks.routes";
+import { answer, as } from "../helpers";
 import {
   consume,
   deliver,
@@ -75,13 +76,11 @@ describe("webhook delivery", () => {
     expect(row!.delivered_at).toBeGreaterThanOrEqual(before * 1000);
 
     // Seen in the history.
-    const history = (await (
-      await as("alice").get("/companies/1/webhooks/history?type=scan:found&per_page=1000")
-    ).json()) as {
-      id: string;
-      status: string;
-      result: string;
-    }[];
+    const history = await answer(
+      await as("alice").get("/companies/1/webhooks/history?type=scan:found&per_page=1000"),
+      200,
+      listHistory,
+    );
     expect(history.find((entry) => entry.id === deliveryId)).toMatchObject({ status: "success", result: "200" });
   });
 

@@ -9,7 +9,9 @@ import {
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import type { BackgroundMessage } from "../../src/domain/queue-messages";
-import { as, call, insertToken } from "../helpers";
+import { startCompanyMoves } from "../../src/routes/admin/moves.routes";
+import { getHistoryEntry, listHistory, testWebhook } from "../../src/routes/webhooks/webhooks.routes";
+import { answer, as, call, insertToken } from "../helpers";
 import { deliver, deliveryRow, newDelivery, newWebhook, receiver } from "../webhook-receiver";
 
 /*
@@ -24,16 +26,13 @@ const inD1 = async (id: string) =>
   (await env.DB.prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE id = ?").bind(id).first<{ n: number }>())!
     .n;
 
-type History = { id: string; status: string }[];
 const history = async (query = "per_page=100") => {
   const response = await as("alice").get(`/companies/1/webhooks/history?${query}`);
-  expect(response.status).toBe(200);
-  return { total: Number(response.headers.get("X-Total-Count")), items: (await response.json()) as History };
+  return { total: Number(response.headers.get("X-Total-Count")), items: await answer(response, 200, listHistory) };
 };
 const entry = async (id: string) => {
   const response = await as("alice").get(`/companies/1/webhooks/history/${id}`);
-  expect(response.status).toBe(200);
-  return (await response.json()) as { id: string; status: string; attempts: { result: string }[] };
+  return answer(response, 200, getHistoryEntry);
 };
 
 /** Runs a background message and every continuation it sends, through the queue handler. */
@@ -122,8 +121,7 @@ describe("finished deliveries leave D1 for the company's object", () => {
     const webhook = await newWebhook();
     receiver(() => new Response("ok", { status: 200 }));
     const response = await as("alice").send("POST", `/companies/1/webhooks/${webhook.id}/test`);
-    expect(response.status).toBe(200);
-    const { history_id } = (await response.json()) as { history_id: string };
+    const { history_id } = await answer(response, 200, testWebhook);
     expect(await inD1(history_id)).toBe(0);
     expect((await entry(history_id)).status).toBe("success");
   });
@@ -210,8 +208,7 @@ describe("the operator's move of company data", () => {
     );
     const before = await history("per_page=100");
     let response = await admin("POST", "/internal/company-data/move");
-    expect(response.status).toBe(202);
-    expect(((await response.json()) as { finished_in_d1: number }).finished_in_d1).toBeGreaterThanOrEqual(250);
+    expect((await answer(response, 202, startCompanyMoves)).finished_in_d1).toBeGreaterThanOrEqual(250);
     expect(await drain({ kind: "hand-over-history" })).toBeGreaterThanOrEqual(3);
     response = await admin("GET", "/internal/company-data/move");
     expect(await response.json()).toMatchObject({ finished_in_d1: 0 });

@@ -3,7 +3,8 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { endpointProblem } from "../../src/lib/outbound-url";
-import { as, expectError } from "../helpers";
+import { getHistoryEntry } from "../../src/routes/webhooks/webhooks.routes";
+import { answer, as, expectError } from "../helpers";
 import { fileTokens } from "../principals";
 import { deliver, deliveryRow, newDelivery, newWebhook, receiver } from "../webhook-receiver";
 
@@ -189,9 +190,11 @@ describe("the rule again at delivery time", () => {
     expect(result.retryMessages).toEqual([]);
     expect(await deliveryRow(deliveryId)).toMatchObject({ status: "failed", result: "invalid endpoint", attempts: 1 });
 
-    const entry = (await (await as("alice").get(`/companies/1/webhooks/history/${deliveryId}`)).json()) as {
-      attempts: { result: string; duration_ms: number }[];
-    };
+    const entry = await answer(
+      await as("alice").get(`/companies/1/webhooks/history/${deliveryId}`),
+      200,
+      getHistoryEntry,
+    );
     expect(entry.attempts).toEqual([expect.objectContaining({ result: "invalid endpoint", duration_ms: 0 })]);
   });
 

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { DELIVERED_EVENTS, deliveryBodySchema } from "../../src/routes/webhooks/webhook-events.schemas";
 import { EVENT_NAMES } from "../../src/domain/events";
-import { as, call } from "../helpers";
+import { createEmployee } from "../../src/routes/employees/employees.routes";
+import { answer, as, call } from "../helpers";
 import { fileTokens } from "../principals";
 import { receiver, until, type Captured } from "../webhook-receiver";
 
@@ -44,7 +45,7 @@ describe("delivered bodies", () => {
       license: null,
     });
     expect(created.ok).toBe(true);
-    const { id: person } = (await created.json()) as { id: number };
+    const { id: person } = await answer(created, 200, createEmployee);
     expect((await as("alice").send("PUT", `/companies/1/employees/${person}`, { middle_name: "L" })).status).toBe(200);
 
     const scan = `scan-payload-${person}`;

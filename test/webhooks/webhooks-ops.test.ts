@@ -1,28 +1,23 @@
 import { env } from "cloudflare:workers";
 import { Webhook as Verifier } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { z } from "@hono/zod-openapi";
-import type { TestResultSchema, WebhookHistoryDetailSchema } from "../../src/routes/webhooks/webhooks.schemas";
-import { as, call, expectError } from "../helpers";
 import {
-  deliver,
-  deliveryRow,
-  newDelivery,
-  newWebhook,
-  receiver,
-  until,
-  webhookHeaders,
-  type Webhook,
-} from "../webhook-receiver";
+  createWebhook,
+  getHistoryEntry,
+  getWebhook,
+  listHistory,
+  listWebhooks,
+  rotateSecret,
+  testWebhook,
+} from "../../src/routes/webhooks/webhooks.routes";
+import { answer, as, call, expectError } from "../helpers";
+import { deliver, deliveryRow, newDelivery, newWebhook, receiver, until, webhookHeaders } from "../webhook-receiver";
 
 /**
  * Test events, resend, one history entry with its attempts, secret rotation,
  * the per-company limit and the history's type list. The receiver is a fetch
  * stub; signatures are verified with the published `standardwebhooks` package.
  */
-
-type Detail = z.infer<typeof WebhookHistoryDetailSchema>;
-type TestResult = z.infer<typeof TestResultSchema>;
 
 afterEach(() => {
   vi.useRealTimers();
@@ -32,7 +27,7 @@ afterEach(() => {
 const detail = async (id: string) => {
   const response = await as("alice").get(`/companies/1/webhooks/history/${id}`);
   expect(response.status).toBe(200);
-  return (await response.json()) as Detail;
+  return await answer(response, 200, getHistoryEntry);
 };
 
 describe("POST /companies/{company_id}/webhooks/{id}/test", () => {
@@ -41,7 +36,7 @@ describe("POST /companies/{company_id}/webhooks/{id}/test", () => {
     const calls = receiver(() => new Response("ok", { status: 200 }));
     const response = await as("alice").send("POST", `/companies/1/webhooks/${webhook.id}/test`);
     expect(response.status).toBe(200);
-    const result = (await response.json()) as TestResult;
+    const result = await answer(response, 200, testWebhook);
     expect(result).toEqual({ status: "success", result: "200", history_id: expect.any(String) });
 
     expect(calls).toHaveLength(1);
@@ -59,32 +54,38 @@ describe("POST /companies/{company_id}/webhooks/{id}/test", () => {
     });
     expect(entry.attempts).toEqual([{ at: expect.any(String), result: "200", duration_ms: expect.any(Number) }]);
 
-    const history = (await (await as("alice").get("/companies/1/webhooks/history?type=webhook:test")).json()) as {
-      id: string;
-    }[];
+    const history = await answer(
+      await as("alice").get("/companies/1/webhooks/history?type=webhook:test"),
+      200,
+      listHistory,
+    );
     expect(history.map((h) => h.id)).toContain(result.history_id);
   });
 
   it("answers how a failing endpoint answered, without retrying or changing the webhook", async () => {
     const webhook = await newWebhook({ active: false });
     const calls = receiver(() => new Response(null, { status: 410 }));
-    const result = (await (
-      await as("alice").send("POST", `/companies/1/webhooks/${webhook.id}/test`)
-    ).json()) as TestResult;
+    const result = await answer(
+      await as("alice").send("POST", `/companies/1/webhooks/${webhook.id}/test`),
+      200,
+      testWebhook,
+    );
     expect(result).toMatchObject({ status: "failed", result: "410" });
     expect(calls).toHaveLength(1);
     expect(await deliveryRow(result.history_id)).toMatchObject({ status: "failed", attempts: 1 });
-    const after = (await (await as("alice").get(`/companies/1/webhooks/${webhook.id}`)).json()) as Webhook;
+    const after = await answer(await as("alice").get(`/companies/1/webhooks/${webhook.id}`), 200, getWebhook);
     expect(after).toEqual(webhook);
   });
 
   it("404 for another tenant's webhook, 403 without `write webhooks`, 401 without a token", async () => {
-    const theirs = (await (
+    const theirs = await answer(
       await as("carol").send("POST", "/companies/2/webhooks", {
         endpoint: "https://127.0.0.1:9/x",
         event: "scan:found",
-      })
-    ).json()) as Webhook;
+      }),
+      201,
+      createWebhook,
+    );
     const calls = receiver(() => new Response(null, { status: 200 }));
     await expectError(await as("alice").send("POST", `/companies/1/webhooks/${theirs.id}/test`), 404, "Not Found");
     await expectError(await as("alice").send("POST", "/companies/1/webhooks/999999/test"), 404, "Not Found");
@@ -195,11 +196,13 @@ describe("POST /companies/{company_id}/webhooks/{id}/rotate-secret", () => {
     const webhook = await newWebhook();
     const response = await as("alice").send("POST", `/companies/1/webhooks/${webhook.id}/rotate-secret`);
     expect(response.status).toBe(200);
-    const rotated = (await response.json()) as Webhook;
+    const rotated = await answer(response, 200, rotateSecret);
     expect(rotated.secret).toMatch(/^whsec_/);
     expect(rotated.secret).not.toBe(webhook.secret);
     expect(rotated).toMatchObject({ id: webhook.id, endpoint: webhook.endpoint, active: true });
-    expect((await (await as("alice").get(`/companies/1/webhooks/${webhook.id}`)).json()) as Webhook).toEqual(rotated);
+    expect(await answer(await as("alice").get(`/companies/1/webhooks/${webhook.id}`), 200, getWebhook)).toEqual(
+      rotated,
+    );
 
     const calls = receiver(() => new Response(null, { status: 200 }));
     await deliver(await newDelivery(webhook.id));
@@ -223,9 +226,11 @@ describe("POST /companies/{company_id}/webhooks/{id}/rotate-secret", () => {
 
   it("after 24 h only the new secret signs", async () => {
     const webhook = await newWebhook();
-    const rotated = (await (
-      await as("alice").send("POST", `/companies/1/webhooks/${webhook.id}/rotate-secret`)
-    ).json()) as Webhook;
+    const rotated = await answer(
+      await as("alice").send("POST", `/companies/1/webhooks/${webhook.id}/rotate-secret`),
+      200,
+      rotateSecret,
+    );
     const calls = receiver(() => new Response(null, { status: 200 }));
     vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + 24 * 3600 * 1000 + 60_000 });
     await deliver(await newDelivery(webhook.id));
@@ -236,18 +241,20 @@ describe("POST /companies/{company_id}/webhooks/{id}/rotate-secret", () => {
   });
 
   it("404 for another tenant's webhook, 403 without `write webhooks`", async () => {
-    const theirs = (await (
+    const theirs = await answer(
       await as("carol").send("POST", "/companies/2/webhooks", {
         endpoint: "https://127.0.0.1:9/r",
         event: "scan:found",
-      })
-    ).json()) as Webhook;
+      }),
+      201,
+      createWebhook,
+    );
     await expectError(
       await as("alice").send("POST", `/companies/1/webhooks/${theirs.id}/rotate-secret`),
       404,
       "Not Found",
     );
-    expect(((await (await as("carol").get(`/companies/2/webhooks/${theirs.id}`)).json()) as Webhook).secret).toBe(
+    expect((await answer(await as("carol").get(`/companies/2/webhooks/${theirs.id}`), 200, getWebhook)).secret).toBe(
       theirs.secret,
     );
     const mine = await newWebhook();
@@ -295,7 +302,7 @@ describe("limits", () => {
     expect(total).toBe(50);
 
     // Deleting one makes room for one.
-    const list = (await (await as("carol").get("/companies/2/webhooks")).json()) as Webhook[];
+    const list = await answer(await as("carol").get("/companies/2/webhooks"), 200, listWebhooks);
     expect((await as("carol").send("DELETE", `/companies/2/webhooks/${list[0]!.id}`)).status).toBe(204);
     expect((await as("carol").send("POST", "/companies/2/webhooks", body)).status).toBe(201);
     await expectError(await as("carol").send("POST", "/companies/2/webhooks", body), 400, "Bad Request");

@@ -3,12 +3,15 @@ import { describe, expect, it } from "vitest";
 import doc from "../../docs/webhooks.md?raw";
 import { EVENT_NAMES } from "../../src/domain/events";
 import { deliveryBodySchema } from "../../src/routes/webhooks/webhook-events.schemas";
-import { as, expectError, fresh } from "../helpers";
+import {
+  createWebhook as createWebhookRoute,
+  getWebhook,
+  listEvents,
+  updateWebhook,
+} from "../../src/routes/webhooks/webhooks.routes";
+import { answer, as, expectError, fresh } from "../helpers";
 
 /** PATCH of `endpoint` and `event`, and the events catalogue (docs/decisions.md, "Webhooks"). */
-
-type Webhook = { id: number; endpoint: string; event: string; active: boolean; secret: string };
-type CatalogEntry = { event: string; description: string; sample: { type: string; timestamp: string; data: unknown } };
 
 async function createWebhook(event = "scan:found") {
   const response = await as("alice").send("POST", "/companies/1/webhooks", {
@@ -16,7 +19,7 @@ async function createWebhook(event = "scan:found") {
     event,
   });
   expect(response.status).toBe(201);
-  return (await response.json()) as Webhook;
+  return await answer(response, 201, createWebhookRoute);
 }
 
 describe("PATCH /companies/{company_id}/webhooks/{id}: endpoint and event", () => {
@@ -28,7 +31,7 @@ describe("PATCH /companies/{company_id}/webhooks/{id}: endpoint and event", () =
       event: "person:created",
     });
     expect(response.status).toBe(200);
-    const changed = (await response.json()) as Webhook;
+    const changed = await answer(response, 200, updateWebhook);
     expect(changed).toMatchObject({ id: webhook.id, endpoint, event: "person:created", active: true });
     expect(changed.secret).toBe(webhook.secret);
     const row = await env.DB.prepare("SELECT endpoint, event FROM webhooks WHERE id = ?")
@@ -51,7 +54,7 @@ describe("PATCH /companies/{company_id}/webhooks/{id}: endpoint and event", () =
         "Bad Request",
       );
     }
-    const after = (await (await as("alice").get(`/companies/1/webhooks/${webhook.id}`)).json()) as Webhook;
+    const after = await answer(await as("alice").get(`/companies/1/webhooks/${webhook.id}`), 200, getWebhook);
     expect(after).toMatchObject({ endpoint: webhook.endpoint, event: webhook.event });
   });
 
@@ -61,7 +64,7 @@ describe("PATCH /companies/{company_id}/webhooks/{id}: endpoint and event", () =
     const moved = await as("alice").send("PATCH", `/companies/1/webhooks/${webhook.id}`, {
       endpoint: "https://third.acme.example/x",
     });
-    expect(((await moved.json()) as Webhook).active).toBe(false);
+    expect((await answer(moved, 200, updateWebhook)).active).toBe(false);
   });
 });
 
@@ -69,7 +72,7 @@ describe("GET /companies/{company_id}/webhooks/events", () => {
   it("lists every event with a description and a sample delivery body valid against its schema", async () => {
     const response = await as("alice").get("/companies/1/webhooks/events");
     expect(response.status).toBe(200);
-    const catalog = (await response.json()) as CatalogEntry[];
+    const catalog = await answer(response, 200, listEvents);
     expect(catalog.map((entry) => entry.event)).toEqual([...EVENT_NAMES]);
     for (const entry of catalog) {
       expect(entry.description.length).toBeGreaterThan(10);

@@ -2,20 +2,14 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { EVENT_NAMES } from "../../src/domain/events";
 import { endpointProblem } from "../../src/lib/outbound-url";
-import { as, call, expectError, insertToken } from "../helpers";
-
-type Webhook = {
-  id: number;
-  endpoint: string;
-  event: string;
-  active: boolean;
-  secret: string;
-  disabled_reason: string | null;
-  created_at: string;
-  updated_at: string;
-};
-
-type HistoryEntry = { id: string; event: string; payload: unknown; status: string; result: string; created_at: string };
+import {
+  createWebhook as createWebhookRoute,
+  getWebhook,
+  listHistory,
+  listWebhooks,
+  updateWebhook,
+} from "../../src/routes/webhooks/webhooks.routes";
+import { answer, as, call, expectError, insertToken } from "../helpers";
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -23,7 +17,7 @@ async function createWebhook(body: Record<string, unknown>, who: "alice" | "caro
   const company = who === "alice" ? 1 : 2;
   const response = await as(who).send("POST", `/companies/${company}/webhooks`, body);
   expect(response.status).toBe(201);
-  return (await response.json()) as Webhook;
+  return await answer(response, 201, createWebhookRoute);
 }
 
 async function webhookCount() {
@@ -58,7 +52,7 @@ describe("POST /companies/{company_id}/webhooks", () => {
       active: true,
     });
     expect(response.status).toBe(201);
-    const webhook = (await response.json()) as Webhook;
+    const webhook = await answer(response, 201, createWebhookRoute);
     expect(Object.keys(webhook).sort()).toEqual(
       ["active", "created_at", "disabled_reason", "endpoint", "event", "id", "secret", "updated_at"].sort(),
     );
@@ -167,7 +161,7 @@ describe("GET /companies/{company_id}/webhooks[/{id}]", () => {
 
     const list = await as("alice").get("/companies/1/webhooks");
     expect(list.status).toBe(200);
-    const webhooks = (await list.json()) as Webhook[];
+    const webhooks = await answer(list, 200, listWebhooks);
     expect(webhooks).toContainEqual(mine);
     expect(webhooks.map((w) => w.id)).not.toContain(theirs.id);
     expect(webhooks.map((w) => w.id)).toEqual([...webhooks.map((w) => w.id)].sort((a, b) => a - b));
@@ -205,15 +199,15 @@ describe("PATCH /companies/{company_id}/webhooks/{id}", () => {
 
     const off = await as("alice").send("PATCH", `/companies/1/webhooks/${webhook.id}`, { active: false });
     expect(off.status).toBe(200);
-    const updated = (await off.json()) as Webhook;
+    const updated = await answer(off, 200, updateWebhook);
     expect(updated).toEqual({ ...webhook, active: false, updated_at: updated.updated_at });
     expect(Date.parse(updated.updated_at)).toBeGreaterThan(Date.parse(webhook.updated_at));
-    expect(((await (await as("alice").get(`/companies/1/webhooks/${webhook.id}`)).json()) as Webhook).active).toBe(
+    expect((await answer(await as("alice").get(`/companies/1/webhooks/${webhook.id}`), 200, getWebhook)).active).toBe(
       false,
     );
 
     const on = await as("alice").send("PATCH", `/companies/1/webhooks/${webhook.id}`, { active: true });
-    expect(((await on.json()) as Webhook).active).toBe(true);
+    expect((await answer(on, 200, updateWebhook)).active).toBe(true);
   });
 
   it("400 without a boolean `active`, changing nothing", async () => {
@@ -241,7 +235,9 @@ describe("PATCH /companies/{company_id}/webhooks/{id}", () => {
       404,
       "Not Found",
     );
-    expect(((await (await as("carol").get(`/companies/2/webhooks/${theirs.id}`)).json()) as Webhook).active).toBe(true);
+    expect((await answer(await as("carol").get(`/companies/2/webhooks/${theirs.id}`), 200, getWebhook)).active).toBe(
+      true,
+    );
     const mine = await createWebhook({ endpoint: "https://hooks.acme.example/p", event: "scan:found" });
     await expectError(
       await as("bob").send("PATCH", `/companies/1/webhooks/${mine.id}`, { active: false }),
@@ -264,7 +260,7 @@ describe("DELETE /companies/{company_id}/webhooks/{id}", () => {
     expect(await response.text()).toBe("");
     await expectError(await as("alice").get(`/companies/1/webhooks/${webhook.id}`), 404, "Not Found");
     await expectError(await as("alice").send("DELETE", `/companies/1/webhooks/${webhook.id}`), 404, "Not Found");
-    const list = (await (await as("alice").get("/companies/1/webhooks")).json()) as Webhook[];
+    const list = await answer(await as("alice").get("/companies/1/webhooks"), 200, listWebhooks);
     expect(list.map((w) => w.id)).not.toContain(webhook.id);
   });
 
@@ -277,9 +273,11 @@ describe("DELETE /companies/{company_id}/webhooks/{id}", () => {
       .bind(webhook.id)
       .run();
     expect((await as("alice").send("DELETE", `/companies/1/webhooks/${webhook.id}`)).status).toBe(204);
-    const history = (await (
-      await as("alice").get("/companies/1/webhooks/history?end_date=1970-01-02")
-    ).json()) as HistoryEntry[];
+    const history = await answer(
+      await as("alice").get("/companies/1/webhooks/history?end_date=1970-01-02"),
+      200,
+      listHistory,
+    );
     expect(history.map((entry) => entry.id)).toContain("kept-after-delete");
   });
 
@@ -325,7 +323,7 @@ describe("GET /companies/{company_id}/webhooks/history", () => {
     const company = who === "alice" ? 1 : 2;
     const response = await as(who).get(`/companies/${company}/webhooks/history?${query}`);
     expect(response.status).toBe(200);
-    return { response, entries: (await response.json()) as HistoryEntry[] };
+    return { response, entries: await answer(response, 200, listHistory) };
   };
 
   it("is served at /webhooks/history, not taken for a webhook id", async () => {
