@@ -12,7 +12,7 @@ import { INDEX_COMPLETE_KEY } from "../src/domain/trust-records";
 import { KEY_WRITE_GAP_MS } from "../src/db/kv-writes";
 import { personStub } from "../src/objects/person/stub";
 import worker from "../src/index";
-import type { TokenUseMessage } from "../src/domain/queue-messages";
+import type { BackgroundMessage, TokenUseMessage } from "../src/domain/queue-messages";
 import { fileTokens, type Who } from "./principals";
 
 export { DEMO };
@@ -463,4 +463,29 @@ export function captureTokenUses() {
       return getQueueResult(batch, ctx);
     },
   };
+}
+
+/**
+ * Runs a background message and every continuation it sends, one message per invocation through the
+ * queue handler, as the `background` queue does; returns how many ran. Each must be acknowledged.
+ * The queue's `send`/`sendBatch` are spied on until `vi.restoreAllMocks()`.
+ */
+export async function drainBackground(first: BackgroundMessage): Promise<number> {
+  const sent: BackgroundMessage[] = [first];
+  vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation((async (body: BackgroundMessage) => {
+    sent.push(body);
+  }) as never);
+  vi.spyOn(env.BACKGROUND_QUEUE, "sendBatch").mockImplementation((async (bodies: { body: BackgroundMessage }[]) => {
+    sent.push(...bodies.map((b) => b.body));
+  }) as never);
+  let runs = 0;
+  while (sent.length > 0) {
+    const body = sent.shift()!;
+    const batch = createMessageBatch("background", [{ id: `m${runs}`, timestamp: new Date(), attempts: 1, body }]);
+    const ctx = createExecutionContext();
+    await worker.queue!(batch, env, ctx);
+    expect((await getQueueResult(batch, ctx)).explicitAcks).toHaveLength(1);
+    runs++;
+  }
+  return runs;
 }

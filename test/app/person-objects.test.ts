@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import type { BackgroundMessage } from "../../src/domain/queue-messages";
@@ -13,6 +13,7 @@ import {
   countInPersonObject,
   countRows,
   DEMO,
+  drainBackground,
   expectError,
   inPersonObject,
   insertToken,
@@ -264,28 +265,6 @@ async function runInObjectSetAlarm(stub: DurableObjectStub) {
 }
 
 describe("moving person data from D1 into the objects", () => {
-  /** Runs a background message and every continuation it sends, through the queue handler. */
-  async function drain(first: BackgroundMessage) {
-    const sent: BackgroundMessage[] = [first];
-    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation((async (body: BackgroundMessage) => {
-      sent.push(body);
-    }) as never);
-    vi.spyOn(env.BACKGROUND_QUEUE, "sendBatch").mockImplementation((async (bodies: { body: BackgroundMessage }[]) => {
-      sent.push(...bodies.map((b) => b.body));
-    }) as never);
-    let runs = 0;
-    while (sent.length > 0) {
-      const body = sent.shift()!;
-      const batch = createMessageBatch("background", [{ id: `m${runs}`, timestamp: new Date(), attempts: 1, body }]);
-      const ctx = createExecutionContext();
-      await worker.queue!(batch, env, ctx);
-      const result = await getQueueResult(batch, ctx);
-      expect(result.explicitAcks).toHaveLength(1);
-      runs++;
-    }
-    return runs;
-  }
-
   it("moves a database filled the old way, chunk by chunk, and the counts match", async () => {
     // A person with 1,200 activity rows, 600 blocked calls, contacts and trust in D1, as the platform kept them before.
     const person = await env.DB.prepare(
@@ -364,7 +343,7 @@ describe("moving person data from D1 into the objects", () => {
     ]);
 
     // One person, as the walk over people sends it: feed in 3 chunks, blocked calls in 2, contacts in 2, then the comparison.
-    const runs = await drain({ kind: "move-person", personId: p, stage: "feed", after: 0 });
+    const runs = await drainBackground({ kind: "move-person", personId: p, stage: "feed", after: 0 });
     // feed, blocked calls, trust requests (one short chunk), contacts, tombstones, decisions (one short chunk), the comparison
     expect(runs).toBe(3 + 2 + 1 + 2 + 1 + 1 + 1);
     const counts = await inPersonObject<{ feed: number; blocked: number; contacts: number; values: number }>(
@@ -441,7 +420,7 @@ describe("moving person data from D1 into the objects", () => {
 
     // Running it again copies nothing twice and brings back nothing they removed (the audit's finding:
     // the removed phone and the cleared setting came back); the decision made in the object since stays.
-    await drain({ kind: "move-person", personId: p, stage: "feed", after: 0 });
+    await drainBackground({ kind: "move-person", personId: p, stage: "feed", after: 0 });
     expect(await countInPersonObject(p, "SELECT count(*) AS n FROM feed")).toBe(1200);
     expect(await countInPersonObject(p, "SELECT count(*) AS n FROM contact_values")).toBe(valuesNow);
     expect((await object.contactPage({ since: null, limit: 1, offset: 0 })).items[0]!.phones).toEqual(["+13035550202"]);

@@ -1,17 +1,10 @@
 import { env } from "cloudflare:workers";
-import {
-  createExecutionContext,
-  createMessageBatch,
-  getQueueResult,
-  runDurableObjectAlarm,
-  runInDurableObject,
-} from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import worker from "../../src/index";
 import type { BackgroundMessage } from "../../src/domain/queue-messages";
 import { startCompanyMoves } from "../../src/routes/admin/moves.routes";
 import { getHistoryEntry, listHistory, testWebhook } from "../../src/routes/webhooks/webhooks.routes";
-import { answer, as, call, insertToken } from "../helpers";
+import { answer, as, call, drainBackground, insertToken } from "../helpers";
 import { deliver, deliveryRow, newDelivery, newWebhook, receiver } from "../webhook-receiver";
 
 /*
@@ -34,24 +27,6 @@ const entry = async (id: string) => {
   const response = await as("alice").get(`/companies/1/webhooks/history/${id}`);
   return answer(response, 200, getHistoryEntry);
 };
-
-/** Runs a background message and every continuation it sends, through the queue handler. */
-async function drain(first: BackgroundMessage) {
-  const sent: BackgroundMessage[] = [first];
-  vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation((async (body: BackgroundMessage) => {
-    sent.push(body);
-  }) as never);
-  let runs = 0;
-  while (sent.length > 0) {
-    const body = sent.shift()!;
-    const batch = createMessageBatch("background", [{ id: `h${runs}`, timestamp: new Date(), attempts: 1, body }]);
-    const ctx = createExecutionContext();
-    await worker.queue!(batch, env, ctx);
-    expect((await getQueueResult(batch, ctx)).explicitAcks).toHaveLength(1);
-    runs++;
-  }
-  return runs;
-}
 
 beforeAll(async () => {
   await insertToken(ADMIN, { serviceName: "operator", scopes: ["platform:admin"] });
@@ -86,7 +61,7 @@ describe("finished deliveries leave D1 for the company's object", () => {
     expect(await inD1(id)).toBe(1);
     const before = await history();
     expect(before.items.filter((item) => item.id === id)).toHaveLength(1);
-    await drain({ kind: "hand-over-history" });
+    await drainBackground({ kind: "hand-over-history" });
     expect(await inD1(id)).toBe(0);
     const after = await history();
     expect(after.items.filter((item) => item.id === id)).toEqual([expect.objectContaining({ status: "success" })]);
@@ -209,7 +184,7 @@ describe("the operator's move of company data", () => {
     const before = await history("per_page=100");
     let response = await admin("POST", "/internal/company-data/move");
     expect((await answer(response, 202, startCompanyMoves)).finished_in_d1).toBeGreaterThanOrEqual(250);
-    expect(await drain({ kind: "hand-over-history" })).toBeGreaterThanOrEqual(3);
+    expect(await drainBackground({ kind: "hand-over-history" })).toBeGreaterThanOrEqual(3);
     response = await admin("GET", "/internal/company-data/move");
     expect(await response.json()).toMatchObject({ finished_in_d1: 0 });
     for (const id of ids.slice(0, 5)) expect(await inD1(id)).toBe(0);
