@@ -102,5 +102,6 @@ app.get("/__bench/floor/kv-blocked", caller, async (c) => {
 const worker: ExportedHandler<Env> = { fetch: app.fetch, queue: handleQueue, scheduled: handleScheduled };
 
 export default worker;
+export { Company } from "../../src/objects/company/company";
 export { Person } from "../../src/objects/person/person";
 export { ReplayGuard } from "../../src/objects/replay-guard/replay-guard";

@@ -88,9 +88,9 @@ export function contactsRead(
   const phones = [...new Set(read.items.flatMap((contact) => contact.phones))];
   const emails = [...new Set(read.items.flatMap((contact) => contact.emails))];
   const knows = (person: SQL) => knowsPerson(person, ownerId, read.trustedMe);
-  const phoneList = JSON.stringify(phones);
-  const statement = () =>
-    batchableAll<Match>(
+  const statement = () => {
+    const phoneList = JSON.stringify(phones);
+    return batchableAll<Match>(
       db,
       sql`
     select m.value, m.via, people.id as personId, people.avatar_url as avatarUrl, people.risk_score as riskScore,
@@ -106,6 +106,7 @@ export function contactsRead(
         where pe.email in (select value from json_each(${JSON.stringify(emails)}))
     ) m join people on people.id = m.person_id`,
     );
+  };
   const unresolved = (matches: Match[]): number[] => {
     const answered = read.trustedMeOf;
     if (answered === undefined) return [];
