@@ -854,6 +854,10 @@ async function profileScenarios(/** @type {Scenario[]} */ list) {
         m = await measure(s, DURATION_S);
       },
     );
+    if (process.env.BENCH_PROFILE_OUT) {
+      fs.writeFileSync(`${process.env.BENCH_PROFILE_OUT}.${s.key}.cpuprofile`, JSON.stringify(profile));
+      fs.copyFileSync(/** @type {string} */ (worker?.entry), `${process.env.BENCH_PROFILE_OUT}.bundle.js`);
+    }
     const summary = summarizeProfile(
       /** @type {import("./bench/inspector.mjs").CpuProfile} */ (profile),
       moduleOf,

@@ -18,6 +18,7 @@ type Unguarded =
   | "pendingTrustRequests"
   | "contacts"
   | "contactPage"
+  | "contactPageText"
   | "contactsWithPhone"
   | "deletedContacts"
   | "decisions"

@@ -1,6 +1,10 @@
+import { Hono } from "hono";
+import { etag } from "hono/etag";
 import { describe, expect, it } from "vitest";
+import { conditionalRead } from "../../src/middleware/conditional";
 import { trustLookupGet } from "../../src/routes/buzz/buzz.routes";
 import { syncContacts } from "../../src/routes/contacts/contacts.routes";
+import type { AppEnv } from "../../src/types";
 import { answer, as, call, DEMO, expectError, secureNumberOf } from "../helpers";
 
 /** Wire details a mobile client relies on (docs/decisions.md, "Conditional reads", "Date", "Rate limits", "Ids"). */
@@ -39,6 +43,29 @@ describe("conditional reads: ETag and If-None-Match", () => {
       expect(stale.status).toBe(200);
     });
   }
+
+  it("the ETag is the one hono's etag middleware gives the same body, past 256 KiB too", async () => {
+    const bodies = ["", "x", JSON.stringify({ é: "ünïcode" }), "a".repeat(262_144), "b".repeat(600_001)];
+    const ours = new Hono<AppEnv>().get("/:i", conditionalRead, (c) => c.text(bodies[Number(c.req.param("i"))]!));
+    const hono = new Hono().get("/:i", etag(), (c) => c.text(bodies[Number(c.req.param("i"))]!));
+    for (const i of bodies.keys()) {
+      const [mine, theirs] = await Promise.all([ours.request(`/${i}`), hono.request(`/${i}`)]);
+      expect(mine.headers.get("ETag")).toBe(theirs.headers.get("ETag"));
+      expect(await mine.text()).toBe(bodies[i]);
+      const tag = theirs.headers.get("ETag");
+      if (tag === null) continue;
+      for (const ifNoneMatch of [tag, `W/${tag}`, `"other", ${tag}`, "*", '"other"']) {
+        const headers = { "If-None-Match": ifNoneMatch };
+        const [again, theirsAgain] = await Promise.all([
+          ours.request(`/${i}`, { headers }),
+          hono.request(`/${i}`, { headers }),
+        ]);
+        expect(again.status).toBe(theirsAgain.status);
+        expect([...again.headers]).toEqual([...theirsAgain.headers]);
+        expect(await again.text()).toBe(await theirsAgain.text());
+      }
+    }
+  });
 
   it("a contact's ETag changes when the contact changes", async () => {
     const saved = await as("carol").send("POST", "/contacts/sync", [{ display_name: "Etta" }]);
