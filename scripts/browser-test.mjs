@@ -70,8 +70,10 @@ async function main() {
   const PUBLISHER = `https://dailynews.example:${pubPort}`;
   const EVIL = `https://evil.example:${pubPort}`;
 
-  await startWorker({ key, cert, apiPort, inspectorPort });
+  // The publisher's port is taken at once: `freePorts` only found it free, and the worker's setup
+  // (migrations, seeding: about 20 s) gave other processes time to take it (EADDRINUSE in CI).
   await startPublisher({ key, cert, pubPort, API });
+  await startWorker({ key, cert, apiPort, inspectorPort });
 
   const launch = async (name, preferences) => {
     const dir = path.join(tmp, `profile-${name}`);
