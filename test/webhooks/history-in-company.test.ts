@@ -68,6 +68,41 @@ describe("finished deliveries leave D1 for the company's object", () => {
     expect(after.total).toBe(before.total);
   });
 
+  it("rows a company's object keeps refusing go to the back and stop the chain, not other companies' hand-over", async () => {
+    const real = env.COMPANY;
+    const acme = real.idFromName("company:1");
+    const acmeDown = {
+      idFromName: real.idFromName.bind(real),
+      get: (id: DurableObjectId) =>
+        id.equals(acme) ? { keepFinished: () => Promise.reject(new Error("object unavailable")) } : real.get(id),
+    } as unknown as Env["COMPANY"];
+    const old = Date.UTC(2000, 0, 1);
+    const insert = (id: string, companyId: number, at: number) =>
+      env.DB.prepare(
+        "INSERT INTO webhook_deliveries (id, company_id, event, payload, status, result, created_at, updated_at) VALUES (?1, ?2, 'scan:found', '{}', 'success', '200', ?3, ?3)",
+      )
+        .bind(id, companyId, at)
+        .run();
+    for (let i = 0; i < 150; i++) await insert(`stuck-acme-${i}`, 1, old + i);
+    for (let i = 0; i < 50; i++) await insert(`other-${i}`, 2, old + 86_400_000 + i);
+    const sent = vi.spyOn(env.BACKGROUND_QUEUE, "send").mockResolvedValue(undefined as never);
+    const { consume } = await import("../webhook-receiver");
+    // The oldest 100 are Acme's, all refused: nothing handed, no continuation, and they go to the back.
+    await consume("background", { kind: "hand-over-history" }, 1, { COMPANY: acmeDown });
+    expect(sent).not.toHaveBeenCalled();
+    expect(await inD1("stuck-acme-0")).toBe(1);
+    // The next run reaches the other company's rows behind them.
+    await consume("background", { kind: "hand-over-history" }, 1, { COMPANY: acmeDown });
+    expect(await inD1("other-0")).toBe(0);
+    expect(await inD1("other-49")).toBe(0);
+    expect(await company(2).entry("other-0")).not.toBeNull();
+    // Once Acme's object answers, its rows are handed over too.
+    vi.restoreAllMocks();
+    await drainBackground({ kind: "hand-over-history" });
+    expect(await inD1("stuck-acme-0")).toBe(0);
+    expect(await inD1("stuck-acme-149")).toBe(0);
+  });
+
   it("a resend brings a kept entry back on its way, listed once, and its attempts add up", async () => {
     const webhook = await newWebhook();
     const id = await newDelivery(webhook.id);

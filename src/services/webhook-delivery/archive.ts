@@ -13,8 +13,9 @@ import { FINISHED, historyColumns } from "./records";
  * the command wrote it in its own batch (the outbox), the consumer sends it and records each
  * attempt. Once it succeeded or failed for good it is handed to the company's object with its
  * attempts, then deleted from D1 — only if it did not change meanwhile (a resend). A hand-over that
- * failed leaves the row finished in D1, where the reads still find it and the next hand-over (the
- * consumer's, the minute sweep's, or the operator's move) takes it; a repeated one changes nothing.
+ * failed leaves the row finished in D1, where the reads still find it, moved to the back of the
+ * hand-over's order (its `updated_at` touched), and the next hand-over (the minute sweep's, or the
+ * operator's move) takes it; a repeated one changes nothing.
  */
 
 /** Finished deliveries handed over per chunk: one D1 batch of two reads, one call per company, one delete. */
@@ -86,16 +87,23 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
       }
     }),
   );
-  if (kept.length > 0) {
-    // Each row only as it was handed over: a resend since then keeps it (its attempts go with it: cascade).
-    const handed = JSON.stringify(kept.map((row) => [row.id, row.updatedAt.getTime()]));
-    await db.run(
-      sql`delete from ${webhookDeliveries} where ${webhookDeliveries.id} in (select json_extract(value, '$[0]') from json_each(${handed}))
-          and ${finished}
-          and ${webhookDeliveries.updatedAt} = (select json_extract(value, '$[1]') from json_each(${handed}) where json_extract(value, '$[0]') = ${webhookDeliveries.id})`,
-    );
-  }
-  return { handed: kept.length, full: !ids && rows.length >= limit };
+  const asRead = (list: typeof rows) => JSON.stringify(list.map((row) => [row.id, row.updatedAt.getTime()]));
+  // Each row only as it was read: a resend since then keeps it.
+  const same = (list: typeof rows) =>
+    sql`${webhookDeliveries.id} in (select json_extract(value, '$[0]') from json_each(${asRead(list)}))
+        and ${finished}
+        and ${webhookDeliveries.updatedAt} = (select json_extract(value, '$[1]') from json_each(${asRead(list)}) where json_extract(value, '$[0]') = ${webhookDeliveries.id})`;
+  const refused = rows.filter((row) => !kept.includes(row));
+  const writes = [
+    // Handed over: they leave D1 (their attempts go with them: cascade).
+    ...(kept.length > 0 ? [db.delete(webhookDeliveries).where(same(kept))] : []),
+    // Not taken: to the back of the hand-over's order, so they never hold up other companies' rows.
+    ...(refused.length > 0 ? [db.update(webhookDeliveries).set({ updatedAt: new Date() }).where(same(refused))] : []),
+  ];
+  if (writes.length > 0) await db.batch(writes as [(typeof writes)[number], ...typeof writes]);
+  // A chunk continues only when it was full and most of it was handed over: rows that keep being
+  // refused wait for the next minute's sweep instead of keeping a chain going.
+  return { handed: kept.length, full: !ids && rows.length >= limit && kept.length * 2 >= rows.length };
 }
 
 /** Where the hand-over stands: finished deliveries still in D1, and those on their way (the outbox). */
