@@ -88,7 +88,7 @@ const BIG = smoke ? { employees: 300, runs: 1 } : { employees: Math.round(100_00
 const BIG_SCAN = {
   employees: Number(flags["big-scan"] ?? (smoke ? 50 : 10_000)),
   otherEmployees: smoke ? 3 : 10,
-  idleWrites: smoke ? 10 : 300,
+  idleWrites: smoke ? 10 : 200,
 };
 if (!(Number.isInteger(BIG_SCAN.employees) && BIG_SCAN.employees >= 10 && BIG_SCAN.employees <= 100_000))
   fail("--big-scan must be a whole number of employees in [10, 100000]");
