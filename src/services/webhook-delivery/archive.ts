@@ -5,7 +5,7 @@ import type { FinishedDelivery } from "../../domain/webhook-history";
 import { groupBy } from "../../lib/group";
 import { logError } from "../../lib/log";
 import type { Deps } from "../deps";
-import { FINISHED, historyColumns } from "./records";
+import { attemptColumns, FINISHED, historyColumns } from "./records";
 
 /*
  * Finished deliveries leave D1 for their company's object (docs/architecture.md, "The Company
@@ -58,12 +58,7 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
       .from(webhookDeliveries)
       .where(inArray(webhookDeliveries.id, chosenIds)),
     db
-      .select({
-        deliveryId: webhookAttempts.deliveryId,
-        at: webhookAttempts.at,
-        result: webhookAttempts.result,
-        durationMs: webhookAttempts.durationMs,
-      })
+      .select({ deliveryId: webhookAttempts.deliveryId, ...attemptColumns })
       .from(webhookAttempts)
       .where(inArray(webhookAttempts.deliveryId, chosenIds))
       .orderBy(asc(webhookAttempts.id)),

@@ -93,10 +93,17 @@ export function finishStatement(db: Db, deliveryId: string, fields: Finish) {
     .where(and(eq(webhookDeliveries.id, deliveryId), notInArray(webhookDeliveries.status, [...FINISHED])));
 }
 
+/** An attempt as the history shows it and its hand-over carries it (domain/webhook-history.ts `HistoryAttempt`). */
+export const attemptColumns = {
+  at: webhookAttempts.at,
+  result: webhookAttempts.result,
+  durationMs: webhookAttempts.durationMs,
+};
+
 /** The attempts of one history entry, oldest first. */
 export function listAttempts(db: Db, deliveryId: string) {
   return db
-    .select({ at: webhookAttempts.at, result: webhookAttempts.result, durationMs: webhookAttempts.durationMs })
+    .select(attemptColumns)
     .from(webhookAttempts)
     .where(eq(webhookAttempts.deliveryId, deliveryId))
     .orderBy(asc(webhookAttempts.id))
