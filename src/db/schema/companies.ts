@@ -31,6 +31,13 @@ export const companies = sqliteTable(
     profileUrl: text("profile_url"),
     /** Sites: whether the scanner covers it. */
     scanner: flag("scanner").notNull().default(false),
+    /**
+     * Whether the company's scan side (its employees' scans, results, exposures and their history)
+     * lives in its own object (docs/architecture.md, "The Company object"): true for every company
+     * created since migration 0032; a company older than that is served from D1's tables until
+     * the operator's move carries it over.
+     */
+    scansInObject: flag("scans_in_object").notNull().default(true),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

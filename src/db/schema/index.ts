@@ -12,3 +12,4 @@ export * from "./guards";
 export * from "./person-moves";
 export * from "./idempotency";
 export * from "./codes";
+export * from "./company-objects";
