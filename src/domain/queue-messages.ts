@@ -23,6 +23,10 @@ import { PushJob } from "./push";
  *   from D1 to their companies' objects, and another while chunks are full
  *   (services/webhook-delivery/archive.ts; the minute sweep and the
  *   operator's company move);
+ * - `company-events`: record the events waiting in a company's object as
+ *   webhook deliveries in D1 (services/company-events.ts; sent by the
+ *   object's alarm when the Worker did not do it right after the change),
+ *   and another while chunks are full;
  * - `erase-persons`: erase the objects of accounts that are gone
  *   (`person_erasures`), and another while more are due;
  * - `rebuild-index`: the next chunk of the trust-index rebuild, and another
@@ -51,6 +55,7 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
   }),
   z.object({ kind: z.literal("erase-persons") }),
   z.object({ kind: z.literal("hand-over-history") }),
+  z.object({ kind: z.literal("company-events"), companyId: z.number().int().positive() }),
   z.object({
     kind: z.literal("rebuild-index"),
     stage: z.enum(["people", "numbers", "companies"]),

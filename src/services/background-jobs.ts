@@ -1,6 +1,7 @@
 import { describeZodError, loggableError } from "../lib/errors";
 import { backgroundMessage, type BackgroundMessage, type Chunk } from "../domain/queue-messages";
 import { ScanEventBatch } from "../domain/scan-events";
+import { forwardCompanyEvents } from "./company-events";
 import { pruneContactTombstones } from "./contacts";
 import { claimDeadLetter, deadLetterDue, finishDeadLetter } from "./dead-letters";
 import { submitRemovalRequests } from "./exposures";
@@ -94,6 +95,10 @@ export async function runBackgroundJob(deps: Deps, body: BackgroundMessage, now:
     case "hand-over-history": {
       const { handed, full } = await handOverFinished(deps);
       return { done: { handed }, ...continues(full, body) };
+    }
+    case "company-events": {
+      const { forwarded, more } = await forwardCompanyEvents(deps, body.companyId);
+      return { done: { companyId: body.companyId, forwarded }, ...continues(more, body) };
     }
     case "rebuild-index":
       return rebuildChunk(deps, body, now);

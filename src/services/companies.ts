@@ -40,25 +40,8 @@ export const companyRefColumns = {
   url: companies.url,
 };
 
-export type CompanyRef = { id: number; name: string; slug: string; logo: string; url: string };
-
-/**
- * The API's short company reference (OpenAPI component `CompanyRef`), used by
- * the coworker directory, exposure history, exposures, scan events and call-lookup.
- */
-export const toCompanyRef = (row: {
-  id: number;
-  name: string;
-  slug: string;
-  logo: string | null;
-  url: string;
-}): CompanyRef => ({
-  id: row.id,
-  name: row.name,
-  slug: row.slug,
-  logo: row.logo ?? "",
-  url: row.url,
-});
+/** The short company reference `{id, name, slug, logo, url}` (OpenAPI component `CompanyRef`; domain/scan-payloads.ts). */
+export { toCompanyRef, type CompanyRef } from "../domain/scan-payloads";
 
 /**
  * The API's Company (OpenAPI component `Company`; docs/decisions.md, "Companies and sites"), also

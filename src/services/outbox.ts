@@ -13,7 +13,11 @@ import * as stale from "./trust-index/stale";
 import { makeCurrentAfterCommit } from "./trust-index/current";
 import { KEY_KINDS } from "../domain/key-kinds";
 
-/** An event to record: for one company, or for every company a person belongs to (scan and exposure events). */
+/**
+ * An event to record: for one company, or for every company a person belongs to whose scan side is
+ * still in D1 (D1's scan and exposure events; a company whose scan side is in its object records
+ * its own, docs/architecture.md, "The Company object").
+ */
 export type OutboxEvent = { event: EventName; payload: unknown } & ({ companyId: number } | { personId: number });
 
 type Role = "change" | "deliveries" | "index" | "erase";
@@ -83,11 +87,15 @@ export class WriteBatch {
   /**
    * Records events: one `pending` history row per active webhook subscribed
    * to each event (of the company, or of every company the person belongs
-   * to), in one INSERT … SELECT whatever the number of events.
+   * to whose scan side is in D1), in one INSERT … SELECT whatever the number of events.
    */
   emit(
     events: OutboxEvent[],
-    { ifChanged = false, setId, when }: { ifChanged?: boolean; setId?: SQL; when?: (payload: SQL) => SQL } = {},
+    {
+      ifChanged = false,
+      setId,
+      when,
+    }: { ifChanged?: boolean; setId?: SQL; when?: (payload: SQL, index: SQL) => SQL } = {},
   ) {
     if (events.length === 0) return;
     const items = events.map((item) => ({
@@ -107,8 +115,9 @@ export class WriteBatch {
           : sql`json_extract(e.value, '$.d')`,
         rendered: sql`1`,
         ifChanged,
-        // `when`: a condition per event on its payload (recorded only where it holds at this point of the batch).
-        when: when?.(sql`json_extract(e.value, '$.d')`),
+        // `when`: a condition per event on its payload or its index in `events` (recorded only where it holds at
+        // this point of the batch).
+        when: when?.(sql`json_extract(e.value, '$.d')`, sql`e.key`),
         now: this.now,
       }),
     );
@@ -308,7 +317,8 @@ function deliveryInsert(
     ${source}
     join webhooks w on w.event = ${f.event} and w.active = 1
       and (w.company_id = ${f.companyId}
-           or w.company_id in (select company_id from memberships where person_id = ${f.personId}))
+           or w.company_id in (select m.company_id from memberships m join companies c on c.id = m.company_id
+                               where m.person_id = ${f.personId} and c.scans_in_object = 0))
     where ${f.ifChanged ? sql`changes() > 0` : sql`1`} and ${f.when ?? sql`1`}
     order by e.key, w.company_id, w.id
     returning id`,

@@ -1,12 +1,14 @@
 import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import { companies, exposureHistory, exposures, people, scanResults, scans } from "../db/schema";
 import { ApiError, badRequest } from "../lib/errors";
-import { iso } from "../lib/time";
 import type { ScanEvent } from "../domain/scan-events";
+import { companyOfExposure, type SiteRow } from "../domain/company-scans";
+import { historyPrefix, RESULT_EVENTS, scanEventPayload, toExposure } from "../domain/scan-payloads";
 import { inList } from "../db/sql";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
-import { confirmRemoval, historyPrefix, siteColumns, toExposure, toSite } from "./exposures";
+import { confirmRemoval, siteColumns } from "./exposures";
+import { applyInObjects, confirmInObject, homesOf, homesQuery, knownInObjects } from "./company-scans";
 
 /**
  * Scan events (docs/decisions.md "Scans enter"): validated and enqueued by
@@ -22,7 +24,8 @@ import { confirmRemoval, historyPrefix, siteColumns, toExposure, toSite } from "
  * not people-search sites, unknown exposures. One message per offending
  * field, naming the event's index; empty when all is well.
  */
-export async function missingReferences({ db }: Deps, events: ScanEvent[]): Promise<string[]> {
+export async function missingReferences(deps: Deps, events: ScanEvent[]): Promise<string[]> {
+  const { db } = deps;
   const personIds = new Set<number>();
   const siteIds = new Set<number>();
   const exposureIds = new Set<number>();
@@ -31,30 +34,30 @@ export async function missingReferences({ db }: Deps, events: ScanEvent[]): Prom
     else personIds.add(event.person_id);
     if ("site_id" in event) siteIds.add(event.site_id);
   }
+  // An exposure of a company's object names its company (asked of the object); D1's own ids are asked of D1.
+  const inD1 = [...exposureIds].filter((id) => companyOfExposure(id) === null);
+  const companyIds = new Set([...siteIds, ...[...exposureIds].flatMap((id) => companyOfExposure(id) ?? [])]);
   // At most 100 events, so each `in (…)` stays within D1's 100 bound parameters.
-  const [knownPeople, knownSites, knownExposures] = await Promise.all([
+  const [knownPeople, knownCompanies, knownExposures] = await Promise.all([
     personIds.size
       ? db
           .select({ id: people.id })
           .from(people)
           .where(inArray(people.id, [...personIds]))
       : [],
-    siteIds.size
+    companyIds.size
       ? db
           .select({ id: companies.id, kind: companies.kind })
           .from(companies)
-          .where(inArray(companies.id, [...siteIds]))
+          .where(inArray(companies.id, [...companyIds]))
       : [],
-    exposureIds.size
-      ? db
-          .select({ id: exposures.id })
-          .from(exposures)
-          .where(inArray(exposures.id, [...exposureIds]))
-      : [],
+    inD1.length ? db.select({ id: exposures.id }).from(exposures).where(inArray(exposures.id, inD1)) : [],
   ]);
   const peopleFound = new Set(knownPeople.map((row) => row.id));
-  const sitesFound = new Set(knownSites.filter((row) => row.kind === "site").map((row) => row.id));
-  const exposuresFound = new Set(knownExposures.map((row) => row.id));
+  const sitesFound = new Set(knownCompanies.filter((row) => row.kind === "site").map((row) => row.id));
+  const companiesFound = new Set(knownCompanies.map((row) => row.id));
+  const inObjects = await knownInObjects(deps, [...exposureIds], companiesFound);
+  const exposuresFound = new Set([...knownExposures.map((row) => row.id), ...inObjects]);
 
   const problems: string[] = [];
   events.forEach((event, i) => {
@@ -144,7 +147,12 @@ export async function applyScanEvents(deps: Deps, events: ScanEvent[]): Promise<
       continue;
     }
     await flush();
-    outcomes.push(await confirmRemoval(deps, event.exposure_id, event.at));
+    const companyId = companyOfExposure(event.exposure_id);
+    outcomes.push(
+      companyId === null
+        ? await confirmRemoval(deps, event.exposure_id, event.at)
+        : await confirmInObject(deps, companyId, event.exposure_id, event.at),
+    );
   }
   await flush();
   return outcomes;
@@ -153,16 +161,6 @@ export async function applyScanEvents(deps: Deps, events: ScanEvent[]): Promise<
 type ProgressEvent = Extract<ScanEvent, { type: "started" | "completed" }>;
 type ResultEvent = Extract<ScanEvent, { type: "found" | "not_found" | "failed" }>;
 type RunEvent = ProgressEvent | ResultEvent;
-type Site = Parameters<typeof toSite>[0];
-
-const RESULT_EVENTS = { found: "scan:found", not_found: "scan:not_found", failed: "scan:failed" } as const;
-
-const scanEventPayload = (event: RunEvent, site?: Site) => ({
-  scan_id: event.scan_id,
-  person_id: event.person_id,
-  ...(site ? { site: toSite(site) } : {}),
-  at: iso(event.at)!,
-});
 
 /** A listing: the same person, site and `url` (null included) is the same listing. */
 const listingKey = (personId: number, siteId: number, url: string | null) => JSON.stringify([personId, siteId, url]);
@@ -199,7 +197,7 @@ async function applyRun(deps: Deps, events: RunEvent[]): Promise<string[]> {
   const results = events.filter((event): event is ResultEvent => "site_id" in event);
   const personIds = [...new Set(events.map((event) => event.person_id))];
   const siteIds = [...new Set(results.map((event) => event.site_id))];
-  const [knownPeople, knownSites, recorded, open] = await db.batch([
+  const [knownPeople, knownSites, recorded, open, memberOf] = await db.batch([
     db.select({ id: people.id }).from(people).where(inList(people.id, personIds)),
     db
       .select(siteColumns)
@@ -219,7 +217,9 @@ async function applyRun(deps: Deps, events: RunEvent[]): Promise<string[]> {
           inArray(exposures.status, ["pending", "in_progress"]),
         ),
       ),
+    homesQuery(db, personIds),
   ]);
+  const homes = homesOf(memberOf);
 
   const batch = new WriteBatch(deps);
   const state: RunState = {
@@ -229,8 +229,14 @@ async function applyRun(deps: Deps, events: RunEvent[]): Promise<string[]> {
     recorded: new Set(recorded.map((row) => resultKey(row.scanId, row.siteId))),
     open: new Set(open.map((row) => listingKey(row.personId, row.siteId, row.url))),
   };
-  const steps = events.map((event) => {
+  // D1 applies the events of its people (of a company served from D1, or of none); each company whose
+  // scan side is in its object applies its members' (below). D1 keeps every person's `last_scan_at`.
+  const steps = events.map((event): Step | null => {
     if (!state.people.has(event.person_id)) return done("skipped: person does not exist");
+    if (!homes.inD1(event.person_id)) {
+      if (event.type === "completed") lastScan(batch, event);
+      return null;
+    }
     switch (event.type) {
       case "started":
       case "completed":
@@ -240,13 +246,16 @@ async function applyRun(deps: Deps, events: RunEvent[]): Promise<string[]> {
     }
   });
   const { results: written } = await batch.commit();
-  return steps.map((step) => step(written));
+  const inD1 = steps.map((step) => step?.(written));
+  // Memberships were read with the people: a person removed since has none, and no object is asked.
+  const inObjects = await applyInObjects(deps, events, homes, state.sites);
+  return inD1.map((outcome, i) => outcome ?? inObjects.get(i) ?? "skipped: person does not exist");
 }
 
 type RunState = {
   batch: WriteBatch;
   people: Set<number>;
-  sites: Map<number, Site>;
+  sites: Map<number, SiteRow>;
   /** (scan, site) pairs recorded, before or earlier in the run. */
   recorded: Set<string>;
   /** Open (pending or in progress) listings, before or earlier in the run. */
@@ -285,17 +294,23 @@ function progressStep({ batch }: RunState, event: ProgressEvent): Step {
   batch.emit([{ personId: event.person_id, event: `scan:${event.type}`, payload: scanEventPayload(event) }], {
     ifChanged: true,
   });
-  if (!started) {
-    // Idempotent on its own (only ever forward); `updated_at` of the person is
-    // about their data, which a scan does not change.
-    batch.add(
-      db
-        .update(people)
-        .set({ lastScanAt: event.at, updatedAt: sql`${people.updatedAt}` })
-        .where(and(eq(people.id, event.person_id), or(isNull(people.lastScanAt), lt(people.lastScanAt, event.at)))),
-    );
-  }
+  if (!started) lastScan(batch, event);
   return (results) => ((results[changed] as unknown[]).length === 0 ? "unchanged" : event.type);
+}
+
+/**
+ * A completed scan moves the person's `last_scan_at` forward (D1 keeps it whichever store holds the
+ * scan): idempotent on its own (only ever forward); `updated_at` of the person is about their data,
+ * which a scan does not change.
+ */
+function lastScan(batch: WriteBatch, event: ProgressEvent) {
+  const { db } = batch.deps;
+  batch.add(
+    db
+      .update(people)
+      .set({ lastScanAt: event.at, updatedAt: sql`${people.updatedAt}` })
+      .where(and(eq(people.id, event.person_id), or(isNull(people.lastScanAt), lt(people.lastScanAt, event.at)))),
+  );
 }
 
 /** The id of the exposure inserted just before, in the same batch (ids only grow: AUTOINCREMENT). */
@@ -333,14 +348,8 @@ function resultStep(state: RunState, event: ResultEvent): Step {
       createdAt: now,
     }),
   );
-  const payload = scanEventPayload(event, site);
-  batch.emit([
-    {
-      personId: event.person_id,
-      event: RESULT_EVENTS[event.type],
-      payload: event.type === "found" ? { ...payload, url, data } : payload,
-    },
-  ]);
+  const payload = scanEventPayload(event, site, event.type === "found" ? { url, data } : undefined);
+  batch.emit([{ personId: event.person_id, event: RESULT_EVENTS[event.type], payload }]);
   const listing = listingKey(event.person_id, event.site_id, url);
   if (event.type !== "found" || state.open.has(listing)) return done(event.type);
   state.open.add(listing);

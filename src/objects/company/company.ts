@@ -3,6 +3,9 @@ import { drizzle, type DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlit
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import migrations from "../../../drizzle-company/migrations.js";
 import { DAY_MS } from "../../lib/time";
+import { logError } from "../../lib/log";
+import type { CompanyEvent, ScanRunEvent, SiteRow } from "../../domain/company-scans";
+import type { BackgroundMessage } from "../../domain/queue-messages";
 import {
   HISTORY_RETENTION_DAYS,
   type FinishedDelivery,
@@ -11,41 +14,83 @@ import {
   type HistoryRow,
 } from "../../domain/webhook-history";
 import * as history from "./history";
+import * as scans from "./scans";
+import * as scheduler from "./scheduler";
 
 /*
  * One company's own data, in its own Durable Object with SQLite storage (docs/architecture.md, "The
  * Company object"), named `company:<id>` (stub.ts). D1 stays the directory (companies, accounts,
  * memberships, webhooks); this object keeps what only the company reads: today its finished webhook
  * deliveries with their attempts, pruned by its own alarm, so one company's history never waits on
- * another's. Calls to one object run one at a time.
+ * another's; and, for a company whose scan side lives here (D1's `companies.scans_in_object`), its
+ * employees' scans, results and exposures, whose webhook events wait in its outbox until the Worker
+ * recorded them in D1 (scans.ts). Calls to one object run one at a time.
  */
 
 /** How long after an entry falls due the alarm looks (entries go in chunks, not to the millisecond). */
 const ALARM_SLACK_MS = 60_000;
+/**
+ * How long an event may wait in the outbox before the alarm asks the Worker to record it (the
+ * Worker forwards right after the change; this is the repair when that failed or never ran).
+ */
+export const EVENTS_REPAIR_AFTER_MS = 60_000;
 
 export class Company extends DurableObject<Env> {
   private readonly db: DrizzleSqliteDODatabase;
-  /** Whether an alarm is known to be set (read from storage once per start). */
-  private alarmSet = false;
+  /** The alarm as last set (read from storage once per start); null: none. */
+  private alarmAt: number | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.db = drizzle(ctx.storage);
     void ctx.blockConcurrencyWhile(async () => {
       await migrate(this.db, migrations);
-      this.alarmSet = (await ctx.storage.getAlarm()) !== null;
+      this.alarmAt = await ctx.storage.getAlarm();
+      // An alarm set before the duties had due times was the history's.
+      if (this.alarmAt !== null && scheduler.earliestDue(this.db) === null)
+        scheduler.setDue(this.db, "history", this.alarmAt);
     });
+  }
+
+  /**
+   * The duties of the alarm (scheduler.ts), each run when due, each answering when it is due
+   * again (ms; null: not until something schedules it).
+   */
+  private readonly duties: Record<scheduler.Duty, (now: number) => Promise<number | null> | number | null> = {
+    // Retention: entries past their time go, a chunk per alarm, which comes back while any are kept.
+    history: (now) => {
+      const next = history.prune(this.db, now);
+      return next === null ? null : Math.max(next, now) + ALARM_SLACK_MS;
+    },
+    // Events the Worker did not record in time: the background queue asks it again, then again later.
+    events: async (now) => {
+      const oldest = scans.oldestEventAt(this.db);
+      if (oldest === null) return null;
+      if (oldest > now - EVENTS_REPAIR_AFTER_MS) return oldest + EVENTS_REPAIR_AFTER_MS;
+      const companyId = scans.companyOf(this.db);
+      if (companyId === null) return null;
+      const message: BackgroundMessage = { kind: "company-events", companyId };
+      await this.env.BACKGROUND_QUEUE.send(message);
+      return now + EVENTS_REPAIR_AFTER_MS;
+    },
+  };
+
+  /** Sets the alarm to the earliest due duty (the one writer of this object's alarm). */
+  private async arm() {
+    const at = scheduler.earliestDue(this.db);
+    if (at === this.alarmAt) return;
+    if (at === null) await this.ctx.storage.deleteAlarm();
+    else await this.ctx.storage.setAlarm(at);
+    this.alarmAt = at;
   }
 
   /** Keeps finished deliveries handed over by D1 (a repeated hand-over changes nothing). */
   async keepFinished(finished: FinishedDelivery[]): Promise<void> {
     if (finished.length === 0) return;
     history.keep(this.db, finished);
-    if (!this.alarmSet) {
-      const first = Math.min(...finished.map((entry) => entry.finishedAt.getTime()));
-      await this.ctx.storage.setAlarm(first + HISTORY_RETENTION_DAYS.success * DAY_MS + ALARM_SLACK_MS);
-      this.alarmSet = true;
-    }
+    const first = Math.min(...finished.map((entry) => entry.finishedAt.getTime()));
+    scheduler.dueBy(this.db, "history", first + HISTORY_RETENTION_DAYS.success * DAY_MS + ALARM_SLACK_MS);
+    await this.arm();
   }
 
   /** Finished entries matching `filter`, newest first, `limit` of them from `offset`, and how many match. */
@@ -63,11 +108,66 @@ export class Company extends DurableObject<Env> {
     return history.markResent(this.db, id);
   }
 
-  /** Retention: entries past their time go, a chunk per alarm, which comes back while any are kept. */
+  /**
+   * Applies a run of scan events of the company's employees (one transaction, scans.ts), keeping
+   * the `sites` it names; returns what happened to each event. Its webhook events wait in the
+   * outbox for the Worker (`takeEvents`, `ackEvents`).
+   */
+  async applyScanRun(companyId: number, events: ScanRunEvent[], sites: SiteRow[]): Promise<string[]> {
+    const outcomes = scans.applyRun(this.db, companyId, events, sites, new Date());
+    await this.eventsRaised();
+    return outcomes;
+  }
+
+  /** A site confirmed a removal: `in_progress` → `closed` (scans.ts `confirmRemoval`). */
+  async confirmRemoval(exposureId: number, at: Date): Promise<"closed" | "unchanged" | "missing"> {
+    const outcome = scans.confirmRemoval(this.db, exposureId, at, new Date());
+    if (outcome === "closed") await this.eventsRaised();
+    return outcome;
+  }
+
+  /** The outbox's oldest events (at most `limit`, and about `maxBytes` of payload), oldest first. */
+  takeEvents(limit: number, maxBytes = Number.POSITIVE_INFINITY): CompanyEvent[] {
+    return scans.takeEvents(this.db, limit, maxBytes);
+  }
+
+  /** The events up to `upToSeq` are recorded in D1: they leave the outbox. */
+  ackEvents(upToSeq: number): void {
+    scans.ackEvents(this.db, upToSeq);
+  }
+
+  /** Which of `ids` are the company's exposures (the scan intake's check). */
+  knownExposures(ids: number[]): number[] {
+    return scans.knownExposures(this.db, ids);
+  }
+
+  /** Events were raised: the alarm looks for them if the Worker has not recorded them in time. */
+  private async eventsRaised() {
+    scheduler.dueBy(this.db, "events", Date.now() + EVENTS_REPAIR_AFTER_MS);
+    await this.arm();
+  }
+
+  /** Runs every duty that is due, then sets the alarm to the next one. A duty that fails is tried again later. */
   override async alarm(): Promise<void> {
+    // The alarm that fired is spent.
+    this.alarmAt = null;
     const now = Date.now();
-    const next = history.prune(this.db, now);
-    this.alarmSet = next !== null;
-    if (next !== null) await this.ctx.storage.setAlarm(Math.max(next, now) + ALARM_SLACK_MS);
+    const due = scheduler.dueTimes(this.db);
+    for (const duty of scheduler.DUTIES) {
+      const at = due[duty];
+      if (at === undefined || at > now) continue;
+      let next: number | null;
+      try {
+        next = await this.duties[duty](now);
+      } catch (err) {
+        logError("a company object's duty failed; tried again later", err, { duty });
+        next = now + ALARM_SLACK_MS;
+      }
+      // Something scheduled the duty again while it ran (an await lets other calls in): the earlier stands.
+      const since = scheduler.dueTimes(this.db)[duty];
+      if (since !== undefined && since !== at) next = next === null ? since : Math.min(next, since);
+      scheduler.setDue(this.db, duty, next);
+    }
+    await this.arm();
   }
 }
