@@ -3,12 +3,14 @@ import {
   createMessageBatch,
   createScheduledController,
   getQueueResult,
+  runInDurableObject,
   waitOnExecutionContext,
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { EVENT_NAMES } from "../../src/domain/events";
+import { companyOfExposure } from "../../src/domain/company-scans";
 import { submitRemovalRequests } from "../../src/services/exposures";
 import { createDeps } from "../../src/services/create-deps";
 import { listHistory } from "../../src/routes/webhooks/webhooks.routes";
@@ -133,20 +135,41 @@ type Exposure = {
   closed_at: number | null;
 };
 
-async function exposuresOf(personId: number) {
-  const { results } = await env.DB.prepare("SELECT * FROM exposures WHERE person_id = ? ORDER BY id")
-    .bind(personId)
-    .all<Exposure>();
-  return results;
+/**
+ * Where a person's scans are kept: the object of Acme (whose scan side is in its object, as every
+ * company created since migration 0032), or D1 (a person of no company, or of a company served from
+ * D1). Both hold the same tables and columns.
+ */
+type Store = "acme" | "d1";
+const companyObject = (id: number) => env.COMPANY.get(env.COMPANY.idFromName(`company:${id}`));
+
+/** The rows a query reads from `store` (parameters `?1`, `?2`, …). */
+async function rows<T = Record<string, unknown>>(store: Store, query: string, ...params: unknown[]): Promise<T[]> {
+  if (store === "d1")
+    return (
+      await env.DB.prepare(query)
+        .bind(...params)
+        .all<T>()
+    ).results;
+  return runInDurableObject(companyObject(DEMO.companies.acme), (_, state) =>
+    state.storage.sql.exec(query, ...params).toArray(),
+  ) as Promise<T[]>;
 }
 
-async function historyOf(exposureId: number) {
-  const { results } = await env.DB.prepare(
-    "SELECT event, site_id, created_at FROM exposure_history WHERE exposure_id = ? ORDER BY id",
-  )
-    .bind(exposureId)
-    .all<{ event: string; site_id: number; created_at: number }>();
-  return results;
+async function exposuresOf(personId: number, store: Store = "acme") {
+  return rows<Exposure>(store, "SELECT * FROM exposures WHERE person_id = ?1 ORDER BY id", personId);
+}
+
+async function historyOf(exposureId: number, store: Store = "acme") {
+  return rows<{ event: string; site_id: number; created_at: number }>(
+    store,
+    "SELECT event, site_id, created_at FROM exposure_history WHERE exposure_id = ?1 ORDER BY id",
+    exposureId,
+  );
+}
+
+async function scanRow(scanId: string, store: Store = "acme") {
+  return (await rows(store, "SELECT * FROM scans WHERE id = ?1", scanId))[0] ?? null;
 }
 
 type Delivery = { event: string; payload: Record<string, unknown> };
@@ -162,19 +185,22 @@ async function eventsAbout(personId: number, company = 1, who: "alice" | "carol"
     .map(({ event, payload }) => ({ event, payload }));
 }
 
+/** D1's webhook deliveries about a person (their events recorded, whichever store raised them). */
+const DELIVERIES_ABOUT =
+  "SELECT id, event FROM webhook_deliveries WHERE json_extract(payload, '$.person_id') = ?1 OR json_extract(payload, '$.employee_id') = ?1 ORDER BY id";
+
 /** Everything the consumer writes about a person, to compare before and after a redelivery. */
-async function stateOf(personId: number) {
-  const rows = await Promise.all(
-    [
+async function stateOf(personId: number, store: Store = "acme") {
+  return Promise.all([
+    ...[
       "SELECT id, status, url, data, requested_at, closed_at, updated_at FROM exposures WHERE person_id = ?1 ORDER BY id",
       "SELECT h.id, h.event FROM exposure_history h JOIN exposures e ON e.id = h.exposure_id WHERE e.person_id = ?1 ORDER BY h.id",
       "SELECT id, status, started_at, completed_at FROM scans WHERE person_id = ?1 ORDER BY id",
       "SELECT id, outcome FROM scan_results WHERE person_id = ?1 ORDER BY id",
-      "SELECT last_scan_at, updated_at FROM people WHERE id = ?1",
-      "SELECT id, event FROM webhook_deliveries WHERE json_extract(payload, '$.person_id') = ?1 OR json_extract(payload, '$.employee_id') = ?1 ORDER BY id",
-    ].map(async (sql) => (await env.DB.prepare(sql).bind(personId).all()).results),
-  );
-  return rows;
+    ].map((query) => rows(store, query, personId)),
+    rows("d1", "SELECT last_scan_at, updated_at FROM people WHERE id = ?1", personId),
+    rows("d1", DELIVERIES_ABOUT, personId),
+  ]);
 }
 
 const RECEIVER = "https://receiver.scans.test/";
@@ -236,26 +262,28 @@ describe("POST /internal/scan-events", () => {
     expect(await response.json()).toEqual({ accepted: 5 });
 
     // The local queue delivers the message to the consumer within about a second.
-    // Polled in D1, not through the API, to keep off Alice's rate-limit budget.
+    // Polled in the stores, not through the API, to keep off Alice's rate-limit budget.
     await waitFor(
       async () =>
-        (await env.DB.prepare("SELECT completed_at FROM scans WHERE id = ?").bind(`scan-${person}`).first()) !== null &&
+        (await scanRow(`scan-${person}`)) !== null &&
         (await stateOf(person))[5]!.some((row) => row.event === "scan:completed"),
       "the consumer",
     );
 
-    const scan = await env.DB.prepare("SELECT * FROM scans WHERE id = ?").bind(`scan-${person}`).first();
+    // Acme's scan side is in its object: the scan, its results and the exposure are there, not in D1.
+    const scan = await scanRow(`scan-${person}`);
     expect(scan).toMatchObject({
       person_id: person,
       status: "completed",
       started_at: Date.parse("2026-03-01T10:00:00Z"),
       completed_at: Date.parse("2026-03-01T10:00:00Z"),
     });
-    const { results: outcomes } = await env.DB.prepare(
-      "SELECT site_id, outcome FROM scan_results WHERE scan_id = ? ORDER BY site_id",
-    )
-      .bind(`scan-${person}`)
-      .all();
+    expect(await scanRow(`scan-${person}`, "d1")).toBeNull();
+    const outcomes = await rows(
+      "acme",
+      "SELECT site_id, outcome FROM scan_results WHERE scan_id = ?1 ORDER BY site_id",
+      `scan-${person}`,
+    );
     expect(outcomes).toEqual([
       { site_id: 3, outcome: "found" },
       { site_id: 4, outcome: "not_found" },
@@ -266,6 +294,9 @@ describe("POST /internal/scan-events", () => {
 
     const [exposure, ...others] = await exposuresOf(person);
     expect(others).toEqual([]);
+    expect(await exposuresOf(person, "d1")).toEqual([]);
+    // The object's ids name their company.
+    expect(companyOfExposure(exposure!.id)).toBe(DEMO.companies.acme);
     expect(exposure).toMatchObject({
       site_id: 3,
       status: "pending",
@@ -370,7 +401,7 @@ describe("POST /internal/scan-events", () => {
     }
     // Had any of these been queued, the good event would have been applied by now.
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    expect(await env.DB.prepare("SELECT 1 FROM scans WHERE id = ?").bind(`rejected-${person}`).first()).toBeNull();
+    expect(await scanRow(`rejected-${person}`)).toBeNull();
   });
 
   it("400 for a body that is not an array of 1–100 events", async () => {
@@ -440,7 +471,7 @@ describe("POST /internal/scan-events", () => {
     const message = await expectError(await post(batch), 413, "Payload Too Large");
     expect(message).toContain("[1]");
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    expect(await env.DB.prepare("SELECT 1 FROM scans WHERE id = ?").bind(`huge-${person}`).first()).toBeNull();
+    expect(await scanRow(`huge-${person}`)).toBeNull();
   });
 
   it("needs a service token with scope scans:write: 401 without, 403 for a person or another service", async () => {
@@ -473,8 +504,7 @@ describe("scan-events consumer", () => {
       "scan:found",
       "exposure:created",
     ]);
-    const scan = await env.DB.prepare("SELECT status FROM scans WHERE id = ?").bind(`direct-${person}`).first();
-    expect(scan).toEqual({ status: "completed" });
+    expect(await scanRow(`direct-${person}`)).toMatchObject({ status: "completed" });
     const [exposure] = await exposuresOf(person);
     expect(exposure).toMatchObject({ site_id: 4, status: "pending", url: null });
     expect(JSON.parse(exposure!.data)).toEqual({});
@@ -504,16 +534,19 @@ describe("scan-events consumer", () => {
 
     const [exposureCount, resultCount, deliveryCount] = await Promise.all(
       [
-        "SELECT count(*) AS n FROM exposures WHERE person_id = ?1",
-        "SELECT count(*) AS n FROM scan_results WHERE person_id = ?1",
-        "SELECT count(*) AS n FROM webhook_deliveries WHERE json_extract(payload, '$.person_id') = ?1 OR json_extract(payload, '$.employee_id') = ?1",
-      ].map(async (sql) => (await env.DB.prepare(sql).bind(person).first<{ n: number }>())!.n),
+        rows<{ n: number }>("acme", "SELECT count(*) AS n FROM exposures WHERE person_id = ?1", person),
+        rows<{ n: number }>("acme", "SELECT count(*) AS n FROM scan_results WHERE person_id = ?1", person),
+        rows<{ n: number }>(
+          "d1",
+          DELIVERIES_ABOUT.replace("id, event", "count(*) AS n").replace(" ORDER BY id", ""),
+          person,
+        ),
+      ].map(async (counted) => (await counted)[0]!.n),
     );
     expect([exposureCount, resultCount]).toEqual([97, 98]);
     // Acme listens to every event: started, 97 × (found + exposure:created), not_found, completed.
     expect(deliveryCount).toBe(1 + 97 * 2 + 1 + 1);
-    const scanRow = await env.DB.prepare("SELECT status, started_at FROM scans WHERE id = ?").bind(scan).first();
-    expect(scanRow).toEqual({ status: "completed", started_at: Date.parse("2026-03-04T10:00:00Z") });
+    expect(await scanRow(scan)).toMatchObject({ status: "completed", started_at: Date.parse("2026-03-04T10:00:00Z") });
     // Before: about ten round trips per event (a thousand per message).
     expect(first.count.calls).toBeLessThanOrEqual(5);
 
@@ -547,12 +580,9 @@ describe("scan-events consumer", () => {
       "https://peoplefinder.example/p/same",
       "https://peoplefinder.example/p/third",
     ]);
-    const { results } = await env.DB.prepare(
-      "SELECT scan_id, url FROM scan_results WHERE person_id = ? ORDER BY scan_id",
-    )
-      .bind(person)
-      .all();
-    expect(results).toEqual([
+    expect(
+      await rows("acme", "SELECT scan_id, url FROM scan_results WHERE person_id = ?1 ORDER BY scan_id", person),
+    ).toEqual([
       { scan_id: `one-${person}`, url: "https://peoplefinder.example/p/same" },
       { scan_id: `three-${person}`, url: "https://peoplefinder.example/p/third" },
       { scan_id: `two-${person}`, url: "https://peoplefinder.example/p/same" },
@@ -602,7 +632,8 @@ describe("scan-events consumer", () => {
       { type: "found", scan_id: `gone-${person}`, person_id: person, site_id: 3, at: "2026-03-06T10:00:00Z" },
     ]);
     expect(result.explicitAcks).toEqual(["scan-msg"]);
-    expect(await env.DB.prepare("SELECT 1 FROM scans WHERE id = ?").bind(`gone-${person}`).first()).toBeNull();
+    expect(await scanRow(`gone-${person}`, "d1")).toBeNull();
+    expect(await scanRow(`gone-${person}`)).toBeNull();
   });
 });
 
@@ -613,8 +644,20 @@ async function drainPendingExposures(except = 0) {
     .run();
 }
 
-describe("exposure life", () => {
-  beforeAll(() => drainPendingExposures());
+/** Whether Acme's scan side is in its object (true since migration 0032) or in D1 (a company created before). */
+async function acmeScansInObject(inObject: boolean) {
+  await env.DB.prepare("UPDATE companies SET scans_in_object = ? WHERE id = ?")
+    .bind(inObject ? 1 : 0, DEMO.companies.acme)
+    .run();
+}
+
+// D1's path, for companies created before the scan side moved into the objects: Acme served from D1 here.
+describe("exposure life in D1", () => {
+  beforeAll(async () => {
+    await acmeScansInObject(false);
+    await drainPendingExposures();
+  });
+  afterAll(() => acmeScansInObject(true));
 
   it("pending → in_progress by the hourly removal step → closed by a confirmation; repeats are no-ops", async () => {
     const person = await newEmployee();
@@ -629,41 +672,41 @@ describe("exposure life", () => {
         at: "2026-03-07T10:00:00Z",
       },
     ]);
-    const [pending] = await exposuresOf(person);
+    const [pending] = await exposuresOf(person, "d1");
     expect(pending!.status).toBe("pending");
 
     // A confirmation for a removal never requested changes nothing.
     await consume([{ type: "removal_confirmed", exposure_id: pending!.id, at: "2026-03-07T10:30:00Z" }]);
-    expect((await exposuresOf(person))[0]!.status).toBe("pending");
+    expect((await exposuresOf(person, "d1"))[0]!.status).toBe("pending");
 
     const before = Date.now();
     await fireHourlyCron();
-    const [requested] = await exposuresOf(person);
+    const [requested] = await exposuresOf(person, "d1");
     expect(requested!.status).toBe("in_progress");
     expect(requested!.requested_at).toBeGreaterThanOrEqual(before - 1000);
-    expect((await historyOf(pending!.id)).map((h) => h.event)).toEqual([
+    expect((await historyOf(pending!.id, "d1")).map((h) => h.event)).toEqual([
       "Found on SpyDirectory",
       "Removal requested from SpyDirectory",
     ]);
 
     await fireHourlyCron();
-    expect(await historyOf(pending!.id)).toHaveLength(2);
+    expect(await historyOf(pending!.id, "d1")).toHaveLength(2);
 
     const confirmation = [{ type: "removal_confirmed", exposure_id: pending!.id, at: "2026-03-08T09:00:00Z" }];
     expect((await post(confirmation)).status).toBe(202);
-    await waitFor(async () => (await exposuresOf(person))[0]!.status === "closed", "the confirmation");
-    const [closed] = await exposuresOf(person);
+    await waitFor(async () => (await exposuresOf(person, "d1"))[0]!.status === "closed", "the confirmation");
+    const [closed] = await exposuresOf(person, "d1");
     expect(closed!.closed_at).toBe(Date.parse("2026-03-08T09:00:00Z"));
-    expect(await historyOf(pending!.id)).toEqual([
+    expect(await historyOf(pending!.id, "d1")).toEqual([
       expect.objectContaining({ event: "Found on SpyDirectory" }),
       expect.objectContaining({ event: "Removal requested from SpyDirectory" }),
       { event: "Removal confirmed by SpyDirectory", site_id: 4, created_at: Date.parse("2026-03-08T09:00:00Z") },
     ]);
 
-    const state = await stateOf(person);
+    const state = await stateOf(person, "d1");
     expect((await consume(confirmation, 2)).explicitAcks).toEqual(["scan-msg"]);
     await fireHourlyCron();
-    expect(await stateOf(person)).toEqual(state);
+    expect(await stateOf(person, "d1")).toEqual(state);
 
     const events = await eventsAbout(person);
     expect(events.map((e) => e.event)).toEqual([
@@ -704,7 +747,7 @@ describe("exposure life", () => {
       }));
     expect((await consume(found(0))).explicitAcks).toEqual(["scan-msg"]);
     expect((await consume(found(65))).explicitAcks).toEqual(["scan-msg"]);
-    const statuses = async () => (await exposuresOf(person)).map((e) => e.status);
+    const statuses = async () => (await exposuresOf(person, "d1")).map((e) => e.status);
     expect(await statuses()).toEqual(Array(130).fill("pending"));
 
     // Two batches of 50 in one invocation: the oldest 100 move, and the chunk says more may remain.
