@@ -26,6 +26,11 @@ const minute = 60_000;
 
 beforeAll(async () => {
   await insertToken(ADMIN, { serviceName: "operator", scopes: ["platform:admin"] });
+  await env.DB.prepare(
+    "INSERT INTO people (id, first_name, last_name, created_at, updated_at) VALUES (?, 'No', 'Company', 0, 0)",
+  )
+    .bind(UNEMPLOYED)
+    .run();
 });
 
 afterEach(() => {
@@ -67,8 +72,10 @@ async function at_<T>(at: number, work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** A person of no company: their scans are D1's (docs/architecture.md, "The Company object"). */
+const UNEMPLOYED = 880;
 const scanBatch = (scanId: string) => [
-  { type: "started", scan_id: scanId, person_id: DEMO.people.bob, at: "2026-03-01T10:00:00Z" },
+  { type: "started", scan_id: scanId, person_id: UNEMPLOYED, at: "2026-03-01T10:00:00Z" },
 ];
 
 describe("a dead-lettered message keeps its work due", () => {

@@ -20,6 +20,10 @@ const ENDPOINT = "https://127.0.0.1:9/payloads";
 let calls: Captured[];
 
 beforeAll(async () => {
+  // Acme's scan side is served from D1 here (a company created before migration 0032), so the hourly
+  // removal step of D1 requests the removal; the object's own path raises the same payloads
+  // (domain/scan-payloads.ts; test/companies/scans.test.ts checks them there).
+  await env.DB.prepare("UPDATE companies SET scans_in_object = 0 WHERE id = 1").run();
   calls = receiver(() => new Response(null, { status: 204 }));
   for (const event of EVENT_NAMES) {
     const response = await as("alice").send("POST", "/companies/1/webhooks", { endpoint: ENDPOINT, event });
@@ -27,8 +31,9 @@ beforeAll(async () => {
   }
 });
 
-afterAll(() => {
+afterAll(async () => {
   vi.restoreAllMocks();
+  await env.DB.prepare("UPDATE companies SET scans_in_object = 1 WHERE id = 1").run();
 });
 
 const seen = () => new Set(calls.map((c) => (JSON.parse(c.body) as { type: string }).type));
