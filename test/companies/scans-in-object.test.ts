@@ -272,7 +272,11 @@ describe("a company's scans in its object", () => {
     expect(await apply([found(person, `close-${person}`, 4, "https://spydirectory.example/o")])).toEqual([
       "found: exposure created",
     ]);
-    const [{ id }] = await inObject<{ id: number }>(ACME, "SELECT id FROM exposures WHERE person_id = ?", person);
+    const [{ id } = { id: 0 }] = await inObject<{ id: number }>(
+      ACME,
+      "SELECT id FROM exposures WHERE person_id = ?",
+      person,
+    );
     expect(id).toBeGreaterThan(exposureIdBase(ACME));
     const confirm = [{ type: "removal_confirmed", exposure_id: id, at: "2026-04-02T09:00:00Z" }];
     // Not requested yet: nothing changes.
