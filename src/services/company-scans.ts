@@ -82,7 +82,8 @@ export async function confirmInObject(deps: Deps, companyId: number, exposureId:
 
 /**
  * Which of `ids` are exposures of companies' objects (each asked of the object its id names).
- * Only the objects of `companies` (those that exist) are asked: a question creates no object.
+ * Only the objects of `companies` (those whose scan side is in their object) are asked: a
+ * question about an id of no such company creates no object.
  */
 export async function knownInObjects(deps: Deps, ids: number[], companies: Set<number>): Promise<number[]> {
   const byCompany = new Map<number, number[]>();

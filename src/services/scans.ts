@@ -47,7 +47,7 @@ export async function missingReferences(deps: Deps, events: ScanEvent[]): Promis
       : [],
     companyIds.size
       ? db
-          .select({ id: companies.id, kind: companies.kind })
+          .select({ id: companies.id, kind: companies.kind, inObject: companies.scansInObject })
           .from(companies)
           .where(inArray(companies.id, [...companyIds]))
       : [],
@@ -55,8 +55,8 @@ export async function missingReferences(deps: Deps, events: ScanEvent[]): Promis
   ]);
   const peopleFound = new Set(knownPeople.map((row) => row.id));
   const sitesFound = new Set(knownCompanies.filter((row) => row.kind === "site").map((row) => row.id));
-  const companiesFound = new Set(knownCompanies.map((row) => row.id));
-  const inObjects = await knownInObjects(deps, [...exposureIds], companiesFound);
+  const objectHomed = new Set(knownCompanies.filter((row) => row.inObject && row.kind !== "site").map((row) => row.id));
+  const inObjects = await knownInObjects(deps, [...exposureIds], objectHomed);
   const exposuresFound = new Set([...knownExposures.map((row) => row.id), ...inObjects]);
 
   const problems: string[] = [];

@@ -33,7 +33,7 @@ const ALARM_SLACK_MS = 60_000;
  * How long an event may wait in the outbox before the alarm asks the Worker to record it (the
  * Worker forwards right after the change; this is the repair when that failed or never ran).
  */
-export const EVENTS_REPAIR_AFTER_MS = 60_000;
+const EVENTS_REPAIR_AFTER_MS = 60_000;
 
 export class Company extends DurableObject<Env> {
   private readonly db: DrizzleSqliteDODatabase;
