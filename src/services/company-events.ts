@@ -1,6 +1,5 @@
 import { sql } from "drizzle-orm";
 import { companyEventMarks } from "../db/schema";
-import type { EventName } from "../domain/events";
 import type { Deps } from "./deps";
 import { WriteBatch } from "./outbox";
 
@@ -22,7 +21,8 @@ export const FORWARD_ROUNDS = 10;
  * Takes the object's oldest events, records them in ONE D1 batch, then acknowledges them to the
  * object; again while a batch was full. The batch records each event only if its `seq` is above
  * the company's mark (`company_event_marks`), then moves the mark up to the last one (never back):
- * a run forwarded twice, or by two forwarders at once, is recorded once. The deliveries are
+ * a run forwarded twice, or by two forwarders at once, is recorded once (guarding the whole run by
+ * whether the mark moved would record again the events two overlapping takes share). The deliveries are
  * enqueued after the commit (`WriteBatch`). Returns how many events were taken, and whether more
  * may wait.
  */
@@ -42,7 +42,7 @@ export async function forwardCompanyEvents(
     batch.emit(
       taken.map((event) => ({
         companyId,
-        event: event.event as EventName,
+        event: event.event,
         payload: JSON.parse(event.payload) as unknown,
       })),
       { when: (_payload, index) => sql`json_extract(${seqs}, '$[' || ${index} || ']') > ${mark}` },

@@ -231,6 +231,27 @@ describe("a company's scans in its object", () => {
     expect(await inObject(ACME, "SELECT value FROM counters WHERE name = 'due:events'")).toEqual([]);
   });
 
+  it("a backlog larger than one D1 batch is recorded in batches of 200, in order, each event once", async () => {
+    const person = await newEmployee([ACME]);
+    const noTake = objectsFailing(["takeEvents"]);
+    for (const part of [0, 1, 2]) {
+      const run = Array.from({ length: 90 }, (_, i) => found(person, `backlog-${person}-${part}-${i}`));
+      expect((await consume(run, { COMPANY: noTake })).explicitAcks).toEqual(["scan-msg"]);
+    }
+    // 3 × 90 × (scan:found + exposure:created) wait in the outbox.
+    expect(await outbox(ACME)).toHaveLength(540);
+    expect(await forwardCompanyEvents(createDeps(env), ACME)).toEqual({ forwarded: 540, more: false });
+    expect(await outbox(ACME)).toEqual([]);
+    const recorded = await deliveriesAbout(person);
+    expect(recorded).toHaveLength(540);
+    expect(recorded.map((row) => row.event)).toEqual(
+      Array.from({ length: 270 }, () => ["scan:found", "exposure:created"]).flat(),
+    );
+    const ids = recorded.filter((row) => row.event === "exposure:created").map((row) => row.payload.id as number);
+    expect(new Set(ids).size).toBe(270);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+  });
+
   it("a person of a company served from D1 and of one served by its object gets both, each once", async () => {
     await setScansInObject(GLOBEX, false);
     try {
