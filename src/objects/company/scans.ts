@@ -42,15 +42,18 @@ const raiser =
 export function applyRun(db: Db, companyId: number, run: ScanRunEvent[], siteRows: SiteRow[], now: Date): string[] {
   return db.transaction((tx) => {
     tx.insert(counters).values({ name: COMPANY_COUNTER, value: companyId }).onConflictDoNothing().run();
+    // Its ids are minted from its company's: an object is never asked about another company's people.
+    const known = companyOf(tx);
+    if (known !== companyId) throw new Error(`company ${companyId} asked the object of company ${known}`);
     for (const site of siteRows) {
       const { id: _id, ...shown } = site;
       tx.insert(sites).values(site).onConflictDoUpdate({ target: sites.id, set: shown }).run();
     }
-    const known = new Map(siteRows.map((site) => [site.id, site]));
+    const named = new Map(siteRows.map((site) => [site.id, site]));
     const raise = raiser(tx, now);
     return run.map((event) =>
       "site_id" in event
-        ? result(tx, companyId, event, known.get(event.site_id), now, raise)
+        ? result(tx, companyId, event, named.get(event.site_id), now, raise)
         : progress(tx, event, now, raise),
     );
   });
@@ -234,7 +237,7 @@ export function oldestEventAt(db: Db): number | null {
 }
 
 /** The company this object is, once a run told it; null before. */
-export function companyOf(db: Db): number | null {
+export function companyOf(db: Db | Tx): number | null {
   return (
     db.select({ value: counters.value }).from(counters).where(eq(counters.name, COMPANY_COUNTER)).get()?.value ?? null
   );
