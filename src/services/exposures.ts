@@ -2,7 +2,6 @@ import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { inList } from "../db/sql";
 import { companies, exposureHistory, exposures, memberships } from "../db/schema";
-import { iso } from "../lib/time";
 import type { EventName } from "../domain/events";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
@@ -15,10 +14,11 @@ import type { Deps } from "./deps";
  */
 
 /** The site object carried by exposures and scan events is the short company reference. */
-export { companyRefColumns as siteColumns, toCompanyRef as toSite, type CompanyRef as SiteRef } from "./companies";
-import { companyRefColumns as siteColumns, toCompanyRef as toSite } from "./companies";
-
-type SiteRow = Parameters<typeof toSite>[0];
+export { companyRefColumns as siteColumns, type CompanyRef as SiteRef } from "./companies";
+import { companyRefColumns as siteColumns } from "./companies";
+import { historyPrefix, toExposure, type ExposureRow } from "../domain/exposures";
+/** The exposure's rendering is one function, wherever the exposure lives (src/domain/exposures.ts). */
+export { historyPrefix, toExposure, toSite, type Exposure, type ExposureRow } from "../domain/exposures";
 
 /** Columns for `toExposure`; select them from `exposures` inner-joined with the site (`exposureQuery`). */
 export const exposureColumns = {
@@ -32,41 +32,9 @@ export const exposureColumns = {
   site: siteColumns,
 };
 
-export type ExposureRow = {
-  id: number;
-  personId: number;
-  status: (typeof exposures.$inferSelect)["status"];
-  url: string | null;
-  data: Record<string, unknown>;
-  createdAt: Date;
-  updatedAt: Date;
-  site: SiteRow;
-};
-
-/** The exposure object of docs/decisions.md, also the `Exposure` webhook payload. */
-export const toExposure = (row: ExposureRow) => ({
-  id: row.id,
-  employee_id: row.personId,
-  status: row.status,
-  site: toSite(row.site),
-  url: row.url,
-  data: row.data,
-  created_at: iso(row.createdAt)!,
-  updated_at: iso(row.updatedAt)!,
-});
-
-export type Exposure = ReturnType<typeof toExposure>;
-
 /** `select … from exposures join companies (the site)`; add `.where(…)`. */
 export const exposureQuery = (db: Db) =>
   db.select(exposureColumns).from(exposures).innerJoin(companies, eq(companies.id, exposures.siteId));
-
-/** History texts (docs/decisions.md, "Employees and exposures"): each is its prefix followed by the site's name. */
-export const historyPrefix = {
-  found: "Found on ",
-  requested: "Removal requested from ",
-  closed: "Removal confirmed by ",
-} as const;
 
 /**
  * History rows for the exposures among `ids` that are still in `from`, built

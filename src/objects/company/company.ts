@@ -10,7 +10,10 @@ import {
   type HistoryFilter,
   type HistoryRow,
 } from "../../domain/webhook-history";
+import type { ExposureCounts, ExposurePageFilter } from "../../domain/company-scans";
 import * as history from "./history";
+import * as exposures from "./exposures";
+import { forgetPeople } from "./forget";
 
 /*
  * One company's own data, in its own Durable Object with SQLite storage (docs/architecture.md, "The
@@ -61,6 +64,26 @@ export class Company extends DurableObject<Env> {
   /** A resend took the entry back to D1: it stops answering for it until it is handed over again. */
   markResent(id: string): boolean {
     return history.markResent(this.db, id);
+  }
+
+  /** One page of the company's exposures, oldest change first, with their sites, and how many match (exposures.ts). */
+  exposurePage(filter: ExposurePageFilter, offset: number, limit: number) {
+    return exposures.exposurePage(this.db, filter, offset, limit);
+  }
+
+  /** One exposure's history, oldest first, each line with its site; null when the company has no such exposure. */
+  exposureHistory(exposureId: number) {
+    return exposures.exposureHistory(this.db, exposureId);
+  }
+
+  /** Per person asked: exposures by status and sites not found, for the Person resource. */
+  exposureCounts(personIds: number[]): ExposureCounts[] {
+    return exposures.exposureCounts(this.db, personIds);
+  }
+
+  /** Their membership ended at `before`: the people's scan side recorded until then goes (forget.ts). */
+  forgetPeople(personIds: number[], before: Date): number {
+    return forgetPeople(this.db, personIds, before);
   }
 
   /** Retention: entries past their time go, a chunk per alarm, which comes back while any are kept. */
