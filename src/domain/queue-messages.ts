@@ -25,6 +25,9 @@ import { PushJob } from "./push";
  *   operator's company move);
  * - `erase-persons`: erase the objects of accounts that are gone
  *   (`person_erasures`), and another while more are due;
+ * - `forget-people`: tell companies' objects to forget people whose
+ *   membership ended (`company_forgets`; services/company-forgets.ts), and
+ *   another while more are due;
  * - `rebuild-index`: the next chunk of the trust-index rebuild, and another
  *   until every key is written and the index is marked complete
  *   (services/index-rebuild.ts);
@@ -51,6 +54,7 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
   }),
   z.object({ kind: z.literal("erase-persons") }),
   z.object({ kind: z.literal("hand-over-history") }),
+  z.object({ kind: z.literal("forget-people") }),
   z.object({
     kind: z.literal("rebuild-index"),
     stage: z.enum(["people", "numbers", "companies"]),

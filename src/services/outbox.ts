@@ -9,6 +9,7 @@ import type { EventName } from "../domain/events";
 import { enqueueDeliveries } from "./events";
 import type { Deps } from "./deps";
 import { eraseGonePersons } from "./person-erasures";
+import { forgetInObjects, forgetStatement, type Forget } from "./company-forgets";
 import * as stale from "./trust-index/stale";
 import { makeCurrentAfterCommit } from "./trust-index/current";
 import { KEY_KINDS } from "../domain/key-kinds";
@@ -16,7 +17,7 @@ import { KEY_KINDS } from "../domain/key-kinds";
 /** An event to record: for one company, or for every company a person belongs to (scan and exposure events). */
 export type OutboxEvent = { event: EventName; payload: unknown } & ({ companyId: number } | { personId: number });
 
-type Role = "change" | "deliveries" | "index" | "erase";
+type Role = "change" | "deliveries" | "index" | "erase" | "forget";
 
 /**
  * A command's write (docs/architecture.md, "Writes are commands"): the
@@ -78,6 +79,16 @@ export class WriteBatch {
           where changes() > 0 on conflict (person_id) do nothing returning person_id as personId`,
     );
     this.#items.push({ statement, role: "erase" });
+  }
+
+  /**
+   * The company's object forgets the person's scan side when the membership is gone at this point
+   * of the batch (after its delete) and the company's scan side lives in its object: recorded in
+   * `company_forgets` in this batch, told right after the commit, and by the minute sweep if that
+   * fails (services/company-forgets.ts).
+   */
+  forgetInCompanyObject(companyId: number, personId: number) {
+    this.#items.push({ statement: forgetStatement(this.deps.db, companyId, personId, this.now), role: "forget" });
   }
 
   /**
@@ -275,6 +286,8 @@ export class WriteBatch {
         this.deps,
         erased.map((row) => row.personId),
       );
+    const forgets = this.#items.flatMap((item, i) => (item.role === "forget" ? (results[i] as Forget[]) : []));
+    if (forgets.length > 0) await forgetInObjects(this.deps, forgets, this.now);
     return { results, deliveries };
   }
 }

@@ -64,8 +64,11 @@ export function recountStatuses(db: Db) {
   });
 }
 
-/** An exposure of the page, with its site as the object's `sites` table has it. */
-export type ExposureItem = ExposureRecord & { site: SiteRow };
+/**
+ * An exposure of the page, with its site as the object's `sites` table has it; its data as the
+ * JSON text the object keeps (the Worker parses it: an RPC result carries no `unknown`).
+ */
+export type ExposureItem = Omit<ExposureRecord, "data"> & { data: string; site: SiteRow };
 
 type ItemRow = {
   id: number;
@@ -91,7 +94,7 @@ const toItem = (row: ItemRow): ExposureItem => ({
   siteId: row.site_id,
   status: row.status,
   url: row.url,
-  data: JSON.parse(row.data) as Record<string, unknown>,
+  data: row.data,
   createdAt: new Date(row.created_at),
   updatedAt: new Date(row.updated_at),
   site: { id: row.site_id, name: row.site_name, slug: row.site_slug, logo: row.site_logo, url: row.site_url },
