@@ -4,7 +4,7 @@ import type { Db } from "../db/client";
 import { batchableAll } from "../db/sql";
 import { groupBy } from "../lib/group";
 import { people, personEmails, personPhones, secureNumbers } from "../db/schema";
-import type { ExposureCounts } from "../domain/company-scans";
+import { exposureMark, exposuresJson, fillExposureCounts, objectExposureCounts } from "./exposure-counts";
 import type { Deps } from "./deps";
 
 /**
@@ -259,52 +259,6 @@ export function peopleReads(
   return { statements: scansInObject ? statements : ([...statements, ...exposureStatements] as const), render };
 }
 
-/** The Person's `exposures` object as JSON text. */
-function exposuresJson(rows: { status: "pending" | "in_progress" | "closed"; n: number }[], notFound: number) {
-  const counts = { pending: 0, in_progress: 0, closed: 0 };
-  for (const row of rows) counts[row.status] = row.n;
-  return (
-    `{"total":${counts.pending + counts.in_progress + counts.closed},"pending":${counts.pending},` +
-    `"in_progress":${counts.in_progress},"closed":${counts.closed},"not_found":${notFound}}`
-  );
-}
-
-/**
- * Where a rendered Person's exposure counts go when the company's object keeps them: NUL never
- * appears raw in JSON text (a string's NUL is escaped), so the mark cannot be part of a value.
- */
-const exposureMark = (personId: number) => `\u0000${personId}\u0000`;
-const MARKS = /\u0000(\d+)\u0000/g;
-
-/** The ids of the Persons whose counts a rendering left to fill. */
-export const markedPeople = (rendered: string): number[] =>
-  [...rendered.matchAll(MARKS)].map((match) => Number(match[1]));
-
-/** Fills a rendering's marks with the counts the company's object gave (a person it has nothing of: zeros). */
-export function fillExposureCounts(rendered: string, counts: ExposureCounts[]): string {
-  const of = new Map(counts.map((row) => [row.personId, row]));
-  return rendered.replace(MARKS, (_, id: string) => {
-    const row = of.get(Number(id));
-    return exposuresJson(
-      row
-        ? [
-            { status: "pending", n: row.pending },
-            { status: "in_progress", n: row.in_progress },
-            { status: "closed", n: row.closed },
-          ]
-        : [],
-      row?.notFound ?? 0,
-    );
-  });
-}
-
-/** The counts of the people `rendered` marks, from the company's object (no RPC when there are none). */
-export async function objectExposureCounts(deps: Deps, companyId: number, rendered: string): Promise<string> {
-  const ids = markedPeople(rendered);
-  if (ids.length === 0) return rendered;
-  return fillExposureCounts(rendered, await deps.companyObjects.of(companyId).exposureCounts(ids));
-}
-
 /** JSON of a string or null (JSON.stringify escapes exactly as the answer needs). */
 const str = (value: string | null) => JSON.stringify(value);
 const bool = (value: number | boolean) => (value ? "true" : "false");
@@ -394,8 +348,7 @@ export async function loadPeople(
   if (scansInObject === undefined) {
     // The flag is read with the people; a company in its object then re-renders without D1's counts.
     const [flagged, ...results] = await db.batch([flag, first, ...rest]);
-    if (!(flagged as { in_object: number }[])[0]?.in_object)
-      return JSON.parse(reads.render(results)) as PersonBody[];
+    if (!(flagged as { in_object: number }[])[0]?.in_object) return JSON.parse(reads.render(results)) as PersonBody[];
     const marked = peopleReads(db, companyId, personIds, true).render(results);
     return JSON.parse(await objectExposureCounts(deps, companyId, marked)) as PersonBody[];
   }

@@ -3,7 +3,8 @@ import { companyEmployeeCounts, memberships, personEmails } from "../../db/schem
 import { batchableAll } from "../../db/sql";
 import { refusal, type Answer } from "../../lib/answer";
 import { pageWindow, type Page } from "../../lib/pagination";
-import { loadPerson, objectExposureCounts, peopleReads, visibleEmail, type PersonBody } from "../people";
+import { objectExposureCounts } from "../exposure-counts";
+import { loadPerson, peopleReads, visibleEmail, type PersonBody } from "../people";
 import type { Deps } from "../deps";
 
 /**
@@ -41,7 +42,7 @@ export async function listEmployees(
 ) {
   const { db } = deps;
   const { limit, offset } = pageWindow(page);
-  const key = pageKey(companyId, search, limit, offset, after);
+  const key = pageKey(companyId, search, limit, offset, after, scansInObject);
   const cached = pageCache.get(key);
   if (cached !== undefined) {
     if (knownVersion === cached.version && Date.now() - cached.renderedAt < PAGE_MAX_AGE_MS) {
@@ -102,7 +103,9 @@ export async function listEmployees(
   const base = results[0] as { id: number }[];
   const text = reads.render(results);
   const rendered = {
-    body: utf8.encode(scansInObject ? await objectExposureCounts(deps, companyId, text) : text) as Uint8Array<ArrayBuffer>,
+    body: utf8.encode(
+      scansInObject ? await objectExposureCounts(deps, companyId, text) : text,
+    ) as Uint8Array<ArrayBuffer>,
     total: counted?.n ?? 0,
     /** The page's last employee id, the `after` of the page following it; null on an empty page. */
     last: base[base.length - 1]?.id ?? null,
@@ -118,8 +121,15 @@ export async function listEmployees(
   return rendered;
 }
 
-const pageKey = (companyId: number, search: string | null, limit: number, offset: number, after: number | null) =>
-  JSON.stringify([companyId, search, limit, offset, after]);
+/** A page's key: a company whose scan side moved home renders its pages afresh. */
+const pageKey = (
+  companyId: number,
+  search: string | null,
+  limit: number,
+  offset: number,
+  after: number | null,
+  scansInObject: boolean,
+) => JSON.stringify([companyId, search, limit, offset, after, scansInObject]);
 
 const utf8 = new TextEncoder();
 const EMPTY = new Uint8Array(0);
