@@ -1,4 +1,4 @@
-import { and, eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { companyForgets } from "../db/schema";
 import { batchableAll } from "../db/sql";
@@ -20,18 +20,21 @@ export type Forget = { companyId: number; personId: number; dueAt: number };
 export const FORGET_CHUNK = 100;
 
 /**
- * The statement recording that `companyId`'s object must forget `personId`, for the batch that
- * deletes the membership (placed after that delete): written only when the company's scan side is
- * in its object and the membership is gone at this point of the batch. A row left from an earlier
- * removal takes the later time. Returns the row (`Forget`) when it wrote one.
+ * The statement recording that companies' objects must forget people, for the batch that deletes
+ * their memberships (placed after those deletes; one statement whatever their number): a row for
+ * each pair whose company keeps its scan side in its object and whose membership is gone at this
+ * point of the batch. A row left from an earlier removal takes the later time. Returns the rows
+ * it wrote (`Forget`).
  */
-export const forgetStatement = (db: Db, companyId: number, personId: number, now: Date) =>
+export const forgetStatement = (db: Db, pairs: { companyId: number; personId: number }[], now: Date) =>
   batchableAll<Forget>(
     db,
     sql`insert into ${companyForgets} (company_id, person_id, due_at)
-        select ${companyId}, ${personId}, ${now.getTime()}
-        where exists (select 1 from companies where id = ${companyId} and scans_in_object = 1)
-          and not exists (select 1 from memberships where company_id = ${companyId} and person_id = ${personId})
+        select c.id, json_extract(f.value, '$.personId'), ${now.getTime()}
+        from json_each(${JSON.stringify(pairs)}) f
+        join companies c on c.id = json_extract(f.value, '$.companyId') and c.scans_in_object = 1
+        where not exists (select 1 from memberships m
+          where m.company_id = c.id and m.person_id = json_extract(f.value, '$.personId'))
         on conflict (company_id, person_id) do update set due_at = max(due_at, excluded.due_at)
         returning company_id as companyId, person_id as personId, due_at as dueAt`,
   );
@@ -85,18 +88,10 @@ export async function forgetInObjects(
   );
   if (done.length > 0) {
     try {
-      const [first, ...rest] = done.map((row) =>
-        db
-          .delete(companyForgets)
-          .where(
-            and(
-              eq(companyForgets.companyId, row.companyId),
-              eq(companyForgets.personId, row.personId),
-              eq(companyForgets.dueAt, row.dueAt),
-            ),
-          ),
-      );
-      await db.batch([first!, ...rest]);
+      // One statement: a row rewritten since by a later removal (another time) stays.
+      await db.run(sql`delete from ${companyForgets} where (company_id, person_id, due_at) in (
+        select json_extract(value, '$.companyId'), json_extract(value, '$.personId'), json_extract(value, '$.dueAt')
+        from json_each(${JSON.stringify(done)}))`);
     } catch (err) {
       logError("recording forgotten people failed; their objects forget them again later", err, {
         people: done.length,

@@ -37,6 +37,8 @@ export class WriteBatch {
   readonly #items: { statement: BatchItem<"sqlite">; role: Role }[] = [];
   readonly #guards: GuardStatement[] = [];
   readonly #explanations: GuardCheck[] = [];
+  /** Memberships the batch ends whose company's object may have to forget the person: one statement, last. */
+  readonly #forgets: { companyId: number; personId: number }[] = [];
 
   constructor(
     readonly deps: Deps,
@@ -82,13 +84,13 @@ export class WriteBatch {
   }
 
   /**
-   * The company's object forgets the person's scan side when the membership is gone at this point
-   * of the batch (after its delete) and the company's scan side lives in its object: recorded in
-   * `company_forgets` in this batch, told right after the commit, and by the minute sweep if that
+   * The company's object forgets the person's scan side when the membership is gone at the end of
+   * the batch and the company's scan side lives in its object: recorded in `company_forgets` by
+   * the batch's last statement (one for all its removals), told right after the commit, and by the minute sweep if that
    * fails (services/company-forgets.ts).
    */
   forgetInCompanyObject(companyId: number, personId: number) {
-    this.#items.push({ statement: forgetStatement(this.deps.db, companyId, personId, this.now), role: "forget" });
+    this.#forgets.push({ companyId, personId });
   }
 
   /**
@@ -265,6 +267,9 @@ export class WriteBatch {
    */
   async commit({ committed }: { committed?: () => Promise<unknown> } = {}): Promise<Committed> {
     if (this.#items.length === 0) return { results: [], deliveries: [] };
+    if (this.#forgets.length > 0) {
+      this.#items.push({ statement: forgetStatement(this.deps.db, this.#forgets.splice(0), this.now), role: "forget" });
+    }
     const [first, ...rest] = this.#items.map((item) => item.statement);
     let results: unknown[];
     try {
