@@ -21,30 +21,31 @@ export function exposuresJson(rows: { status: "pending" | "in_progress" | "close
  * Where a rendered Person's exposure counts go when the company's object keeps them: NUL never
  * appears raw in JSON text (a string's NUL is escaped), so the mark cannot be part of a value.
  */
-export const exposureMark = (personId: number) => `\u0000${personId}\u0000`;
-const MARKS = /\u0000(\d+)\u0000/g;
+const NUL = "\u0000";
+export const exposureMark = (personId: number) => `${NUL}${personId}${NUL}`;
 
-/** The ids of the Persons whose counts a rendering left to fill. */
+/** The ids of the Persons whose counts a rendering left to fill (split at the marks: every odd part is an id). */
 export const markedPeople = (rendered: string): number[] =>
-  [...rendered.matchAll(MARKS)].map((match) => Number(match[1]));
+  rendered.split(NUL).flatMap((part, i) => (i % 2 === 1 ? [Number(part)] : []));
 
 /** Fills a rendering's marks with the counts the company's object gave (a person it has nothing of: zeros). */
 export function fillExposureCounts(rendered: string, counts: ExposureCounts[]): string {
   const of = new Map(counts.map((row) => [row.personId, row]));
-  return rendered.replace(MARKS, (_, id: string) => {
-    const row = of.get(Number(id));
-    return exposuresJson(
-      row
-        ? [
-            { status: "pending", n: row.pending },
-            { status: "in_progress", n: row.in_progress },
-            { status: "closed", n: row.closed },
-          ]
-        : [],
-      row?.notFound ?? 0,
-    );
-  });
+  const parts = rendered.split(NUL);
+  return parts.map((part, i) => (i % 2 === 1 ? countsJson(of.get(Number(part))) : part)).join("");
 }
+
+const countsJson = (row: ExposureCounts | undefined): string =>
+  exposuresJson(
+    row
+      ? [
+          { status: "pending", n: row.pending },
+          { status: "in_progress", n: row.in_progress },
+          { status: "closed", n: row.closed },
+        ]
+      : [],
+    row?.notFound ?? 0,
+  );
 
 /** The counts of the people `rendered` marks, from the company's object (no RPC when there are none). */
 export async function objectExposureCounts(deps: Deps, companyId: number, rendered: string): Promise<string> {
