@@ -18,9 +18,11 @@ import { forgetPeople } from "./forget";
 /*
  * One company's own data, in its own Durable Object with SQLite storage (docs/architecture.md, "The
  * Company object"), named `company:<id>` (stub.ts). D1 stays the directory (companies, accounts,
- * memberships, webhooks); this object keeps what only the company reads: today its finished webhook
+ * memberships, webhooks); this object keeps what only the company reads: its finished webhook
  * deliveries with their attempts, pruned by its own alarm, so one company's history never waits on
- * another's. Calls to one object run one at a time.
+ * another's; and, for a company created since migration 0032, its scan side (exposures.ts: the
+ * exposures page, history and counts; removals.ts, scan-retention.ts: its duties; forget.ts).
+ * Calls to one object run one at a time.
  */
 
 /** How long after an entry falls due the alarm looks (entries go in chunks, not to the millisecond). */
