@@ -6,6 +6,7 @@ import { pruneScanSide } from "../../src/objects/company/scan-retention";
 import { countStatusChange } from "../../src/objects/company/exposures";
 import { createDeps } from "../../src/services/create-deps";
 import { forgetInObjects } from "../../src/services/company-forgets";
+import { purgeExpiredEphemeral } from "../../src/services/memberships";
 import { createEmployee } from "../../src/routes/employees/employees.routes";
 import { answer, as, countRows, drainBackground, employeeBody, fresh } from "../helpers";
 import {
@@ -259,6 +260,36 @@ describe("forgetting people whose membership ended", () => {
     expect(
       await countInCompanyObject(1, "SELECT count(*) AS n FROM exposures WHERE id = ?", objectExposureId(1, 5002)),
     ).toBe(0);
+  });
+
+  it("an object that does not answer after the commit: the row stays for the sweep (the ephemeral purge's removals too)", async () => {
+    const person = await newEmployee();
+    await seedPerson(person, 5004);
+    await env.DB.prepare("UPDATE memberships SET ephemeral_until = ? WHERE company_id = 1 AND person_id = ?")
+      .bind(Date.now() - hour, person)
+      .run();
+    const real = createDeps(env);
+    const unavailable = {
+      ...real,
+      companyObjects: {
+        of: (companyId: number) =>
+          new Proxy(real.companyObjects.of(companyId), {
+            get: (target, key) =>
+              key === "forgetPeople"
+                ? () => Promise.reject(new Error("object unavailable"))
+                : (Reflect.get(target, key) as unknown),
+          }),
+      },
+    };
+    const errors = vi.spyOn(console, "error").mockImplementation(() => undefined);
+    const { removed } = await purgeExpiredEphemeral(unavailable, new Date());
+    expect(removed).toContainEqual({ companyId: 1, personId: person });
+    expect(errors).toHaveBeenCalled();
+    expect(await countRows("SELECT count(*) AS n FROM company_forgets WHERE person_id = ?", person)).toBe(1);
+    expect(await leftOf(person)).toBe(3);
+    expect(await forgetInObjects(real)).toEqual({ forgotten: 1, more: false });
+    expect(await countRows("SELECT count(*) AS n FROM company_forgets")).toBe(0);
+    expect(await leftOf(person)).toBe(0);
   });
 
   it("a company whose scan side is in D1 records nothing to forget", async () => {
