@@ -50,6 +50,8 @@ export async function handleScheduled(controller: ScheduledController, env: Env)
       const history = await job("hand-over", { kind: "hand-over-history" });
       // Objects of deleted accounts whose erasure right after the commit failed.
       const erase = await job("erase", { kind: "erase-persons" });
+      // People whose membership ended, left for their company's object to forget when telling it after the commit failed.
+      const forget = await job("forget", { kind: "forget-people" });
       // Dead letters due for another try: redriven one per invocation through `redrive` messages.
       const redrive = await run("redrive", async () => {
         const due = await deadLetterDue(deps, now);
@@ -61,7 +63,7 @@ export async function handleScheduled(controller: ScheduledController, env: Env)
       // Twilio auth tokens stored in clear by an older version, or under a key rotated away, sealed
       // under PROVIDER_SECRET_KEYS' first key (one read of the few signed tokens when none is due).
       const providerKeys = await run("provider-keys", () => resealProviderSecrets(deps, now));
-      logInfo({ cron: controller.cron, index, outbox, history, erase, redrive, rebuild, providerKeys });
+      logInfo({ cron: controller.cron, index, outbox, history, erase, forget, redrive, rebuild, providerKeys });
       const backlog = await run("status", () => backgroundStatus(deps, now));
       if (backlog) logInfo({ metric: "background_backlog", ...backlog });
       return;

@@ -29,6 +29,9 @@ import { PushJob } from "./push";
  *   and another while chunks are full;
  * - `erase-persons`: erase the objects of accounts that are gone
  *   (`person_erasures`), and another while more are due;
+ * - `forget-people`: tell companies' objects to forget people whose
+ *   membership ended (`company_forgets`; services/company-forgets.ts), and
+ *   another while more are due;
  * - `rebuild-index`: the next chunk of the trust-index rebuild, and another
  *   until every key is written and the index is marked complete
  *   (services/index-rebuild.ts);
@@ -56,6 +59,7 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("erase-persons") }),
   z.object({ kind: z.literal("hand-over-history") }),
   z.object({ kind: z.literal("company-events"), companyId: z.number().int().positive() }),
+  z.object({ kind: z.literal("forget-people") }),
   z.object({
     kind: z.literal("rebuild-index"),
     stage: z.enum(["people", "numbers", "companies"]),

@@ -22,6 +22,13 @@ export const toCompanyRef = (row: SiteRow): CompanyRef => ({
   url: row.url,
 });
 
+/** The site object carried by exposures, their history and scan events: the short company reference. */
+export const toSite = toCompanyRef;
+export type SiteRef = CompanyRef;
+export type { SiteRow };
+
+export type ExposureStatus = ExposureRecord["status"];
+
 /** An exposure with its site, as `toExposure` renders it. */
 export type ExposureRow = {
   id: number;

@@ -93,6 +93,12 @@ export async function resolveCompanyAccess(
       `this needs the \`${permission}\` permission, which your roles in company ${companyId} do not grant`,
     );
   }
-  const { membershipId, id, name, status, url, logo, scanner, listVersion } = rows[0]!;
-  return { companyId, membershipId, permissions, listVersion, company: { id, name, status, url, logo, scanner } };
+  const { membershipId, id, name, status, url, logo, scanner, scansInObject, listVersion } = rows[0]!;
+  return {
+    companyId,
+    membershipId,
+    permissions,
+    listVersion,
+    company: { id, name, status, url, logo, scanner, scansInObject },
+  };
 }

@@ -10,6 +10,7 @@ import type { Deps } from "./deps";
 import { rebuildChunk } from "./index-rebuild";
 import { movePeopleChunk, movePersonChunk } from "./person-moves";
 import { eraseGonePersons } from "./person-erasures";
+import { forgetInObjects } from "./company-forgets";
 import { pruneExpired } from "./retention";
 import { applyScanEvents } from "./scans";
 import { runPushJob } from "./push";
@@ -91,6 +92,10 @@ export async function runBackgroundJob(deps: Deps, body: BackgroundMessage, now:
     case "erase-persons": {
       const { erased, more } = await eraseGonePersons(deps, undefined, now);
       return { done: { erased }, ...continues(more, body) };
+    }
+    case "forget-people": {
+      const { forgotten, more } = await forgetInObjects(deps, undefined, now);
+      return { done: { forgotten }, ...continues(more, body) };
     }
     case "hand-over-history": {
       const { handed, full } = await handOverFinished(deps);

@@ -6,7 +6,10 @@ import { badRequest } from "../lib/errors";
 import { DEFAULT_ROLES } from "../lib/permissions";
 import type { Deps } from "./deps";
 
-export type CompanyRow = Pick<typeof companies.$inferSelect, "id" | "name" | "status" | "url" | "logo" | "scanner">;
+export type CompanyRow = Pick<
+  typeof companies.$inferSelect,
+  "id" | "name" | "status" | "url" | "logo" | "scanner" | "scansInObject"
+>;
 
 /**
  * The caller's standing in the company of a `/companies/{company_id}/…` path,
@@ -29,6 +32,8 @@ export const companyColumns = {
   url: companies.url,
   logo: companies.logo,
   scanner: companies.scanner,
+  /** Where the company's scan side lives (its object, or D1's tables): the exposure reads follow it. */
+  scansInObject: companies.scansInObject,
 };
 
 /** Columns of the short company reference `{id, name, slug, logo, url}`. */

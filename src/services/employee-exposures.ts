@@ -13,8 +13,13 @@ import {
 import { refusal, type Answer } from "../lib/answer";
 import { pageWindow, type Page } from "../lib/pagination";
 import { iso } from "../lib/time";
+import { companyOfExposure } from "../domain/company-scans";
 import { exposureQuery, siteColumns, toExposure, toSite, type Exposure } from "./exposures";
+import type { CompanyRow } from "./companies";
 import type { Deps } from "./deps";
+
+/** What the reads need of the company: which one, and where its scan side lives (read with the access check). */
+type Home = Pick<CompanyRow, "id" | "scansInObject">;
 
 /**
  * The reads of exposures a company makes about its employees
@@ -49,13 +54,27 @@ const ofEmployeesOf = (companyId: number) =>
  * from `since` on: no read sorts or counts the company's whole set
  * (docs/performance.md, "Big companies"). With an employee filter the
  * named employees' exposures are read and sorted: a few people's.
+ *
+ * A company whose scan side lives in its object is answered by that object
+ * (objects/company/exposures.ts, the same order, filters and total, its sites
+ * from its own table): no D1 read.
  */
 export async function listExposures(
-  { db }: Deps,
-  companyId: number,
+  deps: Deps,
+  company: Home,
   filter: ExposureFilter,
   page: Page,
 ): Promise<{ items: Exposure[]; total: number }> {
+  const { db } = deps;
+  const companyId = company.id;
+  if (company.scansInObject) {
+    const { limit, offset } = pageWindow(page);
+    const { items, total } = await deps.companyObjects.of(companyId).exposurePage(filter, offset, limit);
+    return {
+      items: items.map((item) => toExposure({ ...item, data: JSON.parse(item.data) as Record<string, unknown> })),
+      total,
+    };
+  }
   if (filter.employees) return listExposuresOf(db, companyId, { ...filter, employees: filter.employees }, page);
   const statuses = filter.statuses ?? exposureStatuses;
   const mine = and(
@@ -115,10 +134,24 @@ async function listExposuresOf(
  * when there is no such exposure of an employee of the company.
  */
 export async function getExposureHistory(
-  { db }: Deps,
-  companyId: number,
+  deps: Deps,
+  company: Home,
   exposureId: number,
 ): Promise<Answer<{ history: HistoryEntry[] }>> {
+  const { db } = deps;
+  const companyId = company.id;
+  if (company.scansInObject) {
+    // The object's ids name their company (domain/company-scans.ts): another company's, or D1's, is not one of its.
+    const lines =
+      companyOfExposure(exposureId) === companyId
+        ? await deps.companyObjects.of(companyId).exposureHistory(exposureId)
+        : null;
+    if (lines === null) return refusal(404, `exposure ${exposureId} does not exist`);
+    return {
+      ok: true,
+      history: lines.map((line) => ({ event: line.event, company: toSite(line.site), when: iso(line.createdAt)! })),
+    };
+  }
   const mine = and(eq(exposures.id, exposureId), ofEmployeesOf(companyId));
   const [owner, rows] = await db.batch([
     db.select({ id: exposures.id }).from(exposures).where(mine),

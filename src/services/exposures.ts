@@ -14,11 +14,11 @@ import type { Deps } from "./deps";
  */
 
 /** The site object carried by exposures and scan events is the short company reference. */
-export { companyRefColumns as siteColumns, toCompanyRef as toSite, type CompanyRef as SiteRef } from "./companies";
+export { companyRefColumns as siteColumns, type CompanyRef as SiteRef } from "./companies";
 import { companyRefColumns as siteColumns } from "./companies";
 
-/** The payload builders and history texts, shared with the company's object (domain/scan-payloads.ts). */
-export { historyPrefix, toExposure, type Exposure, type ExposureRow } from "../domain/scan-payloads";
+/** The payload builders and history texts, one for both homes of the scan side (domain/scan-payloads.ts). */
+export { historyPrefix, toExposure, toSite, type Exposure, type ExposureRow } from "../domain/scan-payloads";
 import { historyPrefix, toExposure, type ExposureRow } from "../domain/scan-payloads";
 
 /** Columns for `toExposure`; select them from `exposures` inner-joined with the site (`exposureQuery`). */

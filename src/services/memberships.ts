@@ -39,6 +39,8 @@ export function addRemoval(batch: WriteBatch, companyId: number, personId: numbe
       .returning({ id: memberships.id }),
   );
   batch.emit([{ companyId, event: "person:removed", payload: { id: personId } }], { ifChanged: true });
+  // A company whose scan side is in its object forgets the person there (services/company-forgets.ts).
+  batch.forgetInCompanyObject(companyId, personId);
   // Before the account goes (which frees the number): mark its number released.
   batch.add(
     db

@@ -9,6 +9,7 @@ import type { EventName } from "../domain/events";
 import { enqueueDeliveries } from "./events";
 import type { Deps } from "./deps";
 import { eraseGonePersons } from "./person-erasures";
+import { forgetInObjects, forgetStatement, type Forget } from "./company-forgets";
 import * as stale from "./trust-index/stale";
 import { makeCurrentAfterCommit } from "./trust-index/current";
 import { KEY_KINDS } from "../domain/key-kinds";
@@ -20,7 +21,7 @@ import { KEY_KINDS } from "../domain/key-kinds";
  */
 export type OutboxEvent = { event: EventName; payload: unknown } & ({ companyId: number } | { personId: number });
 
-type Role = "change" | "deliveries" | "index" | "erase";
+type Role = "change" | "deliveries" | "index" | "erase" | "forget";
 
 /**
  * A command's write (docs/architecture.md, "Writes are commands"): the
@@ -40,6 +41,8 @@ export class WriteBatch {
   readonly #items: { statement: BatchItem<"sqlite">; role: Role }[] = [];
   readonly #guards: GuardStatement[] = [];
   readonly #explanations: GuardCheck[] = [];
+  /** Memberships the batch ends whose company's object may have to forget the person: one statement, last. */
+  readonly #forgets: { companyId: number; personId: number }[] = [];
 
   constructor(
     readonly deps: Deps,
@@ -82,6 +85,16 @@ export class WriteBatch {
           where changes() > 0 on conflict (person_id) do nothing returning person_id as personId`,
     );
     this.#items.push({ statement, role: "erase" });
+  }
+
+  /**
+   * The company's object forgets the person's scan side when the membership is gone at the end of
+   * the batch and the company's scan side lives in its object: recorded in `company_forgets` by
+   * the batch's last statement (one for all its removals), told right after the commit, and by the minute sweep if that
+   * fails (services/company-forgets.ts).
+   */
+  forgetInCompanyObject(companyId: number, personId: number) {
+    this.#forgets.push({ companyId, personId });
   }
 
   /**
@@ -263,6 +276,9 @@ export class WriteBatch {
    */
   async commit({ committed }: { committed?: () => Promise<unknown> } = {}): Promise<Committed> {
     if (this.#items.length === 0) return { results: [], deliveries: [] };
+    if (this.#forgets.length > 0) {
+      this.#items.push({ statement: forgetStatement(this.deps.db, this.#forgets.splice(0), this.now), role: "forget" });
+    }
     const [first, ...rest] = this.#items.map((item) => item.statement);
     let results: unknown[];
     try {
@@ -284,6 +300,8 @@ export class WriteBatch {
         this.deps,
         erased.map((row) => row.personId),
       );
+    const forgets = this.#items.flatMap((item, i) => (item.role === "forget" ? (results[i] as Forget[]) : []));
+    if (forgets.length > 0) await forgetInObjects(this.deps, forgets, this.now);
     return { results, deliveries };
   }
 }

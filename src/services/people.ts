@@ -4,6 +4,7 @@ import type { Db } from "../db/client";
 import { batchableAll } from "../db/sql";
 import { groupBy } from "../lib/group";
 import { people, personEmails, personPhones, secureNumbers } from "../db/schema";
+import { exposureMark, exposuresJson, fillExposureCounts, objectExposureCounts } from "./exposure-counts";
 import type { Deps } from "./deps";
 
 /**
@@ -141,7 +142,16 @@ type AkaRow = {
  * Person shows; the collections are read for the people of `ids` by the
  * person index, whatever their number.
  */
-export function peopleReads(db: Db, companyId: number, ids: PersonIds) {
+export function peopleReads(
+  db: Db,
+  companyId: number,
+  ids: PersonIds,
+  /**
+   * Where the company's scan side lives (`companies.scans_in_object`): D1, read by this batch; or the
+   * company's object, whose counts `render` leaves marks for (`fillExposureCounts`, `objectExposureCounts`).
+   */
+  scansInObject = false,
+) {
   const list = Array.isArray(ids);
   const idList = list ? JSON.stringify(ids) : "";
   const wanted = list ? sql`json_each(${idList}) wanted` : sql`${ids} wanted`;
@@ -188,6 +198,9 @@ export function peopleReads(db: Db, companyId: number, ids: PersonIds) {
           join roles r on r.id = mr.role_id
           where m.company_id = ${companyId} and m.person_id in (${among}) order by r.id`,
     ),
+  ] as const;
+  // What D1 knows of the people's exposures, for a company whose scan side is D1's (else its object answers).
+  const exposureStatements = [
     batchableAll<{ person_id: number; status: "pending" | "in_progress" | "closed"; n: number }>(
       db,
       sql`select person_id, status, count(*) as n from exposures where person_id in (${among})
@@ -213,9 +226,14 @@ export function peopleReads(db: Db, companyId: number, ids: PersonIds) {
     { person_id: number; status: "pending" | "in_progress" | "closed"; n: number }[],
     { person_id: number; n: number }[],
   ];
-  /** The JSON array of the Persons read, in the order asked (ids that are no member here are left out). */
+  /**
+   * The JSON array of the Persons read, in the order asked (ids that are no member here are left out).
+   * For a company whose scan side is in its object, each Person's `exposures` is a mark to fill
+   * (`fillExposureCounts`): the rendering of the rest can be kept while the counts change.
+   */
   const render = (results: unknown[]): string => {
-    const [bases, emails, phones, addresses, akas, roles, exposureRows, notFoundRows] = results as Results;
+    const [bases, emails, phones, addresses, akas, roles, ...rest] = results as Results;
+    const [exposureRows, notFoundRows] = scansInObject ? [[], []] : (rest as [Results[6], Results[7]]);
     const emailsOf = groupBy(emails, (row) => row.person_id);
     const phonesOf = groupBy(phones, (row) => row.person_id);
     const addressesOf = groupBy(addresses, (row) => row.person_id);
@@ -231,13 +249,14 @@ export function peopleReads(db: Db, companyId: number, ids: PersonIds) {
           addresses: addressesOf.get(base.id) ?? [],
           akas: akasOf.get(base.id) ?? [],
           roles: rolesOf.get(base.id) ?? [],
-          exposures: exposuresOf.get(base.id) ?? [],
-          notFound: notFound.get(base.id) ?? 0,
+          exposures: scansInObject
+            ? exposureMark(base.id)
+            : exposuresJson(exposuresOf.get(base.id) ?? [], notFound.get(base.id) ?? 0),
         }),
       )
       .join(",")}]`;
   };
-  return { statements, render };
+  return { statements: scansInObject ? statements : ([...statements, ...exposureStatements] as const), render };
 }
 
 /** JSON of a string or null (JSON.stringify escapes exactly as the answer needs). */
@@ -255,12 +274,10 @@ function renderPerson(
     addresses: AddressRow[];
     akas: AkaRow[];
     roles: { name: string }[];
-    exposures: { status: "pending" | "in_progress" | "closed"; n: number }[];
-    notFound: number;
+    /** The `exposures` object's JSON text (or the mark where the company's object fills it). */
+    exposures: string;
   },
 ): string {
-  const counts = { pending: 0, in_progress: 0, closed: 0 };
-  for (const row of of.exposures) counts[row.status] = row.n;
   // One primary where the person has one: the company's own choice (an address it manages)
   // comes before the person's own primary, which another company may not have chosen.
   const managedPrimary = of.emails.some((row) => row.primary && row.managed);
@@ -301,8 +318,7 @@ function renderPerson(
       .join(",")}],` +
     `"last_scan_at":${isoJson(base.last_scan_at)},"license":${license},` +
     `"roles":[${of.roles.map((role) => str(role.name)).join(",")}],"risk_score":${base.risk_score},` +
-    `"exposures":{"total":${counts.pending + counts.in_progress + counts.closed},"pending":${counts.pending},` +
-    `"in_progress":${counts.in_progress},"closed":${counts.closed},"not_found":${of.notFound}},` +
+    `"exposures":${of.exposures},` +
     `"last_login":${isoJson(base.last_login_at)},"created_at":${isoJson(base.created_at)}}`
   );
 }
@@ -310,17 +326,47 @@ function renderPerson(
 /**
  * Loads the people of `personIds` who are members of `companyId`, as
  * Persons in the order given; ids that are not members are left out.
- * One D1 round trip of eight queries, whatever the number of people.
+ * One D1 round trip, whatever the number of people; for a company whose scan
+ * side is in its object, beside one call of that object (`scansInObject`, when
+ * the caller read it with the company; else read in the same round trip).
  */
-export async function loadPeople({ db }: Deps, companyId: number, personIds: number[]): Promise<PersonBody[]> {
+export async function loadPeople(
+  deps: Deps,
+  companyId: number,
+  personIds: number[],
+  scansInObject?: boolean,
+): Promise<PersonBody[]> {
   if (personIds.length === 0) return [];
-  const reads = peopleReads(db, companyId, personIds);
+  const { db } = deps;
+  const inObject = scansInObject ?? false;
+  const reads = peopleReads(db, companyId, personIds, inObject);
   const [first, ...rest] = reads.statements;
-  return JSON.parse(reads.render(await db.batch([first, ...rest]))) as PersonBody[];
+  const flag = batchableAll<{ in_object: number }>(
+    db,
+    sql`select scans_in_object as in_object from companies where id = ${companyId}`,
+  );
+  if (scansInObject === undefined) {
+    // The flag is read with the people; a company in its object then re-renders without D1's counts.
+    const [flagged, ...results] = await db.batch([flag, first, ...rest]);
+    if (!(flagged as { in_object: number }[])[0]?.in_object) return JSON.parse(reads.render(results)) as PersonBody[];
+    const marked = peopleReads(db, companyId, personIds, true).render(results);
+    return JSON.parse(await objectExposureCounts(deps, companyId, marked)) as PersonBody[];
+  }
+  if (!inObject) return JSON.parse(reads.render(await db.batch([first, ...rest]))) as PersonBody[];
+  const [results, counts] = await Promise.all([
+    db.batch([first, ...rest]),
+    deps.companyObjects.of(companyId).exposureCounts(personIds),
+  ]);
+  return JSON.parse(fillExposureCounts(reads.render(results), counts)) as PersonBody[];
 }
 
 /** One employee of the company as a Person, or null when the id is not an employee there. */
-export async function loadPerson(deps: Deps, companyId: number, personId: number): Promise<PersonBody | null> {
-  const [person] = await loadPeople(deps, companyId, [personId]);
+export async function loadPerson(
+  deps: Deps,
+  companyId: number,
+  personId: number,
+  scansInObject?: boolean,
+): Promise<PersonBody | null> {
+  const [person] = await loadPeople(deps, companyId, [personId], scansInObject);
   return person ?? null;
 }

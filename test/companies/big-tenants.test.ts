@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createEmployee, listEmployees, listExposures } from "../../src/routes/employees/employees.routes";
 import { answer, as, countRows, DEMO, employeeBody, expectError, fresh } from "../helpers";
+import { scansInObject } from "../support/company-scans";
 
 // Big companies' lists read index ranges (docs/performance.md, "Big companies"): the exposures page
 // reads `company_exposures` and its counts, the employee list's total `company_employee_counts`, all
@@ -40,6 +41,13 @@ const insertExposure = (personId: number, status: string, at: number) =>
     .first<{ id: number }>();
 
 describe("the exposures page reads the company's rows as they are", () => {
+  // D1's tables and their triggers, for companies whose scan side is still in D1 (the object's page:
+  // exposures.test.ts, company-exposures-scale.test.ts).
+  beforeAll(async () => {
+    await scansInObject(DEMO.companies.acme, false);
+    await scansInObject(DEMO.companies.globex, false);
+  });
+
   it("after exposures are added, moved, closed and deleted, and employees join and leave", async () => {
     const now = Date.now();
     const dana = await newEmployee();

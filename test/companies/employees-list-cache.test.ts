@@ -6,6 +6,7 @@ import { peopleReads } from "../../src/services/people";
 import { createEmployee } from "../../src/routes/employees/employees.routes";
 import { answer, as, captureTokenUses, countD1, employeeBody, fresh } from "../helpers";
 import { until } from "../webhook-receiver";
+import { objectExposureId, scansInObject, seedCompanyScans } from "../support/company-scans";
 
 // The employee list answers a page it rendered before from the isolate's memory while the
 // company's list version (drizzle/0015_company_list_versions.sql, kept by triggers) is the one
@@ -142,6 +143,8 @@ describe("GET /companies/{company_id}/employees: rendered pages kept per company
   });
 
   it("exposures and scan results", async () => {
+    // D1's rows, for a company whose scan side is still in D1 (restored below).
+    await scansInObject(1, false);
     const list = await expectSeen(() =>
       run(
         "INSERT INTO exposures (person_id, site_id, status, url, created_at, updated_at) VALUES (?, 3, 'pending', 'https://peoplefinder.example/cache', ?, ?)",
@@ -163,6 +166,34 @@ describe("GET /companies/{company_id}/employees: rendered pages kept per company
         now,
       ),
     );
+    await scansInObject(1, true);
+  });
+
+  it("a company whose scan side is in its object: a kept page's counts come from the object on every answer, no D1 read", async () => {
+    await page(); // rendered and kept
+    const counts = countD1();
+    const before = JSON.parse((await page()).body) as { id: number; [field: string]: unknown }[];
+    expect(counts.rounds).toBe(1); // the access check only
+    const pending = (bob(before).exposures as { pending: number }).pending;
+    await seedCompanyScans(1, {
+      exposures: [
+        {
+          id: objectExposureId(1, 9001),
+          personId: BOB,
+          siteId: 3,
+          status: "pending",
+          createdAt: now,
+          updatedAt: now,
+        },
+      ],
+    });
+    const answered = await page();
+    expect(counts.rounds).toBe(2); // again the access check only, yet the new count is there
+    expect((bob(JSON.parse(answered.body) as typeof before).exposures as { pending: number }).pending).toBe(
+      pending + 1,
+    );
+    const after = await current(); // and the same as a fresh rendering
+    expect((bob(JSON.parse(after.body) as typeof before).exposures as { pending: number }).pending).toBe(pending + 1);
   });
 
   it("employees added, changed and removed through the API, and a search's page", async () => {

@@ -15,6 +15,8 @@ import {
 import { createDeps } from "../../src/services/create-deps";
 import { loadPeople, type PersonBody } from "../../src/services/people";
 import { as, fresh } from "../helpers";
+import { employeeListCache } from "../../src/services/employees/list";
+import { objectExposureId, scansInObject, seedCompanyScans } from "../support/company-scans";
 
 // A list of Persons is written straight from the rows as JSON text (services/people.ts: the
 // list sends it as it is, everything else parses it). These cases pin every field's rule
@@ -143,6 +145,37 @@ beforeAll(async () => {
       { scanId: `${local}-6`, personId: full, siteId: 5, outcome: "not_found", at: at("2026-01-04T00:00:00Z") },
       { scanId: `${local}-7`, personId: full, siteId: 5, outcome: "failed", at: at("2026-01-05T00:00:00Z") },
     ]);
+  // The same exposures and results in each company's object, for when its scan side lives there.
+  const seed = {
+    exposures: (["pending", "pending", "in_progress", "closed"] as const).map((status, n) => ({
+      id: n + 1,
+      personId: full,
+      siteId: n < 2 ? 3 : 4,
+      status,
+      createdAt: Date.parse("2026-01-01T00:00:00Z"),
+      updatedAt: Date.parse("2026-01-01T00:00:00Z"),
+    })),
+    results: [
+      [3, "not_found", "2026-01-01"],
+      [3, "found", "2026-01-02"],
+      [4, "found", "2026-01-01"],
+      [4, "not_found", "2026-01-03"],
+      [5, "not_found", "2026-01-01"],
+      [5, "not_found", "2026-01-04"],
+      [5, "failed", "2026-01-05"],
+    ].map(([siteId, outcome, day], n) => ({
+      scanId: `${local}-${n + 1}`,
+      personId: full,
+      siteId: siteId as number,
+      outcome: outcome as string,
+      at: Date.parse(`${day as string}T00:00:00Z`),
+    })),
+  };
+  for (const companyId of [1, 2])
+    await seedCompanyScans(companyId, {
+      ...seed,
+      exposures: seed.exposures.map((row) => ({ ...row, id: objectExposureId(companyId, row.id) })),
+    });
 });
 
 /** What both companies see of `full`, apart from emails, license and roles. */
@@ -205,7 +238,16 @@ async function emailIds() {
   return results;
 }
 
-describe("a Person as rendered for lists and reads", () => {
+describe.each([
+  { home: "D1", inObject: false },
+  { home: "the company's object", inObject: true },
+])("a Person as rendered for lists and reads, scan side in $home", ({ inObject }) => {
+  beforeAll(async () => {
+    employeeListCache.clear();
+    await scansInObject(1, inObject);
+    await scansInObject(2, inObject);
+  });
+
   it("as Acme sees them: its managed primary wins over the person's own, another employer's address is hidden", async () => {
     const [own, acme] = await emailIds();
     const expected: PersonBody = {

@@ -8,7 +8,7 @@ import {
   waitOnExecutionContext,
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createDb } from "../../src/db/client";
 import { pruneOlderThan } from "../../src/db/prune";
 import { blockedCalls } from "../../src/db/schema";
@@ -17,6 +17,7 @@ import { createDeps } from "../../src/services/create-deps";
 import { pruneExpired, RETENTION_RULE_COUNT, RETENTION_STATEMENTS_PER_RULE } from "../../src/services/retention";
 import { createEmployee, getEmployee } from "../../src/routes/employees/employees.routes";
 import { answer, as, employeeBody, fresh, inPersonObject, personObject } from "../helpers";
+import { scansInObject } from "../support/company-scans";
 
 /** Retention of docs/decisions.md on a controlled clock: rows are inserted with old timestamps, then the daily cron fires. */
 
@@ -125,6 +126,9 @@ describe("daily cron: webhook history is kept 3 days after a success, 30 after a
 });
 
 describe("daily cron: scans, scan results and closed exposures", () => {
+  // D1's rules, for a company whose scan side is still in D1 (its object's: company-scans.test.ts).
+  beforeAll(() => scansInObject(1, false));
+
   it("prunes scans finished more than 7 days ago; younger and unfinished scans stay", async () => {
     const now = Date.now();
     await env.DB.prepare(
@@ -216,6 +220,8 @@ describe("daily cron: scans, scan results and closed exposures", () => {
 });
 
 describe("exposure history lives as long as its exposure", () => {
+  beforeAll(() => scansInObject(1, false));
+
   it("keeps old history of a living exposure through the daily cron, and drops it with the exposure", async () => {
     const now = Date.now();
     const ancient = now - 800 * day;

@@ -13,18 +13,24 @@ import {
   type HistoryFilter,
   type HistoryRow,
 } from "../../domain/webhook-history";
+import type { ExposureCounts, ExposurePageFilter } from "../../domain/company-scans";
 import * as history from "./history";
 import * as scans from "./scans";
 import * as scheduler from "./scheduler";
+import * as exposures from "./exposures";
+import { forgetPeople } from "./forget";
+import { REMOVAL_INTERVAL_MS, removalStep } from "./removals";
+import { OBJECT_SCAN_RETENTION_DAYS, pruneScanSide } from "./scan-retention";
 
 /*
  * One company's own data, in its own Durable Object with SQLite storage (docs/architecture.md, "The
  * Company object"), named `company:<id>` (stub.ts). D1 stays the directory (companies, accounts,
- * memberships, webhooks); this object keeps what only the company reads: today its finished webhook
+ * memberships, webhooks); this object keeps what only the company reads: its finished webhook
  * deliveries with their attempts, pruned by its own alarm, so one company's history never waits on
  * another's; and, for a company whose scan side lives here (D1's `companies.scans_in_object`), its
- * employees' scans, results and exposures, whose webhook events wait in its outbox until the Worker
- * recorded them in D1 (scans.ts). Calls to one object run one at a time.
+ * employees' scans, results and exposures (scans.ts: the writes, whose webhook events wait in its
+ * outbox until the Worker recorded them in D1; exposures.ts: the page, history and counts;
+ * removals.ts, scan-retention.ts: its duties; forget.ts). Calls to one object run one at a time.
  */
 
 /** How long after an entry falls due the alarm looks (entries go in chunks, not to the millisecond). */
@@ -69,11 +75,32 @@ export class Company extends DurableObject<Env> {
       if (oldest > now - EVENTS_REPAIR_AFTER_MS) return oldest + EVENTS_REPAIR_AFTER_MS;
       const companyId = scans.companyOf(this.db);
       if (companyId === null) return null;
-      const message: BackgroundMessage = { kind: "company-events", companyId };
-      await this.env.BACKGROUND_QUEUE.send(message);
+      await this.askToRecordEvents();
       return now + EVENTS_REPAIR_AFTER_MS;
     },
+    // Pending exposures move to `in_progress`, a chunk an alarm while more are pending; the events
+    // raised are recorded through the background queue at once (no request waits on this step).
+    removals: async (now) => {
+      const { moved, more } = removalStep(this.db, new Date(now));
+      if (moved > 0) {
+        scheduler.dueBy(this.db, "events", now + EVENTS_REPAIR_AFTER_MS);
+        await this.askToRecordEvents();
+      }
+      return more ? now : null;
+    },
+    "scan-retention": (now) => {
+      const { next } = pruneScanSide(this.db, now);
+      return next === null ? null : next === now ? now : next + ALARM_SLACK_MS;
+    },
   };
+
+  /** Asks the Worker, through the background queue, to record the outbox's events in D1 (services/company-events.ts). */
+  private async askToRecordEvents() {
+    const companyId = scans.companyOf(this.db);
+    if (companyId === null) return;
+    const message: BackgroundMessage = { kind: "company-events", companyId };
+    await this.env.BACKGROUND_QUEUE.send(message);
+  }
 
   /** Sets the alarm to the earliest due duty (the one writer of this object's alarm). */
   private async arm() {
@@ -114,7 +141,17 @@ export class Company extends DurableObject<Env> {
    * outbox for the Worker (`takeEvents`, `ackEvents`).
    */
   async applyScanRun(companyId: number, events: ScanRunEvent[], sites: SiteRow[]): Promise<string[]> {
-    const outcomes = scans.applyRun(this.db, companyId, events, sites, new Date());
+    const now = new Date();
+    const outcomes = scans.applyRun(this.db, companyId, events, sites, now);
+    // A new pending exposure is taken by the next hourly removal step; what the run recorded is
+    // looked at by retention once its week has passed.
+    if (outcomes.includes("found: exposure created"))
+      scheduler.dueBy(this.db, "removals", Math.ceil((now.getTime() + 1) / REMOVAL_INTERVAL_MS) * REMOVAL_INTERVAL_MS);
+    scheduler.dueBy(
+      this.db,
+      "scan-retention",
+      now.getTime() + OBJECT_SCAN_RETENTION_DAYS.results * DAY_MS + ALARM_SLACK_MS,
+    );
     await this.eventsRaised();
     return outcomes;
   }
@@ -122,7 +159,14 @@ export class Company extends DurableObject<Env> {
   /** A site confirmed a removal: `in_progress` → `closed` (scans.ts `confirmRemoval`). */
   async confirmRemoval(exposureId: number, at: Date): Promise<"closed" | "unchanged" | "missing"> {
     const outcome = scans.confirmRemoval(this.db, exposureId, at, new Date());
-    if (outcome === "closed") await this.eventsRaised();
+    if (outcome === "closed") {
+      scheduler.dueBy(
+        this.db,
+        "scan-retention",
+        at.getTime() + OBJECT_SCAN_RETENTION_DAYS.closedExposures * DAY_MS + ALARM_SLACK_MS,
+      );
+      await this.eventsRaised();
+    }
     return outcome;
   }
 
@@ -145,6 +189,26 @@ export class Company extends DurableObject<Env> {
   private async eventsRaised() {
     scheduler.dueBy(this.db, "events", Date.now() + EVENTS_REPAIR_AFTER_MS);
     await this.arm();
+  }
+
+  /** One page of the company's exposures, oldest change first, with their sites, and how many match (exposures.ts). */
+  exposurePage(filter: ExposurePageFilter, offset: number, limit: number) {
+    return exposures.exposurePage(this.db, filter, offset, limit);
+  }
+
+  /** One exposure's history, oldest first, each line with its site; null when the company has no such exposure. */
+  exposureHistory(exposureId: number) {
+    return exposures.exposureHistory(this.db, exposureId);
+  }
+
+  /** Per person asked: exposures by status and sites not found, for the Person resource. */
+  exposureCounts(personIds: number[]): ExposureCounts[] {
+    return exposures.exposureCounts(this.db, personIds);
+  }
+
+  /** Their membership ended at `before`: the people's scan side recorded until then goes (forget.ts). */
+  forgetPeople(personIds: number[], before: Date): number {
+    return forgetPeople(this.db, personIds, before);
   }
 
   /** Runs every duty that is due, then sets the alarm to the next one. A duty that fails is tried again later. */

@@ -3,6 +3,7 @@ import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import { exposureIdBase, type CompanyEvent, type ScanRunEvent, type SiteRow } from "../../domain/company-scans";
 import type { EventName } from "../../domain/events";
 import { historyPrefix, RESULT_EVENTS, scanEventPayload, toExposure } from "../../domain/scan-payloads";
+import { countStatusChange } from "./exposures";
 import { counters, events, exposureHistory, exposures, scanResults, scans, sites } from "./schema";
 
 /*
@@ -146,6 +147,7 @@ function result(
       updatedAt: now,
     })
     .run();
+  countStatusChange(tx, null, "pending");
   tx.insert(exposureHistory)
     .values({ exposureId: id, siteId: event.site_id, event: historyPrefix.found + site.name, createdAt: event.at })
     .run();
@@ -191,6 +193,7 @@ export function confirmRemoval(db: Db, exposureId: number, at: Date, now: Date):
       .set({ status: "closed", closedAt: at, updatedAt: now })
       .where(and(eq(exposures.id, exposureId), eq(exposures.status, "in_progress")))
       .run();
+    countStatusChange(tx, "in_progress", "closed");
     tx.insert(exposureHistory)
       .values({ exposureId, siteId: row.site.id, event: historyPrefix.closed + row.site.name, createdAt: at })
       .run();

@@ -13,9 +13,12 @@ type Db = DrizzleSqliteDODatabase;
 /**
  * - `history`: retention of the finished webhook deliveries (history.ts `prune`);
  * - `events`: events left in the outbox past their time ask the Worker to record them
- *   (the `company-events` background message, services/company-events.ts).
+ *   (the `company-events` background message, services/company-events.ts);
+ * - `removals`: pending exposures move to `in_progress` (removals.ts), hourly once one is pending;
+ * - `scan-retention`: finished scans, superseded results and long-closed exposures go
+ *   (scan-retention.ts).
  */
-export const DUTIES = ["history", "events"] as const;
+export const DUTIES = ["history", "events", "removals", "scan-retention"] as const;
 export type Duty = (typeof DUTIES)[number];
 
 const PREFIX = "due:";

@@ -17,6 +17,7 @@ export const listEmployees: AppRouteHandler<typeof routes.listEmployees> = async
     page,
     c.var.company.listVersion,
     after ?? null,
+    c.var.company.company.scansInObject,
   );
   setPageHeaders(c, page, total, after === undefined ? undefined : { last });
   // Already JSON, written straight from the rows (services/people.ts) and encoded: sent as it is,
@@ -28,7 +29,8 @@ export const listEmployees: AppRouteHandler<typeof routes.listEmployees> = async
 
 export const getEmployee: AppRouteHandler<typeof routes.getEmployee> = async (c) => {
   const { id } = c.req.valid("param");
-  const { person } = accepted(await employees.getEmployee(c.var.deps, c.var.company.companyId, id));
+  const { company } = c.var.company;
+  const { person } = accepted(await employees.getEmployee(c.var.deps, company.id, id, company.scansInObject));
   return c.json(person, 200);
 };
 
@@ -59,7 +61,7 @@ export const listExposures: AppRouteHandler<typeof routes.listExposures> = async
   const statuses = current ? (status ?? ["pending", "in_progress"]).filter((s) => s !== "closed") : status;
   const { items, total } = await listExposurePage(
     c.var.deps,
-    c.var.company.companyId,
+    c.var.company.company,
     { since: since ?? null, employees: employeeIds, statuses },
     page,
   );
@@ -69,6 +71,6 @@ export const listExposures: AppRouteHandler<typeof routes.listExposures> = async
 
 export const exposureHistory: AppRouteHandler<typeof routes.exposureHistory> = async (c) => {
   const { id } = c.req.valid("param");
-  const { history } = accepted(await getExposureHistory(c.var.deps, c.var.company.companyId, id));
+  const { history } = accepted(await getExposureHistory(c.var.deps, c.var.company.company, id));
   return c.json(history, 200);
 };

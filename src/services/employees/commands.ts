@@ -172,7 +172,7 @@ export async function createEmployees(
   const ids = inserted
     .flatMap((position) => (results[position] as { id: number }[]).map((row) => row.id))
     .sort((a, b) => a - b);
-  const persons = await loadPeople(deps, companyId, ids);
+  const persons = await loadPeople(deps, companyId, ids, access.company.scansInObject);
   await renderPersonDeliveries(deps, deliveries, persons);
   return persons;
 }
@@ -288,7 +288,7 @@ export async function updateEmployee(
   batch.markStaleCompaniesOf(personId);
   batch.emitPerson("person:updated", companyId, personId);
   const { deliveries } = await batch.commit();
-  const person = (await loadPerson(deps, companyId, personId))!;
+  const person = (await loadPerson(deps, companyId, personId, access.company.scansInObject))!;
   await renderPersonDeliveries(deps, deliveries, [person]);
   return person;
 }

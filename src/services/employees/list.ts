@@ -3,6 +3,7 @@ import { companyEmployeeCounts, memberships, personEmails } from "../../db/schem
 import { batchableAll } from "../../db/sql";
 import { refusal, type Answer } from "../../lib/answer";
 import { pageWindow, type Page } from "../../lib/pagination";
+import { objectExposureCounts } from "../exposure-counts";
 import { loadPerson, peopleReads, visibleEmail, type PersonBody } from "../people";
 import type { Deps } from "../deps";
 
@@ -21,9 +22,14 @@ import type { Deps } from "../deps";
  * (`knownVersion`), instead of the page's reads and their rendering. Otherwise the
  * version, the count and the page's reads are one D1 round trip (one
  * transaction, so the version is the one of exactly the rows rendered).
+ *
+ * A company whose scan side is in its object (`scansInObject`) keeps its
+ * employees' exposure counts there, which D1's version does not follow: its
+ * page is kept with marks where the counts go, filled from the object on every
+ * answer (one call of the object, no D1 read; services/people.ts `fillExposureCounts`).
  */
 export async function listEmployees(
-  { db }: Deps,
+  deps: Deps,
   companyId: number,
   search: string | null,
   page: Page,
@@ -31,14 +37,21 @@ export async function listEmployees(
   knownVersion: string | null,
   /** Keyset paging: the employees with an id greater than this, from the first (`page` is then 1). */
   after: number | null = null,
+  /** Whether the company's scan side lives in its object (`companies.scans_in_object`, read with the access check). */
+  scansInObject = false,
 ) {
+  const { db } = deps;
   const { limit, offset } = pageWindow(page);
-  const key = pageKey(companyId, search, limit, offset, after);
+  const key = pageKey(companyId, search, limit, offset, after, scansInObject);
   const cached = pageCache.get(key);
   if (cached !== undefined) {
     if (knownVersion === cached.version && Date.now() - cached.renderedAt < PAGE_MAX_AGE_MS) {
       pageCache.touch(key, cached);
-      return { body: cached.body, total: cached.total, last: cached.last };
+      const body =
+        cached.marked === null
+          ? cached.body
+          : (utf8.encode(await objectExposureCounts(deps, companyId, cached.marked)) as Uint8Array<ArrayBuffer>);
+      return { body, total: cached.total, last: cached.last };
     }
   }
   const upper = search ? prefixUpperBound(search) : null;
@@ -70,7 +83,7 @@ export async function listEmployees(
     .orderBy(asc(memberships.personId))
     .limit(limit)
     .offset(offset);
-  const reads = peopleReads(db, companyId, ids);
+  const reads = peopleReads(db, companyId, ids, scansInObject);
   // Without a search the total is the company's count (kept by triggers), not a count of its memberships.
   const total = search
     ? db.select({ n: count() }).from(memberships).where(where)
@@ -88,26 +101,45 @@ export async function listEmployees(
   ]);
   // Encoded once: a Response copies its bytes, so every answer of the page can be sent from them.
   const base = results[0] as { id: number }[];
+  const text = reads.render(results);
   const rendered = {
-    body: utf8.encode(reads.render(results)) as Uint8Array<ArrayBuffer>,
+    body: utf8.encode(
+      scansInObject ? await objectExposureCounts(deps, companyId, text) : text,
+    ) as Uint8Array<ArrayBuffer>,
     total: counted?.n ?? 0,
     /** The page's last employee id, the `after` of the page following it; null on an empty page. */
     last: base[base.length - 1]?.id ?? null,
   };
   const version = (versions as { version: string }[])[0]?.version;
-  if (version !== undefined) pageCache.set(key, { version, renderedAt: Date.now(), ...rendered });
+  if (version !== undefined)
+    pageCache.set(key, {
+      version,
+      renderedAt: Date.now(),
+      ...rendered,
+      ...(scansInObject ? { body: EMPTY, marked: text } : { marked: null }),
+    });
   return rendered;
 }
 
-const pageKey = (companyId: number, search: string | null, limit: number, offset: number, after: number | null) =>
-  JSON.stringify([companyId, search, limit, offset, after]);
+/** A page's key: a company whose scan side moved home renders its pages afresh. */
+const pageKey = (
+  companyId: number,
+  search: string | null,
+  limit: number,
+  offset: number,
+  after: number | null,
+  scansInObject: boolean,
+) => JSON.stringify([companyId, search, limit, offset, after, scansInObject]);
 
 const utf8 = new TextEncoder();
+const EMPTY = new Uint8Array(0);
 
 type CachedPage = {
   version: string;
   renderedAt: number;
   body: Uint8Array<ArrayBuffer>;
+  /** The rendering with marks for the exposure counts a company's object gives (else null: `body` is the page). */
+  marked: string | null;
   total: number;
   last: number | null;
 };
@@ -134,6 +166,8 @@ export const PAGE_MAX_AGE_MS = 3600 * 1000;
  * never share an entry.
  */
 const MAX_CACHED_BYTES = 8 * 1024 * 1024;
+/** What a kept page weighs: its bytes, or its marked text's (UTF-16, two bytes a unit). */
+const sizeOf = (page: CachedPage) => page.body.byteLength + (page.marked === null ? 0 : page.marked.length * 2);
 const pageCache = (() => {
   const pages = new Map<string, CachedPage>();
   let bytes = 0;
@@ -141,7 +175,7 @@ const pageCache = (() => {
     const page = pages.get(key);
     if (page === undefined) return;
     pages.delete(key);
-    bytes -= page.body.byteLength;
+    bytes -= sizeOf(page);
   };
   return {
     get: (key: string) => pages.get(key),
@@ -156,9 +190,9 @@ const pageCache = (() => {
     },
     set(key: string, page: CachedPage) {
       drop(key);
-      if (page.body.byteLength > MAX_CACHED_BYTES / 4) return;
+      if (sizeOf(page) > MAX_CACHED_BYTES / 4) return;
       pages.set(key, page);
-      bytes += page.body.byteLength;
+      bytes += sizeOf(page);
       for (const oldest of pages.keys()) {
         if (bytes <= MAX_CACHED_BYTES) break;
         drop(oldest);
@@ -197,7 +231,8 @@ export async function getEmployee(
   deps: Deps,
   companyId: number,
   personId: number,
+  scansInObject?: boolean,
 ): Promise<Answer<{ person: PersonBody }>> {
-  const person = await loadPerson(deps, companyId, personId);
+  const person = await loadPerson(deps, companyId, personId, scansInObject);
   return person ? { ok: true, person } : refusal(404, `employee ${personId} does not exist`);
 }

@@ -1,0 +1,91 @@
+import { sql } from "drizzle-orm";
+import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import { historyPrefix, toExposure } from "../../domain/scan-payloads";
+import { countStatusChange } from "./exposures";
+
+/*
+ * The removal step of a company whose scan side lives in its object (docs/decisions.md, "Removal
+ * requests"): the company's pending exposures move to `in_progress`, oldest change first, a chunk
+ * per call, each with its history line and its `exposure:requested` + `request:created` events in
+ * the object's outbox, all in one transaction. A duty of the object's alarm, hourly as D1's cron
+ * step: each company's object runs its own, so one company's backlog never delays another's.
+ */
+
+type Db = DrizzleSqliteDODatabase;
+
+/** Exposures one call of the removal step moves (as D1's step moves per invocation). */
+export const REMOVAL_CHUNK = 1000;
+
+/** How often the removal step is due (the hourly cron's pace for D1's companies). */
+export const REMOVAL_INTERVAL_MS = 3600_000;
+
+type PendingRow = {
+  id: number;
+  person_id: number;
+  site_id: number;
+  url: string | null;
+  data: string;
+  created_at: number;
+  name: string;
+  slug: string;
+  logo: string | null;
+  site_url: string;
+};
+
+/**
+ * Moves up to `limit` pending exposures to `in_progress` at `now` (by `exposures_status_idx`,
+ * oldest change first): the history line "Removal requested from <site>", the move, the counters
+ * and both events (payload: the exposure as moved, exactly D1's step's) in one transaction, so a
+ * repeated call moves and reports each exposure once. Returns how many moved and whether any are
+ * still pending (the step is then due again at once).
+ */
+export function removalStep(db: Db, now: Date, limit = REMOVAL_CHUNK): { moved: number; more: boolean } {
+  const at = now.getTime();
+  return db.transaction((tx) => {
+    const rows = tx.all<PendingRow>(
+      sql`select e.id, e.person_id, e.site_id, e.url, e.data, e.created_at,
+            s.name, s.slug, s.logo, s.url as site_url
+          from (select id from exposures indexed by exposures_status_idx
+                where status = 'pending' order by updated_at, id limit ${limit}) p
+          join exposures e on e.id = p.id
+          join sites s on s.id = e.site_id
+          order by e.updated_at, e.id`,
+    );
+    if (rows.length > 0) {
+      const ids = JSON.stringify(rows.map((row) => row.id));
+      tx.run(
+        sql`insert into exposure_history (exposure_id, site_id, event, created_at)
+            select e.id, e.site_id, ${historyPrefix.requested} || s.name, ${at}
+            from exposures e join sites s on s.id = e.site_id
+            where e.id in (select value from json_each(${ids})) order by e.updated_at, e.id`,
+      );
+      tx.run(
+        sql`update exposures set status = 'in_progress', requested_at = ${at}, updated_at = ${at}
+            where id in (select value from json_each(${ids})) and status = 'pending'`,
+      );
+      countStatusChange(tx, "pending", "in_progress", rows.length);
+      const events = rows.flatMap((row) => {
+        const payload = JSON.stringify(
+          toExposure({
+            id: row.id,
+            personId: row.person_id,
+            status: "in_progress",
+            url: row.url,
+            data: JSON.parse(row.data) as Record<string, unknown>,
+            createdAt: new Date(row.created_at),
+            updatedAt: now,
+            site: { id: row.site_id, name: row.name, slug: row.slug, logo: row.logo, url: row.site_url },
+          }),
+        );
+        return (["exposure:requested", "request:created"] as const).map((event) => ({ event, payload }));
+      });
+      tx.run(
+        sql`insert into events (event, payload, created_at)
+            select json_extract(value, '$.event'), json_extract(value, '$.payload'), ${at}
+            from json_each(${JSON.stringify(events)}) order by key`,
+      );
+    }
+    const more = tx.get<{ id: number }>(sql`select id from exposures where status = 'pending' limit 1`) !== undefined;
+    return { moved: rows.length, more };
+  });
+}

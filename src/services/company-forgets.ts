@@ -1,0 +1,102 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { companyForgets } from "../db/schema";
+import { batchableAll } from "../db/sql";
+import { logError } from "../lib/log";
+import type { Deps } from "./deps";
+
+/*
+ * People a company's object must forget (docs/architecture.md, "The Company object"): a membership
+ * ended in a company whose scan side lives in its object (`companies.scans_in_object`), so the
+ * person's scans, results and exposures there go. The batch that ends the membership records a
+ * `company_forgets` row (`forgetStatement`); right after the commit the object is told and the row
+ * goes; the minute sweep (`forget-people`) tells the objects of rows left behind.
+ */
+
+/** A person their company's object must forget, and when their membership ended. */
+export type Forget = { companyId: number; personId: number; dueAt: number };
+
+/** Rows one sweep chunk takes (one object call per company among them). */
+export const FORGET_CHUNK = 100;
+
+/**
+ * The statement recording that companies' objects must forget people, for the batch that deletes
+ * their memberships (placed after those deletes; one statement whatever their number): a row for
+ * each pair whose company keeps its scan side in its object and whose membership is gone at this
+ * point of the batch. A row left from an earlier removal takes the later time. Returns the rows
+ * it wrote (`Forget`).
+ */
+export const forgetStatement = (db: Db, pairs: { companyId: number; personId: number }[], now: Date) =>
+  batchableAll<Forget>(
+    db,
+    sql`insert into ${companyForgets} (company_id, person_id, due_at)
+        select c.id, json_extract(f.value, '$.personId'), ${now.getTime()}
+        from json_each(${JSON.stringify(pairs)}) f
+        join companies c on c.id = json_extract(f.value, '$.companyId') and c.scans_in_object = 1
+        where not exists (select 1 from memberships m
+          where m.company_id = c.id and m.person_id = json_extract(f.value, '$.personId'))
+        on conflict (company_id, person_id) do update set due_at = max(due_at, excluded.due_at)
+        returning company_id as companyId, person_id as personId, due_at as dueAt`,
+  );
+
+/**
+ * Tells the objects to forget: the given rows (right after the commit that wrote them), or the
+ * oldest due (the sweep), taken in turns across companies so one company's object that does not
+ * answer holds up no other's. Each company's people of one removal time in one call; a row goes
+ * once its object forgot (a row rewritten since by a later removal stays). A failure is logged and
+ * its rows stay for the next sweep. Never throws.
+ */
+export async function forgetInObjects(
+  deps: Deps,
+  given?: Forget[],
+  now = new Date(),
+): Promise<{ forgotten: number; more: boolean }> {
+  const { db } = deps;
+  let due = given;
+  if (due === undefined) {
+    try {
+      due = await db.all<Forget>(sql`
+        select company_id as companyId, person_id as personId, due_at as dueAt from (
+          select company_id, person_id, due_at,
+                 row_number() over (partition by company_id order by due_at, person_id) as turn
+          from ${companyForgets} where due_at <= ${now.getTime()})
+        order by turn, due_at limit ${FORGET_CHUNK}`);
+    } catch (err) {
+      logError("reading the people company objects must forget failed; the next sweep tries again", err);
+      return { forgotten: 0, more: false };
+    }
+  }
+  const calls = new Map<string, Forget[]>();
+  for (const row of due) {
+    const key = `${row.companyId}:${row.dueAt}`;
+    calls.set(key, [...(calls.get(key) ?? []), row]);
+  }
+  const done: Forget[] = [];
+  await Promise.all(
+    [...calls.values()].map(async (rows) => {
+      const { companyId, dueAt } = rows[0]!;
+      try {
+        await deps.companyObjects.of(companyId).forgetPeople(
+          rows.map((row) => row.personId),
+          new Date(dueAt),
+        );
+        done.push(...rows);
+      } catch (err) {
+        logError("a company object's forgetting failed; the sweep retries", err, { companyId, people: rows.length });
+      }
+    }),
+  );
+  if (done.length > 0) {
+    try {
+      // One statement: a row rewritten since by a later removal (another time) stays.
+      await db.run(sql`delete from ${companyForgets} where (company_id, person_id, due_at) in (
+        select json_extract(value, '$.companyId'), json_extract(value, '$.personId'), json_extract(value, '$.dueAt')
+        from json_each(${JSON.stringify(done)}))`);
+    } catch (err) {
+      logError("recording forgotten people failed; their objects forget them again later", err, {
+        people: done.length,
+      });
+    }
+  }
+  return { forgotten: done.length, more: given === undefined && due.length >= FORGET_CHUNK && done.length > 0 };
+}
