@@ -145,6 +145,9 @@ const TRANSIENT = new Set(["index_work", "index_written", "dead_letters", "batch
 const DELIVERY = new Set(["webhook_deliveries", "webhook_attempts"]);
 /** The company object's tables of finished deliveries (drizzle-company/). */
 const COMPANY_DELIVERY = ["deliveries", "attempts"];
+/** The company object's tables of its scan side (drizzle-company/0001): what a listing keeps, and what a scan was. */
+const COMPANY_LISTING = ["exposures", "exposure_history", "events", "counters", "sites"];
+const COMPANY_SCAN_HISTORY = ["scans", "scan_results"];
 const ACCOUNT = new Set([
   "people",
   "person_emails",
@@ -1031,6 +1034,10 @@ try {
     tableSum("scan, a later month", (t) => SCAN_HISTORY.has(t)),
     LOAD.employees,
   );
+  // The same in Acme's object, where a company created since drizzle/0032 keeps its scan side.
+  const acmeTables = (name, tables) => tables.reduce((s, t) => s + (p(name).companyObjects.acme.tables[t] ?? 0), 0);
+  const listingKeptInObject = per(acmeTables("scan, first month", COMPANY_LISTING), LOAD.employees * SITES.length);
+  const scanHistoryInObjectPerEmployee = per(acmeTables("scan, a later month", COMPANY_SCAN_HISTORY), LOAD.employees);
   const laterScanDeliveryCount = COMPANY.employees * deliveriesPerEmployee.laterScan;
   const companyYear = {
     base: d1.company,
@@ -1051,14 +1058,25 @@ try {
   const laterScanInObject = laterScanDeliveryCount * companyObjectPer.webhookDelivery;
   const companyObjectYear = {
     object: companyObjectPer.objectWithFirstEntry,
+    exposures: COMPANY.employees * COMPANY.listings * listingKeptInObject,
+    scanHistory: Math.round(
+      (COMPANY.employees * scanHistoryInObjectPerEmployee * COMPANY_KEEP.resultDays) / DAYS_PER_MONTH,
+    ),
     deliveries: Math.round((laterScanInObject * COMPANY_KEEP.successDays) / DAYS_PER_MONTH),
   };
   const companyObjectBytes = Object.values(companyObjectYear).reduce((a, b) => a + b, 0);
-  const companyObjectPeakBytes = Math.round(companyObjectYear.object + laterScanInObject);
+  const companyObjectPeakBytes = Math.round(
+    companyObjectYear.object +
+      companyObjectYear.exposures +
+      COMPANY.employees * scanHistoryInObjectPerEmployee +
+      laterScanInObject,
+  );
   // Nothing grows month on month: scans and deliveries are pruned, exposures are the listings.
   const companyGrowthPerMonth = 0;
   d1.listingKept = listingKept;
   d1.scanHistoryPerEmployeePerScan = scanHistoryPerEmployee;
+  companyObjectPer.listingKept = listingKeptInObject;
+  companyObjectPer.scanHistoryPerEmployeePerScan = scanHistoryInObjectPerEmployee;
 
   // ── The big scan: another company's employee writes, idle and while a big company's scan runs ──
   step(

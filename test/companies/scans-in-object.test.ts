@@ -364,3 +364,78 @@ describe("a company's scans in its object", () => {
     }
   });
 });
+
+describe("the object's alarm runs its scan duties", () => {
+  /** Makes a duty of company `companyId`'s object due now, then runs the object's alarm. */
+  async function runDuty(companyId: number, duty: "removals" | "scan-retention") {
+    await runInDurableObject(companyObject(companyId), (_, state) => {
+      state.storage.sql.exec("UPDATE counters SET value = 0 WHERE name = ?", `due:${duty}`);
+    });
+    expect(await runDurableObjectAlarm(companyObject(companyId))).toBe(true);
+  }
+  const due = async (companyId: number, duty: string) =>
+    (await inObject<{ value: number }>(companyId, "SELECT value FROM counters WHERE name = ?", `due:${duty}`))[0]
+      ?.value ?? null;
+
+  it("a found listing schedules the hourly removal step; the alarm moves it to in_progress and its events reach D1", async () => {
+    const person = await newEmployee([ACME]);
+    const before = Date.now();
+    await consume([started(person, `alarm-${person}`), found(person, `alarm-${person}`)]);
+    // Due at the next full hour (D1's cron pace), not before.
+    const removalsAt = await due(ACME, "removals");
+    expect(removalsAt).not.toBeNull();
+    expect(removalsAt! % 3_600_000).toBe(0);
+    expect(removalsAt!).toBeGreaterThan(before);
+    expect(removalsAt! - before).toBeLessThanOrEqual(3_600_000);
+
+    await runDuty(ACME, "removals");
+    const [row] = await inObject<{ id: number; status: string }>(
+      ACME,
+      "SELECT id, status FROM exposures WHERE person_id = ?",
+      person,
+    );
+    expect(row!.status).toBe("in_progress");
+    // Nothing left pending: the step waits for the next exposure.
+    expect(await due(ACME, "removals")).toBeNull();
+    // The step's events were handed to the background queue at once; its consumer records them.
+    await drainBackground({ kind: "company-events", companyId: ACME });
+    expect(await eventsOf(person, ACME)).toEqual([
+      "scan:started",
+      "scan:found",
+      "exposure:created",
+      "exposure:requested",
+      "request:created",
+    ]);
+    const listed = await call(`/companies/${ACME}/employees/exposures?employees=${person}&status=in_progress`, {
+      token: DEMO.tokens.alice,
+    });
+    expect(listed.status).toBe(200);
+    expect(((await listed.json()) as { id: number }[]).map((item) => item.id)).toEqual([row!.id]);
+  });
+
+  it("a run schedules scan retention a week on; the alarm prunes what is past its time and nothing else", async () => {
+    const person = await newEmployee([ACME]);
+    const now = Date.now();
+    await consume([started(person, `keep-${person}`), found(person, `keep-${person}`)]);
+    expect(await due(ACME, "scan-retention")).toBeGreaterThan(now + 6 * 86_400_000);
+    // A scan of this person finished 8 days ago, and this run's scan (not finished): only the first goes.
+    await runInDurableObject(companyObject(ACME), (_, state) => {
+      state.storage.sql.exec(
+        "INSERT INTO scans (id, person_id, status, started_at, completed_at, created_at, updated_at) VALUES (?, ?, 'completed', ?, ?, ?, ?)",
+        `old-${person}`,
+        person,
+        now - 9 * 86_400_000,
+        now - 8 * 86_400_000,
+        now - 9 * 86_400_000,
+        now - 8 * 86_400_000,
+      );
+    });
+    await runDuty(ACME, "scan-retention");
+    expect(
+      (await inObject<{ id: string }>(ACME, "SELECT id FROM scans WHERE person_id = ? ORDER BY id", person)).map(
+        (scan) => scan.id,
+      ),
+    ).toEqual([`keep-${person}`]);
+    expect(await due(ACME, "scan-retention")).toBeGreaterThan(Date.now());
+  });
+});
