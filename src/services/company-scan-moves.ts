@@ -99,7 +99,9 @@ export async function moveCompanyScansChunk(deps: Deps, message: MoveMessage): P
   const afterPerson = stage === message.stage ? message.afterPerson : 0;
   const members = await membersAfter(deps, companyId, afterPerson);
   const done =
-    stage === "clean" ? { cleaned: await cleanD1(deps, members) } : { copied: await copyToObject(deps, companyId, members) };
+    stage === "clean"
+      ? { cleaned: await cleanD1(deps, members) }
+      : { copied: await copyToObject(deps, companyId, members) };
   if (members.length === MOVE_MEMBERS_CHUNK)
     return { done: { companyId, stage, ...done }, next: { ...message, stage, afterPerson: members.at(-1)! } };
   await finishStage(deps, companyId, stage);
@@ -178,11 +180,17 @@ async function readScanSide({ db }: Deps, personIds: number[]): Promise<ScanSide
       .from(exposureHistory)
       .where(inArray(exposureHistory.exposureId, theirExposures))
       .orderBy(asc(exposureHistory.id)),
-    db.select(siteColumns).from(companies).where(sql`${companies.id} in (${named})`),
+    db
+      .select(siteColumns)
+      .from(companies)
+      .where(sql`${companies.id} in (${named})`),
   ]);
   return {
     scans: scanRows,
-    results: resultRows.map(({ id: _id, data, ...row }) => ({ ...row, data: data === null ? null : JSON.stringify(data) })),
+    results: resultRows.map(({ id: _id, data, ...row }) => ({
+      ...row,
+      data: data === null ? null : JSON.stringify(data),
+    })),
     exposures: exposureRows.map((row) => ({ ...row, data: JSON.stringify(row.data) })),
     history: historyRows,
     sites,

@@ -73,12 +73,15 @@ export const CompanyMoveStatusSchema = z
       description: "Deliveries still being sent or retried: D1 keeps them until they finish",
       example: 12,
     }),
-    scan_side_in_d1: z.number().int().openapi({
-      description:
-        "Companies whose scan side (scans, results, exposures and their history) still has rows in D1 to move " +
-        "into their object or to delete there (0: moved). A company is served from D1 until its move flips it.",
-      example: 0,
-    }),
+    scan_side_in_d1: z
+      .number()
+      .int()
+      .openapi({
+        description:
+          "Companies whose scan side (scans, results, exposures and their history) still has rows in D1 to move " +
+          "into their object or to delete there (0: moved). A company is served from D1 until its move flips it.",
+        example: 0,
+      }),
   })
   .openapi("CompanyMoveStatus");
 
