@@ -118,10 +118,13 @@ async function continueWith(deps: Deps, companyId: number): Promise<{ next?: Mov
 
 /**
  * A stage's last chunk is done: after `copy` the company is flipped to its object (with the stage,
- * one batch); after `clean` its move is finished.
+ * one batch); after `recopy` the object forgets people no longer members; after `clean` its move
+ * is finished.
  */
-async function finishStage({ db }: Deps, companyId: number, stage: Stage) {
+async function finishStage(deps: Deps, companyId: number, stage: Stage) {
+  const { db } = deps;
   const next = AFTER[stage];
+  if (stage === "recopy") await forgetFormerMembers(deps, companyId);
   const record = eq(companyScanMoves.companyId, companyId);
   if (next === null) await db.delete(companyScanMoves).where(record);
   else if (stage === "copy")
@@ -130,6 +133,25 @@ async function finishStage({ db }: Deps, companyId: number, stage: Stage) {
       db.update(companyScanMoves).set({ stage: next }).where(record),
     ]);
   else await db.update(companyScanMoves).set({ stage: next }).where(record);
+}
+
+/**
+ * People whose rows the object was given but who are no longer members: a membership that ended
+ * before the flip wrote no `company_forgets` (the company was served from D1), so the move
+ * forgets them itself; nothing it copied outlives the membership. Returns how many.
+ */
+async function forgetFormerMembers(deps: Deps, companyId: number): Promise<number> {
+  const object = deps.companyObjects.of(companyId);
+  const held = await object.heldPeople();
+  if (held.length === 0) return 0;
+  const members = await deps.db
+    .select({ personId: memberships.personId })
+    .from(memberships)
+    .where(and(eq(memberships.companyId, companyId), inList(memberships.personId, held)));
+  const stay = new Set(members.map((row) => row.personId));
+  const gone = held.filter((personId) => !stay.has(personId));
+  if (gone.length > 0) await object.forgetPeople(gone, new Date());
+  return gone.length;
 }
 
 /** The company's members after `afterPerson`, in person order, a chunk of them. */

@@ -216,12 +216,13 @@ describe("the move of an older company's scan side into its object", () => {
     });
   });
 
-  it("interrupted after its first message and started again, it finishes right", async () => {
+  it("interrupted after its first message and started again, it finishes right; a member who left meanwhile is forgotten", async () => {
     await servedFromD1(ACME);
-    const person = await newEmployee([ACME]);
+    const [person, leaver] = [await newEmployee([ACME]), await newEmployee([ACME])];
     await apply([
       started(person, `r-${person}`),
       result("found", person, `r-${person}`, 3, "https://peoplefinder.example/r"),
+      result("found", leaver, `l-${leaver}`, 3, "https://peoplefinder.example/l"),
     ]);
     const before = await shown(ACME, [person]);
     const { moves } = await start();
@@ -229,10 +230,16 @@ describe("the move of an older company's scan side into its object", () => {
     // Only the first message runs (the copy, then the flip); what it sent is lost.
     expect(await runOne(moves[0]!)).toHaveLength(1);
     expect((await status()).scan_side_in_d1).toBe(1);
+    // A membership ended with no forget due (as one that ended before the flip): the move forgets it.
+    await env.DB.prepare("DELETE FROM memberships WHERE company_id = ? AND person_id = ?").bind(ACME, leaver).run();
     await moveAll();
     expect(await status()).toMatchObject({ scan_side_in_d1: 0 });
     expect(await shown(ACME, [person])).toEqual(before);
     expect(await d1Rows(person)).toBe(0);
+    const held = await runInDurableObject(companyObject(ACME), (_, state) =>
+      state.storage.sql.exec("SELECT count(*) AS n FROM exposures WHERE person_id = ?", leaver).one(),
+    );
+    expect(held.n).toBe(0);
   });
 
   it("a removal_confirmed of a moved exposure's D1 id closes it in the object, and its events are recorded", async () => {

@@ -19,7 +19,7 @@ import * as scans from "./scans";
 import * as scheduler from "./scheduler";
 import * as exposures from "./exposures";
 import { forgetPeople } from "./forget";
-import { importScanSide } from "./scan-import";
+import { heldPeople, importScanSide } from "./scan-import";
 import { REMOVAL_INTERVAL_MS, removalStep } from "./removals";
 import { OBJECT_SCAN_RETENTION_DAYS, pruneScanSide } from "./scan-retention";
 
@@ -157,6 +157,11 @@ export class Company extends DurableObject<Env> {
     const { pending } = importScanSide(this.db, companyId, chunk);
     this.scanSideChanged(new Date(), pending);
     await this.arm();
+  }
+
+  /** The people whose scan rows the object holds (the move's check for former members). */
+  heldPeople(): number[] {
+    return heldPeople(this.db);
   }
 
   /**

@@ -77,3 +77,12 @@ function importHistoryLine(tx: Tx, line: ScanSideChunk["history"][number]) {
             where exposure_id = ${line.exposureId} and event = ${line.event} and created_at = ${at})`,
   );
 }
+
+/** The people the object holds scan rows of (the move forgets those who are no longer members). */
+export function heldPeople(db: Db): number[] {
+  return db
+    .all<{ person_id: number }>(
+      sql`select person_id from exposures union select person_id from scans union select person_id from scan_results`,
+    )
+    .map((row) => row.person_id);
+}
