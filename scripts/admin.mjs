@@ -75,8 +75,10 @@ Commands:
       Where that move stands: people pending, moved, mismatch.
   move-companies [--wait]
       Moves every company's finished webhook history from D1 into the company's own object (a
-      background job, 100 deliveries a chunk; safe to start again: a second run moves nothing).
-      --wait polls until no finished delivery is left in D1. Prints what is left.
+      background job, 100 deliveries a chunk), and the scan side (scans, results, exposures and
+      their history) of each company still served from D1, one company at a time, 100 members a
+      chunk; safe to start again: a move resumes, and a second run moves nothing. --wait polls
+      until no finished delivery and no company's scan side is left in D1. Prints what is left.
   rebuild-index [--wait]
       Rewrites every trust-lookup key from D1 and the person objects (a background job; starting it
       again while it runs resumes it), then marks the index complete: from then on a lookup whose keys
@@ -440,7 +442,10 @@ async function indexStatus() {
 }
 
 function describeCompanyMove(status) {
-  return `${status.finished_in_d1} finished deliveries left in D1, ${status.on_their_way} on their way`;
+  return (
+    `${status.finished_in_d1} finished deliveries left in D1, ${status.on_their_way} on their way; ` +
+    `${status.scan_side_in_d1} companies' scan side left in D1`
+  );
 }
 
 async function moveCompanies() {
@@ -448,7 +453,7 @@ async function moveCompanies() {
   console.error(`move started (${describeCompanyMove(status)})`);
   if (flags.wait) {
     const started = Date.now();
-    while (status.finished_in_d1 > 0) {
+    while (status.finished_in_d1 > 0 || status.scan_side_in_d1 > 0) {
       await new Promise((resolve) => setTimeout(resolve, 1000));
       status = await request("GET", "/internal/company-data/move");
       console.error(`  ${describeCompanyMove(status)}`);

@@ -68,3 +68,34 @@ export type ExposureCounts = {
 
 /** An event the object raised, waiting in its outbox until D1 recorded it as deliveries. */
 export type CompanyEvent = { seq: number; event: EventName; payload: string };
+
+/**
+ * One chunk of a company's scan side as D1 keeps it, given to the company's object by the
+ * operator's move (services/company-scan-moves.ts; objects/company/scan-import.ts): some members'
+ * scans, results, exposures (with D1's ids) and their history, and the sites they name. JSON data
+ * as text, as the object keeps it.
+ */
+export type ScanSideChunk = {
+  scans: {
+    id: string;
+    personId: number;
+    status: "started" | "completed";
+    startedAt: Date | null;
+    completedAt: Date | null;
+    createdAt: Date;
+    updatedAt: Date;
+  }[];
+  results: {
+    scanId: string;
+    personId: number;
+    siteId: number;
+    outcome: "found" | "not_found" | "failed";
+    url: string | null;
+    data: string | null;
+    at: Date;
+    createdAt: Date;
+  }[];
+  exposures: (Omit<ExposureRecord, "data"> & { data: string; requestedAt: Date | null; closedAt: Date | null })[];
+  history: (ExposureHistoryLine & { exposureId: number })[];
+  sites: SiteRow[];
+};

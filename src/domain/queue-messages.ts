@@ -23,6 +23,10 @@ import { PushJob } from "./push";
  *   from D1 to their companies' objects, and another while chunks are full
  *   (services/webhook-delivery/archive.ts; the minute sweep and the
  *   operator's company move);
+ * - `move-company-scans`: the next chunk of the operator's move of an older company's scan side
+ *   from D1 into its object (`stage`: copy, then the flip and a copy again, then D1's rows
+ *   cleaned; ~100 members a chunk from `afterPerson`), then the next company still served from D1
+ *   (services/company-scan-moves.ts);
  * - `company-events`: record the events waiting in a company's object as
  *   webhook deliveries in D1 (services/company-events.ts; sent by the
  *   object's alarm when the Worker did not do it right after the change),
@@ -59,6 +63,13 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("erase-persons") }),
   z.object({ kind: z.literal("hand-over-history") }),
   z.object({ kind: z.literal("company-events"), companyId: z.number().int().positive() }),
+  z.object({
+    kind: z.literal("move-company-scans"),
+    companyId: z.number().int().positive(),
+    stage: z.enum(["copy", "recopy", "clean"]),
+    /** The last member (person id) of the stage done. */
+    afterPerson: z.number().int().min(0),
+  }),
   z.object({ kind: z.literal("forget-people") }),
   z.object({
     kind: z.literal("rebuild-index"),

@@ -2,6 +2,7 @@ import { describeZodError, loggableError } from "../lib/errors";
 import { backgroundMessage, type BackgroundMessage, type Chunk } from "../domain/queue-messages";
 import { ScanEventBatch } from "../domain/scan-events";
 import { forwardCompanyEvents } from "./company-events";
+import { moveCompanyScansChunk } from "./company-scan-moves";
 import { pruneContactTombstones } from "./contacts";
 import { claimDeadLetter, deadLetterDue, finishDeadLetter } from "./dead-letters";
 import { submitRemovalRequests } from "./exposures";
@@ -101,6 +102,8 @@ export async function runBackgroundJob(deps: Deps, body: BackgroundMessage, now:
       const { handed, full } = await handOverFinished(deps);
       return { done: { handed }, ...continues(full, body) };
     }
+    case "move-company-scans":
+      return moveCompanyScansChunk(deps, body);
     case "company-events": {
       const { forwarded, more } = await forwardCompanyEvents(deps, body.companyId);
       return { done: { companyId: body.companyId, forwarded }, ...continues(more, body) };

@@ -1,9 +1,10 @@
-import { eq } from "drizzle-orm";
-import { companies, memberships } from "../db/schema";
+import { and, eq } from "drizzle-orm";
+import { companies, memberships, movedExposures } from "../db/schema";
 import { inList } from "../db/sql";
 import { companyOfExposure, type ScanRunEvent, type SiteRow } from "../domain/company-scans";
 import { logError } from "../lib/log";
 import { forwardCompanyEvents } from "./company-events";
+import { confirmRemoval } from "./exposures";
 import type { Deps } from "./deps";
 
 /**
@@ -80,18 +81,52 @@ export async function confirmInObject(deps: Deps, companyId: number, exposureId:
   return outcome;
 }
 
+/** An exposure with a D1 id that the operator's move copied into a company's object (services/company-scan-moves.ts). */
+export type MovedExposure = { exposureId: number; companyId: number };
+
 /**
- * Which of `ids` are exposures of companies' objects (each asked of the object its id names).
- * Only the objects of `companies` (those whose scan side is in their object) are asked: a
- * question about an id of no such company creates no object.
+ * The objects holding a moved copy of these D1 exposure ids (`moved_exposures`), of companies
+ * served from their object: where a `removal_confirmed` of such an id goes besides D1.
  */
-export async function knownInObjects(deps: Deps, ids: number[], companies: Set<number>): Promise<number[]> {
+export const movedQuery = (db: Deps["db"], exposureIds: number[]) =>
+  db
+    .select({ exposureId: movedExposures.exposureId, companyId: movedExposures.companyId })
+    .from(movedExposures)
+    .innerJoin(companies, eq(companies.id, movedExposures.companyId))
+    .where(and(inList(movedExposures.exposureId, exposureIds), eq(companies.scansInObject, true)));
+
+/**
+ * A removal confirmed for a D1 id: D1's own row (a person still in a company served from D1 keeps
+ * it), and each copy the move carried into a company's object. "closed" when any closed.
+ */
+export async function confirmD1Id(deps: Deps, exposureId: number, at: Date): Promise<ConfirmOutcome> {
+  const outcomes = [await confirmRemoval(deps, exposureId, at)];
+  for (const { companyId } of await movedQuery(deps.db, [exposureId]))
+    outcomes.push(await confirmInObject(deps, companyId, exposureId, at));
+  return (["closed", "unchanged"] as const).find((outcome) => outcomes.includes(outcome)) ?? "missing";
+}
+
+type ConfirmOutcome = "closed" | "unchanged" | "missing";
+
+/**
+ * Which of `ids` are exposures of companies' objects (each asked of the object its id names, or,
+ * for a D1 id the move carried over, of the objects `moved` names). Only the objects of
+ * `companies` (those whose scan side is in their object) are asked: a question about an id of no
+ * such company creates no object.
+ */
+export async function knownInObjects(
+  deps: Deps,
+  ids: number[],
+  companies: Set<number>,
+  moved: MovedExposure[] = [],
+): Promise<number[]> {
   const byCompany = new Map<number, number[]>();
+  const ask = (companyId: number, id: number) => byCompany.set(companyId, [...(byCompany.get(companyId) ?? []), id]);
   for (const id of ids) {
     const companyId = companyOfExposure(id);
-    if (companyId !== null && companies.has(companyId))
-      byCompany.set(companyId, [...(byCompany.get(companyId) ?? []), id]);
+    if (companyId !== null && companies.has(companyId)) ask(companyId, id);
   }
+  for (const { exposureId, companyId } of moved) ask(companyId, exposureId);
   const known = await Promise.all(
     [...byCompany].map(([companyId, list]) => deps.companyObjects.of(companyId).knownExposures(list)),
   );

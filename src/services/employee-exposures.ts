@@ -141,9 +141,11 @@ export async function getExposureHistory(
   const { db } = deps;
   const companyId = company.id;
   if (company.scansInObject) {
-    // The object's ids name their company (domain/company-scans.ts): another company's, or D1's, is not one of its.
+    // The object's ids name their company (domain/company-scans.ts): another company's is not one of its. A
+    // D1 id may be one the operator's move carried into it (services/company-scan-moves.ts): the object says.
+    const owner = companyOfExposure(exposureId);
     const lines =
-      companyOfExposure(exposureId) === companyId
+      owner === companyId || owner === null
         ? await deps.companyObjects.of(companyId).exposureHistory(exposureId)
         : null;
     if (lines === null) return refusal(404, `exposure ${exposureId} does not exist`);

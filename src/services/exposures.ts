@@ -78,7 +78,10 @@ export const REMOVAL_BATCHES_PER_INVOCATION = 10;
  * oldest `ceil(limit / companies)`, so the read is bounded by the chunk and
  * the number of such companies, not by the backlog. An exposure of a person
  * in two companies takes its earlier turn. Exposures of people in no company
- * take the turns left, among the oldest `limit` pending exposures. The
+ * take the turns left, among the oldest `limit` pending exposures. Only
+ * companies served from D1 take turns (`scans_in_object` false): an exposure
+ * D1 still holds of a member of a company moved to its object waits for the
+ * move's clean-up, and that company's object runs its own step. The
  * set-based batches below re-check that each is still pending.
  */
 export async function pendingInTurns(db: Db, limit: number): Promise<{ ids: number[]; more: boolean }> {
@@ -89,10 +92,15 @@ export async function pendingInTurns(db: Db, limit: number): Promise<{ ids: numb
       select (select min(company_id) from company_exposures where status = 'pending' and company_id > owners.id)
       from owners where owners.id is not null
     ),
-    share(n) as (select cast(max(1, (${limit} + count(*) - 1) / max(count(*), 1)) as integer) from owners where id is not null),
+    -- Only companies served from D1: a company whose scan side is in its object runs its own step, and
+    -- D1's rows of its members are on their way there (services/company-scan-moves.ts).
+    d1_owners(id) as (
+      select owners.id from owners join ${companies} c on c.id = owners.id and c.scans_in_object = 0
+    ),
+    share(n) as (select cast(max(1, (${limit} + count(*) - 1) / max(count(*), 1)) as integer) from d1_owners),
     turns(id, turn) as (
       select q.exposure_id, row_number() over (partition by q.company_id order by q.exposure_id)
-      from owners join company_exposures q on q.company_id = owners.id and q.status = 'pending'
+      from d1_owners owners join company_exposures q on q.company_id = owners.id and q.status = 'pending'
       where q.exposure_id in (
         select exposure_id from company_exposures
         where company_id = owners.id and status = 'pending'

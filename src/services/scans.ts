@@ -7,8 +7,16 @@ import { historyPrefix, RESULT_EVENTS, scanEventPayload, toExposure } from "../d
 import { inList } from "../db/sql";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
-import { confirmRemoval, siteColumns } from "./exposures";
-import { applyInObjects, confirmInObject, homesOf, homesQuery, knownInObjects } from "./company-scans";
+import { siteColumns } from "./exposures";
+import {
+  applyInObjects,
+  confirmD1Id,
+  confirmInObject,
+  homesOf,
+  homesQuery,
+  knownInObjects,
+  movedQuery,
+} from "./company-scans";
 
 /**
  * Scan events (docs/decisions.md "Scans enter"): validated and enqueued by
@@ -34,11 +42,12 @@ export async function missingReferences(deps: Deps, events: ScanEvent[]): Promis
     else personIds.add(event.person_id);
     if ("site_id" in event) siteIds.add(event.site_id);
   }
-  // An exposure of a company's object names its company (asked of the object); D1's own ids are asked of D1.
+  // An exposure of a company's object names its company (asked of the object); D1's own ids are asked
+  // of D1, and of the objects the move carried them into.
   const inD1 = [...exposureIds].filter((id) => companyOfExposure(id) === null);
   const companyIds = new Set([...siteIds, ...[...exposureIds].flatMap((id) => companyOfExposure(id) ?? [])]);
   // At most 100 events, so each `in (…)` stays within D1's 100 bound parameters.
-  const [knownPeople, knownCompanies, knownExposures] = await Promise.all([
+  const [knownPeople, knownCompanies, knownExposures, moved] = await Promise.all([
     personIds.size
       ? db
           .select({ id: people.id })
@@ -52,11 +61,13 @@ export async function missingReferences(deps: Deps, events: ScanEvent[]): Promis
           .where(inArray(companies.id, [...companyIds]))
       : [],
     inD1.length ? db.select({ id: exposures.id }).from(exposures).where(inArray(exposures.id, inD1)) : [],
+    // A D1 id may name an exposure the operator's move carried into a company's object.
+    inD1.length ? movedQuery(db, inD1) : [],
   ]);
   const peopleFound = new Set(knownPeople.map((row) => row.id));
   const sitesFound = new Set(knownCompanies.filter((row) => row.kind === "site").map((row) => row.id));
   const objectHomed = new Set(knownCompanies.filter((row) => row.inObject && row.kind !== "site").map((row) => row.id));
-  const inObjects = await knownInObjects(deps, [...exposureIds], objectHomed);
+  const inObjects = await knownInObjects(deps, [...exposureIds], objectHomed, moved);
   const exposuresFound = new Set([...knownExposures.map((row) => row.id), ...inObjects]);
 
   const problems: string[] = [];
@@ -150,7 +161,7 @@ export async function applyScanEvents(deps: Deps, events: ScanEvent[]): Promise<
     const companyId = companyOfExposure(event.exposure_id);
     outcomes.push(
       companyId === null
-        ? await confirmRemoval(deps, event.exposure_id, event.at)
+        ? await confirmD1Id(deps, event.exposure_id, event.at)
         : await confirmInObject(deps, companyId, event.exposure_id, event.at),
     );
   }

@@ -1,4 +1,5 @@
-import { integer, primaryKey, sqliteTable } from "drizzle-orm/sqlite-core";
+import { integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { companies } from "./companies";
 
 /*
  * D1's side of the steps that cross from the directory into a company's object
@@ -28,4 +29,33 @@ export const companyForgets = sqliteTable(
     dueAt: integer("due_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.companyId, t.personId] })],
+);
+
+/**
+ * The operator's move of an older company's scan side from D1 into its object
+ * (services/company-scan-moves.ts): a row while the company's move is under way, saying its
+ * stage (`copy` before the flip of `companies.scans_in_object`, `recopy` and `clean` after),
+ * so a move started again resumes the stage it was in. Gone once the move finished.
+ */
+export const companyScanMoves = sqliteTable("company_scan_moves", {
+  companyId: integer("company_id")
+    .primaryKey()
+    .references(() => companies.id, { onDelete: "cascade" }),
+  stage: text("stage", { enum: ["copy", "recopy", "clean"] }).notNull(),
+});
+
+/**
+ * Exposures that were open (pending or in progress) when the move copied them into a company's
+ * object, where they keep their D1 id (below 2^28, so `companyOfExposure` names no company): a
+ * scanner's `removal_confirmed` of such an id reaches the objects named here (services/scans.ts).
+ */
+export const movedExposures = sqliteTable(
+  "moved_exposures",
+  {
+    exposureId: integer("exposure_id").notNull(),
+    companyId: integer("company_id")
+      .notNull()
+      .references(() => companies.id, { onDelete: "cascade" }),
+  },
+  (t) => [primaryKey({ columns: [t.exposureId, t.companyId] })],
 );

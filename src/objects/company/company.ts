@@ -13,12 +13,13 @@ import {
   type HistoryFilter,
   type HistoryRow,
 } from "../../domain/webhook-history";
-import type { ExposureCounts, ExposurePageFilter } from "../../domain/company-scans";
+import type { ExposureCounts, ExposurePageFilter, ScanSideChunk } from "../../domain/company-scans";
 import * as history from "./history";
 import * as scans from "./scans";
 import * as scheduler from "./scheduler";
 import * as exposures from "./exposures";
 import { forgetPeople } from "./forget";
+import { heldPeople, importScanSide } from "./scan-import";
 import { REMOVAL_INTERVAL_MS, removalStep } from "./removals";
 import { OBJECT_SCAN_RETENTION_DAYS, pruneScanSide } from "./scan-retention";
 
@@ -30,7 +31,7 @@ import { OBJECT_SCAN_RETENTION_DAYS, pruneScanSide } from "./scan-retention";
  * another's; and, for a company whose scan side lives here (D1's `companies.scans_in_object`), its
  * employees' scans, results and exposures (scans.ts: the writes, whose webhook events wait in its
  * outbox until the Worker recorded them in D1; exposures.ts: the page, history and counts;
- * removals.ts, scan-retention.ts: its duties; forget.ts). Calls to one object run one at a time.
+ * removals.ts, scan-retention.ts: its duties; forget.ts; scan-import.ts: the operator's move from D1). Calls to one object run one at a time.
  */
 
 /** How long after an entry falls due the alarm looks (entries go in chunks, not to the millisecond). */
@@ -143,17 +144,38 @@ export class Company extends DurableObject<Env> {
   async applyScanRun(companyId: number, events: ScanRunEvent[], sites: SiteRow[]): Promise<string[]> {
     const now = new Date();
     const outcomes = scans.applyRun(this.db, companyId, events, sites, now);
-    // A new pending exposure is taken by the next hourly removal step; what the run recorded is
-    // looked at by retention once its week has passed.
-    if (outcomes.includes("found: exposure created"))
+    this.scanSideChanged(now, outcomes.includes("found: exposure created"));
+    await this.eventsRaised();
+    return outcomes;
+  }
+
+  /**
+   * Keeps a chunk of the company's scan side carried over from D1 by the operator's move
+   * (scan-import.ts; idempotent), its pending exposures then taken by the removal step.
+   */
+  async importScanSide(companyId: number, chunk: ScanSideChunk): Promise<void> {
+    const { pending } = importScanSide(this.db, companyId, chunk);
+    this.scanSideChanged(new Date(), pending);
+    await this.arm();
+  }
+
+  /** The people whose scan rows the object holds (the move's check for former members). */
+  heldPeople(): number[] {
+    return heldPeople(this.db);
+  }
+
+  /**
+   * Scan rows were recorded: a pending exposure is taken by the next hourly removal step; what was
+   * recorded is looked at by retention once its week has passed.
+   */
+  private scanSideChanged(now: Date, pending: boolean) {
+    if (pending)
       scheduler.dueBy(this.db, "removals", Math.ceil((now.getTime() + 1) / REMOVAL_INTERVAL_MS) * REMOVAL_INTERVAL_MS);
     scheduler.dueBy(
       this.db,
       "scan-retention",
       now.getTime() + OBJECT_SCAN_RETENTION_DAYS.results * DAY_MS + ALARM_SLACK_MS,
     );
-    await this.eventsRaised();
-    return outcomes;
   }
 
   /** A site confirmed a removal: `in_progress` → `closed` (scans.ts `confirmRemoval`). */

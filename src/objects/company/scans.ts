@@ -17,7 +17,7 @@ import { counters, events, exposureHistory, exposures, scanResults, scans, sites
  */
 
 type Db = DrizzleSqliteDODatabase;
-type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
+export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 type ProgressEvent = Extract<ScanRunEvent, { type: "started" | "completed" }>;
 type ResultEvent = Extract<ScanRunEvent, { type: "found" | "not_found" | "failed" }>;
 type Raise = (event: EventName, payload: unknown) => void;
@@ -42,14 +42,8 @@ const raiser =
  */
 export function applyRun(db: Db, companyId: number, run: ScanRunEvent[], siteRows: SiteRow[], now: Date): string[] {
   return db.transaction((tx) => {
-    tx.insert(counters).values({ name: COMPANY_COUNTER, value: companyId }).onConflictDoNothing().run();
-    // Its ids are minted from its company's: an object is never asked about another company's people.
-    const known = companyOf(tx);
-    if (known !== companyId) throw new Error(`company ${companyId} asked the object of company ${known}`);
-    for (const site of siteRows) {
-      const { id: _id, ...shown } = site;
-      tx.insert(sites).values(site).onConflictDoUpdate({ target: sites.id, set: shown }).run();
-    }
+    claimCompany(tx, companyId);
+    keepSites(tx, siteRows);
     const named = new Map(siteRows.map((site) => [site.id, site]));
     const raise = raiser(tx, now);
     return run.map((event) =>
@@ -58,6 +52,21 @@ export function applyRun(db: Db, companyId: number, run: ScanRunEvent[], siteRow
         : progress(tx, event, now, raise),
     );
   });
+}
+
+/** The object is `companyId`'s, remembered the first time (its ids are minted from its company's): never another's. */
+export function claimCompany(tx: Tx, companyId: number) {
+  tx.insert(counters).values({ name: COMPANY_COUNTER, value: companyId }).onConflictDoNothing().run();
+  const known = companyOf(tx);
+  if (known !== companyId) throw new Error(`company ${companyId} asked the object of company ${known}`);
+}
+
+/** Keeps the sites as D1 showed them last. */
+export function keepSites(tx: Tx, siteRows: SiteRow[]) {
+  for (const site of siteRows) {
+    const { id: _id, ...shown } = site;
+    tx.insert(sites).values(site).onConflictDoUpdate({ target: sites.id, set: shown }).run();
+  }
 }
 
 /** The first `started` of a scan records its start, the first `completed` completes it; a scan id stays with its person. */

@@ -58,8 +58,9 @@ export const personMoveStatus = createRoute({
 });
 
 /*
- * The companies' move into their own objects (docs/architecture.md, "The Company object"): what
- * moves today is the finished webhook history, which D1 hands to each company's object.
+ * The companies' move into their own objects (docs/architecture.md, "The Company object"): the
+ * finished webhook history, which D1 hands to each company's object, and the scan side of each
+ * company older than migration 0032 (services/company-scan-moves.ts).
  */
 
 export const CompanyMoveStatusSchema = z
@@ -72,6 +73,15 @@ export const CompanyMoveStatusSchema = z
       description: "Deliveries still being sent or retried: D1 keeps them until they finish",
       example: 12,
     }),
+    scan_side_in_d1: z
+      .number()
+      .int()
+      .openapi({
+        description:
+          "Companies whose scan side (scans, results, exposures and their history) still has rows in D1 to move " +
+          "into their object or to delete there (0: moved). A company is served from D1 until its move flips it.",
+        example: 0,
+      }),
   })
   .openapi("CompanyMoveStatus");
 
@@ -80,13 +90,18 @@ export const startCompanyMoves = createRoute({
   method: "post",
   path: "/internal/company-data/move",
   tags,
-  summary: "Move every company's finished webhook history from D1 into its object",
+  summary: "Move every company's finished webhook history and older scan side from D1 into its object",
   description:
     NEEDS +
-    "Starts the background job: finished deliveries are handed to their company's object 100 at a time, oldest " +
-    "first, with their attempts, and leave D1. Safe to start again: a second run finds nothing to move, and an " +
-    "entry handed twice is kept once. Reads merge both stores throughout, so a company is served from D1 until " +
-    "its move finishes. Answers where the move stood when it started; poll GET for progress.",
+    "Starts two background jobs. The history: finished deliveries are handed to their company's object 100 at a " +
+    "time, oldest first, with their attempts, and leave D1; reads merge both stores throughout. The scan side of " +
+    "each company still served from D1 (created before its object kept scans), one company at a time: its members' " +
+    "scans, results, exposures and their history are copied into its object 100 members at a time (exposures keep " +
+    "their ids), then the company is served from its object and copied once more, then D1's rows of members who " +
+    "belong to no company still served from D1 are deleted. A company is served from D1 until its move finishes. " +
+    "Safe to start again at any point: a move resumes where it stood, a row copied twice is kept once, and a second " +
+    "run after it finished finds nothing to move. Answers where the moves stood when they started; poll GET for " +
+    "progress.",
   security: bearerSecurity,
   middleware: [requireAdmin] as const,
   responses: {
@@ -101,7 +116,10 @@ export const companyMoveStatus = createRoute({
   path: "/internal/company-data/move",
   tags,
   summary: "Where the move of company data stands",
-  description: NEEDS + "Finished deliveries still in D1 (0 once moved), and those still on their way.",
+  description:
+    NEEDS +
+    "Finished deliveries still in D1 (0 once moved), those still on their way, and companies whose scan side still " +
+    "has rows in D1 (0 once moved).",
   security: bearerSecurity,
   middleware: [requireAdmin] as const,
   responses: {

@@ -1,0 +1,88 @@
+import { sql } from "drizzle-orm";
+import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import type { ScanSideChunk } from "../../domain/company-scans";
+import { recountStatuses } from "./exposures";
+import { claimCompany, keepSites, type Tx } from "./scans";
+import { exposures, scanResults, scans } from "./schema";
+
+/*
+ * The scan side of a company older than migration 0032, carried over from D1 by the operator's
+ * move (services/company-scan-moves.ts; docs/architecture.md, "The Company object"): a chunk of
+ * its members' rows, inserted keeping D1's exposure ids (below 2^28, so they never meet the
+ * object's own). Idempotent: a chunk given twice changes nothing; a row D1 changed since is
+ * taken, and a row the object changed later than D1's copy is kept as the object has it.
+ */
+
+type Db = DrizzleSqliteDODatabase;
+
+/** Keeps a chunk of D1's scan side, then rebuilds the per-status counters. Returns whether any exposure is pending. */
+export function importScanSide(db: Db, companyId: number, chunk: ScanSideChunk): { pending: boolean } {
+  db.transaction((tx) => {
+    claimCompany(tx, companyId);
+    keepSites(tx, chunk.sites);
+    for (const scan of chunk.scans) importScan(tx, scan);
+    for (const result of chunk.results) tx.insert(scanResults).values(result).onConflictDoNothing().run();
+    for (const exposure of chunk.exposures) importExposure(tx, exposure);
+    for (const line of chunk.history) importHistoryLine(tx, line);
+  });
+  recountStatuses(db);
+  return { pending: db.get(sql`select 1 from exposures where status = 'pending' limit 1`) !== undefined };
+}
+
+/** Only D1's newer change replaces the object's row (`updated_at`). */
+const newer = (table: typeof scans | typeof exposures) => sql`excluded.updated_at > ${table.updatedAt}`;
+
+function importScan(tx: Tx, scan: ScanSideChunk["scans"][number]) {
+  tx.insert(scans)
+    .values(scan)
+    .onConflictDoUpdate({
+      target: scans.id,
+      set: {
+        status: sql`excluded.status`,
+        startedAt: sql`excluded.started_at`,
+        completedAt: sql`excluded.completed_at`,
+        updatedAt: sql`excluded.updated_at`,
+      },
+      setWhere: newer(scans),
+    })
+    .run();
+}
+
+function importExposure(tx: Tx, exposure: ScanSideChunk["exposures"][number]) {
+  tx.insert(exposures)
+    .values(exposure)
+    .onConflictDoUpdate({
+      target: exposures.id,
+      set: {
+        status: sql`excluded.status`,
+        url: sql`excluded.url`,
+        data: sql`excluded.data`,
+        requestedAt: sql`excluded.requested_at`,
+        closedAt: sql`excluded.closed_at`,
+        updatedAt: sql`excluded.updated_at`,
+      },
+      setWhere: newer(exposures),
+    })
+    .run();
+}
+
+/** A history line of D1's, once: the object's own line ids differ from D1's, so a line is known by what it says. */
+function importHistoryLine(tx: Tx, line: ScanSideChunk["history"][number]) {
+  const at = line.createdAt.getTime();
+  tx.run(
+    sql`insert into exposure_history (exposure_id, site_id, event, created_at)
+        select ${line.exposureId}, ${line.siteId}, ${line.event}, ${at}
+        where exists (select 1 from exposures where id = ${line.exposureId})
+          and not exists (select 1 from exposure_history
+            where exposure_id = ${line.exposureId} and event = ${line.event} and created_at = ${at})`,
+  );
+}
+
+/** The people the object holds scan rows of (the move forgets those who are no longer members). */
+export function heldPeople(db: Db): number[] {
+  return db
+    .all<{ person_id: number }>(
+      sql`select person_id from exposures union select person_id from scans union select person_id from scan_results`,
+    )
+    .map((row) => row.person_id);
+}
