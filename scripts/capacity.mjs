@@ -1026,9 +1026,13 @@ try {
 
   // What a company's object holds per record: the object with its first entry (a test send:
   // its tables' first pages), and a finished delivery with its attempt (Acme's object).
+  // An object as it starts: its tables' first pages. A company's object now starts with the
+  // company (its first Admin's Person reads the object's exposure counts), so the objects are
+  // counted where they were made: in the first-entry phase, else in the companies' phase.
   const firstEntry = p("company objects: a first entry").companyObjects;
+  const objectsMade = firstEntry.created > 0 ? firstEntry : p("companies").companyObjects;
   const companyObjectPer = {
-    objectWithFirstEntry: per(firstEntry.bytes, firstEntry.created),
+    objectWithFirstEntry: per(objectsMade.bytes, objectsMade.created),
     webhookDelivery: per(acmeObjectSum("tables"), deliveryRows),
     webhookDeliveryUsed: per(acmeObjectSum("used"), deliveryRows),
   };
