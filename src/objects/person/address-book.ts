@@ -4,6 +4,8 @@ import * as book from "./contacts";
 import * as keys from "./index-keys";
 import { mirrorForRead, trustedMe } from "./mirror";
 
+export { listing } from "./contact-listing";
+
 /*
  * The person's contacts as the object's methods change and answer them
  * (docs/contacts-sync.md): each change with the index keys it touches marked
