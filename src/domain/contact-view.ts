@@ -120,11 +120,16 @@ export function contactsView(
   });
   const byValue = groupBy(matches, (match) => match.value);
   return items.map((stored) => {
-    const candidates = [...stored.phones, ...stored.emails].flatMap((value) => byValue.get(value) ?? []);
-    const link = candidates.reduce<LinkMatch | undefined>(
-      (lowest, match) => (lowest === undefined || match.personId < lowest.personId ? match : lowest),
-      undefined,
-    );
+    // The lowest person id any of its values names (phones first: the first of equals wins).
+    let link: LinkMatch | undefined;
+    if (byValue.size > 0) {
+      for (const values of [stored.phones, stored.emails]) {
+        for (const value of values) {
+          for (const match of byValue.get(value) ?? [])
+            if (link === undefined || match.personId < link.personId) link = match;
+        }
+      }
+    }
     const contact: Contact = {
       id: stored.id,
       profile_icon: (link?.known && link.avatarUrl) || "",

@@ -7,7 +7,8 @@ import {
   type ContactCollection,
   type LinkMatch,
 } from "../../domain/contact-view";
-import type { ContactListing, ContactRead } from "./api";
+import type { ContactListing, ContactRead, LinkedPerson } from "./api";
+import type { KeptLinks } from "./links";
 import { trustedMe } from "./mirror";
 
 /*
@@ -22,20 +23,32 @@ type Db = DrizzleSqliteDODatabase;
 
 /**
  * The JSON text of `read`'s contacts as owner `ownerId`'s `GET /contacts` shows them, with the
- * collections of `include`; null when a phone or email of the page has no fresh link here, or the
- * owner's card is not kept (the Worker then reads the index, or D1, and renders the page).
+ * collections of `include`; null when a phone or email of the page has no fresh link in `links`, or
+ * the owner's card is not kept (the Worker then reads the index, or D1, and renders the page).
  */
-function renderedPage(db: Db, ownerId: number, read: ContactRead, include: ContactCollection[]): string | null {
+function renderedPage(
+  db: Db,
+  ownerId: number,
+  links: KeptLinks,
+  read: ContactRead,
+  include: ContactCollection[],
+): string | null {
   // The values in the Worker's order (services/contacts.ts `contactsRead`), so the same links win.
   const phones = [...new Set(read.items.flatMap((contact) => contact.phones))];
   const emails = [...new Set(read.items.flatMap((contact) => contact.emails))];
   let rows: LinkMatch[] = [];
   if (phones.length + emails.length > 0) {
-    const links = read.links;
-    if (links?.owner === undefined) return null;
+    const now = Date.now();
+    const owner = links.ownerCard(now);
+    if (owner === undefined) return null;
     const valueKeys = valueKeysOf(phones, emails);
-    if (valueKeys.some(({ key }) => links.values[key] === undefined)) return null;
-    rows = linkMatches(ownerId, links.owner, valueKeys, (key) => links.values[key], read.trustedMe);
+    const named = new Map<string, LinkedPerson[]>();
+    for (const { key } of valueKeys) {
+      const people = links.value(key, now);
+      if (people === undefined) return null;
+      named.set(key, people);
+    }
+    rows = linkMatches(ownerId, owner, valueKeys, (key) => named.get(key), read.trustedMe);
   }
   const ask = unresolvedOf(rows, read.trustedMeOf);
   return JSON.stringify(contactsView(read.items, rows, ask.length > 0 ? trustedMe(db, ask) : [], new Set(include)));
@@ -43,15 +56,18 @@ function renderedPage(db: Db, ownerId: number, read: ContactRead, include: Conta
 
 /**
  * `contactListing`'s answer (person.ts): the page rendered here (`body`) when this object knows its
- * person (`ownerId`) and keeps every link the page needs, else the page as JSON text (`read`), which
- * crosses the RPC cheaper than its structured clone (docs/performance.md).
+ * person (`ownerId`) and keeps every link the page needs, else the page with the fresh links it keeps
+ * as JSON text (`read`), which crosses the RPC cheaper than its structured clone (docs/performance.md).
  */
 export function listing(
   db: Db,
   ownerId: number | null,
+  links: KeptLinks,
   read: ContactRead,
   include: ContactCollection[],
 ): ContactListing {
-  const body = ownerId === null ? null : renderedPage(db, ownerId, read, include);
-  return body === null ? { read: JSON.stringify(read) } : { body, total: read.total };
+  const body = ownerId === null ? null : renderedPage(db, ownerId, links, read, include);
+  return body === null
+    ? { read: JSON.stringify({ ...read, links: links.of(read.items) }) }
+    : { body, total: read.total };
 }

@@ -137,7 +137,7 @@ export class Person extends DurableObject<Env> {
   }
   /** One page for `GET /contacts`, as the answer's JSON text when this object keeps its links (contact-listing.ts). */
   contactListing(options: api.ContactListingOptions): api.ContactListing {
-    return addressBook.listing(this.db, this.self.known(), this.contactPage(options), options.include);
+    return addressBook.listing(this.db, this.self.known(), this.links, options);
   }
   private withLinks(read: api.ContactRead): api.ContactRead {
     return { ...read, links: this.links.of(read.items) };
