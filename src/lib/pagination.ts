@@ -42,8 +42,9 @@ export const pageWindow = ({ page, per_page }: Page) => ({ limit: per_page, offs
 export function setPageHeaders(c: Context, { page, per_page }: Page, total: number, keyset?: { last: number | null }) {
   c.header("X-Total-Count", String(total));
   const lastPage = Math.max(1, Math.ceil(total / per_page));
+  // One URL for the page links: each sets the same two parameters, so each reads as from a fresh copy.
+  const url = new URL(c.req.url);
   const link = (n: number, rel: string) => {
-    const url = new URL(c.req.url);
     url.searchParams.set("page", String(n));
     url.searchParams.set("per_page", String(per_page));
     return `<${url.toString()}>; rel="${rel}"`;
@@ -52,11 +53,12 @@ export function setPageHeaders(c: Context, { page, per_page }: Page, total: numb
   if (page > 1) links.push(link(Math.min(page - 1, lastPage), "prev"));
   if (keyset) {
     if (keyset.last !== null) {
-      const url = new URL(c.req.url);
-      url.searchParams.set("after", String(keyset.last));
-      url.searchParams.set("page", "1");
-      url.searchParams.set("per_page", String(per_page));
-      links.push(`<${url.toString()}>; rel="next"`);
+      // A fresh copy: `after` goes before the page parameters the links added.
+      const after = new URL(c.req.url);
+      after.searchParams.set("after", String(keyset.last));
+      after.searchParams.set("page", "1");
+      after.searchParams.set("per_page", String(per_page));
+      links.push(`<${after.toString()}>; rel="next"`);
     }
   } else if (page < lastPage) links.push(link(page + 1, "next"));
   links.push(link(lastPage, "last"));

@@ -3,17 +3,24 @@ import { batchableAll } from "../db/sql";
 import type { Db } from "../db/client";
 import { pruneOlderThan, type PruneResult } from "../db/prune";
 import { contactTombstones } from "../db/schema";
-import type { ContactInput, ContactRead, StoredContact } from "../objects/person/api";
+import {
+  CONTACT_COLLECTIONS,
+  contactsView,
+  unresolvedOf,
+  type Contact,
+  type ContactCollection,
+  type LinkMatch,
+} from "../domain/contact-view";
+import type { ContactInput, ContactRead } from "../objects/person/api";
 import { KEEP } from "../objects/person/limits";
 import { gone, notFound } from "../lib/errors";
-import { groupBy } from "../lib/group";
 import { logError } from "../lib/log";
 import { DAY_MS, iso } from "../lib/time";
 import { knowsPerson } from "./acquaintance";
 import type { Deps } from "./deps";
 import { accepted } from "./person-objects";
 import { e2eeColumn } from "./people";
-import { linksFromIndex, type LinkMatch } from "./trust-index/contacts";
+import { linksFromIndex } from "./trust-index/contacts";
 import type { Defer } from "./trust-index/read";
 
 /*
@@ -28,9 +35,7 @@ import type { Defer } from "./trust-index/read";
 
 export type { ContactInput };
 
-/** The collections `include` can add to a listed contact, by their write names (docs/decisions.md, "Contacts"). */
-export const CONTACT_COLLECTIONS = ["emails", "phone_numbers", "addresses"] as const;
-export type ContactCollection = (typeof CONTACT_COLLECTIONS)[number];
+export { CONTACT_COLLECTIONS, type ContactCollection };
 const ALL_COLLECTIONS = new Set<ContactCollection>(CONTACT_COLLECTIONS);
 
 /** How long a deleted contact is remembered for `GET /contacts/deleted` (docs/decisions.md). */
@@ -39,23 +44,7 @@ export const TOMBSTONE_RETENTION_DAYS = KEEP.tombstoneDays;
 /** What one contact may hold (docs/decisions.md): a write with more is a 400 and changes nothing. */
 export const CONTACT_CAPS = { phone_numbers: 20, emails: 20, addresses: 10 } as const;
 
-/** The API's Contact as read (OpenAPI component `Contact`; docs/decisions.md, "Contacts"). */
-export type Contact = {
-  id: number;
-  profile_icon: string;
-  display_name: string;
-  birthday: string | null;
-  email?: string[];
-  phone?: string[];
-  address?: string[];
-  risk_score: number;
-  labels: string[];
-  user_id: number | null;
-  connected: boolean;
-  e2ee: boolean;
-  created: string;
-  updated: string;
-};
+export type { Contact };
 
 /** A platform person holding one of a page's phones or emails (an email links only a person who knows the owner). */
 type Match = LinkMatch;
@@ -107,44 +96,9 @@ export function contactsRead(
     ) m join people on people.id = m.person_id`,
     );
   };
-  const unresolved = (matches: Match[]): number[] => {
-    const answered = read.trustedMeOf;
-    if (answered === undefined) return [];
-    return [...new Set(matches.filter((m) => !m.known && !answered.includes(m.personId)).map((m) => m.personId))];
-  };
-  const assemble = (rows: Match[], trustedAmong: number[] = []): Contact[] => {
-    const trusted = new Set(trustedAmong);
-    // An email links only a person who knows the owner.
-    const matches = rows.flatMap((match) => {
-      const known = match.known || trusted.has(match.personId) ? 1 : 0;
-      return match.via === "email" && !known ? [] : [{ ...match, known }];
-    });
-    const byValue = groupBy(matches, (match) => match.value);
-    return read.items.map((stored: StoredContact) => {
-      const candidates = [...stored.phones, ...stored.emails].flatMap((value) => byValue.get(value) ?? []);
-      const link = candidates.reduce<Match | undefined>(
-        (lowest, match) => (lowest === undefined || match.personId < lowest.personId ? match : lowest),
-        undefined,
-      );
-      const contact: Contact = {
-        id: stored.id,
-        profile_icon: (link?.known && link.avatarUrl) || "",
-        display_name: stored.displayName,
-        birthday: stored.birthday,
-        risk_score: link?.known ? link.riskScore : 0,
-        labels: stored.labels,
-        user_id: link?.personId ?? null,
-        connected: link !== undefined,
-        e2ee: Boolean(link?.e2ee),
-        created: iso(new Date(stored.createdAt))!,
-        updated: iso(new Date(stored.updatedAt))!,
-      };
-      if (include.has("emails")) contact.email = stored.emails;
-      if (include.has("phone_numbers")) contact.phone = stored.phones;
-      if (include.has("addresses")) contact.address = stored.addresses;
-      return contact;
-    });
-  };
+  const unresolved = (matches: Match[]): number[] => unresolvedOf(matches, read.trustedMeOf);
+  const assemble = (rows: Match[], trustedAmong: number[] = []): Contact[] =>
+    contactsView(read.items, rows, trustedAmong, include);
   const none = phones.length + emails.length === 0;
   return { statement: none ? null : statement, phones, emails, assemble, unresolved };
 }
@@ -183,22 +137,27 @@ export async function getContact(deps: Deps, ownerId: number, id: number, defer:
   return contact;
 }
 
-/** One page of the owner's contacts, oldest first, optionally changed since a time. */
+/**
+ * One page of the owner's contacts, oldest first, optionally changed since a time, as the answer's
+ * JSON text: rendered by the owner's object when it keeps every link the page needs (one RPC, the
+ * text sent as it is), else rendered here from the page it answers instead.
+ */
 export async function listContacts(
   deps: Deps,
   ownerId: number,
   options: { since?: Date; limit: number; offset: number; include: ReadonlySet<ContactCollection> },
   defer: Defer,
-) {
+): Promise<{ body: string; total: number }> {
+  const listing = await deps.objects.of(ownerId).contactListing({
+    since: options.since?.getTime() ?? null,
+    limit: options.limit,
+    offset: options.offset,
+    include: [...options.include],
+  });
+  if (listing.read === undefined) return { body: listing.body, total: listing.total };
   // As JSON text: cheaper across the RPC than the structured clone of the page (objects/person/person.ts).
-  const page = JSON.parse(
-    await deps.objects.of(ownerId).contactPageText({
-      since: options.since?.getTime() ?? null,
-      limit: options.limit,
-      offset: options.offset,
-    }),
-  ) as ContactRead;
-  return { items: await render(deps, ownerId, page, defer, options.include), total: page.total };
+  const page = JSON.parse(listing.read) as ContactRead;
+  return { body: JSON.stringify(await render(deps, ownerId, page, defer, options.include)), total: page.total };
 }
 
 /**

@@ -18,7 +18,7 @@ type Unguarded =
   | "pendingTrustRequests"
   | "contacts"
   | "contactPage"
-  | "contactPageText"
+  | "contactListing"
   | "contactsWithPhone"
   | "deletedContacts"
   | "decisions"

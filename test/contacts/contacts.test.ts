@@ -233,6 +233,38 @@ describe("GET /contacts", () => {
     expect(p1).not.toHaveProperty("address");
   });
 
+  it("each page carries its own contacts' values, those of its neighbours on either side none", async () => {
+    await sync(
+      "bob",
+      Array.from({ length: 7 }, (_, i) => ({
+        display_name: `Paged ${i}`,
+        phone_numbers: [`+1415555016${i}`],
+        emails: [`paged${i}@example.com`],
+        addresses: i % 2 ? [`${i} Main St`] : [],
+      })),
+    );
+    const everyOne = await answer(
+      await as("bob").get("/contacts?per_page=100&include=phone_numbers"),
+      200,
+      listContacts,
+    );
+    const pages = [];
+    for (const page of [1, 2, 3]) {
+      const url = `/contacts?per_page=3&page=${page}&include=phone_numbers,emails,addresses`;
+      pages.push(...(await answer(await as("bob").get(url), 200, listContacts)));
+    }
+    expect(pages.map((c) => c.id)).toEqual(everyOne.map((c) => c.id));
+    for (const contact of pages) {
+      const i = Number(contact.display_name.slice("Paged ".length));
+      expect(contact).toMatchObject({
+        phone: [`+1415555016${i}`],
+        email: [`paged${i}@example.com`],
+        address: i % 2 ? [`${i} Main St`] : [],
+      });
+    }
+    await as("bob").send("DELETE", "/contacts/clear");
+  });
+
   it("defaults to 10 per page", async () => {
     await sync(
       "alice",

@@ -34,7 +34,7 @@ async function page(who: Who) {
   const contacts = await answer(response, 200, listContacts);
   const counts = { kvGets: kvGets.mock.calls.length, d1: d1.statements };
   vi.restoreAllMocks();
-  return { contacts, ...counts };
+  return { contacts, etag: response.headers.get("ETag"), ...counts };
 }
 
 /** Waits until `personId`'s object keeps fresh links for a page (the page hands them over after its answer). */
@@ -77,6 +77,8 @@ describe("the owner's object keeps their contacts' links", () => {
     const second = await page("alice");
     expect(second).toMatchObject({ kvGets: 0, d1: 0 });
     expect(second.contacts).toEqual(first.contacts);
+    // Rendered by the object this time (objects/person/contact-listing.ts): the same bytes, so the same tag.
+    expect(second.etag).toBe(first.etag);
     const byName = (contacts: Listed[], phone: string) => contacts.find((c) => c.phone?.includes(phone));
     expect(byName(second.contacts, bobsPhone)).toMatchObject({ user_id: DEMO.people.bob, connected: true, ...shown });
     expect(byName(second.contacts, "+14155557300")).toMatchObject({ user_id: null, connected: false });

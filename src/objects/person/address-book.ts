@@ -1,7 +1,9 @@
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
-import type { Answer, ContactInput, ContactRead } from "./api";
+import type { Answer, ContactInput, ContactListing, ContactListingOptions, ContactRead } from "./api";
+import { listing as renderedOrRead } from "./contact-listing";
 import * as book from "./contacts";
 import * as keys from "./index-keys";
+import type { KeptLinks } from "./links";
 import { mirrorForRead, trustedMe } from "./mirror";
 
 /*
@@ -47,6 +49,14 @@ export const page = (db: Db, options: { since: number | null; limit: number; off
   ...book.contactPage(db, options),
   ...mirrorForRead(db),
 });
+
+/** One page for `GET /contacts` (contact-listing.ts): rendered here when `links` keeps all it needs. */
+export const listing = (
+  db: Db,
+  ownerId: number | null,
+  links: KeptLinks,
+  options: ContactListingOptions,
+): ContactListing => renderedOrRead(db, ownerId, links, page(db, options), options.include);
 
 /** The contacts having `e164` among their phones, and who of `among` trusted this person. */
 export const withPhone = (db: Db, e164: string, among: number[]): ContactRead => ({

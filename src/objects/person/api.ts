@@ -2,6 +2,7 @@ import type { readActivity } from "../../domain/activity";
 import type { BlockReason } from "../../domain/caller-verification";
 import type { PeerCard } from "../../domain/facts";
 import type { IndexLinks } from "../../domain/contact-links";
+import type { ContactCollection } from "../../domain/contact-view";
 import type { feed, trustRequests } from "./schema";
 
 /*
@@ -110,6 +111,20 @@ export type ContactRead = {
 };
 
 /**
+ * A page for `GET /contacts` (person.ts `contactListing`): the answer's JSON text and the total, when
+ * the object rendered it, else the page as `ContactRead`'s JSON text for the Worker to render.
+ */
+export type ContactListing = { body: string; total: number; read?: undefined } | { read: string };
+
+/** Which page `contactListing` reads (`since`: changed at or after, ms), and the collections its contacts show. */
+export type ContactListingOptions = {
+  since: number | null;
+  limit: number;
+  offset: number;
+  include: ContactCollection[];
+};
+
+/**
  * At most this many people who trusted the person travel with a read of
  * their contacts (and are bound into its D1 read as one JSON value): what a
  * read binds never grows with how many people chose to trust them.
@@ -175,6 +190,7 @@ export type HeldCounts = {
 
 export type { ActivityInput } from "../../domain/activity";
 export type { IndexLinks, LinkCard, LinkedPerson } from "../../domain/contact-links";
+export type { ContactCollection };
 export type { CallPolicy } from "../../domain/caller-verification";
 export type { Facts, PeerCard } from "../../domain/facts";
 export type { OwnAccount } from "./profile";

@@ -189,7 +189,9 @@ export function readContacts(db: Db, ids: number[]): StoredContact[] {
 /** One page, oldest id first, optionally changed since a time, and the total. */
 export function contactPage(db: Db, options: { since: number | null; limit: number; offset: number }) {
   const where = options.since === null ? sql`` : sql`where updated_at >= ${options.since}`;
-  const items = contactsWhere(db, sql`${where} order by id limit ${options.limit} offset ${options.offset}`);
+  // Without `since` the page is every contact between its first id and its last: their values are a range.
+  const tail = sql`${where} order by id limit ${options.limit} offset ${options.offset}`;
+  const items = contactsWhere(db, tail, options.since === null);
   const total = db.get<{ n: number }>(sql`select count(*) as n from contacts ${where}`)?.n ?? 0;
   return { items, total };
 }
@@ -207,9 +209,10 @@ type ContactRow = [
  * The contacts `tail` selects (`where …`, `order by …`, `limit …` over `contacts`), in that order, with
  * every collection: two statements (the contacts, then their values in order) read as arrays and
  * assembled here, without drizzle's query building and row mapping (a page of 100 spent about a
- * fifth of its time in them; docs/performance.md).
+ * fifth of its time in them; docs/performance.md). `contiguous`: `tail` selects every contact from
+ * its first id to its last, so their values are read as that range of the key, not by a list of ids.
  */
-function contactsWhere(db: Db, tail: SQL): StoredContact[] {
+function contactsWhere(db: Db, tail: SQL, contiguous = false): StoredContact[] {
   const rows = db.values<ContactRow>(
     sql`select id, display_name, birthday, labels, created_at, updated_at from contacts ${tail}`,
   );
@@ -230,14 +233,18 @@ function contactsWhere(db: Db, tail: SQL): StoredContact[] {
     of.set(id, contact);
     return contact;
   });
+  const which = contiguous
+    ? sql`contact_id between ${rows[0]![0]} and ${rows[rows.length - 1]![0]}`
+    : inList(
+        sql`contact_id`,
+        rows.map((row) => row[0]),
+      );
   const values = db.values<[contactId: number, kind: ContactValueKind, value: string]>(
-    sql`select contact_id, kind, value from contact_values where ${inList(
-      sql`contact_id`,
-      rows.map((row) => row[0]),
-    )} order by contact_id, kind, position`,
+    sql`select contact_id, kind, value from contact_values where ${which} order by contact_id, kind, position`,
   );
   for (const [contactId, kind, value] of values) {
-    const contact = of.get(contactId)!;
+    const contact = of.get(contactId);
+    if (contact === undefined) continue; // a value left without its contact is no contact's
     (kind === "email" ? contact.emails : kind === "phone" ? contact.phones : contact.addresses).push(value);
   }
   return result;

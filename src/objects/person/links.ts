@@ -20,25 +20,41 @@ import { LINKS_FRESH_MS, LINKS_KEPT } from "./limits";
 
 type Kept<T> = { at: number; value: T };
 
+/** Read at most `LINKS_FRESH_MS` before `now`; a time ahead of `now` (a clock set back) is not trusted: read again. */
+const fresh = (kept: Kept<unknown>, now: number) => kept.at <= now && now - kept.at < LINKS_FRESH_MS;
+
 export class KeptLinks {
   private readonly values = new Map<string, Kept<LinkedPerson[]>>();
   private owner: Kept<LinkCard> | null = null;
 
   /** The links kept for these contacts' phones and emails that are still fresh at `now` (ms). */
   of(contacts: StoredContact[], now = Date.now()): IndexLinks {
-    // A time ahead of `now` (a clock set back) is not trusted: read again.
-    const fresh = (kept: Kept<unknown>) => kept.at <= now && now - kept.at < LINKS_FRESH_MS;
     const links: IndexLinks = { values: {} };
-    if (this.owner && fresh(this.owner)) links.owner = this.owner.value;
+    const owner = this.ownerCard(now);
+    if (owner !== undefined) links.owner = owner;
+    const add = (key: string) => {
+      const people = this.value(key, now);
+      if (people !== undefined) links.values[key] = people;
+    };
     for (const contact of contacts) {
-      for (const key of [...contact.phones.map(KEY_KINDS.num.key), ...contact.emails.map(KEY_KINDS.eml.key)]) {
-        const kept = this.values.get(key);
-        if (kept === undefined) continue;
-        if (fresh(kept)) links.values[key] = kept.value;
-        else this.values.delete(key);
-      }
+      for (const phone of contact.phones) add(KEY_KINDS.num.key(phone));
+      for (const email of contact.emails) add(KEY_KINDS.eml.key(email));
     }
     return links;
+  }
+
+  /** The owner's own card, if kept and still fresh at `now` (ms). */
+  ownerCard(now = Date.now()): LinkCard | undefined {
+    return this.owner && fresh(this.owner, now) ? this.owner.value : undefined;
+  }
+
+  /** The people the value of index key `key` names, if kept and still fresh at `now` (ms); a stale one is dropped. */
+  value(key: string, now = Date.now()): LinkedPerson[] | undefined {
+    const kept = this.values.get(key);
+    if (kept === undefined) return undefined;
+    if (fresh(kept, now)) return kept.value;
+    this.values.delete(key);
+    return undefined;
   }
 
   /** Keeps links the Worker read from the index at `readAt` (ms); an older read never replaces a newer one. */

@@ -14,7 +14,7 @@ const deferOf = (c: Context<AppEnv>) => (work: Promise<unknown>) => c.executionC
 
 export const listContacts: AppRouteHandler<typeof routes.listContacts> = async (c) => {
   const { page, per_page, updated_at, include } = c.req.valid("query");
-  const { items, total } = await contacts.listContacts(
+  const { body, total } = await contacts.listContacts(
     c.var.deps,
     personId(c.var.principal),
     {
@@ -25,7 +25,10 @@ export const listContacts: AppRouteHandler<typeof routes.listContacts> = async (
     deferOf(c),
   );
   setPageHeaders(c, { page, per_page }, total);
-  return c.json(items, 200);
+  // Already JSON (rendered by the owner's object, or by services/contacts.ts): sent as it is.
+  return c.body(body, 200, { "Content-Type": "application/json" }) as unknown as ReturnType<
+    typeof c.json<contacts.Contact[], 200>
+  >;
 };
 
 export const listDeletedContacts: AppRouteHandler<typeof routes.listDeletedContacts> = async (c) => {

@@ -3,6 +3,7 @@ import type { Db } from "../../db/client";
 import { memberships, people, personEmails } from "../../db/schema";
 import { inList } from "../../db/sql";
 import type { IndexLinks, LinkCard } from "../../domain/contact-links";
+import { linkMatches, valueKeysOf, type LinkMatch } from "../../domain/contact-view";
 import { KEY_KINDS, kindOf, keysOfKind } from "../../domain/key-kinds";
 import { groupBy } from "../../lib/group";
 import { logError } from "../../lib/log";
@@ -71,16 +72,7 @@ export async function computeLinkCards(db: Db, keys: string[]): Promise<Map<stri
 }
 
 /** A platform person one of a page's phones or emails names, with what their link shows (services/contacts.ts). */
-export type LinkMatch = {
-  value: string;
-  via: "phone" | "email";
-  personId: number;
-  avatarUrl: string | null;
-  riskScore: number;
-  e2ee: number;
-  /** 1: the person knows the owner (the same person, a shared company, or they trusted the owner). */
-  known: number;
-};
+export type { LinkMatch };
 
 /** KV reads at most 100 keys in one bulk get (https://developers.cloudflare.com/kv/api/read-key-value-pairs/). */
 const BULK_GET = 100;
@@ -119,10 +111,7 @@ export async function linksFromIndex(
   try {
     const readAt = Date.now();
     const ownerKey = KEY_KINDS.lnk.key(ownerId);
-    const valueKeys = [
-      ...phones.map((value) => ({ value, via: "phone" as const, key: KEY_KINDS.num.key(value) })),
-      ...emails.map((value) => ({ value, via: "email" as const, key: KEY_KINDS.eml.key(value) })),
-    ];
+    const valueKeys = valueKeysOf(phones, emails);
     const missing = valueKeys.filter(({ key }) => kept.values[key] === undefined).map(({ key }) => key);
     const ownerKeys = kept.owner === undefined ? [ownerKey, CONTACTS_COMPLETE_KEY] : [];
     const found = await getMany(kv, [...missing, ...ownerKeys]);
@@ -153,16 +142,7 @@ export async function linksFromIndex(
     const read: IndexLinks = { ...(ownerKeys.length > 0 ? { owner } : {}), values: {} };
     for (const [key, ids] of namedNow)
       read.values[key] = ids.map((personId) => ({ personId, card: cardsNow.get(personId)! }));
-    const ownCompanies = owner.c;
-    const matches: LinkMatch[] = valueKeys.flatMap(({ value, via, key }) =>
-      (read.values[key] ?? kept.values[key] ?? []).map(({ personId, card }) => {
-        const known =
-          personId === ownerId ||
-          card.c.some((company) => ownCompanies.includes(company)) ||
-          trustedMe.includes(personId);
-        return { value, via, personId, avatarUrl: card.a, riskScore: card.r, e2ee: card.e, known: known ? 1 : 0 };
-      }),
-    );
+    const matches = linkMatches(ownerId, owner, valueKeys, (key) => read.values[key] ?? kept.values[key], trustedMe);
     return { matches, read, readAt };
   } catch (err) {
     logError("reading contact links from the trust index failed; read from D1", err);
