@@ -10,6 +10,7 @@ import { exposureHistory, getEmployee, listExposures } from "../../src/routes/em
 import { createDeps } from "../../src/services/create-deps";
 import { applyScanEvents } from "../../src/services/scans";
 import { answer, as, call, DEMO, drainBackground, insertToken } from "../helpers";
+import { companyObject, insertEmployee, scansInObject } from "../support/company-scans";
 
 /*
  * The operator's move of an older company's scan side from D1 into its object
@@ -23,27 +24,12 @@ const GLOBEX = DEMO.companies.globex;
 const ADMIN = "pk_test_scan_side_move_admin";
 const RECEIVER = "https://receiver.scan-move.test/";
 const admin = (method: string) => call("/internal/company-data/move", { method, token: ADMIN });
-const companyObject = (id: number) => env.COMPANY.get(env.COMPANY.idFromName(`company:${id}`));
 
 let nextPerson = 2600;
-async function newEmployee(companies: number[]) {
-  const id = nextPerson++;
-  await env.DB.batch([
-    env.DB.prepare(
-      "INSERT INTO people (id, first_name, last_name, created_at, updated_at) VALUES (?, 'Moved', 'Subject', 0, 0)",
-    ).bind(id),
-    ...companies.map((company) =>
-      env.DB.prepare(
-        "INSERT INTO memberships (company_id, person_id, created_at, updated_at) VALUES (?, ?, 0, 0)",
-      ).bind(company, id),
-    ),
-  ]);
-  return id;
-}
+const newEmployee = (companies: number[]) => insertEmployee(nextPerson++, companies, "Moved");
 
 async function servedFromD1(...companyIds: number[]) {
-  for (const id of companyIds)
-    await env.DB.prepare("UPDATE companies SET scans_in_object = 0 WHERE id = ?").bind(id).run();
+  for (const id of companyIds) await scansInObject(id, false);
 }
 
 /** Applies scan events as the `scan-events` consumer does. */

@@ -16,6 +16,7 @@ import { forwardCompanyEvents } from "../../src/services/company-events";
 import { createDeps } from "../../src/services/create-deps";
 import { applyScanEvents } from "../../src/services/scans";
 import { as, call, DEMO, drainBackground, expectError } from "../helpers";
+import { companyObject, insertEmployee, scansInObject } from "../support/company-scans";
 
 /*
  * The scan side of a company whose scans live in its own object (docs/architecture.md, "The
@@ -27,23 +28,9 @@ import { as, call, DEMO, drainBackground, expectError } from "../helpers";
 const ACME = DEMO.companies.acme;
 const GLOBEX = DEMO.companies.globex;
 const RECEIVER = "https://receiver.objects.test/";
-const companyObject = (id: number) => env.COMPANY.get(env.COMPANY.idFromName(`company:${id}`));
 
 let nextPerson = 1900;
-async function newEmployee(companies: number[]) {
-  const id = nextPerson++;
-  await env.DB.batch([
-    env.DB.prepare(
-      "INSERT INTO people (id, first_name, last_name, created_at, updated_at) VALUES (?, 'Object', 'Subject', 0, 0)",
-    ).bind(id),
-    ...companies.map((company) =>
-      env.DB.prepare(
-        "INSERT INTO memberships (company_id, person_id, created_at, updated_at) VALUES (?, ?, 0, 0)",
-      ).bind(company, id),
-    ),
-  ]);
-  return id;
-}
+const newEmployee = (companies: number[]) => insertEmployee(nextPerson++, companies, "Object");
 
 /** Runs the scan-events consumer on one message, as the queue would deliver it. */
 async function consume(body: unknown, bindings: Partial<Env> = {}) {
@@ -98,12 +85,6 @@ const eventsOf = async (personId: number, companyId: number) =>
   (await deliveriesAbout(personId)).filter((row) => row.company_id === companyId).map((row) => row.event);
 
 const outbox = (companyId: number) => companyObject(companyId).takeEvents(1000);
-
-async function setScansInObject(companyId: number, inObject: boolean) {
-  await env.DB.prepare("UPDATE companies SET scans_in_object = ? WHERE id = ?")
-    .bind(inObject ? 1 : 0, companyId)
-    .run();
-}
 
 const started = (person: number, scan: string) => ({
   type: "started",
@@ -253,7 +234,7 @@ describe("a company's scans in its object", () => {
   });
 
   it("a person of a company served from D1 and of one served by its object gets both, each once", async () => {
-    await setScansInObject(GLOBEX, false);
+    await scansInObject(GLOBEX, false);
     try {
       const person = await newEmployee([ACME, GLOBEX]);
       const scan = `both-${person}`;
@@ -284,7 +265,7 @@ describe("a company's scans in its object", () => {
         updated_at: "",
       });
     } finally {
-      await setScansInObject(GLOBEX, true);
+      await scansInObject(GLOBEX, true);
     }
   });
 

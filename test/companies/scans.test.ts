@@ -16,6 +16,7 @@ import { createDeps } from "../../src/services/create-deps";
 import { listHistory } from "../../src/routes/webhooks/webhooks.routes";
 import { answer, as, call, DEMO, expectError } from "../helpers";
 import { deliverPending } from "../webhook-receiver";
+import { companyObject, insertEmployee } from "../support/company-scans";
 
 /**
  * Scan intake (`POST /internal/scan-events`), the `scan-events` consumer and
@@ -41,20 +42,7 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 let nextPerson = 900;
 /** A fresh employee of `companies` (Acme by default), so each test reads only its own rows. */
-async function newEmployee(companies: number[] = [DEMO.companies.acme]) {
-  const id = nextPerson++;
-  await env.DB.batch([
-    env.DB.prepare(
-      "INSERT INTO people (id, first_name, last_name, created_at, updated_at) VALUES (?, 'Scan', 'Subject', 0, 0)",
-    ).bind(id),
-    ...companies.map((company) =>
-      env.DB.prepare(
-        "INSERT INTO memberships (company_id, person_id, created_at, updated_at) VALUES (?, ?, 0, 0)",
-      ).bind(company, id),
-    ),
-  ]);
-  return id;
-}
+const newEmployee = (companies: number[] = [DEMO.companies.acme]) => insertEmployee(nextPerson++, companies);
 
 /** Runs the scan-events consumer on one message, as the queue would deliver it. */
 async function consume(body: unknown, attempts = 1, bindings: Env = env) {
@@ -141,7 +129,6 @@ type Exposure = {
  * D1). Both hold the same tables and columns.
  */
 type Store = "acme" | "d1";
-const companyObject = (id: number) => env.COMPANY.get(env.COMPANY.idFromName(`company:${id}`));
 
 /** The rows a query reads from `store` (parameters `?1`, `?2`, …). */
 async function rows<T = Record<string, unknown>>(store: Store, query: string, ...params: unknown[]): Promise<T[]> {

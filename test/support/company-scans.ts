@@ -135,3 +135,18 @@ export async function seedCompanyScans(
     recountStatuses(drizzle(state.storage));
   });
 }
+
+/** Writes person `id` with a membership in each of `companies`, by SQL (a scan's subject; no object is started). */
+export async function insertEmployee(id: number, companies: number[], firstName = "Scan") {
+  await env.DB.batch([
+    env.DB.prepare(
+      "INSERT INTO people (id, first_name, last_name, created_at, updated_at) VALUES (?, ?, 'Subject', 0, 0)",
+    ).bind(id, firstName),
+    ...companies.map((company) =>
+      env.DB.prepare(
+        "INSERT INTO memberships (company_id, person_id, created_at, updated_at) VALUES (?, ?, 0, 0)",
+      ).bind(company, id),
+    ),
+  ]);
+  return id;
+}

@@ -4,6 +4,7 @@ import type { PeerCard } from "../../domain/facts";
 import type { IndexLinks } from "../../domain/contact-links";
 import type { ContactCollection } from "../../domain/contact-view";
 import type { feed, trustRequests } from "./schema";
+import type { ContactFields } from "../../domain/contact-view";
 
 /*
  * What crosses RPC between the Worker and a person's object (person.ts):
@@ -82,18 +83,8 @@ export type ContactInput = {
   addresses?: string[];
 };
 
-/** A contact as the object keeps it: every collection, times in milliseconds. */
-export type StoredContact = {
-  id: number;
-  displayName: string;
-  birthday: string | null;
-  labels: string[];
-  emails: string[];
-  phones: string[];
-  addresses: string[];
-  createdAt: number;
-  updatedAt: number;
-};
+/** A contact as the object keeps it: every collection, times in milliseconds (one shape with the page's renderer). */
+export type StoredContact = ContactFields;
 
 /**
  * Contacts as a read answers them, with the people who trusted this person
