@@ -55,6 +55,10 @@ export const toExposure = (row: ExposureRow) => ({
 
 export type Exposure = ReturnType<typeof toExposure>;
 
+/** `toExposure` of a row whose `data` is the JSON text a company's object keeps. */
+export const toExposureFromText = (row: Omit<ExposureRow, "data"> & { data: string }) =>
+  toExposure({ ...row, data: JSON.parse(row.data) as Record<string, unknown> });
+
 /** History texts: each is its prefix followed by the site's name. */
 export const historyPrefix = {
   found: "Found on ",

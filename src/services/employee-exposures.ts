@@ -14,6 +14,7 @@ import { refusal, type Answer } from "../lib/answer";
 import { pageWindow, type Page } from "../lib/pagination";
 import { iso } from "../lib/time";
 import { companyOfExposure } from "../domain/company-scans";
+import { toExposureFromText } from "../domain/scan-payloads";
 import { exposureQuery, siteColumns, toExposure, toSite, type Exposure } from "./exposures";
 import type { CompanyRow } from "./companies";
 import type { Deps } from "./deps";
@@ -71,7 +72,7 @@ export async function listExposures(
     const { limit, offset } = pageWindow(page);
     const { items, total } = await deps.companyObjects.of(companyId).exposurePage(filter, offset, limit);
     return {
-      items: items.map((item) => toExposure({ ...item, data: JSON.parse(item.data) as Record<string, unknown> })),
+      items: items.map(toExposureFromText),
       total,
     };
   }

@@ -70,7 +70,7 @@ export function recountStatuses(db: Db) {
  */
 export type ExposureItem = Omit<ExposureRecord, "data"> & { data: string; site: SiteRow };
 
-type ItemRow = {
+export type ItemRow = {
   id: number;
   person_id: number;
   site_id: number;
@@ -85,10 +85,11 @@ type ItemRow = {
   site_url: string;
 };
 
-const itemColumns = sql`e.id, e.person_id, e.site_id, e.status, e.url, e.data, e.created_at, e.updated_at,
+/** The columns of an exposure with its site, read from `exposures e join sites s` (`toItem` reads them). */
+export const itemColumns = sql`e.id, e.person_id, e.site_id, e.status, e.url, e.data, e.created_at, e.updated_at,
   s.name as site_name, s.slug as site_slug, s.logo as site_logo, s.url as site_url`;
 
-const toItem = (row: ItemRow): ExposureItem => ({
+export const toItem = (row: ItemRow): ExposureItem => ({
   id: row.id,
   personId: row.person_id,
   siteId: row.site_id,

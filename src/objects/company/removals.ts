@@ -1,7 +1,8 @@
 import { sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
-import { historyPrefix, toExposure } from "../../domain/scan-payloads";
-import { countStatusChange } from "./exposures";
+import { historyPrefix, toExposureFromText } from "../../domain/scan-payloads";
+import { countStatusChange, itemColumns, toItem, type ItemRow } from "./exposures";
+import { raiser } from "./scans";
 
 /*
  * The removal step of a company whose scan side lives in its object (docs/decisions.md, "Removal
@@ -19,19 +20,6 @@ export const REMOVAL_CHUNK = 1000;
 /** How often the removal step is due (the hourly cron's pace for D1's companies). */
 export const REMOVAL_INTERVAL_MS = 3600_000;
 
-type PendingRow = {
-  id: number;
-  person_id: number;
-  site_id: number;
-  url: string | null;
-  data: string;
-  created_at: number;
-  name: string;
-  slug: string;
-  logo: string | null;
-  site_url: string;
-};
-
 /**
  * Moves up to `limit` pending exposures to `in_progress` at `now` (by `exposures_status_idx`,
  * oldest change first): the history line "Removal requested from <site>", the move, the counters
@@ -42,15 +30,16 @@ type PendingRow = {
 export function removalStep(db: Db, now: Date, limit = REMOVAL_CHUNK): { moved: number; more: boolean } {
   const at = now.getTime();
   return db.transaction((tx) => {
-    const rows = tx.all<PendingRow>(
-      sql`select e.id, e.person_id, e.site_id, e.url, e.data, e.created_at,
-            s.name, s.slug, s.logo, s.url as site_url
-          from (select id from exposures indexed by exposures_status_idx
-                where status = 'pending' order by updated_at, id limit ${limit}) p
-          join exposures e on e.id = p.id
-          join sites s on s.id = e.site_id
-          order by e.updated_at, e.id`,
-    );
+    const rows = tx
+      .all<ItemRow>(
+        sql`select ${itemColumns}
+            from (select id from exposures indexed by exposures_status_idx
+                  where status = 'pending' order by updated_at, id limit ${limit}) p
+            join exposures e on e.id = p.id
+            join sites s on s.id = e.site_id
+            order by e.updated_at, e.id`,
+      )
+      .map(toItem);
     if (rows.length > 0) {
       const ids = JSON.stringify(rows.map((row) => row.id));
       tx.run(
@@ -64,26 +53,12 @@ export function removalStep(db: Db, now: Date, limit = REMOVAL_CHUNK): { moved: 
             where id in (select value from json_each(${ids})) and status = 'pending'`,
       );
       countStatusChange(tx, "pending", "in_progress", rows.length);
-      const events = rows.flatMap((row) => {
-        const payload = JSON.stringify(
-          toExposure({
-            id: row.id,
-            personId: row.person_id,
-            status: "in_progress",
-            url: row.url,
-            data: JSON.parse(row.data) as Record<string, unknown>,
-            createdAt: new Date(row.created_at),
-            updatedAt: now,
-            site: { id: row.site_id, name: row.name, slug: row.slug, logo: row.logo, url: row.site_url },
-          }),
-        );
-        return (["exposure:requested", "request:created"] as const).map((event) => ({ event, payload }));
-      });
-      tx.run(
-        sql`insert into events (event, payload, created_at)
-            select json_extract(value, '$.event'), json_extract(value, '$.payload'), ${at}
-            from json_each(${JSON.stringify(events)}) order by key`,
-      );
+      const raise = raiser(tx, now);
+      for (const row of rows) {
+        const exposure = toExposureFromText({ ...row, status: "in_progress", updatedAt: now });
+        raise("exposure:requested", exposure);
+        raise("request:created", exposure);
+      }
     }
     const more = tx.get<{ id: number }>(sql`select id from exposures where status = 'pending' limit 1`) !== undefined;
     return { moved: rows.length, more };

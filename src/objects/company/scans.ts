@@ -2,8 +2,14 @@ import { and, asc, eq, inArray, isNull, lte, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import { exposureIdBase, type CompanyEvent, type ScanRunEvent, type SiteRow } from "../../domain/company-scans";
 import type { EventName } from "../../domain/events";
-import { historyPrefix, RESULT_EVENTS, scanEventPayload, toExposure } from "../../domain/scan-payloads";
-import { countStatusChange } from "./exposures";
+import {
+  historyPrefix,
+  RESULT_EVENTS,
+  scanEventPayload,
+  toExposure,
+  toExposureFromText,
+} from "../../domain/scan-payloads";
+import { countStatusChange, itemColumns, toItem, type ItemRow } from "./exposures";
 import { counters, events, exposureHistory, exposures, scanResults, scans, sites } from "./schema";
 
 /*
@@ -28,7 +34,7 @@ const EXPOSURE_COUNTER = "exposure";
 const COMPANY_COUNTER = "company";
 
 /** The events' writer of one transaction: each event a row of the outbox, in the order raised. */
-const raiser =
+export const raiser =
   (tx: Tx, now: Date): Raise =>
   (event, payload) =>
     tx
@@ -182,21 +188,11 @@ function nextExposureId(tx: Tx, companyId: number): number {
  */
 export function confirmRemoval(db: Db, exposureId: number, at: Date, now: Date): "closed" | "unchanged" | "missing" {
   return db.transaction((tx) => {
-    const row = tx
-      .select({
-        id: exposures.id,
-        personId: exposures.personId,
-        status: exposures.status,
-        url: exposures.url,
-        data: exposures.data,
-        createdAt: exposures.createdAt,
-        site: { id: sites.id, name: sites.name, slug: sites.slug, logo: sites.logo, url: sites.url },
-      })
-      .from(exposures)
-      .innerJoin(sites, eq(sites.id, exposures.siteId))
-      .where(eq(exposures.id, exposureId))
-      .get();
-    if (!row) return "missing";
+    const found = tx.get<ItemRow>(
+      sql`select ${itemColumns} from exposures e join sites s on s.id = e.site_id where e.id = ${exposureId}`,
+    );
+    if (!found) return "missing";
+    const row = toItem(found);
     if (row.status !== "in_progress") return "unchanged";
     tx.update(exposures)
       .set({ status: "closed", closedAt: at, updatedAt: now })
@@ -206,12 +202,7 @@ export function confirmRemoval(db: Db, exposureId: number, at: Date, now: Date):
     tx.insert(exposureHistory)
       .values({ exposureId, siteId: row.site.id, event: historyPrefix.closed + row.site.name, createdAt: at })
       .run();
-    const exposure = toExposure({
-      ...row,
-      status: "closed",
-      data: JSON.parse(row.data) as Record<string, unknown>,
-      updatedAt: now,
-    });
+    const exposure = toExposureFromText({ ...row, status: "closed", updatedAt: now });
     const raise = raiser(tx, now);
     raise("exposure:closed", exposure);
     raise("request:closed", exposure);
