@@ -1,7 +1,8 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { companyForgets } from "../db/schema";
-import { batchableAll } from "../db/sql";
+import { backoffSql, batchableAll } from "../db/sql";
+import type { Backoff } from "../lib/backoff";
 import { logError } from "../lib/log";
 import type { Deps } from "./deps";
 
@@ -19,6 +20,9 @@ export type Forget = { companyId: number; personId: number; dueAt: number };
 /** Rows one sweep chunk takes (one object call per company among them). */
 export const FORGET_CHUNK = 100;
 
+/** After a failed call a row waits 1, 2, 4 … minutes before the sweep tries it again, at most an hour. */
+export const FORGET_RETRY: Backoff = { base: 60_000, cap: 3_600_000 };
+
 /**
  * The statement recording that companies' objects must forget people, for the batch that deletes
  * their memberships (placed after those deletes; one statement whatever their number): a row for
@@ -35,16 +39,18 @@ export const forgetStatement = (db: Db, pairs: { companyId: number; personId: nu
         join companies c on c.id = json_extract(f.value, '$.companyId') and c.scans_in_object = 1
         where not exists (select 1 from memberships m
           where m.company_id = c.id and m.person_id = json_extract(f.value, '$.personId'))
-        on conflict (company_id, person_id) do update set due_at = max(due_at, excluded.due_at)
+        on conflict (company_id, person_id) do update
+          set due_at = max(due_at, excluded.due_at), retry_at = 0, attempts = 0
         returning company_id as companyId, person_id as personId, due_at as dueAt`,
   );
 
 /**
  * Tells the objects to forget: the given rows (right after the commit that wrote them), or the
- * oldest due (the sweep), taken in turns across companies so one company's object that does not
- * answer holds up no other's. Each company's people of one removal time in one call; a row goes
- * once its object forgot (a row rewritten since by a later removal stays). A failure is logged and
- * its rows stay for the next sweep. Never throws.
+ * oldest due (the sweep), taken in turns across companies. Each company's people of one removal
+ * time in one call; a row goes once its object forgot (a row rewritten since by a later removal
+ * stays). A failure is logged; rows the sweep took then wait longer each time (`FORGET_RETRY`)
+ * before it takes them again, so objects that do not answer, however many, hold up no other
+ * company's. Never throws.
  */
 export async function forgetInObjects(
   deps: Deps,
@@ -59,7 +65,7 @@ export async function forgetInObjects(
         select company_id as companyId, person_id as personId, due_at as dueAt from (
           select company_id, person_id, due_at,
                  row_number() over (partition by company_id order by due_at, person_id) as turn
-          from ${companyForgets} where due_at <= ${now.getTime()})
+          from ${companyForgets} where retry_at <= ${now.getTime()})
         order by turn, due_at limit ${FORGET_CHUNK}`);
     } catch (err) {
       logError("reading the people company objects must forget failed; the next sweep tries again", err);
@@ -72,6 +78,7 @@ export async function forgetInObjects(
     calls.set(key, [...(calls.get(key) ?? []), row]);
   }
   const done: Forget[] = [];
+  const failed: Forget[] = [];
   await Promise.all(
     [...calls.values()].map(async (rows) => {
       const { companyId, dueAt } = rows[0]!;
@@ -83,6 +90,7 @@ export async function forgetInObjects(
         done.push(...rows);
       } catch (err) {
         logError("a company object's forgetting failed; the sweep retries", err, { companyId, people: rows.length });
+        failed.push(...rows);
       }
     }),
   );
@@ -98,5 +106,25 @@ export async function forgetInObjects(
       });
     }
   }
-  return { forgotten: done.length, more: given === undefined && due.length >= FORGET_CHUNK && done.length > 0 };
+  let pushedBack = false;
+  // Rows the sweep took wait before the next try; a failed call right after the commit leaves its rows due.
+  if (given === undefined && failed.length > 0) {
+    try {
+      // One statement: each failed row waits longer than the last time (a row rewritten since stays due).
+      await db.run(sql`update ${companyForgets}
+        set attempts = attempts + 1,
+            retry_at = ${now.getTime()} + ${backoffSql(sql`attempts`, FORGET_RETRY)}
+        where (company_id, person_id, due_at) in (
+          select json_extract(value, '$.companyId'), json_extract(value, '$.personId'), json_extract(value, '$.dueAt')
+          from json_each(${JSON.stringify(failed)}))`);
+      pushedBack = true;
+    } catch (err) {
+      logError("putting back people whose company object did not answer failed; the next sweep tries them", err, {
+        people: failed.length,
+      });
+    }
+  }
+  // Another chunk is worth taking when this one was full and none of it is due again at once.
+  const progressed = done.length > 0 || pushedBack;
+  return { forgotten: done.length, more: given === undefined && due.length >= FORGET_CHUNK && progressed };
 }

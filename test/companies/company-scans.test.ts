@@ -5,7 +5,7 @@ import { removalStep } from "../../src/objects/company/removals";
 import { pruneScanSide } from "../../src/objects/company/scan-retention";
 import { countStatusChange } from "../../src/objects/company/exposures";
 import { createDeps } from "../../src/services/create-deps";
-import { forgetInObjects } from "../../src/services/company-forgets";
+import { FORGET_CHUNK, forgetInObjects } from "../../src/services/company-forgets";
 import { purgeExpiredEphemeral } from "../../src/services/memberships";
 import { createEmployee } from "../../src/routes/employees/employees.routes";
 import { answer, as, countRows, drainBackground, employeeBody, fresh } from "../helpers";
@@ -291,6 +291,60 @@ describe("forgetting people whose membership ended", () => {
     expect(await countRows("SELECT count(*) AS n FROM company_forgets")).toBe(0);
     expect(await leftOf(person)).toBe(0);
   });
+
+  it("a full chunk of objects that do not answer holds up no other company's forgetting", async () => {
+    const person = await newEmployee();
+    const removedAt = Date.now() - hour;
+    await seedPerson(person, 5005, removedAt - hour);
+    // 100 rows of companies whose objects fail, each removed earlier than the row of Acme's object.
+    const failing = Array.from({ length: FORGET_CHUNK }, (_, k) => 7000 + k);
+    await env.DB.batch([
+      ...failing.map((companyId) =>
+        env.DB.prepare("INSERT INTO company_forgets (company_id, person_id, due_at) VALUES (?, 1, ?)").bind(
+          companyId,
+          removedAt - 2 * hour,
+        ),
+      ),
+      env.DB.prepare("INSERT INTO company_forgets (company_id, person_id, due_at) VALUES (1, ?, ?)").bind(
+        person,
+        removedAt,
+      ),
+    ]);
+    const real = createDeps(env);
+    const partly = {
+      ...real,
+      companyObjects: {
+        of: (companyId: number) =>
+          companyId >= 7000
+            ? { forgetPeople: () => Promise.reject(new Error("object unavailable")) }
+            : real.companyObjects.of(companyId),
+      },
+    } as unknown as typeof real;
+    vi.spyOn(console, "error").mockImplementation(() => undefined);
+    try {
+      await sweepsPastFailures(partly, person);
+    } finally {
+      await env.DB.prepare("DELETE FROM company_forgets WHERE company_id >= 7000").run();
+    }
+  });
+
+  async function sweepsPastFailures(partly: ReturnType<typeof createDeps>, person: number) {
+    const now = new Date();
+    // The first chunk is the 100 failing rows: they wait a minute; another chunk is worth taking.
+    expect(await forgetInObjects(partly, undefined, now)).toEqual({ forgotten: 0, more: true });
+    expect(await forgetInObjects(partly, undefined, now)).toEqual({ forgotten: 1, more: false });
+    expect(await leftOf(person)).toBe(0);
+    const waiting = await env.DB.prepare(
+      "SELECT min(retry_at) AS first, max(retry_at) AS last, max(attempts) AS attempts, count(*) AS n FROM company_forgets",
+    ).first<{ first: number; last: number; attempts: number; n: number }>();
+    expect(waiting).toEqual({ first: now.getTime() + 60_000, last: now.getTime() + 60_000, attempts: 1, n: 100 });
+    // A minute on they are tried again, and wait twice as long after another failure.
+    const later = new Date(now.getTime() + 60_000);
+    expect(await forgetInObjects(partly, undefined, later)).toEqual({ forgotten: 0, more: true });
+    expect(
+      await countRows("SELECT count(*) AS n FROM company_forgets WHERE retry_at = ?", later.getTime() + 120_000),
+    ).toBe(100);
+  }
 
   it("a company whose scan side is in D1 records nothing to forget", async () => {
     await scansInObject(1, false);

@@ -27,6 +27,12 @@ export const companyForgets = sqliteTable(
     companyId: integer("company_id").notNull(),
     personId: integer("person_id").notNull(),
     dueAt: integer("due_at").notNull(),
+    /**
+     * When the sweep may try this row again: 0 until a call to the object failed, then later and
+     * later (`attempts`), so companies whose objects do not answer never hold up the others.
+     */
+    retryAt: integer("retry_at").notNull().default(0),
+    attempts: integer("attempts").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.companyId, t.personId] })],
 );
