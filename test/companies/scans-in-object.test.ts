@@ -269,6 +269,53 @@ describe("a company's scans in its object", () => {
     }
   });
 
+  it("two companies' scans at once: each object keeps its own members' findings and raises only its own events", async () => {
+    const acmeOnly = await newEmployee([ACME]);
+    const globexOnly = await newEmployee([GLOBEX]);
+    const both = await newEmployee([ACME, GLOBEX]);
+    const run = (person: number) => {
+      const scan = `at-once-${person}`;
+      return [
+        started(person, scan),
+        found(person, scan),
+        found(person, scan, 4, `https://spydirectory.example/p/${scan}`),
+        { type: "completed", scan_id: scan, person_id: person, at: "2026-04-01T10:05:00Z" },
+      ];
+    };
+    // One message with both companies' people interleaved, and another consumed at the same time.
+    const [a, g] = [run(acmeOnly), run(globexOnly)];
+    const mixed = a.flatMap((event, i) => [event, g[i]!]);
+    const results = await Promise.all([consume(mixed), consume(run(both))]);
+    for (const result of results) expect(result.explicitAcks).toHaveLength(1);
+
+    const exposuresIn = async (companyId: number) =>
+      (await inObject<{ person_id: number }>(companyId, "SELECT person_id FROM exposures ORDER BY id"))
+        .map((row) => row.person_id)
+        .filter((person) => [acmeOnly, globexOnly, both].includes(person));
+    expect((await exposuresIn(ACME)).sort()).toEqual([acmeOnly, acmeOnly, both, both].sort());
+    expect((await exposuresIn(GLOBEX)).sort()).toEqual([globexOnly, globexOnly, both, both].sort());
+    // Each company's ids name it.
+    const ids = await inObject<{ id: number }>(GLOBEX, "SELECT id FROM exposures WHERE person_id = ?", both);
+    expect(ids.map((row) => companyOfExposure(row.id))).toEqual([GLOBEX, GLOBEX]);
+
+    // Each company hears about its own members only, each event once; Globex only what it subscribed to.
+    expect(await eventsOf(acmeOnly, GLOBEX)).toEqual([]);
+    expect(await eventsOf(globexOnly, ACME)).toEqual([]);
+    const everyAcmeEvent = ["scan:started", "scan:found", "exposure:created", "scan:found", "exposure:created"];
+    for (const person of [acmeOnly, both]) {
+      expect((await eventsOf(person, ACME)).filter((event) => everyAcmeEvent.includes(event)).sort()).toEqual(
+        [...everyAcmeEvent].sort(),
+      );
+    }
+    const globexEvents = ["scan:started", "scan:found", "exposure:created", "scan:found", "exposure:created"];
+    for (const person of [globexOnly, both]) {
+      expect((await eventsOf(person, GLOBEX)).sort()).toEqual([...globexEvents].sort());
+    }
+    // Nothing is left waiting in either outbox.
+    expect(await outbox(ACME)).toEqual([]);
+    expect(await outbox(GLOBEX)).toEqual([]);
+  });
+
   it("removal_confirmed goes to the object its exposure id names: in_progress → closed, once", async () => {
     const person = await newEmployee([ACME]);
     expect(await apply([found(person, `close-${person}`, 4, "https://spydirectory.example/o")])).toEqual([
