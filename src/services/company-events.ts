@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { companyEventMarks } from "../db/schema";
+import { companyEventMarks, memberships } from "../db/schema";
 import type { Deps } from "./deps";
 import { WriteBatch } from "./outbox";
 
@@ -45,7 +45,14 @@ export async function forwardCompanyEvents(
         event: event.event,
         payload: JSON.parse(event.payload) as unknown,
       })),
-      { when: (_payload, index) => sql`json_extract(${seqs}, '$[' || ${index} || ']') > ${mark}` },
+      {
+        // Each event once (above the mark), and only about a person who is still a member: one removed
+        // since the change (its object forgets them) is not the company's to hear about.
+        when: (payload, index) =>
+          sql`json_extract(${seqs}, '$[' || ${index} || ']') > ${mark} and exists (select 1 from ${memberships}
+            where ${memberships.companyId} = ${companyId}
+              and ${memberships.personId} = coalesce(json_extract(${payload}, '$.employee_id'), json_extract(${payload}, '$.person_id')))`,
+      },
     );
     batch.add(
       deps.db

@@ -30,10 +30,12 @@ export const FORGET_RETRY: Backoff = { base: 60_000, cap: 3_600_000 };
  * point of the batch. A row left from an earlier removal takes the later time. Returns the rows
  * it wrote (`Forget`).
  */
-export const forgetStatement = (db: Db, pairs: { companyId: number; personId: number }[], now: Date) =>
-  batchableAll<Forget>(
-    db,
-    sql`insert into ${companyForgets} (company_id, person_id, due_at)
+export const forgetStatement = (db: Db, pairs: Pair[], now: Date) => batchableAll<Forget>(db, forgetSql(pairs, now));
+
+type Pair = { companyId: number; personId: number };
+
+const forgetSql = (pairs: Pair[], now: Date) =>
+  sql`insert into ${companyForgets} (company_id, person_id, due_at)
         select c.id, json_extract(f.value, '$.personId'), ${now.getTime()}
         from json_each(${JSON.stringify(pairs)}) f
         join companies c on c.id = json_extract(f.value, '$.companyId') and c.scans_in_object = 1
@@ -41,8 +43,30 @@ export const forgetStatement = (db: Db, pairs: { companyId: number; personId: nu
           where m.company_id = c.id and m.person_id = json_extract(f.value, '$.personId'))
         on conflict (company_id, person_id) do update
           set due_at = max(due_at, excluded.due_at), retry_at = 0, attempts = 0
-        returning company_id as companyId, person_id as personId, due_at as dueAt`,
-  );
+        returning company_id as companyId, person_id as personId, due_at as dueAt`;
+
+/**
+ * How far ahead of the Worker's clock a forget reaches: the object stamps what it records with its
+ * own clock, which may run a little ahead on another machine.
+ */
+const CLOCK_SLACK_MS = 1000;
+
+/**
+ * The people a company's object was just given rows of, from a membership read before the call
+ * (a scan run, a chunk of the operator's move): those whose membership has ended since are
+ * recorded and forgotten as a removal at this moment would be, so nothing the call recorded
+ * outlives a membership that ended while it was on its way. One D1 statement (which writes
+ * nothing when everyone is still a member) and, only for leavers, one object call. Returns how
+ * many were forgotten; a failed object call leaves its rows for the sweep.
+ */
+export async function forgetLeavers(deps: Deps, companyId: number, personIds: number[]): Promise<number> {
+  if (personIds.length === 0) return 0;
+  const pairs = [...new Set(personIds)].map((personId) => ({ companyId, personId }));
+  const left = await deps.db.all<Forget>(forgetSql(pairs, new Date(Date.now() + CLOCK_SLACK_MS)));
+  if (left.length === 0) return 0;
+  await forgetInObjects(deps, left);
+  return left.length;
+}
 
 /**
  * Tells the objects to forget: the given rows (right after the commit that wrote them), or the

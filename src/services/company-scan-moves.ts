@@ -12,6 +12,7 @@ import {
 import { inList } from "../db/sql";
 import type { ScanSideChunk } from "../domain/company-scans";
 import type { BackgroundMessage, Chunk } from "../domain/queue-messages";
+import { forgetLeavers } from "./company-forgets";
 import type { Deps } from "./deps";
 import { siteColumns } from "./exposures";
 
@@ -124,7 +125,11 @@ async function continueWith(deps: Deps, companyId: number): Promise<{ next?: Mov
 async function finishStage(deps: Deps, companyId: number, stage: Stage) {
   const { db } = deps;
   const next = AFTER[stage];
-  if (stage === "recopy") await forgetFormerMembers(deps, companyId);
+  if (stage === "recopy") {
+    await forgetFormerMembers(deps, companyId);
+    // From here the object's removal step takes the exposures it was given too.
+    await deps.companyObjects.of(companyId).moveFinished();
+  }
   const record = eq(companyScanMoves.companyId, companyId);
   if (next === null) await db.delete(companyScanMoves).where(record);
   else if (stage === "copy")
@@ -173,6 +178,8 @@ async function copyToObject(deps: Deps, companyId: number, members: number[]): P
   if (members.length === 0) return 0;
   const chunk = await readScanSide(deps, members);
   await deps.companyObjects.of(companyId).importScanSide(companyId, chunk);
+  // After the flip, a member removed since the chunk was read (a second chain's late chunk too) goes again.
+  await forgetLeavers(deps, companyId, members);
   const open = chunk.exposures.filter((row) => row.status !== "closed").map((row) => row.id);
   if (open.length > 0)
     await deps.db.run(

@@ -4,6 +4,7 @@ import { inList } from "../db/sql";
 import { companyOfExposure, type ScanRunEvent, type SiteRow } from "../domain/company-scans";
 import { logError } from "../lib/log";
 import { forwardCompanyEvents } from "./company-events";
+import { forgetLeavers } from "./company-forgets";
 import { confirmRemoval } from "./exposures";
 import type { Deps } from "./deps";
 
@@ -63,6 +64,8 @@ export async function applyInObjects(
         events,
         [...sites.values()].filter((site) => named.has(site.id)),
       );
+      // The memberships were read before the call: a member removed since is forgotten again.
+      await forgetLeavers(deps, companyId, [...members]);
       await forwardQuietly(deps, companyId);
       return { indexes, applied };
     }),

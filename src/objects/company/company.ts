@@ -4,7 +4,7 @@ import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import migrations from "../../../drizzle-company/migrations.js";
 import { DAY_MS } from "../../lib/time";
 import { logError } from "../../lib/log";
-import type { CompanyEvent, ScanRunEvent, SiteRow } from "../../domain/company-scans";
+import { exposureIdBase, type CompanyEvent, type ScanRunEvent, type SiteRow } from "../../domain/company-scans";
 import type { BackgroundMessage } from "../../domain/queue-messages";
 import {
   HISTORY_RETENTION_DAYS,
@@ -19,8 +19,8 @@ import * as scans from "./scans";
 import * as scheduler from "./scheduler";
 import * as exposures from "./exposures";
 import { forgetPeople } from "./forget";
-import { heldPeople, importScanSide } from "./scan-import";
-import { REMOVAL_INTERVAL_MS, removalStep } from "./removals";
+import { finishMove, heldPeople, importScanSide, moveUnderWay } from "./scan-import";
+import { REMOVAL_CHUNK, REMOVAL_INTERVAL_MS, removalStep } from "./removals";
 import { OBJECT_SCAN_RETENTION_DAYS, pruneScanSide } from "./scan-retention";
 
 /*
@@ -46,6 +46,13 @@ export class Company extends DurableObject<Env> {
   private readonly db: DrizzleSqliteDODatabase;
   /** The alarm as last set (read from storage once per start); null: none. */
   private alarmAt: number | null = null;
+  /**
+   * The duties the alarm is running now, each with the due times asked for it meanwhile (an await
+   * inside a duty lets other calls in): the alarm keeps the earliest of them once the duty is done.
+   */
+  private readonly running = new Map<scheduler.Duty, number[]>();
+  /** When the removal step last asked the Worker to record its events (null: not since the object woke). */
+  private askedAt: number | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -82,10 +89,18 @@ export class Company extends DurableObject<Env> {
     // Pending exposures move to `in_progress`, a chunk an alarm while more are pending; the events
     // raised are recorded through the background queue at once (no request waits on this step).
     removals: async (now) => {
-      const { moved, more } = removalStep(this.db, new Date(now));
+      // While a move is under way D1 may still act on what it carried over: the object's own only.
+      const companyId = scans.companyOf(this.db);
+      const fromId = companyId !== null && moveUnderWay(this.db) ? exposureIdBase(companyId) : 0;
+      const { moved, more } = removalStep(this.db, new Date(now), REMOVAL_CHUNK, fromId);
       if (moved > 0) {
-        scheduler.dueBy(this.db, "events", now + EVENTS_REPAIR_AFTER_MS);
-        await this.askToRecordEvents();
+        this.dueBy("events", now + EVENTS_REPAIR_AFTER_MS);
+        // One forwarding chain at a time: it goes on by itself while events wait (company-events.ts
+        // `more`), so a pass right after another does not start a second one taking the same events.
+        if (this.askedAt === null || now - this.askedAt >= EVENTS_REPAIR_AFTER_MS) {
+          this.askedAt = now;
+          await this.askToRecordEvents();
+        }
       }
       return more ? now : null;
     },
@@ -103,6 +118,15 @@ export class Company extends DurableObject<Env> {
     await this.env.BACKGROUND_QUEUE.send(message);
   }
 
+  /**
+   * Makes `duty` due at `at` at the latest (scheduler.ts `dueBy`). While the alarm runs that duty its
+   * stored time is the one being run, so the request is also kept for the alarm to apply after it.
+   */
+  private dueBy(duty: scheduler.Duty, at: number) {
+    scheduler.dueBy(this.db, duty, at);
+    this.running.get(duty)?.push(at);
+  }
+
   /** Sets the alarm to the earliest due duty (the one writer of this object's alarm). */
   private async arm() {
     const at = scheduler.earliestDue(this.db);
@@ -117,7 +141,7 @@ export class Company extends DurableObject<Env> {
     if (finished.length === 0) return;
     history.keep(this.db, finished);
     const first = Math.min(...finished.map((entry) => entry.finishedAt.getTime()));
-    scheduler.dueBy(this.db, "history", first + HISTORY_RETENTION_DAYS.success * DAY_MS + ALARM_SLACK_MS);
+    this.dueBy("history", first + HISTORY_RETENTION_DAYS.success * DAY_MS + ALARM_SLACK_MS);
     await this.arm();
   }
 
@@ -154,7 +178,17 @@ export class Company extends DurableObject<Env> {
    * (scan-import.ts; idempotent), its pending exposures then taken by the removal step.
    */
   async importScanSide(companyId: number, chunk: ScanSideChunk): Promise<void> {
-    const { pending } = importScanSide(this.db, companyId, chunk);
+    importScanSide(this.db, companyId, chunk);
+    this.scanSideChanged(new Date(), false);
+    await this.arm();
+  }
+
+  /**
+   * The operator's move has finished (after its recopy): the removal step takes every pending
+   * exposure from now on, the carried-over ones included, from the next hour.
+   */
+  async moveFinished(): Promise<void> {
+    const { pending } = finishMove(this.db);
     this.scanSideChanged(new Date(), pending);
     await this.arm();
   }
@@ -169,8 +203,7 @@ export class Company extends DurableObject<Env> {
    * recorded is looked at by retention once its week has passed.
    */
   private scanSideChanged(now: Date, pending: boolean) {
-    if (pending)
-      scheduler.dueBy(this.db, "removals", Math.ceil((now.getTime() + 1) / REMOVAL_INTERVAL_MS) * REMOVAL_INTERVAL_MS);
+    if (pending) this.dueBy("removals", Math.ceil((now.getTime() + 1) / REMOVAL_INTERVAL_MS) * REMOVAL_INTERVAL_MS);
     scheduler.dueBy(
       this.db,
       "scan-retention",
@@ -209,7 +242,7 @@ export class Company extends DurableObject<Env> {
 
   /** Events were raised: the alarm looks for them if the Worker has not recorded them in time. */
   private async eventsRaised() {
-    scheduler.dueBy(this.db, "events", Date.now() + EVENTS_REPAIR_AFTER_MS);
+    this.dueBy("events", Date.now() + EVENTS_REPAIR_AFTER_MS);
     await this.arm();
   }
 
@@ -243,15 +276,18 @@ export class Company extends DurableObject<Env> {
       const at = due[duty];
       if (at === undefined || at > now) continue;
       let next: number | null;
+      const asked: number[] = [];
+      this.running.set(duty, asked);
       try {
         next = await this.duties[duty](now);
       } catch (err) {
         logError("a company object's duty failed; tried again later", err, { duty });
         next = now + ALARM_SLACK_MS;
+      } finally {
+        this.running.delete(duty);
       }
-      // Something scheduled the duty again while it ran (an await lets other calls in): the earlier stands.
-      const since = scheduler.dueTimes(this.db)[duty];
-      if (since !== undefined && since !== at) next = next === null ? since : Math.min(next, since);
+      // Something scheduled the duty again while it ran (an await lets other calls in): the earliest stands.
+      for (const wanted of asked) next = next === null ? wanted : Math.min(next, wanted);
       scheduler.setDue(this.db, duty, next);
     }
     await this.arm();

@@ -25,16 +25,17 @@ export const REMOVAL_INTERVAL_MS = 3600_000;
  * oldest change first): the history line "Removal requested from <site>", the move, the counters
  * and both events (payload: the exposure as moved, exactly D1's step's) in one transaction, so a
  * repeated call moves and reports each exposure once. Returns how many moved and whether any are
- * still pending (the step is then due again at once).
+ * still pending (the step is then due again at once). Only ids from `fromId` are taken: while the
+ * operator's move of the company is under way, the object's own (scan-import.ts `moveUnderWay`).
  */
-export function removalStep(db: Db, now: Date, limit = REMOVAL_CHUNK): { moved: number; more: boolean } {
+export function removalStep(db: Db, now: Date, limit = REMOVAL_CHUNK, fromId = 0): { moved: number; more: boolean } {
   const at = now.getTime();
   return db.transaction((tx) => {
     const rows = tx
       .all<ItemRow>(
         sql`select ${itemColumns}
             from (select id from exposures indexed by exposures_status_idx
-                  where status = 'pending' order by updated_at, id limit ${limit}) p
+                  where status = 'pending' and id >= ${fromId} order by updated_at, id limit ${limit}) p
             join exposures e on e.id = p.id
             join sites s on s.id = e.site_id
             order by e.updated_at, e.id`,
@@ -60,7 +61,9 @@ export function removalStep(db: Db, now: Date, limit = REMOVAL_CHUNK): { moved: 
         raise("request:created", exposure);
       }
     }
-    const more = tx.get<{ id: number }>(sql`select id from exposures where status = 'pending' limit 1`) !== undefined;
+    const more =
+      tx.get<{ id: number }>(sql`select id from exposures where status = 'pending' and id >= ${fromId} limit 1`) !==
+      undefined;
     return { moved: rows.length, more };
   });
 }

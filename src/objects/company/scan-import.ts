@@ -1,9 +1,9 @@
-import { sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { ScanSideChunk } from "../../domain/company-scans";
 import { recountStatuses } from "./exposures";
 import { claimCompany, keepSites, type Tx } from "./scans";
-import { exposures, scanResults, scans } from "./schema";
+import { counters, exposures, scanResults, scans } from "./schema";
 
 /*
  * The scan side of a company older than migration 0032, carried over from D1 by the operator's
@@ -15,18 +15,51 @@ import { exposures, scanResults, scans } from "./schema";
 
 type Db = DrizzleSqliteDODatabase;
 
-/** Keeps a chunk of D1's scan side, then rebuilds the per-status counters. Returns whether any exposure is pending. */
-export function importScanSide(db: Db, companyId: number, chunk: ScanSideChunk): { pending: boolean } {
+/**
+ * Set by the first chunk a move gives, cleared when the move has finished (`finishMove`): until
+ * then D1 may still act on the exposures it carried over (its removal step, before the flip, and
+ * its own copies until the recopy reaches them), so the object's removal step leaves them alone.
+ */
+const MOVE_UNDER_WAY = "move:under-way";
+
+/** Whether the operator's move of the company's scan side is under way. */
+export const moveUnderWay = (db: Db) =>
+  db.select({ value: counters.value }).from(counters).where(eq(counters.name, MOVE_UNDER_WAY)).get() !== undefined;
+
+/** The move has finished: the object acts on every exposure. Returns whether any is pending. */
+export function finishMove(db: Db): { pending: boolean } {
+  db.delete(counters).where(eq(counters.name, MOVE_UNDER_WAY)).run();
+  return { pending: db.get(sql`select 1 from exposures where status = 'pending' limit 1`) !== undefined };
+}
+
+/** Keeps a chunk of D1's scan side, then rebuilds the per-status counters. */
+export function importScanSide(db: Db, companyId: number, chunk: ScanSideChunk): void {
   db.transaction((tx) => {
     claimCompany(tx, companyId);
+    tx.insert(counters).values({ name: MOVE_UNDER_WAY, value: 1 }).onConflictDoNothing().run();
     keepSites(tx, chunk.sites);
     for (const scan of chunk.scans) importScan(tx, scan);
     for (const result of chunk.results) tx.insert(scanResults).values(result).onConflictDoNothing().run();
-    for (const exposure of chunk.exposures) importExposure(tx, exposure);
+    for (const exposure of chunk.exposures) {
+      if (exposure.status !== "closed") dropOwnDuplicate(tx, exposure);
+      importExposure(tx, exposure);
+    }
     for (const line of chunk.history) importHistoryLine(tx, line);
   });
   recountStatuses(db);
-  return { pending: db.get(sql`select 1 from exposures where status = 'pending' limit 1`) !== undefined };
+}
+
+/**
+ * A listing D1 found open before the flip, and the object found again after it but before the
+ * recopy carried D1's over: the listing is one exposure, the first found (D1's), as D1 would have
+ * kept it. The object's own open copy goes with its history.
+ */
+function dropOwnDuplicate(tx: Tx, exposure: ScanSideChunk["exposures"][number]) {
+  const same = sql`select id from exposures
+    where person_id = ${exposure.personId} and site_id = ${exposure.siteId} and url is ${exposure.url}
+      and status in ('pending', 'in_progress') and id <> ${exposure.id} and created_at > ${exposure.createdAt.getTime()}`;
+  tx.run(sql`delete from exposure_history where exposure_id in (${same})`);
+  tx.run(sql`delete from exposures where id in (${same})`);
 }
 
 /** Only D1's newer change replaces the object's row (`updated_at`). */

@@ -1,0 +1,291 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import type { ScanSideChunk } from "../../src/domain/company-scans";
+import { EVENT_NAMES } from "../../src/domain/events";
+import type { BackgroundMessage } from "../../src/domain/queue-messages";
+import { ScanEventBatch } from "../../src/domain/scan-events";
+import { forwardCompanyEvents } from "../../src/services/company-events";
+import { MOVE_MEMBERS_CHUNK, moveCompanyScansChunk } from "../../src/services/company-scan-moves";
+import { applyInObjects, homesOf } from "../../src/services/company-scans";
+import { createDeps } from "../../src/services/create-deps";
+import { submitRemovalRequests } from "../../src/services/exposures";
+import { applyScanEvents } from "../../src/services/scans";
+import { as, DEMO } from "../helpers";
+import { companyObject, DEMO_SITE_ROWS, insertEmployee, scansInObject } from "../support/company-scans";
+
+/*
+ * What happens when the scan side's writers meet (docs/architecture.md, "The Company object"): the
+ * object's alarm and a scan run, a membership that ends while a run or a chunk of the move is on
+ * its way, and the move's window in which D1 still acts on what it gave the object.
+ */
+
+const ACME = DEMO.companies.acme;
+const RECEIVER = "https://receiver.races.test/acme";
+const PEOPLE_FINDER = DEMO_SITE_ROWS[0]!;
+
+let nextPerson = 7100;
+const newEmployee = () => insertEmployee(nextPerson++, [ACME], "Race");
+const apply = (body: unknown[]) => applyScanEvents(createDeps(env), ScanEventBatch.parse(body));
+const found = (person: number, scan: string, url = `https://peoplefinder.example/p/${scan}`) => ({
+  type: "found",
+  scan_id: scan,
+  person_id: person,
+  site_id: PEOPLE_FINDER.id,
+  url,
+  data: { name: "Race Subject" },
+  at: "2026-04-01T10:01:00Z",
+});
+
+const inObject = <T>(query: string, ...params: SqlStorageValue[]) =>
+  runInDurableObject(companyObject(ACME), (_, state) => state.storage.sql.exec(query, ...params).toArray()) as Promise<
+    T[]
+  >;
+const removalsDue = async () =>
+  (await inObject<{ value: number }>("SELECT value FROM counters WHERE name = 'due:removals'"))[0]?.value ?? null;
+const makeRemovalsDue = () =>
+  runInDurableObject(companyObject(ACME), (_, state) => {
+    state.storage.sql.exec(
+      "INSERT INTO counters (name, value) VALUES ('due:removals', ?1) ON CONFLICT (name) DO UPDATE SET value = ?1",
+      Date.now() - 1000,
+    );
+  });
+
+/** D1's webhook deliveries of Acme about a person (`person_id` or `employee_id`), in the order written. */
+async function acmeEventsAbout(personId: number, event?: string) {
+  const { results } = await env.DB.prepare(
+    `SELECT event FROM webhook_deliveries WHERE company_id = ?1
+       AND (json_extract(payload, '$.person_id') = ?2 OR json_extract(payload, '$.employee_id') = ?2)
+       AND (?3 IS NULL OR event = ?3) ORDER BY rowid`,
+  )
+    .bind(ACME, personId, event ?? null)
+    .all<{ event: string }>();
+  return results.map((row) => row.event);
+}
+
+/** D1's exposure of a person as the move's copy chunk carries it. */
+async function chunkOf(personId: number): Promise<ScanSideChunk> {
+  const row = (await env.DB.prepare("SELECT * FROM exposures WHERE person_id = ?")
+    .bind(personId)
+    .first<{ id: number; site_id: number; status: "pending"; url: string; data: string; created_at: number }>())!;
+  return {
+    scans: [],
+    results: [],
+    exposures: [
+      {
+        id: row.id,
+        personId,
+        siteId: row.site_id,
+        status: row.status,
+        url: row.url,
+        data: row.data,
+        requestedAt: null,
+        closedAt: null,
+        createdAt: new Date(row.created_at),
+        updatedAt: new Date(row.created_at),
+      },
+    ],
+    history: [],
+    sites: [PEOPLE_FINDER],
+  };
+}
+
+beforeAll(async () => {
+  for (const event of EVENT_NAMES) {
+    const response = await as("alice").send("POST", `/companies/${ACME}/webhooks`, { endpoint: RECEIVER, event });
+    expect(response.status).toBe(201);
+  }
+});
+afterEach(() => vi.restoreAllMocks());
+
+describe("the object's alarm meets a scan run", () => {
+  it("an exposure opened while the removal step waits on its queue send keeps the step scheduled", async () => {
+    const first = await newEmployee();
+    const second = await newEmployee();
+    await apply([found(first, `alarm-a-${first}`)]);
+    await makeRemovalsDue();
+    const after = await runInDurableObject(companyObject(ACME), async (instance, state) => {
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let sending!: () => void;
+      const sendStarted = new Promise<void>((resolve) => (sending = resolve));
+      const object = instance as unknown as { env: Env };
+      const realEnv = object.env;
+      object.env = new Proxy(realEnv, {
+        get: (target, key) =>
+          key === "BACKGROUND_QUEUE"
+            ? {
+                send: async () => {
+                  sending();
+                  await gate;
+                },
+              }
+            : (Reflect.get(target, key) as unknown),
+      });
+      try {
+        const alarm = instance.alarm();
+        await sendStarted;
+        // A run of the company lands while the removal step waits on its send.
+        await instance.applyScanRun(ACME, [{ ...found(second, `alarm-b-${second}`), at: new Date() }] as never, [
+          PEOPLE_FINDER,
+        ]);
+        release();
+        await alarm;
+      } finally {
+        object.env = realEnv;
+      }
+      return {
+        pending: state.storage.sql.exec("SELECT person_id FROM exposures WHERE status = 'pending'").toArray(),
+        due: state.storage.sql.exec("SELECT value FROM counters WHERE name = 'due:removals'").toArray(),
+      };
+    });
+    expect(after.pending).toEqual([{ person_id: second }]);
+    // The next hour's step is still scheduled for it.
+    expect(after.due).toHaveLength(1);
+    expect((after.due[0] as { value: number }).value).toBeGreaterThan(Date.now());
+  });
+
+  it("removal passes one right after another start one forwarding chain, not one each", async () => {
+    const [first, second] = [await newEmployee(), await newEmployee()];
+    const sent: BackgroundMessage[] = [];
+    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation((async (body: BackgroundMessage) => {
+      sent.push(body);
+    }) as never);
+    await runInDurableObject(companyObject(ACME), async (instance) => {
+      const object = instance as unknown as { alarm(): Promise<void>; askedAt: number | null };
+      object.askedAt = null; // as an object just woken
+      // A pass moves the first one; a listing found meanwhile is moved by the next pass, right after.
+      await instance.applyScanRun(ACME, [{ ...found(first, `chain-${first}`), at: new Date() }] as never, [
+        PEOPLE_FINDER,
+      ]);
+      await makeRemovalsDue();
+      await object.alarm();
+      await instance.applyScanRun(ACME, [{ ...found(second, `chain-${second}`), at: new Date() }] as never, [
+        PEOPLE_FINDER,
+      ]);
+      await makeRemovalsDue();
+      await object.alarm();
+    });
+    expect(sent.filter((body) => body.kind === "company-events")).toHaveLength(1);
+    // The one chain records both passes' events.
+    await forwardCompanyEvents(createDeps(env), ACME);
+    for (const person of [first, second]) expect(await acmeEventsAbout(person, "request:created")).toHaveLength(1);
+  });
+});
+
+describe("a membership that ends while a change is on its way to the object", () => {
+  it("a run read before the removal and landing after it: the object forgets it and the company hears nothing", async () => {
+    const person = await newEmployee();
+    // The consumer read the memberships ...
+    const homes = homesOf([{ personId: person, companyId: ACME, inObject: true }]);
+    // ... the employee is removed meanwhile (the object forgets right after that commit) ...
+    expect((await as("alice").send("DELETE", `/companies/${ACME}/employees/${person}`)).status).toBe(204);
+    // ... and then the consumer's call to the object lands.
+    const run = ScanEventBatch.parse([found(person, `late-${person}`)]);
+    await applyInObjects(createDeps(env), run as never, homes, new Map([[PEOPLE_FINDER.id, PEOPLE_FINDER]]));
+
+    expect(await inObject("SELECT id FROM exposures WHERE person_id = ?", person)).toEqual([]);
+    expect(await inObject("SELECT id FROM scan_results WHERE person_id = ?", person)).toEqual([]);
+    expect(await acmeEventsAbout(person)).toEqual([]);
+    const response = await as("alice").get(`/companies/${ACME}/employees/exposures?employees=${person}`);
+    expect(response.headers.get("X-Total-Count")).toBe("0");
+  });
+
+  it("a chunk of the move read before the removal and landing after it: the person's rows go again", async () => {
+    await scansInObject(ACME, false);
+    const members: number[] = [];
+    try {
+      // A full chunk of members, so the chunk is not the move's last (which forgets former members anyway).
+      for (let k = 0; k < MOVE_MEMBERS_CHUNK; k++) members.push(await newEmployee());
+      const leaver = members[0]!;
+      await apply([found(leaver, `moved-${leaver}`)]);
+      // The copy is done and the company flipped: a chain is in its recopy.
+      await scansInObject(ACME, true);
+      await env.DB.prepare("INSERT INTO company_scan_moves (company_id, stage) VALUES (?, 'recopy')").bind(ACME).run();
+      const real = createDeps(env);
+      const deps = {
+        ...real,
+        companyObjects: {
+          of: (companyId: number) => {
+            const stub = real.companyObjects.of(companyId);
+            return new Proxy(stub, {
+              get: (target, key) =>
+                key === "importScanSide"
+                  ? async (...args: Parameters<typeof stub.importScanSide>) => {
+                      // The employee is removed after the chunk was read, before it lands.
+                      expect((await as("alice").send("DELETE", `/companies/${ACME}/employees/${leaver}`)).status).toBe(
+                        204,
+                      );
+                      return target.importScanSide(...args);
+                    }
+                  : (Reflect.get(target, key) as unknown),
+            });
+          },
+        },
+      } as typeof real;
+      const chunk = await moveCompanyScansChunk(deps, {
+        kind: "move-company-scans",
+        companyId: ACME,
+        stage: "recopy",
+        afterPerson: leaver - 1,
+      });
+      expect(chunk.next).toMatchObject({ stage: "recopy" }); // not the last chunk
+      expect(await inObject("SELECT id FROM exposures WHERE person_id = ?", leaver)).toEqual([]);
+    } finally {
+      await env.DB.prepare("DELETE FROM company_scan_moves WHERE company_id = ?").bind(ACME).run();
+      await scansInObject(ACME, true);
+    }
+  });
+});
+
+describe("the move's window, while D1 may still act on what it gave the object", () => {
+  it("a copy chunk schedules no removal step, the object's step leaves the carried-over exposures to D1, and one request is sent", async () => {
+    await scansInObject(ACME, false);
+    try {
+      const person = await newEmployee();
+      await apply([found(person, `copy-${person}`)]);
+      const before = await removalsDue();
+      await companyObject(ACME).importScanSide(ACME, await chunkOf(person));
+      expect(await removalsDue()).toBe(before);
+
+      // Even when the step runs in that window, it leaves the copy alone; D1's hourly step requests it once.
+      vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation((async () => undefined) as never);
+      await makeRemovalsDue();
+      await runDurableObjectAlarm(companyObject(ACME));
+      await forwardCompanyEvents(createDeps(env), ACME);
+      await submitRemovalRequests(createDeps(env), new Date());
+      expect(await acmeEventsAbout(person, "request:created")).toHaveLength(1);
+      expect(await inObject("SELECT status FROM exposures WHERE person_id = ?", person)).toEqual([
+        { status: "pending" },
+      ]);
+
+      // Once the move has finished, the object's next hourly step takes it.
+      await companyObject(ACME).moveFinished();
+      expect(await removalsDue()).toBeGreaterThan(Date.now());
+    } finally {
+      await scansInObject(ACME, true);
+    }
+  });
+
+  it("a listing D1 found before the flip and the object again before the recopy is one exposure, D1's", async () => {
+    await scansInObject(ACME, false);
+    try {
+      const person = await newEmployee();
+      const url = `https://peoplefinder.example/p/twice-${person}`;
+      await apply([found(person, `twice-a-${person}`, url)]);
+      const d1 = await chunkOf(person);
+      // The flip; the person's next scan finds the listing again before the recopy reaches them.
+      await scansInObject(ACME, true);
+      await apply([found(person, `twice-b-${person}`, url)]);
+      expect(await inObject("SELECT id FROM exposures WHERE person_id = ?", person)).toHaveLength(1);
+      await companyObject(ACME).importScanSide(ACME, d1);
+      expect(await inObject("SELECT id, status FROM exposures WHERE person_id = ?", person)).toEqual([
+        { id: d1.exposures[0]!.id, status: "pending" },
+      ]);
+      const response = await as("alice").get(`/companies/${ACME}/employees/exposures?employees=${person}`);
+      expect(response.headers.get("X-Total-Count")).toBe("1");
+    } finally {
+      await scansInObject(ACME, true);
+    }
+  });
+});
