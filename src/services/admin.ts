@@ -19,6 +19,7 @@ import { containerVendorsFor } from "./consent";
 import { renderPersonDeliveries } from "./events";
 import { touchRosters } from "../db/rosters";
 import { WriteBatch } from "./outbox";
+import { forgetBeforeReturn } from "./company-forgets";
 import type { Deps } from "./deps";
 import { loadPerson } from "./people";
 
@@ -252,6 +253,7 @@ export async function addMember(deps: Deps, companyId: number, input: NewMember)
     if (member) throw alreadyMember(existing?.personId ?? null, companyId);
   });
   const committed = await batch.commit();
+  if (existing) await forgetBeforeReturn(deps, companyId, existing.personId);
   const id = existing?.personId ?? (committed.results[inserted!] as { id: number }[])[0]!.id;
   const person = await loadPerson(deps, companyId, id);
   if (person) await renderPersonDeliveries(deps, committed.deliveries, [person]);

@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { companyForgets } from "../db/schema";
 import { backoffSql, batchableAll } from "../db/sql";
@@ -44,6 +44,20 @@ const forgetSql = (pairs: Pair[], now: Date) =>
         on conflict (company_id, person_id) do update
           set due_at = max(due_at, excluded.due_at), retry_at = 0, attempts = 0
         returning company_id as companyId, person_id as personId, due_at as dueAt`;
+
+/**
+ * A person coming back to a company their object has not yet forgotten (the call after their
+ * removal failed, the sweep has not come): it forgets now what it holds of them from before, so
+ * a listing found after their return is not merged into an exposure the sweep then deletes. One
+ * D1 read; a failed call leaves the row for the sweep.
+ */
+export async function forgetBeforeReturn(deps: Deps, companyId: number, personId: number): Promise<void> {
+  const due = await deps.db
+    .select({ companyId: companyForgets.companyId, personId: companyForgets.personId, dueAt: companyForgets.dueAt })
+    .from(companyForgets)
+    .where(and(eq(companyForgets.companyId, companyId), eq(companyForgets.personId, personId)));
+  if (due.length > 0) await forgetInObjects(deps, due);
+}
 
 /**
  * How far ahead of the Worker's clock a forget reaches: the object stamps what it records with its

@@ -8,7 +8,8 @@ import { createDeps } from "../../src/services/create-deps";
 import { FORGET_CHUNK, forgetInObjects } from "../../src/services/company-forgets";
 import { purgeExpiredEphemeral } from "../../src/services/memberships";
 import { createEmployee } from "../../src/routes/employees/employees.routes";
-import { answer, as, countRows, drainBackground, employeeBody, fresh } from "../helpers";
+import { addMember } from "../../src/routes/admin/admin.routes";
+import { answer, as, call, countRows, drainBackground, employeeBody, fresh, insertToken } from "../helpers";
 import {
   companyObject,
   countInCompanyObject,
@@ -34,6 +35,11 @@ const site3 = { id: 3, name: "PeopleFinder", slug: "peoplefinder", logo: "", url
 const site4 = { id: 4, name: "SpyDirectory", slug: "spydirectory", logo: "", url: "https://spydirectory.example" };
 
 afterEach(() => vi.restoreAllMocks());
+
+const ADMIN = "pk_test_company_scans_admin";
+beforeAll(async () => {
+  await insertToken(ADMIN, { serviceName: "operator", scopes: ["platform:admin"] });
+});
 
 describe("the removal step in the company's object", () => {
   const ids = [1, 2, 3].map((n) => objectExposureId(GLOBEX, 100 + n));
@@ -345,6 +351,39 @@ describe("forgetting people whose membership ended", () => {
       await countRows("SELECT count(*) AS n FROM company_forgets WHERE retry_at = ?", later.getTime() + 120_000),
     ).toBe(100);
   }
+
+  it("a person who comes back before the sweep: what the object held from before goes at once", async () => {
+    const email = `${fresh("return")}@acme.example`;
+    const person = (
+      await answer(
+        await as("alice").send("POST", "/companies/1/employees", employeeBody(email.split("@")[0]!)),
+        200,
+        createEmployee,
+      )
+    ).id;
+    const removedAt = Date.now() - hour;
+    await seedPerson(person, 5006, removedAt - hour);
+    // Their removal's call to the object failed: the row waits for the sweep.
+    await env.DB.batch([
+      env.DB.prepare("DELETE FROM memberships WHERE company_id = 1 AND person_id = ?").bind(person),
+      env.DB.prepare("INSERT INTO company_forgets (company_id, person_id, due_at) VALUES (1, ?, ?)").bind(
+        person,
+        removedAt,
+      ),
+    ]);
+    try {
+      const response = await call("/internal/companies/1/members", {
+        method: "POST",
+        token: ADMIN,
+        body: { first_name: "Dana", last_name: "Scully", email, roles: ["Viewer"] },
+      });
+      expect((await answer(response, 201, addMember)).person_id).toBe(person);
+      expect(await leftOf(person)).toBe(0);
+      expect(await countRows("SELECT count(*) AS n FROM company_forgets WHERE person_id = ?", person)).toBe(0);
+    } finally {
+      await env.DB.prepare("DELETE FROM company_forgets WHERE person_id = ?").bind(person).run();
+    }
+  });
 
   it("a company whose scan side is in D1 records nothing to forget", async () => {
     await scansInObject(1, false);
