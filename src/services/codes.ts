@@ -1,4 +1,4 @@
-import { and, count, desc, eq, gte, isNotNull, isNull, lt, min, sql } from "drizzle-orm";
+import { and, count, eq, gte, isNull, lt, min, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { guardStatement, type GuardStatement } from "../db/guard";
 import { oneTimeCodes, secureNumbers } from "../db/schema";
@@ -45,23 +45,31 @@ export type CodeRequest = {
  * recorded or sent. A message that does not leave is a 502/503; the code stays valid.
  */
 export async function issueCode(deps: Deps, settings: CodeSettings, request: CodeRequest, now = new Date()) {
-  const { personSpent } = await checkLimits(deps, settings, request, now);
+  await checkLimits(deps, settings, request, now);
   const code = randomCode();
-  // A sign-in past the person's day is answered like any other and sends nothing: a 429 there would
-  // tell a stranger that the address belongs to someone (docs/security.md, "Proving a phone").
-  const reaches = request.personId !== null && !personSpent;
-  await deps.db.insert(oneTimeCodes).values({
-    channel: request.channel,
-    address: request.address,
-    purpose: request.purpose,
-    personId: request.personId,
-    phoneId: request.phoneId ?? null,
-    ip: request.ip,
-    country: request.channel === "sms" ? (request.country ?? null) : null,
-    codeHash: reaches ? await codeHash(settings.key, request.address, request.purpose, code) : null,
-    expiresAt: new Date(now.getTime() + CODE_TTL_MS),
-    createdAt: now,
-  });
+  const hash = request.personId === null ? null : await codeHash(settings.key, request.address, request.purpose, code);
+  const limits = limitsSql(request, settings, now);
+  // The limits are asked again by the insert itself, so that requests at the same moment cannot all pass
+  // the check above: the row is written only while every limit holds. A sign-in past the person's day is
+  // written like any other with no code and sends nothing: a 429 there would tell a stranger that the
+  // address belongs to someone (docs/security.md, "Proving a phone").
+  const [row] = await deps.db.all<{ reaches: number }>(
+    sql`insert into ${oneTimeCodes}
+          (channel, address, purpose, person_id, phone_id, ip, country, code_hash, expires_at, created_at)
+        select ${request.channel}, ${request.address}, ${request.purpose}, ${request.personId},
+               ${request.phoneId ?? null}, ${request.ip},
+               ${request.channel === "sms" ? (request.country ?? null) : null},
+               case when ${limits.personLeft} then ${hash} end,
+               ${now.getTime() + CODE_TTL_MS}, ${now.getTime()}
+        where ${limits.within}
+        returning code_hash is not null as reaches`,
+  );
+  if (!row) {
+    // A request at the same moment took the last place: the check says which limit, with its wait.
+    await checkLimits(deps, settings, request, now);
+    throw tooManyRequests("too many codes were asked at once; try again in 1 s", 1);
+  }
+  const reaches = row.reaches === 1;
   if (!reaches) return;
   const text = `${code} is your verification code. It expires in 10 minutes.`;
   try {
@@ -84,40 +92,29 @@ export async function checkCode(
   wanted: { address: string; purpose: Purpose; code: string; personId?: number; phoneId?: number },
   now = new Date(),
 ): Promise<{ id: number; personId: number; phoneId: number | null }> {
-  // Only the newest code of the address (and person) counts: asking again replaces the one before.
-  const row = await deps.db
-    .select()
-    .from(oneTimeCodes)
-    .where(
-      and(
-        eq(oneTimeCodes.address, wanted.address),
-        eq(oneTimeCodes.purpose, wanted.purpose),
-        isNotNull(oneTimeCodes.codeHash),
-        wanted.personId === undefined ? undefined : eq(oneTimeCodes.personId, wanted.personId),
-      ),
-    )
-    .orderBy(desc(oneTimeCodes.id))
-    .limit(1)
-    .get();
-  const usable =
-    row !== undefined &&
-    row.personId !== null &&
-    row.spentAt === null &&
-    row.expiresAt > now &&
-    row.tries < MAX_TRIES &&
-    (wanted.phoneId === undefined || row.phoneId === wanted.phoneId);
-  if (!usable) throw badRequest(INVALID_CODE);
+  // Only the newest code of the address (and person) counts: asking again replaces the one before. The
+  // try is charged before the code is compared, in one statement that takes it only while the code is
+  // usable, so guesses sent at the same moment get five tries between them, not five each; and an
+  // address without a code costs the same one statement as one with a code (the time tells nothing).
+  const newest = sql`(select ${oneTimeCodes.id} from ${oneTimeCodes}
+    where ${oneTimeCodes.address} = ${wanted.address} and ${oneTimeCodes.purpose} = ${wanted.purpose}
+      and ${oneTimeCodes.codeHash} is not null
+      ${wanted.personId === undefined ? sql`` : sql`and ${oneTimeCodes.personId} = ${wanted.personId}`}
+    order by ${oneTimeCodes.id} desc limit 1)`;
+  const [row] = await deps.db.all<{ id: number; personId: number; phoneId: number | null; codeHash: string }>(
+    sql`update ${oneTimeCodes} set tries = tries + 1
+        where id = ${newest} and person_id is not null and spent_at is null
+          and expires_at > ${now.getTime()} and tries < ${MAX_TRIES}
+          ${wanted.phoneId === undefined ? sql`` : sql`and phone_id = ${wanted.phoneId}`}
+        returning id, person_id as personId, phone_id as phoneId, code_hash as codeHash`,
+  );
   if (
+    row === undefined ||
     !/^\d{6}$/.test(wanted.code) ||
-    !(await codeMatches(key, row.codeHash!, wanted.address, wanted.purpose, wanted.code))
-  ) {
-    await deps.db
-      .update(oneTimeCodes)
-      .set({ tries: sql`${oneTimeCodes.tries} + 1` })
-      .where(eq(oneTimeCodes.id, row.id));
+    !(await codeMatches(key, row.codeHash, wanted.address, wanted.purpose, wanted.code))
+  )
     throw badRequest(INVALID_CODE);
-  }
-  return { id: row.id, personId: row.personId!, phoneId: row.phoneId };
+  return { id: row.id, personId: row.personId, phoneId: row.phoneId };
 }
 
 /**
@@ -143,6 +140,30 @@ export function spendStatements(deps: Deps, id: number, now: Date): [BatchItem<"
 }
 
 /* ---------- limits ---------- */
+
+/**
+ * The limits as SQL over the rows already written, for the insert that records a request (`issueCode`):
+ * `within` holds while the address, the client and (for an SMS) its country are under their limits, and
+ * (for a phone code) the person too; `personLeft` says whether the person's day still allows a code.
+ */
+function limitsSql(request: CodeRequest, settings: CodeSettings, now: Date) {
+  const t = now.getTime();
+  const count = (column: SQL, value: unknown, since: number) =>
+    sql`(select count(*) from ${oneTimeCodes} where ${column} = ${value} and ${oneTimeCodes.createdAt} >= ${since})`;
+  const day = Math.floor(t / DAY_MS) * DAY_MS;
+  const personLeft =
+    request.personId === null
+      ? sql`0`
+      : sql`${count(sql`${oneTimeCodes.personId}`, request.personId, t - DAY_MS)} < ${CODE_LIMITS.perPersonPerDay}`;
+  const sms = request.channel === "sms" && request.country ? request.country : null;
+  return {
+    personLeft,
+    within: sql`${count(sql`${oneTimeCodes.address}`, request.address, t - HOUR_MS)} < ${CODE_LIMITS.perAddressPerHour}
+      and ${count(sql`${oneTimeCodes.ip}`, request.ip, t - HOUR_MS)} < ${CODE_LIMITS.perIpPerHour}
+      ${sms === null ? sql`` : sql`and ${count(sql`${oneTimeCodes.country}`, sms, day)} < ${settings.smsDailyCap}`}
+      ${request.purpose === "sign_in" || request.personId === null ? sql`` : sql`and ${personLeft}`}`,
+  };
+}
 
 async function checkLimits(
   deps: Deps,
