@@ -1,5 +1,6 @@
 import { and, eq, sql } from "drizzle-orm";
-import { accessTokens, personEmails, personPhones } from "../db/schema";
+import { accessTokens, memberships, people, personEmails, personPhones } from "../db/schema";
+import { batchableAll } from "../db/sql";
 import type { Phone } from "../lib/phone";
 import { logError } from "../lib/log";
 import { checkCode, issueCode, spendStatements, type CodeSettings } from "./codes";
@@ -24,29 +25,34 @@ const addressOf = (address: Address) =>
     : { channel: "sms" as const, address: address.phone.e164, country: address.phone.countryCode };
 
 /**
- * The one person `address` signs in: the owner of an email (emails are unique), or of a phone the one
- * person who confirmed it, else the one person holding it. Null for nobody, or for several holders.
+ * The one person `address` signs in (docs/security.md, "Signing in"), or null, in one read either way:
+ * - an email: its person, unless one company manages it and the person belonged to another company
+ *   first (an employer cannot open, with an address of its choosing, an account another company
+ *   made, and with it that person's roles there);
+ * - a phone: the one person who confirmed it, else the one person holding it, but only until they
+ *   have signed in once (`people.last_login_at`): after that, a number an employer typed onto their
+ *   record does not open the account they claimed (an employer's edits never carry a confirmation).
  */
 async function personOf(deps: Deps, address: Address): Promise<number | null> {
   if ("email" in address) {
-    const row = await deps.db
-      .select({ id: personEmails.personId })
-      .from(personEmails)
-      .where(eq(personEmails.email, address.email))
-      .get();
-    return row?.id ?? null;
+    const [row] = await deps.db.all<{ id: number; foreign: number }>(
+      sql`select e.person_id as id,
+            coalesce(e.employer_company_id <> (select m.company_id from ${memberships} m
+              where m.person_id = e.person_id order by m.id limit 1), 0) as "foreign"
+          from ${personEmails} e where e.email = ${address.email}`,
+    );
+    return row && !row.foreign ? row.id : null;
   }
-  // One read: the confirmed holder first, then up to two holders (two: not one person).
-  const rows = await deps.db
-    .select({ id: personPhones.personId, confirmed: personPhones.confirmed })
-    .from(personPhones)
-    .where(eq(personPhones.e164, address.phone.e164))
-    .orderBy(sql`${personPhones.confirmed} desc`)
-    .limit(2)
-    .all();
+  // The confirmed holder first, then up to two holders (two: not one person).
+  const rows = await deps.db.all<{ id: number; confirmed: number; loggedIn: number }>(
+    sql`select f.person_id as id, f.confirmed, p.last_login_at is not null as loggedIn
+        from ${personPhones} f join ${people} p on p.id = f.person_id
+        where f.e164 = ${address.phone.e164}
+        order by f.confirmed desc limit 2`,
+  );
   if (rows[0]?.confirmed) return rows[0].id;
   const holders = new Set(rows.map((row) => row.id));
-  return holders.size === 1 ? rows[0]!.id : null;
+  return holders.size === 1 && !rows[0]!.loggedIn ? rows[0]!.id : null;
 }
 
 /**
@@ -104,6 +110,15 @@ export async function signIn(
       }),
   );
   let losers = -1;
+  // They have signed in: from now on only a phone they proved signs them in by phone.
+  // (In SQL: drizzle's update would move `updated_at`, which tells the person's object new facts.)
+  batch.add(
+    batchableAll(
+      deps.db,
+      sql`update ${people} set last_login_at = max(coalesce(last_login_at, 0), ${now.getTime()})
+          where id = ${personId} returning id`,
+    ),
+  );
   if ("phone" in address) {
     losers = batch.add(takeNumber(deps, where.address, personId));
     batch.add(

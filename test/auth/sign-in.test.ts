@@ -170,6 +170,58 @@ describe("signing in", () => {
   });
 });
 
+describe("whom an address signs in, once the person has proven one", () => {
+  const ADMIN = "pk_test_sign_in_admin";
+  const seat = async (companyId: number, email: string, role: string) => {
+    const response = await call(`/internal/companies/${companyId}/members`, {
+      method: "POST",
+      token: ADMIN,
+      body: { first_name: "Gina", last_name: "Both", email, roles: [role] },
+    });
+    expect(response.status).toBe(201);
+    return ((await response.json()) as { person_id: number }).person_id;
+  };
+  const sent = async (address: { email: string } | { phone: string }) => {
+    const to = "email" in address ? address.email : address.phone;
+    const before = await outboxCount(to);
+    expect((await call("/auth/codes", { method: "POST", body: address })).status).toBe(202);
+    return (await outboxCount(to)) - before;
+  };
+
+  it("an email one company manages does not sign in a person of another company: no admin borrows another's Admin", async () => {
+    await insertToken(ADMIN, { serviceName: "operator", scopes: ["platform:admin"] });
+    // Gina is Globex's Admin and an Acme Viewer.
+    const email = `${fresh("gina")}@globex.example`;
+    const gina = await seat(2, email, "Admin");
+    expect(await seat(1, email, "Viewer")).toBe(gina);
+    // Acme's Admin gives her an Acme-managed email the Admin reads, and asks it a code: nothing is sent.
+    const evil = `${fresh("attacker")}@evil.example`;
+    const put = await as("alice").send("PUT", `/companies/1/employees/${gina}`, { emails: [{ email: evil }] });
+    expect(put.status).toBe(200);
+    expect(await sent({ email: evil })).toBe(0);
+    // Her own way in works, and from then on only what she proved does.
+    const signed = await signIn({ email }, "Gina's phone");
+    expect((await answer(await call("/me", { token: signed.token }), 200, getMe)).id).toBe(gina);
+    expect(await sent({ email: evil })).toBe(0);
+  });
+
+  it("once a person signed in, a phone their employer types onto their record signs in nobody", async () => {
+    const employee = await acmeEmployeeWithPhone("claimed", "+16505557001");
+    // Their first sign-in: the number their employer entered is all there is.
+    const first = await signIn({ phone: "+16505557001" }, "Their phone");
+    expect((await answer(await call("/me", { token: first.token }), 200, getMe)).id).toBe(employee);
+    // The employer replaces it with a number its Admin holds: that reaches nobody.
+    const put = await as("alice").send("PUT", `/companies/1/employees/${employee}`, {
+      phone_numbers: [{ phone_full: "+16505557002", primary: true }],
+    });
+    expect(put.status).toBe(200);
+    expect(await sent({ phone: "+16505557002" })).toBe(0);
+    // Before anyone signed in, such a number still opens the account (its first sign-in).
+    await acmeEmployeeWithPhone("unclaimed", "+16505557003");
+    expect(await sent({ phone: "+16505557003" })).toBe(1);
+  });
+});
+
 describe("devices", () => {
   it("deleting a device revokes its token: its open stream closes with 4001 within 1 s, its next request is 401", async () => {
     const phone = await signIn({ email: "alice@acme.example" }, "Alice's phone");
