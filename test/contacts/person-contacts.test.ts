@@ -1,7 +1,10 @@
 import { env } from "cloudflare:workers";
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { drizzle } from "drizzle-orm/durable-sqlite";
 import { describe, expect, it } from "vitest";
 import { receiverKey } from "../../src/domain/trust-records";
+import { mirrorOutbox } from "../../src/objects/person/schema";
+import { decide } from "../../src/objects/person/trust";
 import { heartbeat, trustLookupGet } from "../../src/routes/buzz/buzz.routes";
 import { getContact, syncContacts } from "../../src/routes/contacts/contacts.routes";
 import {
@@ -113,6 +116,22 @@ describe("a trust decision reaches the other person's mirror", () => {
     expect(await runDurableObjectAlarm(personObject(carol))).toBe(true);
     expect(await personObject(alice).trustedMe()).toContain(carol);
     expect(await countInPersonObject(carol, "SELECT count(*) AS n FROM mirror_outbox")).toBe(0);
+  });
+
+  it("two decisions in one millisecond: the later is the later in the other's mirror too, whatever lands first", async () => {
+    // Carol decided about Bob already (above).
+    const sent = await runInDurableObject(personObject(carol), (_, state) => {
+      const db = drizzle(state.storage);
+      decide(db, bob, true, 5_000);
+      const trusting = db.select().from(mirrorOutbox).get()!;
+      decide(db, bob, false, 5_000);
+      return [trusting, db.select().from(mirrorOutbox).get()!];
+    });
+    expect(sent[1]!.decidedAt).toBeGreaterThan(sent[0]!.decidedAt);
+    // The revocation lands first, the trust it replaced after: the revocation stays.
+    await personObject(bob).receiveMirror(carol, sent[1]!.trusted, sent[1]!.decidedAt);
+    await personObject(bob).receiveMirror(carol, sent[0]!.trusted, sent[0]!.decidedAt);
+    expect(await personObject(bob).trustedMe()).toEqual([]);
   });
 
   it("a late mirror of an older decision changes nothing", async () => {

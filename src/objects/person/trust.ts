@@ -27,18 +27,24 @@ type Db = DrizzleSqliteDODatabase;
  * to send: run in one transaction.
  */
 export function decide(db: Db, other: number, trusted: boolean, now: number): boolean {
-  const known =
-    requests.askedBy(db, other) ||
-    db.select({ id: personTrust.personId }).from(personTrust).where(eq(personTrust.personId, other)).get();
-  if (!known) return false;
+  const before = db
+    .select({ at: personTrust.updatedAt })
+    .from(personTrust)
+    .where(eq(personTrust.personId, other))
+    .get();
+  if (!before && !requests.askedBy(db, other)) return false;
+  // Each decision about `other` is later than the one before, even within one millisecond: the other's
+  // mirror keeps the latest by this time, so two mirrors sent at once can never tie and be kept in
+  // the order they happened to land.
+  const at = Math.max(now, (before?.at.getTime() ?? 0) + 1);
   db.insert(personTrust)
-    .values({ personId: other, trusted, updatedAt: new Date(now) })
-    .onConflictDoUpdate({ target: personTrust.personId, set: { trusted, updatedAt: new Date(now) } })
+    .values({ personId: other, trusted, updatedAt: new Date(at) })
+    .onConflictDoUpdate({ target: personTrust.personId, set: { trusted, updatedAt: new Date(at) } })
     .run();
   requests.close(db, other, trusted);
   db.insert(mirrorOutbox)
-    .values({ personId: other, trusted, decidedAt: now })
-    .onConflictDoUpdate({ target: mirrorOutbox.personId, set: { trusted, decidedAt: now } })
+    .values({ personId: other, trusted, decidedAt: at })
+    .onConflictDoUpdate({ target: mirrorOutbox.personId, set: { trusted, decidedAt: at } })
     .run();
   keys.markStale(db, keys.receiverKeys(db));
   return true;
