@@ -55,7 +55,7 @@ export async function handleWebhookDeliveries(batch: MessageBatch<unknown>, env:
       const row = endpoint === undefined || !seen.has(endpoint) ? loaded : undefined;
       if (endpoint !== undefined) seen.add(endpoint);
       try {
-        const attempt = (timeoutMs?: number) => attemptDelivery(deps, deliveryId, message.attempts, { timeoutMs, row });
+        const attempt = (timeoutMs?: number) => attemptDelivery(deps, deliveryId, { timeoutMs, row });
         const outcome =
           endpoint === undefined
             ? await attempt()

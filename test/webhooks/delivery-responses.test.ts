@@ -19,6 +19,19 @@ const readWebhook = async (id: number) =>
 
 const DAY = 24 * 3600 * 1000;
 
+describe("the queue's retries after a D1 error", () => {
+  it("spend none of the eight POSTs: a message the queue tried seven times before still makes attempt 1", async () => {
+    const webhook = await newWebhook();
+    const deliveryId = await newDelivery(webhook.id);
+    const calls = receiver(() => new Response(null, { status: 500 }));
+    // The queue delivered the message 7 times before, each ending in a D1 error (nothing POSTed).
+    const result = await deliver(deliveryId, 8);
+    expect(calls).toHaveLength(1);
+    expect(result.retryMessages).toEqual([{ msgId: "msg-1" }]); // not given up
+    expect(await deliveryRow(deliveryId)).toMatchObject({ status: "dispatched", result: "500", attempts: 1 });
+  });
+});
+
 describe("410 Gone", () => {
   it("fails the delivery, deactivates the webhook with its reason, and nothing more is sent", async () => {
     const webhook = await newWebhook();

@@ -24,14 +24,15 @@ export type AttemptOptions = {
  * 12 h) until the 8th attempt, or until the webhook has failed for 5 days,
  * which deactivates it.
  *
- * `messageAttempts` is the queue's attempt count; the row's own count is
- * used when it is ahead (a re-enqueued row keeps its count), so a delivery
- * never gets more than eight POSTs from the schedule.
+ * The attempt is counted by the row alone (`attempts` + 1): the queue's own
+ * count of the message's deliveries also counts the retries after a
+ * D1 error, which POSTed nothing, so a few of those would have spent the
+ * schedule and given a delivery up after one POST. A POST whose result could
+ * not be written is bounded by the queue's retries and its dead-letter queue.
  */
 export async function attemptDelivery(
   deps: Deps,
   deliveryId: string,
-  messageAttempts: number,
   { now = new Date(), timeoutMs = DELIVERY_TIMEOUT_MS, row: loaded }: AttemptOptions,
 ): Promise<DeliveryOutcome> {
   const { db } = deps;
@@ -47,7 +48,7 @@ export async function attemptDelivery(
     return { action: "ack", status: "skipped" };
   }
 
-  const attempt = Math.max(messageAttempts, row.attempts + 1);
+  const attempt = row.attempts + 1;
   const answer = await send(deps, row, webhook, now, timeoutMs);
   const ok = isSuccess(answer);
   const gone = answer.status === 410;
