@@ -33,10 +33,18 @@ const COLUMNS = {
   contactQuota: "contact_quota",
   employeeQuota: "employee_quota",
   codeSpent: "code_spent",
+  standing: "standing",
 } as const satisfies Record<keyof typeof batchGuards.$inferInsert, string>;
 
 /** The guards in the order a rolled-back batch asks their checks (the first refusal wins). */
-export const GUARDS: readonly Guard[] = ["employeeQuota", "seats", "settingsWriter", "codeSpent", "contactQuota"];
+export const GUARDS: readonly Guard[] = [
+  "standing",
+  "employeeQuota",
+  "seats",
+  "settingsWriter",
+  "codeSpent",
+  "contactQuota",
+];
 
 /** A check that throws the guard's refusal (an `ApiError`) when its condition fails now, else returns. */
 export type GuardCheck = () => Promise<void>;

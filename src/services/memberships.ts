@@ -1,5 +1,7 @@
-import { and, eq, sql } from "drizzle-orm";
-import { memberships, people, personEmails, secureNumbers } from "../db/schema";
+import { and, eq, sql, type SQL } from "drizzle-orm";
+import { guardStatement } from "../db/guard";
+import { membershipRoles, memberships, people, personEmails, roles, secureNumbers } from "../db/schema";
+import { conflict } from "../lib/errors";
 import { logInfo } from "../lib/log";
 import { WriteBatch } from "./outbox";
 import type { Deps } from "./deps";
@@ -59,6 +61,11 @@ export function addRemoval(batch: WriteBatch, companyId: number, personId: numbe
 /** Whether the membership delete at `position` removed a row. */
 export const removedBy = (results: unknown[], position: number) => (results[position] as unknown[]).length > 0;
 
+/** Whether the membership `id` has a role of its company that grants `write settings`. */
+const holdsSettings = (id: SQL) => sql`exists (select 1 from ${membershipRoles} mr
+  join ${roles} r on r.id = mr.role_id, json_each(r.permissions) p
+  where mr.membership_id = ${id} and p.value = 'write settings')`;
+
 /** Ephemeral employees are removed 24 h after creation (docs/decisions.md). */
 export const PURGE_CHUNK = 50;
 
@@ -74,15 +81,36 @@ export const PURGE_CHUNK = 50;
  * application (≈ 12 D1 statements, one KV put per key), one queue send.
  */
 export async function purgeExpiredEphemeral(deps: Deps, now: Date, chunk = PURGE_CHUNK) {
+  const t = now.getTime();
+  // A member holding `write settings` whom no member staying beyond this purge also holds it stays
+  // past their time: removing them would leave the company with nobody to manage it (as DELETE refuses).
   const due = await deps.db.all<{ companyId: number; personId: number }>(sql`
     select company_id as companyId, person_id as personId from (
-      select company_id, person_id,
-             row_number() over (partition by company_id order by ephemeral_until, person_id) as round
-      from ${memberships} where ephemeral_until <= ${now.getTime()})
+      select m.company_id, m.person_id,
+             row_number() over (partition by m.company_id order by m.ephemeral_until, m.person_id) as round
+      from ${memberships} m where m.ephemeral_until <= ${t}
+        and not (${holdsSettings(sql`m.id`)} and not exists (
+          select 1 from ${memberships} o where o.company_id = m.company_id
+            and (o.ephemeral_until is null or o.ephemeral_until > ${t}) and ${holdsSettings(sql`o.id`)})))
     order by round, company_id
     limit ${chunk}`);
   if (due.length > 0) {
     const batch = new WriteBatch(deps, now);
+    // Asked again in the batch: a holder demoted since the read above is no longer the one who stays.
+    batch.add(
+      guardStatement(
+        deps.db,
+        "settingsWriter",
+        sql`exists (select 1 from json_each(${JSON.stringify(due)}) d
+          where exists (select 1 from ${memberships} m where m.company_id = json_extract(d.value, '$.companyId')
+                          and m.person_id = json_extract(d.value, '$.personId') and ${holdsSettings(sql`m.id`)})
+            and not exists (select 1 from ${memberships} o where o.company_id = json_extract(d.value, '$.companyId')
+                          and (o.ephemeral_until is null or o.ephemeral_until > ${t}) and ${holdsSettings(sql`o.id`)}))`,
+        async () => {
+          throw conflict("a company's last holder of `write settings` changed during the purge; the next run decides");
+        },
+      ),
+    );
     for (const { companyId, personId } of due) addRemoval(batch, companyId, personId);
     await batch.commit();
   }

@@ -1,7 +1,11 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { PersonBody } from "../../src/services/people";
 import { createEmployee, getEmployee, updateEmployee } from "../../src/routes/employees/employees.routes";
+import { resolveCompanyAccess } from "../../src/middleware/company-access";
+import { createDeps } from "../../src/services/create-deps";
+import * as employees from "../../src/services/employees";
+import { purgeExpiredEphemeral } from "../../src/services/memberships";
 import { answer, as, call, DEMO, employeeAddress, employeeBody, expectError, fresh, insertToken } from "../helpers";
 
 /*
@@ -9,6 +13,8 @@ import { answer, as, call, DEMO, employeeAddress, employeeBody, expectError, fre
  * person who also belongs to another company. Own file: the tests count the
  * company's Admins, so no other file's employees may interfere.
  */
+
+afterEach(() => vi.restoreAllMocks());
 
 const ACME = "/companies/1/employees";
 const ALICE = `${ACME}/${DEMO.people.alice}`;
@@ -176,6 +182,99 @@ describe("removals and the last `write settings` holder", () => {
     const survivor = left[0] === other.person.id ? other : second;
     expect((await survivor.send("PUT", ALICE, { roles: ["Admin"] })).status).toBe(200);
     expect((await as("alice").send("DELETE", `${ACME}/${survivor.person.id}`)).status).toBe(204);
+    expect(await settingsWriters()).toEqual([DEMO.people.alice]);
+  });
+});
+
+describe("what a command read before its batch, asked again inside it", () => {
+  /**
+   * The deps of a command whose batch, when it is sent, first lets `meanwhile` run: what another request
+   * changes between this command's reads and its batch.
+   */
+  function racedBy(meanwhile: () => Promise<void>) {
+    const real = createDeps(env);
+    const db = new Proxy(real.db, {
+      get: (target, key) =>
+        key === "batch"
+          ? async (items: Parameters<typeof target.batch>[0]) => {
+              await meanwhile();
+              return target.batch(items);
+            }
+          : (Reflect.get(target, key) as unknown),
+    });
+    return { ...real, db } as typeof real;
+  }
+
+  it("an HR member's demotion read a Viewer but lands on an Admin made meanwhile: 403, and the company keeps its holder", async () => {
+    const hr = await member(["HR"]);
+    const target = await member(["Viewer"]);
+    const path = `${ACME}/${target.person.id}`;
+    const access = await resolveCompanyAccess(createDeps(env), hr.person.id, 1, "write employees");
+    // Meanwhile Alice makes the Viewer an Admin and steps back herself.
+    const deps = racedBy(async () => {
+      expect((await as("alice").send("PUT", path, { roles: ["Admin"] })).status).toBe(200);
+      expect((await target.send("PUT", ALICE, { roles: ["Viewer"] })).status).toBe(200);
+    });
+    await expect(employees.updateEmployee(deps, access, target.person.id, { roles: ["Viewer"] })).rejects.toMatchObject(
+      {
+        statusCode: 403,
+      },
+    );
+    expect(await settingsWriters()).toEqual([target.person.id]);
+    // Alice is the only Admin again for the tests that follow.
+    expect((await target.send("PUT", ALICE, { roles: ["Admin"] })).status).toBe(200);
+    expect((await as("alice").send("DELETE", path)).status).toBe(204);
+    expect((await as("alice").send("DELETE", `${ACME}/${hr.person.id}`)).status).toBe(204);
+    expect(await settingsWriters()).toEqual([DEMO.people.alice]);
+  });
+
+  it("an Admin's removal read a member without `write settings` who became its last holder meanwhile: 409", async () => {
+    const other = await member(["Viewer"]);
+    const path = `${ACME}/${other.person.id}`;
+    const access = await resolveCompanyAccess(createDeps(env), DEMO.people.alice, 1, "write employees");
+    const deps = racedBy(async () => {
+      expect((await as("alice").send("PUT", path, { roles: ["Admin"] })).status).toBe(200);
+      expect((await other.send("PUT", ALICE, { roles: ["Viewer"] })).status).toBe(200);
+    });
+    await expect(employees.removeEmployee(deps, access, other.person.id)).rejects.toMatchObject({ statusCode: 409 });
+    expect(await settingsWriters()).toEqual([other.person.id]);
+    expect((await other.send("PUT", ALICE, { roles: ["Admin"] })).status).toBe(200);
+    expect((await as("alice").send("DELETE", path)).status).toBe(204);
+    expect(await settingsWriters()).toEqual([DEMO.people.alice]);
+  });
+
+  it("a PUT that lands after the employee's removal is a 404, not a 500; nothing is written", async () => {
+    const target = await member(["Viewer"]);
+    const path = `${ACME}/${target.person.id}`;
+    const access = await resolveCompanyAccess(createDeps(env), DEMO.people.alice, 1, "write employees");
+    const deps = racedBy(async () => {
+      expect((await as("alice").send("DELETE", path)).status).toBe(204);
+    });
+    const changes = { roles: ["Viewer"], akas: [{ firstName: "Late", middleName: null, lastName: null }] };
+    await expect(employees.updateEmployee(deps, access, target.person.id, changes as never)).rejects.toMatchObject({
+      statusCode: 404,
+    });
+    const { n } = (await env.DB.prepare("SELECT count(*) AS n FROM person_akas WHERE first_name = 'Late'").first<{
+      n: number;
+    }>())!;
+    expect(n).toBe(0);
+  });
+
+  it("the ephemeral purge keeps an expired member who is the company's last holder of `write settings`", async () => {
+    const temporary = await create(body(fresh("ephemeral-admin"), { roles: ["Admin"], ephemeral: true }));
+    // Alice steps back: the ephemeral Admin is the only holder.
+    const tokenOf = `pk_test_ephemeral_${temporary.id}_${crypto.randomUUID()}`;
+    await insertToken(tokenOf, { personId: temporary.id });
+    const asTemporary = (method: string, path: string, payload?: unknown) =>
+      call(path, { method, token: tokenOf, body: payload });
+    expect((await asTemporary("PUT", ALICE, { roles: ["Viewer"] })).status).toBe(200);
+    const { removed } = await purgeExpiredEphemeral(createDeps(env), new Date(Date.now() + 25 * 3600_000));
+    expect(removed).not.toContainEqual({ companyId: 1, personId: temporary.id });
+    expect(await settingsWriters()).toEqual([temporary.id]);
+    // Once Alice holds it again, the next purge removes them.
+    expect((await asTemporary("PUT", ALICE, { roles: ["Admin"] })).status).toBe(200);
+    const next = await purgeExpiredEphemeral(createDeps(env), new Date(Date.now() + 25 * 3600_000));
+    expect(next.removed).toContainEqual({ companyId: 1, personId: temporary.id });
     expect(await settingsWriters()).toEqual([DEMO.people.alice]);
   });
 });

@@ -17,4 +17,6 @@ export const batchGuards = sqliteTable("batch_guards", {
   employeeQuota: integer("employee_quota").notNull(),
   /** A one-time code was spent by another request first (services/codes.ts). */
   codeSpent: integer("code_spent").notNull().default(0),
+  /** The member a command changes or removes holds a permission its caller does not (services/employees). */
+  standing: integer("standing").notNull().default(0),
 });

@@ -1,4 +1,4 @@
-import { and, eq, ne, sql } from "drizzle-orm";
+import { and, eq, ne, sql, type SQL } from "drizzle-orm";
 import { guardStatement } from "../../db/guard";
 import { membershipRoles, memberships, roles } from "../../db/schema";
 import { forbidden, notFound } from "../../lib/errors";
@@ -45,6 +45,35 @@ export function assertCovers(access: CompanyAccess, personId: number, target: St
   );
 }
 
+/**
+ * The batch that changes or removes a member starts with this guard (src/db/guard.ts): it rolls the
+ * batch back when, at that moment, the member holds a permission the caller's roles do not grant,
+ * as when another request made them an Admin after this one read their standing (an HR member
+ * would otherwise demote or remove an Admin). Its check, asked after a rollback: their standing
+ * read again (404 when they are gone, as when a removal committed first) and `assertCovers`.
+ */
+export function standingGuardStatement(
+  deps: Deps,
+  access: CompanyAccess,
+  personId: number,
+  action: "change" | "remove",
+) {
+  const held = JSON.stringify(access.permissions);
+  return guardStatement(
+    deps.db,
+    "standing",
+    sql`exists (
+      select 1 from ${memberships}
+      join ${membershipRoles} on ${membershipRoles.membershipId} = ${memberships.id}
+      join ${roles} on ${roles.id} = ${membershipRoles.roleId} and ${roles.companyId} = ${memberships.companyId},
+      json_each(${roles.permissions}) p
+      where ${memberships.companyId} = ${access.companyId} and ${memberships.personId} = ${personId}
+        and p.value not in (select value from json_each(${held}))
+        and ('write ' || substr(p.value, instr(p.value, ' ') + 1)) not in (select value from json_each(${held})))`,
+    async () => assertCovers(access, personId, await standingOf(deps, access.companyId, personId), action),
+  );
+}
+
 /** `roles.permissions` (a JSON array) contains `permission`. */
 const roleGrants = (permission: Permission) =>
   sql`exists (select 1 from json_each(${roles.permissions}) where value = ${permission})`;
@@ -75,10 +104,11 @@ export async function assertNotLastSettingsWriter(
 }
 
 /**
- * The batch that takes `write settings` from someone ends with this guard
- * (src/db/guard.ts): it rolls the batch back when no member of the company
- * holds it afterwards (two Admins demoting each other at once). Its check is
- * the one before the batch (`assertNotLastSettingsWriter`), asked again.
+ * The batch that takes `write settings` from someone (removes them, or gives them roles without
+ * it) starts with this guard (src/db/guard.ts): it rolls the batch back when, at that moment, they
+ * hold it and no other member of the company does, as when two Admins demote each other at once,
+ * or another request made them the last holder after this one read their standing. Its check,
+ * asked after a rollback, is the one before the batch (`assertNotLastSettingsWriter`), asked again.
  */
 export function settingsWriterGuardStatement(
   deps: Deps,
@@ -87,14 +117,15 @@ export function settingsWriterGuardStatement(
   target: Standing,
   action: "remove" | "demote",
 ) {
-  return guardStatement(
-    deps.db,
-    "settingsWriter",
-    sql`not exists (
+  const holds = (who: SQL) => sql`exists (
       select 1 from ${memberships}
       join ${membershipRoles} on ${membershipRoles.membershipId} = ${memberships.id}
       join ${roles} on ${roles.id} = ${membershipRoles.roleId} and ${roles.companyId} = ${memberships.companyId}
-      where ${memberships.companyId} = ${access.companyId} and ${roleGrants(WRITE_SETTINGS)})`,
+      where ${memberships.companyId} = ${access.companyId} and ${who} and ${roleGrants(WRITE_SETTINGS)})`;
+  return guardStatement(
+    deps.db,
+    "settingsWriter",
+    sql`${holds(sql`${memberships.personId} = ${personId}`)} and not ${holds(sql`${memberships.personId} <> ${personId}`)}`,
     () => assertNotLastSettingsWriter(deps, access, personId, target, action),
   );
 }

@@ -42,6 +42,7 @@ import {
   pickRoles,
   resolveRoles,
   settingsWriterGuardStatement,
+  standingGuardStatement,
   standingOf,
   WRITE_SETTINGS,
 } from "./authorization";
@@ -64,12 +65,14 @@ import { addNewEmployees, collectionInserts, confirmedNumbersOf } from "./statem
 export async function removeEmployee(deps: Deps, access: CompanyAccess, personId: number): Promise<void> {
   const target = await standingOf(deps, access.companyId, personId);
   assertCovers(access, personId, target, "remove");
-  const holdsSettings = grants(target.permissions, WRITE_SETTINGS);
-  if (holdsSettings) await assertNotLastSettingsWriter(deps, access, personId, target, "remove");
+  if (grants(target.permissions, WRITE_SETTINGS))
+    await assertNotLastSettingsWriter(deps, access, personId, target, "remove");
   const batch = new WriteBatch(deps);
+  // What was read above may have changed since (another request made them an Admin, or removed the
+  // other holder of `write settings`): the batch asks both again first, in its own transaction.
+  batch.add(standingGuardStatement(deps, access, personId, "remove"));
+  batch.add(settingsWriterGuardStatement(deps, access, personId, target, "remove"));
   const removed = addRemoval(batch, access.companyId, personId);
-  // Two Admins removing each other at once: the later batch finds no holder left and rolls back (a 409).
-  if (holdsSettings) batch.add(settingsWriterGuardStatement(deps, access, personId, target, "remove"));
   const { results } = await batch.commit();
   // A concurrent removal got there first: it answered 204 and sent the event.
   if (!removedBy(results, removed)) throw notFound(`employee ${personId} does not exist`);
@@ -203,7 +206,11 @@ export async function updateEmployee(
   const shared = await belongsElsewhere(deps, companyId, personId);
   const changes = shared ? await withoutPersonWideChanges(deps, personId, requested) : requested;
 
+  // What was read above may have changed since (they were made an Admin, or removed): asked again first.
   const statements: (BatchItem<"sqlite"> | GuardStatement)[] = [
+    standingGuardStatement(deps, access, personId, "change"),
+  ];
+  statements.push(
     db
       .update(people)
       .set({
@@ -214,20 +221,20 @@ export async function updateEmployee(
         updatedAt: now,
       })
       .where(eq(people.id, personId)),
-  ];
+  );
 
-  let guardSettings: GuardStatement | null = null;
   if (changes.roles) {
     const granted = await resolveRoles(deps, access, changes.roles);
     if (
-      grants(membership.permissions, WRITE_SETTINGS) &&
       !grants(
         granted.flatMap((role) => role.permissions),
         WRITE_SETTINGS,
       )
     ) {
-      await assertNotLastSettingsWriter(deps, access, personId, membership, "demote");
-      guardSettings = settingsWriterGuardStatement(deps, access, personId, membership, "demote");
+      if (grants(membership.permissions, WRITE_SETTINGS))
+        await assertNotLastSettingsWriter(deps, access, personId, membership, "demote");
+      // Also when they did not hold it as read above: another request may have made them its last holder.
+      statements.splice(1, 0, settingsWriterGuardStatement(deps, access, personId, membership, "demote"));
     }
     statements.push(db.delete(membershipRoles).where(eq(membershipRoles.membershipId, membership.membershipId)));
     statements.push(
@@ -276,7 +283,6 @@ export async function updateEmployee(
   statements.push(db.update(memberships).set({ updatedAt: now }).where(eq(memberships.id, membership.membershipId)));
   // Their coworkers, in every company they belong to, see the change in their heartbeat.
   statements.push(touchRosters(db, { personIds: personId, at: now }));
-  if (guardSettings) statements.push(guardSettings);
   if (changes.emails) explainEmailRace(batch, changes.emails, { companyId, personId });
 
   for (const statement of statements) batch.add(statement);

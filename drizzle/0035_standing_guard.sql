@@ -1,0 +1,1 @@
+ALTER TABLE `batch_guards` ADD `standing` integer DEFAULT 0 NOT NULL;
