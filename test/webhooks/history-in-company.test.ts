@@ -4,6 +4,9 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { BackgroundMessage } from "../../src/domain/queue-messages";
 import { startCompanyMoves } from "../../src/routes/admin/moves.routes";
 import { getHistoryEntry, listHistory, testWebhook } from "../../src/routes/webhooks/webhooks.routes";
+import { createDeps } from "../../src/services/create-deps";
+import { handOverFinished } from "../../src/services/webhook-delivery/archive";
+import { resendDelivery } from "../../src/services/webhook-delivery/resend";
 import { answer, as, call, drainBackground, insertToken } from "../helpers";
 import { deliver, deliveryRow, newDelivery, newWebhook, receiver } from "../webhook-receiver";
 
@@ -125,6 +128,55 @@ describe("finished deliveries leave D1 for the company's object", () => {
     expect(done.status).toBe("success");
     expect(done.attempts.map((attempt) => attempt.result)).toEqual(["410", "200"]);
     expect((await history()).items.filter((item) => item.id === id)).toHaveLength(1);
+  });
+
+  it("a resend that reads the entry in D1 while it is handed over to the object still sends it again", async () => {
+    const webhook = await newWebhook();
+    const id = await newDelivery(webhook.id);
+    receiver(() => new Response(null, { status: 500 }));
+    // It fails for good (its last attempt), and its hand-over waits for the sweep: D1 still holds it.
+    const broken = {
+      get: () => ({ keepFinished: () => Promise.reject(new Error("object unavailable")) }),
+      idFromName: env.COMPANY.idFromName.bind(env.COMPANY),
+    } as unknown as Env["COMPANY"];
+    const { consume } = await import("../webhook-receiver");
+    await env.DB.prepare("UPDATE webhook_deliveries SET attempts = 7 WHERE id = ?").bind(id).run();
+    await consume("webhook-deliveries", { kind: "deliver", deliveryId: id }, 1, { COMPANY: broken });
+    vi.restoreAllMocks();
+    expect(await inD1(id)).toBe(1);
+    // The sweep hands it over between the resend's read and its update.
+    const real = createDeps(env);
+    let handed = false;
+    const raced = {
+      ...real,
+      companyObjects: {
+        of: (companyId: number) => {
+          const stub = real.companyObjects.of(companyId);
+          return new Proxy(stub, {
+            get: (target, key) =>
+              key === "entry"
+                ? async (entryId: string) => {
+                    const answer = await target.entry(entryId);
+                    // Right after the resend read both stores (D1 answers in order), the hand-over runs.
+                    await env.DB.prepare("SELECT 1").first();
+                    if (!handed) {
+                      handed = true;
+                      await handOverFinished(real, { ids: [entryId] });
+                    }
+                    return answer;
+                  }
+                : (Reflect.get(target, key) as unknown),
+          });
+        },
+      },
+    } as typeof real;
+    expect(await resendDelivery(raced, 1, id)).toEqual({ ok: true });
+    expect(
+      await env.DB.prepare("SELECT status, attempts FROM webhook_deliveries WHERE id = ?").bind(id).first(),
+    ).toEqual({
+      status: "pending",
+      attempts: 0,
+    });
   });
 
   it("a test send is kept by the object too", async () => {

@@ -43,13 +43,20 @@ export async function resendDelivery(deps: Deps, companyId: number, deliveryId: 
     return refusal(409, `the webhook of history entry ${deliveryId} is inactive; activate it first`);
   }
   const now = new Date();
-  if (inD1 || !kept) {
-    await db
+  let resent = false;
+  if (inD1) {
+    const rows = await db
       .update(webhookDeliveries)
       .set({ status: "pending", attempts: 0, deliveredAt: null, updatedAt: now })
-      .where(eq(webhookDeliveries.id, deliveryId));
-  } else {
-    const { row } = kept;
+      .where(and(eq(webhookDeliveries.companyId, companyId), eq(webhookDeliveries.id, deliveryId)))
+      .returning({ id: webhookDeliveries.id });
+    resent = rows.length > 0;
+  }
+  if (!resent) {
+    // Not in D1, or handed over to the company's object between the read above and the update: its copy there.
+    const copy = kept ?? (await deps.companyObjects.of(companyId).entry(deliveryId));
+    if (!copy) return refusal(404, `history entry ${deliveryId} does not exist`);
+    const { row } = copy;
     await db.run(
       sql`insert into ${webhookDeliveries} (id, company_id, webhook_id, event, payload, rendered, status, result, attempts, created_at, updated_at)
           values (${row.id}, ${companyId}, ${row.webhookId}, ${row.event}, ${row.payload}, 1, 'pending', ${row.result}, 0, ${row.createdAt.getTime()}, ${now.getTime()})
