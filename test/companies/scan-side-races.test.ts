@@ -12,7 +12,13 @@ import { createDeps } from "../../src/services/create-deps";
 import { submitRemovalRequests } from "../../src/services/exposures";
 import { applyScanEvents } from "../../src/services/scans";
 import { as, DEMO } from "../helpers";
-import { companyObject, DEMO_SITE_ROWS, insertEmployee, scansInObject } from "../support/company-scans";
+import {
+  companyObject,
+  DEMO_SITE_ROWS,
+  insertEmployee,
+  meanwhileInCompanyObjects,
+  scansInObject,
+} from "../support/company-scans";
 
 /*
  * What happens when the scan side's writers meet (docs/architecture.md, "The Company object"): the
@@ -202,27 +208,11 @@ describe("a membership that ends while a change is on its way to the object", ()
       // The copy is done and the company flipped: a chain is in its recopy.
       await scansInObject(ACME, true);
       await env.DB.prepare("INSERT INTO company_scan_moves (company_id, stage) VALUES (?, 'recopy')").bind(ACME).run();
-      const real = createDeps(env);
-      const deps = {
-        ...real,
-        companyObjects: {
-          of: (companyId: number) => {
-            const stub = real.companyObjects.of(companyId);
-            return new Proxy(stub, {
-              get: (target, key) =>
-                key === "importScanSide"
-                  ? async (...args: Parameters<typeof stub.importScanSide>) => {
-                      // The employee is removed after the chunk was read, before it lands.
-                      expect((await as("alice").send("DELETE", `/companies/${ACME}/employees/${leaver}`)).status).toBe(
-                        204,
-                      );
-                      return target.importScanSide(...args);
-                    }
-                  : (Reflect.get(target, key) as unknown),
-            });
-          },
-        },
-      } as typeof real;
+      // The employee is removed after the chunk was read, before it lands.
+      const deps = meanwhileInCompanyObjects(createDeps(env), "importScanSide", async (importIt) => {
+        expect((await as("alice").send("DELETE", `/companies/${ACME}/employees/${leaver}`)).status).toBe(204);
+        return importIt();
+      });
       const chunk = await moveCompanyScansChunk(deps, {
         kind: "move-company-scans",
         companyId: ACME,

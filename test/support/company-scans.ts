@@ -2,7 +2,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { drizzle, type DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import { exposureIdBase } from "../../src/domain/company-scans";
-import { companyStub } from "../../src/objects/company/stub";
+import { companyStub, type CompanyStub } from "../../src/objects/company/stub";
+import type { Deps } from "../../src/services/deps";
 import { recountStatuses } from "../../src/objects/company/exposures";
 
 /*
@@ -12,6 +13,30 @@ import { recountStatuses } from "../../src/objects/company/exposures";
  */
 
 export const companyObject = (companyId: number) => companyStub(env.COMPANY, companyId);
+
+/**
+ * `deps` whose company objects run `meanwhile` before each call of `method` (and then the call,
+ * with its answer): what another request does between a command's reads and its object call.
+ */
+export function meanwhileInCompanyObjects(
+  deps: Deps,
+  method: keyof CompanyStub,
+  meanwhile: (answer: () => Promise<unknown>) => Promise<unknown>,
+): Deps {
+  return {
+    ...deps,
+    companyObjects: {
+      of: (companyId: number) =>
+        new Proxy(deps.companyObjects.of(companyId), {
+          get: (target, key) =>
+            key === method
+              ? (...args: unknown[]) =>
+                  meanwhile(() => (target[method] as (...given: unknown[]) => Promise<unknown>)(...args))
+              : (Reflect.get(target, key) as unknown),
+        }),
+    },
+  } as Deps;
+}
 
 /** Runs `work` with the drizzle handle of company `companyId`'s object, inside the object. */
 export const inCompanyDb = <T>(companyId: number, work: (db: DrizzleSqliteDODatabase) => T): Promise<T> =>

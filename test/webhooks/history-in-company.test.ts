@@ -8,6 +8,7 @@ import { createDeps } from "../../src/services/create-deps";
 import { handOverFinished } from "../../src/services/webhook-delivery/archive";
 import { resendDelivery } from "../../src/services/webhook-delivery/resend";
 import { answer, as, call, drainBackground, insertToken } from "../helpers";
+import { meanwhileInCompanyObjects } from "../support/company-scans";
 import { deliver, deliveryRow, newDelivery, newWebhook, receiver } from "../webhook-receiver";
 
 /*
@@ -146,30 +147,13 @@ describe("finished deliveries leave D1 for the company's object", () => {
     expect(await inD1(id)).toBe(1);
     // The sweep hands it over between the resend's read and its update.
     const real = createDeps(env);
-    let handed = false;
-    const raced = {
-      ...real,
-      companyObjects: {
-        of: (companyId: number) => {
-          const stub = real.companyObjects.of(companyId);
-          return new Proxy(stub, {
-            get: (target, key) =>
-              key === "entry"
-                ? async (entryId: string) => {
-                    const answer = await target.entry(entryId);
-                    // Right after the resend read both stores (D1 answers in order), the hand-over runs.
-                    await env.DB.prepare("SELECT 1").first();
-                    if (!handed) {
-                      handed = true;
-                      await handOverFinished(real, { ids: [entryId] });
-                    }
-                    return answer;
-                  }
-                : (Reflect.get(target, key) as unknown),
-          });
-        },
-      },
-    } as typeof real;
+    const raced = meanwhileInCompanyObjects(real, "entry", async (readEntry) => {
+      const answer = await readEntry();
+      // Right after the resend read both stores (D1 answers in order), the hand-over runs.
+      await env.DB.prepare("SELECT 1").first();
+      await handOverFinished(real, { ids: [id] });
+      return answer;
+    });
     expect(await resendDelivery(raced, 1, id)).toEqual({ ok: true });
     expect(
       await env.DB.prepare("SELECT status, attempts FROM webhook_deliveries WHERE id = ?").bind(id).first(),
