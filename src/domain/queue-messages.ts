@@ -112,3 +112,6 @@ export type ScanEventsMessage = unknown[];
  * "Tokens"): `h` the token's hash, `at` the request's time (ms).
  */
 export type TokenUseMessage = { h: string; at: number };
+
+/** Messages one `sendBatch` takes at most (https://developers.cloudflare.com/queues/platform/limits/). */
+export const SEND_BATCH_MAX = 100;

@@ -1,6 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import { webhookDeliveries } from "../db/schema";
 import { batchableAll } from "../db/sql";
+import { SEND_BATCH_MAX } from "../domain/queue-messages";
 import { logError } from "../lib/log";
 import type { Deps } from "./deps";
 import { loadPerson, type PersonBody } from "./people";
@@ -79,10 +80,11 @@ export async function renderedPayload(
 export async function enqueueDeliveries({ webhookQueue: queue }: Deps, deliveryIds: string[]) {
   if (deliveryIds.length === 0) return;
   try {
-    // sendBatch takes at most 100 messages.
-    for (let i = 0; i < deliveryIds.length; i += 100) {
+    for (let i = 0; i < deliveryIds.length; i += SEND_BATCH_MAX) {
       await queue.sendBatch(
-        deliveryIds.slice(i, i + 100).map((deliveryId) => ({ body: { kind: "deliver", deliveryId } as const })),
+        deliveryIds
+          .slice(i, i + SEND_BATCH_MAX)
+          .map((deliveryId) => ({ body: { kind: "deliver", deliveryId } as const })),
       );
     }
   } catch (err) {

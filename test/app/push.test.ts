@@ -12,7 +12,7 @@ import { forgetFcmTokens, FCM_SCOPE, FCM_TOKEN_URL } from "../../src/services/pu
 import { registerPush } from "../../src/services/push";
 import { encryptPayload } from "../../src/services/push/web-push";
 import { putMyDevicePush } from "../../src/routes/me/me.routes";
-import { answer, call, fresh, insertToken, personObject, sendChat } from "../helpers";
+import { answer, call, fresh, inPersonObject, insertToken, personObject, sendChat } from "../helpers";
 import type { Received } from "../support/web-push-receiver";
 import { consume } from "../webhook-receiver";
 
@@ -243,6 +243,29 @@ describe("what arrives wakes the devices with no open stream", () => {
     expect(JSON.stringify(jobs)).not.toContain("aGk=");
     expect(JSON.stringify(jobs)).not.toContain("we met");
     expect(JSON.stringify(jobs)).not.toContain("6505550123");
+  });
+
+  it("a person with 150 sleeping devices: every one is woken, in batches the queue takes (at most 100)", async () => {
+    const alice = await newPerson("Sender");
+    const bob = await newPerson("Many");
+    await inPersonObject(
+      bob.id,
+      `INSERT INTO push_registrations (device_id, kind, target, updated_at)
+       SELECT 900000 + value, 'fcm', json_object('kind', 'fcm', 'token', 'fcm-token:many-' || value), 0
+       FROM json_each(?)`,
+      JSON.stringify(Array.from({ length: 150 }, (_, i) => i)),
+    );
+    const batches: number[] = [];
+    const queue = Object.getPrototypeOf(env.BACKGROUND_QUEUE) as Queue;
+    vi.spyOn(queue, "sendBatch").mockImplementation(async (messages) => {
+      const list = [...messages];
+      if (list.length > 100) throw new Error(`sendBatch with ${list.length} messages`); // as Cloudflare Queues refuses
+      batches.push(list.filter((message) => (message.body as Job).kind === "push").length);
+      return undefined as never;
+    });
+    await chat(alice, bob.id);
+    await vi.waitFor(() => expect(batches.reduce((sum, n) => sum + n, 0)).toBe(150), { timeout: 5_000, interval: 10 });
+    expect(Math.max(...batches)).toBeLessThanOrEqual(100);
   });
 
   it("no push while a stream is open: only the devices without one are woken", async () => {

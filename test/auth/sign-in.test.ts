@@ -12,6 +12,7 @@ import {
   DEMO,
   expectError,
   fresh,
+  inPersonObject,
   insertToken,
   personObject,
 } from "../helpers";
@@ -280,6 +281,32 @@ describe("devices", () => {
     await new Promise((r) => setTimeout(r, 1_050));
     const read = await call("/me", { token });
     expect((await answer(read, 401, getMe)).error.message).toContain("the bearer token has been revoked");
+  });
+
+  it("a stream opened in the second after another isolate revoked the device is refused, not left open", async () => {
+    const signed = await signIn({ email: "bob@acme.example" }, "Bob's lost phone");
+    const token = signed.token;
+    expect((await call("/me", { token })).status).toBe(200); // this isolate holds the token as valid for a second
+    await personObject(DEMO.people.bob).revokeDevice(signed.device.id);
+    const upgrade = await call("/apps/buzz/stream", { token, headers: { Upgrade: "websocket" } });
+    expect(upgrade.status).toBe(401);
+    expect(upgrade.webSocket).toBeNull();
+  });
+
+  it("a push registration landing after its device's revocation is refused; the revoked device is never woken", async () => {
+    const signed = await signIn({ email: "bob@acme.example" }, "Bob's tablet");
+    const bob = personObject(DEMO.people.bob);
+    await bob.revokeDevice(signed.device.id);
+    // As the PUT's object call lands when the revocation came between its check and that call.
+    const target = { kind: "fcm", token: `fcm-${crypto.randomUUID()}` } as const;
+    expect(await bob.changePush(signed.device.id, target)).toBeNull();
+    expect(
+      await inPersonObject(
+        DEMO.people.bob,
+        "SELECT device_id FROM push_registrations WHERE device_id = ?",
+        signed.device.id,
+      ),
+    ).toEqual([]);
   });
 
   it("a revocation racing a write: once DELETE answered, no write of the token lands", async () => {

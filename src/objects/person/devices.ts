@@ -45,6 +45,16 @@ export function live(db: DrizzleSqliteDODatabase, tokenId: number, now: number):
   return { expiresAt: row.expiresAt };
 }
 
+/**
+ * Whether device `tokenId` is known here as no longer opening anything: revoked (a revocation keeps
+ * its row, known or not) or expired. A device this object has not seen yet is not refused here; its
+ * first use adopts it (`checkDevice`).
+ */
+export function refused(db: DrizzleSqliteDODatabase, tokenId: number, now: number): boolean {
+  const row = db.select().from(devices).where(eq(devices.tokenId, tokenId)).get();
+  return row !== undefined && (row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now));
+}
+
 /** A sign-in's new device (its first use is still to come). */
 export function add(db: DrizzleSqliteDODatabase, device: DeviceClaim): void {
   db.insert(devices).values(device).onConflictDoNothing().run();

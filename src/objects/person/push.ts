@@ -1,7 +1,9 @@
 import { eq } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import { targetKey, type PushJob, type PushRegistration, type PushTarget, type PushType } from "../../domain/push";
+import { SEND_BATCH_MAX } from "../../domain/queue-messages";
 import { logError } from "../../lib/log";
+import * as devices from "./devices";
 import { pushRegistrations } from "./schema";
 import type { Self } from "./self";
 
@@ -37,6 +39,8 @@ export class Push {
     const { db, self } = this.host;
     if (self.erased) return null;
     if (target) {
+      // A device revoked (or expired) since the request's check is woken nowhere.
+      if (devices.refused(db, deviceId, Date.now())) return null;
       const row = { deviceId, kind: target.kind, target, updatedAt: Date.now() };
       db.insert(pushRegistrations)
         .values(row)
@@ -60,11 +64,12 @@ export class Push {
   wake(type: PushType, id: number | null | undefined): void {
     if (id === null || id === undefined || this.host.self.erased) return;
     const open = this.host.openDevices();
+    const now = Date.now();
     const asleep = this.host.db
       .select()
       .from(pushRegistrations)
       .all()
-      .filter((row) => !open.has(row.deviceId));
+      .filter((row) => !open.has(row.deviceId) && !devices.refused(this.host.db, row.deviceId, now));
     if (asleep.length === 0) return;
     const personId = this.host.self.id;
     const at = Date.now();
@@ -79,11 +84,14 @@ export class Push {
       } satisfies PushJob,
     }));
     const queue = this.host.env.BACKGROUND_QUEUE;
-    this.host.ctx.waitUntil(
-      queue
-        .sendBatch(jobs)
-        .catch(() => queue.sendBatch(jobs))
-        .catch((err: unknown) => logError("queueing a push failed; it is dropped", err, { personId, type })),
-    );
+    for (let i = 0; i < jobs.length; i += SEND_BATCH_MAX) {
+      const chunk = jobs.slice(i, i + SEND_BATCH_MAX);
+      this.host.ctx.waitUntil(
+        queue
+          .sendBatch(chunk)
+          .catch(() => queue.sendBatch(chunk))
+          .catch((err: unknown) => logError("queueing a push failed; it is dropped", err, { personId, type })),
+      );
+    }
   }
 }
