@@ -59,7 +59,8 @@ export async function containerVendorsFor(deps: Deps, containerId: number, perso
       })
       .from(containerVendors)
       .innerJoin(vendors, eq(vendors.id, containerVendors.vendorId))
-      .where(eq(containerVendors.containerId, containerId))
+      // A vendor the operator disabled vouches for nothing: no container shows it until it is enabled again.
+      .where(and(eq(containerVendors.containerId, containerId), eq(vendors.status, "enabled")))
       .orderBy(asc(containerVendors.position), asc(vendors.id))
       .all(),
     personId === null ? [] : deps.objects.of(personId).companySettings(),
@@ -77,14 +78,16 @@ export async function containerVendorsFor(deps: Deps, containerId: number, perso
 
 /**
  * The container's vendor `vendorSlug`, or null when the container does not
- * list it (a vendor of another container is not this one's).
+ * list it (a vendor of another container is not this one's) or the operator disabled it.
  */
 export async function findContainerVendor({ db }: Deps, containerId: number, vendorSlug: string) {
   return db
     .select({ id: vendors.id, slug: vendors.slug })
     .from(containerVendors)
     .innerJoin(vendors, eq(vendors.id, containerVendors.vendorId))
-    .where(and(eq(containerVendors.containerId, containerId), eq(vendors.slug, vendorSlug)))
+    .where(
+      and(eq(containerVendors.containerId, containerId), eq(vendors.slug, vendorSlug), eq(vendors.status, "enabled")),
+    )
     .get();
 }
 

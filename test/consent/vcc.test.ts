@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { loadContainer } from "../../src/routes/vcc/vcc.routes";
 import { answer, call, DEMO, expectError, insertToken } from "../helpers";
@@ -68,6 +69,24 @@ describe("GET /apps/vcc/load_container/{container_id}", () => {
     await insertToken("pk_test_vcc_expired", { personId: DEMO.people.alice, expiresAt: new Date(Date.now() - 1) });
     const body = await answer(await load("dailynews", { Cookie: "session=pk_test_vcc_expired" }), 200, loadContainer);
     expect(body.is_authenticated).toBe(false);
+  });
+
+  it("a vendor the operator disabled is not shown, and takes no trust through the container (404)", async () => {
+    const disable = (status: string) =>
+      env.DB.prepare("UPDATE companies SET status = ? WHERE slug = 'pixelpartners'").bind(status).run();
+    await disable("disabled");
+    try {
+      const body = await answer(await load("dailynews", { Cookie: `session=${DEMO.tokens.bob}` }), 200, loadContainer);
+      expect(body.vendors.map((v) => v.slug)).toEqual(["admetrics", "trackbuddy"]);
+      const put = await call("/apps/vcc/trust/dailynews/pixelpartners", {
+        method: "PUT",
+        headers: { Cookie: `session=${DEMO.tokens.bob}` },
+        body: { trust: "trusted" },
+      });
+      await expectError(put, 404, "Not Found");
+    } finally {
+      await disable("enabled");
+    }
   });
 
   it("answers 404 for an unknown or disabled container", async () => {
