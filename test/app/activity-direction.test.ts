@@ -51,4 +51,13 @@ describe("POST /apps/buzz/activity: direction", () => {
     const reused = await as("bob").send("POST", "/apps/buzz/activity", chat(2, 1, id));
     expect(await expectError(reused, 409, "Conflict")).toContain("message_id");
   });
+
+  it("the same id for two different messages sent at the same moment: one is recorded, the other is the 409", async () => {
+    const id = crypto.randomUUID();
+    const [first, second] = await Promise.all([
+      as("bob").send("POST", "/apps/buzz/activity", chat(2, 3, id)),
+      as("bob").send("POST", "/apps/buzz/activity", chat(2, 1, id)),
+    ]);
+    expect([first!.status, second!.status].sort()).toEqual([200, 409]);
+  });
 });

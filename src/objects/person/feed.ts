@@ -67,7 +67,11 @@ export class Feed implements FeedSource {
     // The same message sent again while the first is still on its way to the peer: one answer for both.
     const key = input.message_id ? `${input.sendable_type}:${input.sendable_id}:${input.message_id}` : null;
     const inflight = key ? this.sending.get(key) : undefined;
-    if (inflight) return inflight;
+    if (inflight) {
+      const first = await inflight;
+      // Another activity under the same id is the 409 a later request gets, not the first one's record.
+      return this.sameMessage(input) ?? first;
+    }
     const work = this.recordOnce(input, peer);
     if (!key) return work;
     this.sending.set(key, work);
