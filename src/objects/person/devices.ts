@@ -1,6 +1,7 @@
 import { and, asc, eq, gt, isNull, or } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { DeviceView } from "../../domain/stream";
+import { errorBody } from "../../lib/errors";
 import type { DeviceCheck, DeviceClaim } from "./api";
 import { devices } from "./schema";
 
@@ -53,6 +54,16 @@ export function live(db: DrizzleSqliteDODatabase, tokenId: number, now: number):
 export function refused(db: DrizzleSqliteDODatabase, tokenId: number, now: number): boolean {
   const row = db.select().from(devices).where(eq(devices.tokenId, tokenId)).get();
   return row !== undefined && (row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now));
+}
+
+/**
+ * The 401 for a stream's upgrade by a device this object knows as revoked or expired, else null: the
+ * Worker's passing check may be a second old (a read's), or the device revoked since, so it is asked
+ * again here, at the socket.
+ */
+export function upgradeRefusal(db: DrizzleSqliteDODatabase, tokenId: number, now: number): Response | null {
+  if (!refused(db, tokenId, now)) return null;
+  return Response.json(errorBody(401, "the bearer token has been revoked or has expired"), { status: 401 });
 }
 
 /** A sign-in's new device (its first use is still to come). */

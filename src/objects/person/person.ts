@@ -1,7 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { drizzle, type DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import { NOBODY } from "../../domain/trust-records";
-import { errorBody } from "../../lib/errors";
 import type * as api from "./api";
 import * as addressBook from "./address-book";
 import * as blocked from "./blocked";
@@ -306,11 +305,7 @@ export class Person extends DurableObject<Env> {
   /** The one HTTP entry of the object: a stream's upgrade, checked and forwarded by the Worker. */
   override async fetch(request: Request): Promise<Response> {
     const params = JSON.parse(new URL(request.url).searchParams.get("connect") ?? "null") as api.ConnectParams;
-    // The Worker's check may be a second old (a read's), or the device revoked since: asked here, at the socket.
-    if (devices.refused(this.db, params.tokenId, Date.now())) {
-      return Response.json(errorBody(401, "the bearer token has been revoked or has expired"), { status: 401 });
-    }
-    const response = this.stream.connect(params);
+    const response = devices.upgradeRefusal(this.db, params.tokenId, Date.now()) ?? this.stream.connect(params);
     await this.jobs.watchStreams(params.until);
     return response;
   }
