@@ -1,6 +1,7 @@
-import { and, count, eq, gte, isNull, lt, min, sql, type SQL } from "drizzle-orm";
+import { and, count, eq, gte, isNull, min, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { guardStatement, type GuardStatement } from "../db/guard";
+import { batchableAll } from "../db/sql";
 import { oneTimeCodes, secureNumbers } from "../db/schema";
 import { ApiError, badRequest, tooManyRequests } from "../lib/errors";
 import { base64url, fromBase64url } from "../lib/crypto";
@@ -45,14 +46,13 @@ export type CodeRequest = {
  * recorded or sent. A message that does not leave is a 502/503; the code stays valid.
  */
 export async function issueCode(deps: Deps, settings: CodeSettings, request: CodeRequest, now = new Date()) {
-  await checkLimits(deps, settings, request, now);
   const code = randomCode();
   const hash = request.personId === null ? null : await codeHash(settings.key, request.address, request.purpose, code);
   const limits = limitsSql(request, settings, now);
-  // The limits are asked again by the insert itself, so that requests at the same moment cannot all pass
-  // the check above: the row is written only while every limit holds. A sign-in past the person's day is
-  // written like any other with no code and sends nothing: a 429 there would tell a stranger that the
-  // address belongs to someone (docs/security.md, "Proving a phone").
+  // One statement both checks every limit and records the request, so requests at the same moment cannot
+  // all pass a check made before the write. A sign-in past the person's day is written like any other with
+  // no code and sends nothing: a 429 there would tell a stranger that the address belongs to someone
+  // (docs/security.md, "Proving a phone").
   const [row] = await deps.db.all<{ reaches: number }>(
     sql`insert into ${oneTimeCodes}
           (channel, address, purpose, person_id, phone_id, ip, country, code_hash, expires_at, created_at)
@@ -65,8 +65,9 @@ export async function issueCode(deps: Deps, settings: CodeSettings, request: Cod
         returning code_hash is not null as reaches`,
   );
   if (!row) {
-    // A request at the same moment took the last place: the check says which limit, with its wait.
-    await checkLimits(deps, settings, request, now);
+    // Nothing recorded: which limit refused it, with its wait (a request at the same moment may have taken
+    // the last place and be gone from the count by now: then the generic 429).
+    await explainRefusal(deps, settings, request, now);
     throw tooManyRequests("too many codes were asked at once; try again in 1 s", 1);
   }
   const reaches = row.reaches === 1;
@@ -160,17 +161,27 @@ function limitsSql(request: CodeRequest, settings: CodeSettings, now: Date) {
     personLeft,
     within: sql`${count(sql`${oneTimeCodes.address}`, request.address, t - HOUR_MS)} < ${CODE_LIMITS.perAddressPerHour}
       and ${count(sql`${oneTimeCodes.ip}`, request.ip, t - HOUR_MS)} < ${CODE_LIMITS.perIpPerHour}
-      ${sms === null ? sql`` : sql`and ${count(sql`${oneTimeCodes.country}`, sms, day)} < ${settings.smsDailyCap}`}
+      ${sms === null ? sql`` : sql`and ${smsAllowedSql(settings, sms)} and ${count(sql`${oneTimeCodes.country}`, sms, day)} < ${settings.smsDailyCap}`}
       ${request.purpose === "sign_in" || request.personId === null ? sql`` : sql`and ${personLeft}`}`,
   };
 }
 
-async function checkLimits(
-  deps: Deps,
-  settings: CodeSettings,
-  request: CodeRequest,
-  now: Date,
-): Promise<{ personSpent: boolean }> {
+/**
+ * Whether codes go by SMS to calling code `sms`: the configured countries, else those of the
+ * secure-number pool (a secure number with this calling code: a range of the unique index).
+ */
+const smsAllowedSql = (settings: CodeSettings, sms: string) =>
+  settings.smsCountries
+    ? sql`${settings.smsCountries.includes(sms) ? 1 : 0}`
+    : sql`exists (select 1 from ${secureNumbers}
+        where ${secureNumbers.e164} >= ${`+${sms}`} and ${secureNumbers.e164} < ${`+${sms}:`})`;
+
+/**
+ * Why `issueCode` recorded nothing, read again after its insert refused: throws the first limit that
+ * refuses now, in the order a person meets them (the SMS country, its day, the address, the client,
+ * the person's day for a phone code), each with its wait; returns when none does.
+ */
+async function explainRefusal(deps: Deps, settings: CodeSettings, request: CodeRequest, now: Date): Promise<void> {
   const since = (ms: number) => new Date(now.getTime() - ms);
   const window = (where: ReturnType<typeof and>) =>
     deps.db
@@ -179,17 +190,12 @@ async function checkLimits(
       .where(where);
   const day = new Date(Math.floor(now.getTime() / DAY_MS) * DAY_MS);
   const sms = request.channel === "sms" && request.country ? request.country : null;
-  const [byAddress, byIp, byPerson, byCountry, pool] = await deps.db.batch([
+  const [byAddress, byIp, byPerson, byCountry, [country]] = await deps.db.batch([
     window(and(eq(oneTimeCodes.address, request.address), gte(oneTimeCodes.createdAt, since(HOUR_MS)))),
     window(and(eq(oneTimeCodes.ip, request.ip), gte(oneTimeCodes.createdAt, since(HOUR_MS)))),
     window(and(eq(oneTimeCodes.personId, request.personId ?? -1), gte(oneTimeCodes.createdAt, since(DAY_MS)))),
     window(and(eq(oneTimeCodes.country, sms ?? ""), gte(oneTimeCodes.createdAt, day))),
-    // The pool's countries: is there a secure number with this calling code (a range of the unique index)?
-    deps.db
-      .select({ e164: secureNumbers.e164 })
-      .from(secureNumbers)
-      .where(and(gte(secureNumbers.e164, `+${sms ?? "-"}`), lt(secureNumbers.e164, `+${sms ?? "-"}:`)))
-      .limit(1),
+    batchableAll<{ allowed: number }>(deps.db, sql`select ${smsAllowedSql(settings, sms ?? "-")} as allowed`),
   ]);
   const refuse = (what: string, row: { oldest: Date | null } | undefined, windowMs: number) => {
     const oldest = row?.oldest?.getTime() ?? now.getTime();
@@ -197,8 +203,7 @@ async function checkLimits(
     throw tooManyRequests(`${what}; try again in ${wait} s`, wait);
   };
   if (sms !== null) {
-    const allowed = settings.smsCountries ? settings.smsCountries.includes(sms) : pool.length > 0;
-    if (!allowed) throw badRequest("codes are not sent to this country");
+    if (!country?.allowed) throw badRequest("codes are not sent to this country");
     if (byCountry[0]!.n >= settings.smsDailyCap) {
       const wait = Math.ceil((day.getTime() + DAY_MS - now.getTime()) / 1000);
       throw tooManyRequests(`the day's codes by SMS to this country are spent; try again in ${wait} s`, wait);
@@ -214,7 +219,6 @@ async function checkLimits(
   if (personSpent && request.purpose !== "sign_in") {
     refuse(`at most ${CODE_LIMITS.perPersonPerDay} codes a day go to one person`, byPerson[0], DAY_MS);
   }
-  return { personSpent };
 }
 
 /* ---------- the code and its hash ---------- */
