@@ -3,6 +3,7 @@ import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { DeviceView } from "../../domain/stream";
 import { errorBody } from "../../lib/errors";
 import type { DeviceCheck, DeviceClaim } from "./api";
+import { inList } from "../../db/sql";
 import { devices } from "./schema";
 
 /*
@@ -39,22 +40,32 @@ export function check(db: DrizzleSqliteDODatabase, claim: DeviceClaim, now: numb
   return { ok: true, firstUseToday: due };
 }
 
+type DeviceRow = typeof devices.$inferSelect;
+
+/** A device row that opens nothing any more at `now`: revoked, or expired. */
+const ended = (row: DeviceRow, now: number) =>
+  row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now);
+
 /** Device `tokenId` as it stands at `now`: its expiry when it is live here, null when revoked, expired or unknown. */
 export function live(db: DrizzleSqliteDODatabase, tokenId: number, now: number): { expiresAt: number | null } | null {
   const row = db.select().from(devices).where(eq(devices.tokenId, tokenId)).get();
-  if (!row || row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now)) return null;
-  return { expiresAt: row.expiresAt };
+  return row && !ended(row, now) ? { expiresAt: row.expiresAt } : null;
 }
 
 /**
- * Whether device `tokenId` is known here as no longer opening anything: revoked (a revocation keeps
- * its row, known or not) or expired. A device this object has not seen yet is not refused here; its
- * first use adopts it (`checkDevice`).
+ * Which of `tokenIds` are known here as no longer opening anything: revoked (a revocation keeps its
+ * row, known or not) or expired. A device this object has not seen yet is not refused here; its first
+ * use adopts it (`checkDevice`). One read.
  */
-export function refused(db: DrizzleSqliteDODatabase, tokenId: number, now: number): boolean {
-  const row = db.select().from(devices).where(eq(devices.tokenId, tokenId)).get();
-  return row !== undefined && (row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now));
+export function refusedAmong(db: DrizzleSqliteDODatabase, tokenIds: number[], now: number): Set<number> {
+  if (tokenIds.length === 0) return new Set();
+  const rows = db.select().from(devices).where(inList(devices.tokenId, tokenIds)).all();
+  return new Set(rows.filter((row) => ended(row, now)).map((row) => row.tokenId));
 }
+
+/** Whether device `tokenId` is known here as revoked or expired (`refusedAmong`). */
+export const refused = (db: DrizzleSqliteDODatabase, tokenId: number, now: number) =>
+  refusedAmong(db, [tokenId], now).has(tokenId);
 
 /**
  * The 401 for a stream's upgrade by a device this object knows as revoked or expired, else null: the

@@ -64,12 +64,13 @@ export class Push {
   wake(type: PushType, id: number | null | undefined): void {
     if (id === null || id === undefined || this.host.self.erased) return;
     const open = this.host.openDevices();
-    const now = Date.now();
-    const asleep = this.host.db
-      .select()
-      .from(pushRegistrations)
-      .all()
-      .filter((row) => !open.has(row.deviceId) && !devices.refused(this.host.db, row.deviceId, now));
+    const registered = this.host.db.select().from(pushRegistrations).all();
+    const ended = devices.refusedAmong(
+      this.host.db,
+      registered.map((row) => row.deviceId),
+      Date.now(),
+    );
+    const asleep = registered.filter((row) => !open.has(row.deviceId) && !ended.has(row.deviceId));
     if (asleep.length === 0) return;
     const personId = this.host.self.id;
     const at = Date.now();
