@@ -1,9 +1,10 @@
-import { and, eq, sql, type SQL } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { guardStatement } from "../db/guard";
-import { membershipRoles, memberships, people, personEmails, roles, secureNumbers } from "../db/schema";
+import { memberships, people, personEmails, secureNumbers } from "../db/schema";
 import { conflict } from "../lib/errors";
 import { logInfo } from "../lib/log";
 import { WriteBatch } from "./outbox";
+import { membershipGrants, WRITE_SETTINGS } from "./employees/authorization";
 import type { Deps } from "./deps";
 
 /**
@@ -61,10 +62,9 @@ export function addRemoval(batch: WriteBatch, companyId: number, personId: numbe
 /** Whether the membership delete at `position` removed a row. */
 export const removedBy = (results: unknown[], position: number) => (results[position] as unknown[]).length > 0;
 
-/** Whether the membership `id` has a role of its company that grants `write settings`. */
-const holdsSettings = (id: SQL) => sql`exists (select 1 from ${membershipRoles} mr
-  join ${roles} r on r.id = mr.role_id, json_each(r.permissions) p
-  where mr.membership_id = ${id} and p.value = 'write settings')`;
+/** Whether the membership aliased `m` (or `o`) has a role of its company that grants `write settings`. */
+const holdsSettings = (alias: "m" | "o") =>
+  membershipGrants(sql`${sql.identifier(alias)}.id`, sql`${sql.identifier(alias)}.company_id`, WRITE_SETTINGS);
 
 /** Ephemeral employees are removed 24 h after creation (docs/decisions.md). */
 export const PURGE_CHUNK = 50;
@@ -89,9 +89,9 @@ export async function purgeExpiredEphemeral(deps: Deps, now: Date, chunk = PURGE
       select m.company_id, m.person_id,
              row_number() over (partition by m.company_id order by m.ephemeral_until, m.person_id) as round
       from ${memberships} m where m.ephemeral_until <= ${t}
-        and not (${holdsSettings(sql`m.id`)} and not exists (
+        and not (${holdsSettings("m")} and not exists (
           select 1 from ${memberships} o where o.company_id = m.company_id
-            and (o.ephemeral_until is null or o.ephemeral_until > ${t}) and ${holdsSettings(sql`o.id`)})))
+            and (o.ephemeral_until is null or o.ephemeral_until > ${t}) and ${holdsSettings("o")})))
     order by round, company_id
     limit ${chunk}`);
   if (due.length > 0) {
@@ -103,9 +103,9 @@ export async function purgeExpiredEphemeral(deps: Deps, now: Date, chunk = PURGE
         "settingsWriter",
         sql`exists (select 1 from json_each(${JSON.stringify(due)}) d
           where exists (select 1 from ${memberships} m where m.company_id = json_extract(d.value, '$.companyId')
-                          and m.person_id = json_extract(d.value, '$.personId') and ${holdsSettings(sql`m.id`)})
+                          and m.person_id = json_extract(d.value, '$.personId') and ${holdsSettings("m")})
             and not exists (select 1 from ${memberships} o where o.company_id = json_extract(d.value, '$.companyId')
-                          and (o.ephemeral_until is null or o.ephemeral_until > ${t}) and ${holdsSettings(sql`o.id`)}))`,
+                          and (o.ephemeral_until is null or o.ephemeral_until > ${t}) and ${holdsSettings("o")}))`,
         async () => {
           throw conflict("a company's last holder of `write settings` changed during the purge; the next run decides");
         },

@@ -74,6 +74,11 @@ export function standingGuardStatement(
   );
 }
 
+/** In SQL: membership `id` of company `companyId` has a role of that company granting `permission` itself. */
+export const membershipGrants = (id: SQL, companyId: SQL, permission: Permission) => sql`exists (
+  select 1 from ${membershipRoles} mr join ${roles} r on r.id = mr.role_id and r.company_id = ${companyId}
+  where mr.membership_id = ${id} and exists (select 1 from json_each(r.permissions) where value = ${permission}))`;
+
 /** `roles.permissions` (a JSON array) contains `permission`. */
 const roleGrants = (permission: Permission) =>
   sql`exists (select 1 from json_each(${roles.permissions}) where value = ${permission})`;
@@ -117,15 +122,12 @@ export function settingsWriterGuardStatement(
   target: Standing,
   action: "remove" | "demote",
 ) {
-  const holds = (who: SQL) => sql`exists (
-      select 1 from ${memberships}
-      join ${membershipRoles} on ${membershipRoles.membershipId} = ${memberships.id}
-      join ${roles} on ${roles.id} = ${membershipRoles.roleId} and ${roles.companyId} = ${memberships.companyId}
-      where ${memberships.companyId} = ${access.companyId} and ${who} and ${roleGrants(WRITE_SETTINGS)})`;
+  const holds = (who: SQL) => sql`exists (select 1 from ${memberships} m
+      where m.company_id = ${access.companyId} and ${who} and ${membershipGrants(sql`m.id`, sql`m.company_id`, WRITE_SETTINGS)})`;
   return guardStatement(
     deps.db,
     "settingsWriter",
-    sql`${holds(sql`${memberships.personId} = ${personId}`)} and not ${holds(sql`${memberships.personId} <> ${personId}`)}`,
+    sql`${holds(sql`m.person_id = ${personId}`)} and not ${holds(sql`m.person_id <> ${personId}`)}`,
     () => assertNotLastSettingsWriter(deps, access, personId, target, action),
   );
 }
