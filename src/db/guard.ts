@@ -34,11 +34,13 @@ const COLUMNS = {
   employeeQuota: "employee_quota",
   codeSpent: "code_spent",
   standing: "standing",
+  personWide: "person_wide",
 } as const satisfies Record<keyof typeof batchGuards.$inferInsert, string>;
 
 /** The guards in the order a rolled-back batch asks their checks (the first refusal wins). */
 export const GUARDS: readonly Guard[] = [
   "standing",
+  "personWide",
   "employeeQuota",
   "seats",
   "settingsWriter",

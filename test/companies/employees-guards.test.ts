@@ -260,6 +260,30 @@ describe("what a command read before its batch, asked again inside it", () => {
     expect(n).toBe(0);
   });
 
+  it("a rename read a person of Acme alone, but the operator added them to Globex meanwhile: 409, their names stay", async () => {
+    const local = fresh("joins-globex");
+    const target = await create(body(local, { roles: ["Viewer"] }));
+    const access = await resolveCompanyAccess(createDeps(env), DEMO.people.alice, 1, "write employees");
+    const operator = `pk_test_operator_${crypto.randomUUID()}`;
+    await insertToken(operator, { serviceName: "operator", scopes: ["platform:admin"] });
+    let joined = false;
+    const deps = racedBy(async () => {
+      if (joined) return;
+      joined = true;
+      const response = await call("/internal/companies/2/members", {
+        method: "POST",
+        token: operator,
+        body: { first_name: "X", last_name: "Y", email: `${local}@acme.example`, roles: ["Viewer"] },
+      });
+      expect(response.status).toBe(201);
+    });
+    await expect(
+      employees.updateEmployee(deps, access, target.id, { firstName: "Renamed", akas: [] } as never),
+    ).rejects.toMatchObject({ statusCode: 409 });
+    const globex = await read(`/companies/2/employees/${target.id}`, "carol");
+    expect([globex.first_name, globex.akas]).toEqual([target.first_name, target.akas]);
+  });
+
   it("the ephemeral purge keeps an expired member who is the company's last holder of `write settings`", async () => {
     const temporary = await create(body(fresh("ephemeral-admin"), { roles: ["Admin"], ephemeral: true }));
     // Alice steps back: the ephemeral Admin is the only holder.

@@ -19,4 +19,6 @@ export const batchGuards = sqliteTable("batch_guards", {
   codeSpent: integer("code_spent").notNull().default(0),
   /** The member a command changes or removes holds a permission its caller does not (services/employees). */
   standing: integer("standing").notNull().default(0),
+  /** A command changed the person-wide details of someone who belongs to another company too (services/employees). */
+  personWide: integer("person_wide").notNull().default(0),
 });

@@ -48,7 +48,12 @@ import {
 } from "./authorization";
 import { assertEmailsFree, emailReplacement, emailsTaken } from "./emails";
 import { noLicense, tooManyEmployees } from "./errors";
-import { belongsElsewhere, withoutPersonWideChanges } from "./person-wide";
+import {
+  belongsElsewhere,
+  soleEmployerGuardStatement,
+  touchesPersonWide,
+  withoutPersonWideChanges,
+} from "./person-wide";
 import { addNewEmployees, collectionInserts, confirmedNumbersOf } from "./statements";
 
 /**
@@ -210,6 +215,9 @@ export async function updateEmployee(
   const statements: (BatchItem<"sqlite"> | GuardStatement)[] = [
     standingGuardStatement(deps, access, personId, "change"),
   ];
+  // Read as theirs alone: the operator may add them to another company before the batch lands.
+  if (!shared && touchesPersonWide(changes))
+    statements.push(soleEmployerGuardStatement(deps, companyId, personId, changes));
   statements.push(
     db
       .update(people)

@@ -1,4 +1,5 @@
-import { and, asc, eq, ne } from "drizzle-orm";
+import { and, asc, eq, ne, sql } from "drizzle-orm";
+import { guardStatement } from "../../db/guard";
 import { memberships, people, personAddresses, personAkas, personPhones } from "../../db/schema";
 import type { EmployeeChanges } from "../../domain/employees";
 import { conflict } from "../../lib/errors";
@@ -19,6 +20,32 @@ export async function belongsElsewhere({ db }: Deps, companyId: number, personId
     .get();
   return row !== undefined;
 }
+
+/**
+ * The guard of a PUT that read the person as belonging to `companyId` alone and changes their
+ * person-wide details or emails (which a shared person's PUT treats differently): the batch rolls
+ * back when the operator added them to another company meanwhile, answered by the 409 a PUT made
+ * after that would have got (or, when the values sent were their current ones, a 409 to send it again).
+ */
+export function soleEmployerGuardStatement(deps: Deps, companyId: number, personId: number, changes: EmployeeChanges) {
+  return guardStatement(
+    deps.db,
+    "personWide",
+    sql`exists (select 1 from ${memberships} where ${memberships.personId} = ${personId} and ${memberships.companyId} <> ${companyId})`,
+    async () => {
+      if (!(await belongsElsewhere(deps, companyId, personId))) return;
+      await withoutPersonWideChanges(deps, personId, changes);
+      throw conflict(
+        "this person joined another company while the request ran, which changes what this company may change of them; nothing was changed, send the request again",
+      );
+    },
+  );
+}
+
+/** Whether a PUT's `changes` touch what a person who belongs to another company too keeps to themselves (or their emails). */
+export const touchesPersonWide = (changes: EmployeeChanges) =>
+  changes.emails !== undefined ||
+  (Object.keys(PERSON_WIDE) as (keyof typeof PERSON_WIDE)[]).some((key) => changes[key] !== undefined);
 
 /** The PUT fields that belong to the person rather than to one company, with their names on the wire. */
 const PERSON_WIDE = {

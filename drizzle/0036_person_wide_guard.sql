@@ -1,0 +1,1 @@
+ALTER TABLE `batch_guards` ADD `person_wide` integer DEFAULT 0 NOT NULL;
