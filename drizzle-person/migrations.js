@@ -11,6 +11,7 @@ import m0008 from './0008_idempotency_charges.sql';
 import m0009 from './0009_push_registrations.sql';
 import m0010 from './0010_devices.sql';
 import m0011 from './0011_names_travel_with_facts.sql';
+import m0012 from './0012_peer_card_versions.sql';
 
   export default {
     journal,
@@ -26,7 +27,8 @@ m0007,
 m0008,
 m0009,
 m0010,
-m0011
+m0011,
+m0012
     }
   }
   

@@ -39,6 +39,6 @@ export type Profile = Names & { companies: { id: number; name: string; roles: st
  * What a person's object tells another about its person, with a chat or a
  * trust request (docs/architecture.md, "Names travel with facts"): who they
  * are, their names and their companies. The receiving object keeps the
- * newest it heard and shows the names only to a reader its rule allows.
+ * newest it heard (by the facts `version`, so a card delayed on its way never replaces a newer one) and shows the names only to a reader its rule allows.
  */
-export type PeerCard = Names & { id: number; companies: number[] };
+export type PeerCard = Names & { id: number; companies: number[]; version: number };

@@ -12,5 +12,7 @@ import type { Deps } from "./deps";
  */
 export async function ownAccount(deps: Deps, personId: number) {
   const account = await deps.objects.of(personId).ownAccount();
-  return account ? { ok: true as const, ...account } : personGone();
+  if (!account) return personGone();
+  const { version: _, ...shown } = account;
+  return { ok: true as const, ...shown };
 }

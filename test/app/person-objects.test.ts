@@ -154,6 +154,32 @@ describe("chats across two objects", () => {
   });
 });
 
+describe("names other people's objects told", () => {
+  it("a card that arrives late, from older facts, does not replace the newer names already heard", async () => {
+    const personId = 800_000 + Math.floor(Math.random() * 100_000);
+    const stub = personObject(personId);
+    const card = (version: number, first_name: string) => ({
+      id: 13,
+      first_name,
+      middle_name: null,
+      last_name: "Peer",
+      companies: [1],
+      version,
+    });
+    // A page asked the asker's object afresh (renamed: version 5); their request, sent before, lands after.
+    await stub.receiveTrustRequest(13, "met at the fair", Date.now(), card(5, "Renamed"));
+    await stub.receiveTrustRequest(13, "met at the fair", Date.now(), card(4, "Before"));
+    expect(await inPersonObject(personId, "SELECT first_name FROM peers WHERE person_id = 13")).toEqual([
+      { first_name: "Renamed" },
+    ]);
+    // A newer card still replaces them.
+    await stub.receiveTrustRequest(13, "met at the fair", Date.now(), card(6, "Again"));
+    expect(await inPersonObject(personId, "SELECT first_name FROM peers WHERE person_id = 13")).toEqual([
+      { first_name: "Again" },
+    ]);
+  });
+});
+
 describe("an account that goes takes its object with it", () => {
   it("removing an employee whose account goes erases their activity and blocked calls", async () => {
     const created = await as("alice").send("POST", "/companies/1/employees", {

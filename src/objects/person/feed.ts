@@ -330,6 +330,7 @@ const cardOf = (account: OwnAccount | null): PeerCard | null =>
     middle_name: account.middle_name,
     last_name: account.last_name,
     companies: account.companies.map((company) => company.id),
+    version: account.version,
   };
 
 /** The newest id in a feed; 0 when it is empty. */

@@ -23,7 +23,10 @@ type Db = DrizzleSqliteDODatabase;
 /** How long a page trusts what it heard of a person before asking their object again (ms). */
 export const PEER_FRESH_MS = 86_400_000;
 
-/** Keeps what `card`'s object told about its person at `at` (ms), replacing what was known. */
+/**
+ * Keeps what `card`'s object told about its person at `at` (ms), replacing what was known unless that
+ * came from newer facts (a chat's card can arrive after a page asked their object afresh).
+ */
 export function learn(db: Db, card: PeerCard, at: number): void {
   const row = {
     firstName: card.first_name,
@@ -31,10 +34,11 @@ export function learn(db: Db, card: PeerCard, at: number): void {
     lastName: card.last_name,
     companies: card.companies,
     learnedAt: at,
+    version: card.version,
   };
   db.insert(peers)
     .values({ personId: card.id, ...row })
-    .onConflictDoUpdate({ target: peers.personId, set: row })
+    .onConflictDoUpdate({ target: peers.personId, set: row, setWhere: sql`excluded.version >= ${peers.version}` })
     .run();
 }
 

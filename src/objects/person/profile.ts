@@ -13,6 +13,8 @@ export type OwnAccount = {
   last_name: string;
   secure_number: { country_code: string; number: string; e164: string } | null;
   companies: { id: number; name: string; roles: string[] }[];
+  /** The facts version it was read from (not shown by `GET /me`; another object's card carries it). */
+  version: number;
 };
 
 /** The account of person `id` from their facts (with the profile and, with a number, its parts); null: none. */
@@ -27,5 +29,6 @@ export function ownAccount(id: number, facts: (Facts & { profile: Profile }) | n
     secure_number:
       facts.e164 === null ? null : { country_code: facts.countryCode!, number: facts.number!, e164: facts.e164 },
     companies,
+    version: facts.version,
   };
 }

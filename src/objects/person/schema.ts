@@ -261,6 +261,8 @@ export const peers = sqliteTable("peers", {
   lastName: text("last_name").notNull(),
   companies: text("companies", { mode: "json" }).$type<number[]>().notNull(),
   learnedAt: integer("learned_at").notNull(),
+  /** The facts version of the card these names came from: an older card arriving late changes nothing. */
+  version: integer("version").notNull().default(0),
 });
 
 /**

@@ -122,7 +122,7 @@ export class Self {
     const facts = keys.readFacts(this.db);
     if (!facts?.profile) return null;
     const { first_name, middle_name, last_name } = facts.profile;
-    return { id: this.id, first_name, middle_name, last_name, companies: facts.companies };
+    return { id: this.id, first_name, middle_name, last_name, companies: facts.companies, version: facts.version };
   }
 
   /** The stub of another person's object (a chat, a mirror, a trust request on its way). */
