@@ -13,6 +13,13 @@ export const RESUME_LIMIT = 500;
 /** How long a ticket (`POST /apps/buzz/stream/tickets`) can be used, once. */
 export const TICKET_TTL_MS = 60_000;
 
+/**
+ * How long a socket may stay silent (no `ping`, which apps send every 30–60 s) before its device
+ * counts as asleep: a phone that lost its network without a close frame still looks open to the
+ * runtime for a while, and its device is woken by push meanwhile (docs/realtime.md, "Pings").
+ */
+export const SILENT_SOCKET_MS = 150_000;
+
 /** Close codes the server sends (4000–4999 are the application's). */
 export const STREAM_CLOSE = {
   replaced: { code: 4000, reason: "more than 10 connections of this person: the oldest is closed" },

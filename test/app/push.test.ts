@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, inject, it, vi } from "vitest"
 import { createDb } from "../../src/db/client";
 import { accessTokens, people } from "../../src/db/schema";
 import { PUSH_RETRY_MS, PUSH_TTL_SECONDS, type PushJob } from "../../src/domain/push";
+import { SILENT_SOCKET_MS } from "../../src/domain/stream";
 import { base64url, fromBase64url } from "../../src/lib/crypto";
 import { ApiError } from "../../src/lib/errors";
 import { createDeps } from "../../src/services/create-deps";
@@ -266,6 +267,35 @@ describe("what arrives wakes the devices with no open stream", () => {
     await chat(alice, bob.id);
     await vi.waitFor(() => expect(batches.reduce((sum, n) => sum + n, 0)).toBe(150), { timeout: 5_000, interval: 10 });
     expect(Math.max(...batches)).toBeLessThanOrEqual(100);
+  });
+
+  it("a stream silent past its pings (a phone gone without a close frame) no longer holds its device's push back", async () => {
+    const alice = await newPerson("Chatty");
+    const bob = await newPerson("Offline");
+    await register(bob, { kind: "fcm", token: "fcm-token:phone-in-a-tunnel" });
+    const stream = await openStream(bob);
+    // Connected, and not pinged since, longer than the pings' interval allows.
+    const { runInDurableObject } = await import("cloudflare:test");
+    await runInDurableObject(personObject(bob.id), (_, state) => {
+      for (const ws of state.getWebSockets()) {
+        const att = ws.deserializeAttachment() as { since: number };
+        ws.serializeAttachment({ ...att, since: Date.now() - SILENT_SOCKET_MS - 1_000 });
+      }
+    });
+    const jobs = queuedPushes();
+    await chat(alice, bob.id);
+    await until(jobs, 1);
+    expect(jobs.map((job) => job.deviceId)).toEqual([bob.tokenId]);
+
+    // It pings again: it is heard, and holds the push back once more.
+    const pong = new Promise((resolve) => stream.addEventListener("message", (event) => resolve(event.data)));
+    stream.send("ping");
+    expect(await pong).toBe("pong");
+    jobs.length = 0;
+    await chat(alice, bob.id);
+    await settle();
+    expect(jobs).toEqual([]);
+    stream.close(1000, "done");
   });
 
   it("no push while a stream is open: only the devices without one are woken", async () => {

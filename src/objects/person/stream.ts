@@ -6,7 +6,7 @@ import {
   type FeedRecord,
   type Party,
 } from "../../domain/activity";
-import { MAX_STREAMS, STREAM_CLOSE, type Requester, type StreamEvent } from "../../domain/stream";
+import { MAX_STREAMS, SILENT_SOCKET_MS, STREAM_CLOSE, type Requester, type StreamEvent } from "../../domain/stream";
 
 /*
  * A person's live streams (docs/realtime.md), held by their own object with
@@ -68,9 +68,18 @@ export class Stream {
     return this.ctx.getWebSockets().length > 0;
   }
 
-  /** The devices (token ids) with an open socket: push wakes only the others (push.ts). */
-  openDevices(): Set<number> {
-    return new Set(this.sockets().map(({ att }) => att.tokenId));
+  /**
+   * The devices (token ids) with an open socket heard from lately (connected or pinged within
+   * `SILENT_SOCKET_MS`): push wakes only the others (push.ts).
+   */
+  openDevices(now = Date.now()): Set<number> {
+    const heard = ({ ws, att }: { ws: WebSocket; att: Attachment }) =>
+      Math.max(att.since, this.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0);
+    return new Set(
+      this.sockets()
+        .filter((socket) => heard(socket) > now - SILENT_SOCKET_MS)
+        .map(({ att }) => att.tokenId),
+    );
   }
 
   /* ---------- connecting ---------- */
