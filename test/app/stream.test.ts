@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { createDb } from "../../src/db/client";
 import { accessTokens, memberships, people } from "../../src/db/schema";
 import { sha256Hex } from "../../src/lib/crypto";
+import { nextId } from "../../src/objects/person/ids";
 import { createDeps } from "../../src/services/create-deps";
 import { mintStreamTicket, redeemStreamTicket } from "../../src/services/stream";
 import { createActivity, createStreamTicket, listActivity, listBlocked } from "../../src/routes/buzz/buzz.routes";
@@ -168,6 +169,35 @@ describe("GET /apps/buzz/stream", () => {
       expect(activityIds(frames)).toEqual([read, marker]);
       expect(frames[0]!.data!.type).toBe("chat_read_indicator");
     }
+  });
+
+  it("a stream opened while the person's own chat is on its way still gets that chat, then what landed after it", async () => {
+    const alice = await newPerson("Alice");
+    await callRecord(alice);
+    // Alice's chat has reserved its id and waits for the receiver (Feed.sendChat): held here by hand.
+    const reserved = await runInDurableObject(personObject(alice.id), (instance) => {
+      const feed = (instance as unknown as { feed: { reserved: Set<number>; newest(): number } }).feed;
+      const id = nextId(alice.id, feed.newest());
+      feed.reserved.add(id);
+      return id;
+    });
+    const marker = await callRecord(alice); // lands above the reservation
+    expect(marker).toBeGreaterThan(reserved);
+    const socket = await connect("", alice.token);
+    // The receiver answered: the chat is stored at its id, and the reservation goes.
+    await runInDurableObject(personObject(alice.id), (instance, state) => {
+      state.storage.sql.exec(
+        `INSERT INTO feed (id, type, sendable_type, sendable_id, receivable_type, receivable_id, message, created_at)
+         VALUES (?, 'chat_message', 'person', ?, 'person', 1, 'on its way', ?)`,
+        reserved,
+        alice.id,
+        Date.now(),
+      );
+      const held = instance as unknown as { feed: { reserved: Set<number> }; stream: { pump(): void } };
+      held.feed.reserved.delete(reserved);
+      held.stream.pump();
+    });
+    expect(activityIds(await socket.until(2))).toEqual([reserved, marker]);
   });
 
   it("resumes after a disconnect with nothing missed and nothing repeated", async () => {

@@ -278,6 +278,15 @@ export class Feed implements FeedSource {
     return lastId(this.db);
   }
 
+  /**
+   * The newest id a reader may have seen now: below the lowest reservation while a chat is on its
+   * way (`after`'s barrier), so a stream opened meanwhile still gets that chat, and what landed above it.
+   */
+  seen(): number {
+    const newest = this.newest();
+    return this.reserved.size === 0 ? newest : Math.min(newest, Math.min(...this.reserved) - 1);
+  }
+
   /** How the live streams name the parties of `rows`: from what this object knows, asking nobody (peers.ts). */
   parties(rows: FeedRow[]): (type: "person" | "company", id: number) => Party {
     return peers.partiesFor(this.db, this.host.self.id, rows, "unnamed");

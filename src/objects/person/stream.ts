@@ -27,6 +27,8 @@ export type FeedSource = {
   after(afterId: number, limit: number): FeedRecord[];
   /** The newest id in the feed (0: empty). */
   newest(): number;
+  /** Where a reader starts who has seen everything it may see now: below a chat's reservation (`Feed.seen`). */
+  seen(): number;
   /** How a reader of `rows` sees their parties: from what the object knows, asking nobody (peers.ts). */
   parties(rows: FeedRecord[]): (type: "person" | "company", id: number) => Party;
 };
@@ -99,7 +101,7 @@ export class Stream {
     }
     const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
     this.ctx.acceptWebSocket(server);
-    const att: Attachment = { me, tokenId, last: this.feed.newest(), since: Date.now(), ...(until ? { until } : {}) };
+    const att: Attachment = { me, tokenId, last: this.feed.seen(), since: Date.now(), ...(until ? { until } : {}) };
     if (backlog === undefined) {
       // Staged in an instance that is gone (it cannot sleep between the two calls, but is not trusted to):
       // nothing is missed, the records come through the feed, named from what the object knows.
