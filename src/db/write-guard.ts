@@ -37,6 +37,7 @@ export class WriteGuard {
   #state: "idle" | "armed" | "passed" | "refused" = "idle";
   #guard: WriteCondition | null = null;
   #refusal: Error | null = null;
+  #writes = 0;
   /** The database to hand to drizzle: `inner`, with the guard in its round trips while armed. */
   readonly database: D1Database;
 
@@ -49,6 +50,19 @@ export class WriteGuard {
           statements.every((statement) => (statement as Partial<Wrapped>)[READS] === true),
         ),
     } as unknown as D1Database;
+  }
+
+  /**
+   * How many of the request's round trips that could change data succeeded, with its writes made
+   * elsewhere (`noteWrite`): whether the request wrote anything since a moment (middleware/idempotency.ts).
+   */
+  get writes(): number {
+    return this.#writes;
+  }
+
+  /** The request wrote, or may have written, outside D1 (a person's object, a queue, KV). */
+  noteWrite() {
+    this.#writes++;
   }
 
   /** From now on the request's next writing round trip carries `guard` (a no-op once armed or settled). */
@@ -70,8 +84,10 @@ export class WriteGuard {
 
   async #batch(statements: D1PreparedStatement[], reads: boolean) {
     if (this.#state === "refused") throw this.#refusal!;
-    if (this.#state !== "armed" || reads) return this.inner.batch(statements);
-    return this.#guarded(statements);
+    const results =
+      this.#state !== "armed" || reads ? await this.inner.batch(statements) : await this.#guarded(statements);
+    if (!reads) this.#writes++;
+    return results;
   }
 
   /** `statements` after the guard's statement, in one round trip; their results. */
@@ -102,9 +118,10 @@ export class WriteGuard {
     const reads = (wrapped[READS] = READ_ONLY.test(query));
     const single = async <R>(direct: () => Promise<R>, fromBatch: (result: D1Result) => R): Promise<R> => {
       if (this.#state === "refused") throw this.#refusal!;
-      if (this.#state !== "armed" || reads) return direct();
-      const [result] = await this.#guarded([real]);
-      return fromBatch(result!);
+      if (reads) return direct();
+      const answer = this.#state !== "armed" ? await direct() : fromBatch((await this.#guarded([real]))[0]!);
+      this.#writes++;
+      return answer;
     };
     wrapped.run = (() =>
       single(

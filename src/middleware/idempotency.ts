@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import { MAX_KEPT_ANSWER_BYTES, type AnswerToKeep, type KeptAnswer } from "../domain/idempotency";
 import { sha256Hex } from "../lib/crypto";
-import { ApiError, badRequest, conflict, tooManyRequests } from "../lib/errors";
+import { ApiError, badRequest, conflict, errorBody, tooManyRequests } from "../lib/errors";
 import { logError } from "../lib/log";
 import { companyKeys, personKeys } from "../services/idempotency";
 import type { AppEnv } from "../types";
@@ -24,7 +24,9 @@ export const IdempotencyHeaders = z.object({
       description:
         "Makes a retry safe: the same key with the same request within 24 h answers the first answer again " +
         "(with `Idempotent-Replayed: true`) and writes nothing; with another request it is 422; while the first " +
-        "is still being answered, 409. Only a success is kept: after a 4xx or 5xx the key is free again. " +
+        "is still being answered, 409. A refusal that wrote nothing (any 4xx, a 5xx before the write) frees the " +
+        "key again; a request that wrote but whose answer could not be kept (a 5xx after the write, an answer over " +
+        "1 MiB) keeps the key, answering 409 to say so. " +
         "1 to 255 visible ASCII characters, e.g. a UUID. A person may use 1,000 new keys a day, and the answers " +
         "kept for them count against the 10 MiB of their day's activity (429 with `Retry-After` beyond).",
       example: "9b2f6c1e-4f0a-4c7e-9a57-2d1f0f3e8b61",
@@ -72,9 +74,12 @@ export function idempotent(owner: "person" | "company", answers?: "activity") {
     if (claim.state === "spent") throw tooManyRequests(claim.message, claim.retryAfter);
     if (claim.state === "replay") return replay(claim.answer);
 
+    // Whether the request writes from here on (the claim's own write is behind): one that did keeps its key.
+    const writes = c.var.deps.guard?.writes;
     await next();
+    const wrote = writes === undefined || c.var.deps.guard!.writes > writes;
     try {
-      await store.settle(key, fingerprint, await keepable(c.res, answers));
+      await store.settle(key, fingerprint, await keepable(c.res, answers, wrote));
     } catch (err) {
       // The write is done and answered; the claim stays until it counts as abandoned (a minute).
       logError("keeping the answer to an Idempotency-Key failed", err);
@@ -82,11 +87,15 @@ export function idempotent(owner: "person" | "company", answers?: "activity") {
   });
 }
 
-/** A success small enough to keep (with its record's id, for `activity`); anything else releases the key. */
-async function keepable(res: Response, answers: "activity" | undefined): Promise<AnswerToKeep | null> {
-  if (res.status < 200 || res.status > 299) return null;
+/**
+ * What the key keeps: a success small enough to keep (with its record's id, for `activity`); for a
+ * request that `wrote` but whose answer cannot be kept (a failure after its write, an answer too large),
+ * a 409 saying so, so that a retry does not write again; else nothing (the key is free again).
+ */
+async function keepable(res: Response, answers: "activity" | undefined, wrote: boolean): Promise<AnswerToKeep | null> {
+  if (res.status < 200 || res.status > 299) return wrote ? notKept(FAILED_AFTER_WRITING) : null;
   const body = await res.clone().text();
-  if (new TextEncoder().encode(body).length > MAX_KEPT_ANSWER_BYTES) return null;
+  if (new TextEncoder().encode(body).length > MAX_KEPT_ANSWER_BYTES) return wrote ? notKept(TOO_LARGE) : null;
   const kept: AnswerToKeep = {
     status: res.status,
     body,
@@ -97,6 +106,21 @@ async function keepable(res: Response, answers: "activity" | undefined): Promise
   const id = answers === "activity" ? (JSON.parse(body) as { data?: { id?: unknown } }).data?.id : undefined;
   return typeof id === "number" ? { ...kept, activityId: id } : kept;
 }
+
+const FAILED_AFTER_WRITING =
+  "the request first sent with this `Idempotency-Key` failed after it had written, so what it changed is not known; " +
+  "nothing was written again: read the current state before sending the change again with a new key";
+const TOO_LARGE =
+  "the request first sent with this `Idempotency-Key` was applied, but its answer was over 1 MiB and was not kept; " +
+  "nothing was written again: read what it changed instead";
+
+/** The 409 a key keeps in place of an answer it could not keep. */
+const notKept = (detail: string): AnswerToKeep => ({
+  status: 409,
+  body: JSON.stringify(errorBody(409, detail)),
+  contentType: "application/json",
+  location: null,
+});
 
 function replay(answer: KeptAnswer): Response {
   const headers = new Headers({ "Idempotent-Replayed": "true" });

@@ -25,14 +25,22 @@ import { replayGuardsOf } from "./replay-guards";
  */
 export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = env.DB, guard?: WriteGuard): Deps => {
   const db = createDb(database as D1Database);
+  // A write elsewhere than D1 waits for the token check, and counts as the request's write.
+  const checked =
+    guard &&
+    (async () => {
+      await guard.finish();
+      guard.noteWrite();
+    });
+  const objectWrites = guard && { check: () => guard.finish(), wrote: () => guard.noteWrite() };
   return {
     db,
-    kv: env.TRUST_INDEX,
-    webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
-    backgroundQueue: env.BACKGROUND_QUEUE as Queue<BackgroundMessage>,
-    scanQueue: env.SCAN_QUEUE as Queue<ScanEventsMessage>,
+    kv: checked ? afterCheck(env.TRUST_INDEX, ["put", "delete"], checked) : env.TRUST_INDEX,
+    webhookQueue: sends(env.WEBHOOK_QUEUE as Queue<DeliveryMessage>, checked),
+    backgroundQueue: sends(env.BACKGROUND_QUEUE as Queue<BackgroundMessage>, checked),
+    scanQueue: sends(env.SCAN_QUEUE as Queue<ScanEventsMessage>, checked),
     usesQueue: env.USES_QUEUE as Queue<TokenUseMessage>,
-    objects: personObjectsOf(env.PERSON, guard && (() => guard.finish())),
+    objects: personObjectsOf(env.PERSON, objectWrites),
     companyObjects: companyObjectsOf(env.COMPANY),
     providerKeys: secretBox("PROVIDER_SECRET_KEYS", env.PROVIDER_SECRET_KEYS),
     replays: replayGuardsOf(env.REPLAY_GUARD),
@@ -44,3 +52,28 @@ export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = 
     guard,
   };
 };
+
+/**
+ * A write request's queue: nothing is sent before its pending token check ran (a token verified from
+ * the cache is checked again before anything is written, docs/security.md "Tokens"), so a revoked
+ * token enqueues no work either. Queue consumers and cron runs have no check. The token-use queue
+ * only records that a token was used, and is sent for refused requests too.
+ */
+const sends = <Q extends Queue<never>>(queue: Q, check: (() => Promise<void>) | undefined): Q =>
+  check ? afterCheck(queue, ["send", "sendBatch"], check) : queue;
+
+/** `target` whose `methods` first await `check` (its other members as they are). */
+function afterCheck<T extends object>(target: T, methods: (keyof T & string)[], check: () => Promise<void>): T {
+  return new Proxy(target, {
+    get(object, key) {
+      const member = Reflect.get(object, key) as unknown;
+      if (typeof member !== "function") return member;
+      if (!(methods as string[]).includes(key as string))
+        return (member as (...args: unknown[]) => unknown).bind(object);
+      return async (...args: unknown[]) => {
+        await check();
+        return (member as (...args: unknown[]) => unknown).apply(object, args);
+      };
+    },
+  });
+}

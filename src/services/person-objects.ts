@@ -62,18 +62,30 @@ export type PersonObjects = {
   write<R>(personId: number, change: (person: PersonStub) => R): Promise<Awaited<R>>;
 };
 
-export const personObjectsOf = (namespace: Env["PERSON"], beforeWrite?: () => Promise<void>): PersonObjects =>
-  personObjectsFrom((personId) => personStub(namespace, personId), beforeWrite);
+/**
+ * A write request's hooks around its object writes (services/create-deps.ts): `check` runs its pending
+ * token check first; `wrote` counts a write that was not refused (a refusal, `{ ok: false }`, writes
+ * nothing; a call that failed may have written).
+ */
+export type WriteHooks = { check: () => Promise<void>; wrote: () => void };
+
+export const personObjectsOf = (namespace: Env["PERSON"], hooks?: WriteHooks): PersonObjects =>
+  personObjectsFrom((personId) => personStub(namespace, personId), hooks);
 
 /** `PersonObjects` over any way to a person's stub (tests pass their own). */
-export const personObjectsFrom = (
-  of: (personId: number) => PersonStub,
-  beforeWrite?: () => Promise<void>,
-): PersonObjects => ({
+export const personObjectsFrom = (of: (personId: number) => PersonStub, hooks?: WriteHooks): PersonObjects => ({
   of,
   write: async <R>(personId: number, change: (person: PersonStub) => R): Promise<Awaited<R>> => {
-    await beforeWrite?.();
-    return await change(of(personId));
+    await hooks?.check();
+    let result: Awaited<R>;
+    try {
+      result = await change(of(personId));
+    } catch (err) {
+      hooks?.wrote();
+      throw err;
+    }
+    if ((result as { ok?: unknown } | null)?.ok !== false) hooks?.wrote();
+    return result;
   },
 });
 

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   as,
   call,
@@ -11,6 +11,7 @@ import {
   inPersonObject,
   insertToken,
   personObject,
+  spyOnD1,
 } from "../helpers";
 
 /** Idempotency-Key on creating POSTs (docs/decisions.md, "Idempotency keys"). */
@@ -283,5 +284,76 @@ describe("Idempotency-Key on a company's write (webhooks, kept in D1)", () => {
     const run = await pruneExpired(createDeps(env), new Date());
     expect(run.pruned.idempotencyKeys).toBeGreaterThanOrEqual(1);
     expect(await countRows("SELECT count(*) AS n FROM company_idempotency_keys WHERE key = 'old-key'")).toBe(0);
+  });
+});
+
+describe("a request that wrote keeps its key, even when its answer could not be kept", () => {
+  afterEach(() => vi.restoreAllMocks());
+  const seats = () =>
+    countRows("SELECT quantity AS n FROM company_seats WHERE company_id = 1 AND license_id = 'protect'");
+
+  it("a license purchase answered 500 after its seats were bought: the retry is a 409 and buys nothing", async () => {
+    const before = await seats();
+    let bought = false;
+    let failed = false;
+    spyOnD1((sql) => {
+      if (sql.some((q) => /insert into "company_seats"/.test(q))) bought = true;
+      else if (bought && !failed && sql.some((q) => /^select .* from "company_seats"/.test(q))) {
+        failed = true;
+        return Promise.reject(new Error("D1_ERROR: Network connection lost."));
+      }
+    });
+    const key = fresh("purchase");
+    const body = [{ id: "protect", quantity: 1 }];
+    expect((await as("alice").send("POST", "/companies/1/licenses", body, withKey(key))).status).toBe(500);
+    vi.restoreAllMocks();
+    expect(await seats()).toBe(before + 1);
+    const retry = await as("alice").send("POST", "/companies/1/licenses", body, withKey(key));
+    expect(retry.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(await expectError(retry, 409, "Conflict")).toContain("failed after it had written");
+    expect(await seats()).toBe(before + 1);
+  });
+
+  it("a sync answered 500 after its contacts were written: the retry is a 409 and writes nothing", async () => {
+    const before = await contactsOf(3);
+    // Before the index holds contacts (no `idx:contacts` mark) a sync's answer links through D1: that read fails once.
+    const mark = await env.TRUST_INDEX.get("idx:contacts");
+    await env.TRUST_INDEX.delete("idx:contacts");
+    try {
+      let failed = false;
+      spyOnD1((sql) => {
+        if (failed || !sql.some((q) => q.includes("person_phones pp"))) return;
+        failed = true;
+        return Promise.reject(new Error("D1_ERROR: Network connection lost."));
+      });
+      const body = [{ display_name: "Once Only", phone_numbers: ["+1 415 555 0177"] }];
+      const key = fresh("sync-500");
+      expect((await as("carol").send("POST", "/contacts/sync", body, withKey(key))).status).toBe(500);
+      vi.restoreAllMocks();
+      const retry = await as("carol").send("POST", "/contacts/sync", body, withKey(key));
+      expect(retry.headers.get("Idempotent-Replayed")).toBe("true");
+      await expectError(retry, 409, "Conflict");
+      expect(await contactsOf(3)).toBe(before + 1);
+    } finally {
+      if (mark !== null) await env.TRUST_INDEX.put("idx:contacts", mark);
+    }
+  });
+
+  it("a sync whose answer was over 1 MiB: the retry is a 409 saying so, and writes nothing", async () => {
+    const before = await contactsOf(2);
+    // 500 contacts with ten ~195-character addresses: a body under the 1 MiB limit, its answer over 1 MiB.
+    const body = Array.from({ length: 500 }, (_, i) => ({
+      display_name: `Big ${i}`,
+      addresses: Array.from({ length: 10 }, (_, j) => `${j} ${"Long Street Name ".repeat(12)} ${i}`.slice(0, 195)),
+    }));
+    const key = fresh("sync-large");
+    const first = await as("bob").send("POST", "/contacts/sync", body, withKey(key));
+    expect(first.status).toBe(200);
+    expect((await first.text()).length).toBeGreaterThan(1024 * 1024);
+    const retry = await as("bob").send("POST", "/contacts/sync", body, withKey(key));
+    expect(retry.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(await expectError(retry, 409, "Conflict")).toContain("over 1 MiB");
+    expect(await contactsOf(2)).toBe(before + 500);
+    expect((await as("bob").send("DELETE", "/contacts/clear")).status).toBeLessThan(300);
   });
 });

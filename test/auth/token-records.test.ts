@@ -125,6 +125,51 @@ describe("a token verified before", () => {
   });
 });
 
+describe("a service token revoked while a copy still calls it valid writes nothing, queued work included", () => {
+  async function revokedService(scope: string) {
+    const token = `sk_test_revoked_${crypto.randomUUID().replaceAll("-", "")}`;
+    await insertToken(token, { serviceName: "worker", scopes: [scope] });
+    return {
+      token,
+      revoke: async () =>
+        env.DB.prepare("UPDATE access_tokens SET revoked_at = ? WHERE token_hash = ?")
+          .bind(Date.now(), await sha256Hex(token))
+          .run(),
+    };
+  }
+
+  it("scan events: 401, and nothing reaches the scan queue", async () => {
+    const { token, revoke } = await revokedService("scans:write");
+    const sent: unknown[] = [];
+    vi.spyOn(env.SCAN_QUEUE, "send").mockImplementation((async (body: unknown) => void sent.push(body)) as never);
+    const events = (scan: string) => [
+      { type: "started", scan_id: scan, person_id: DEMO.people.bob, at: "2026-03-01T10:00:00Z" },
+    ];
+    expect((await call("/internal/scan-events", { method: "POST", token, body: events("revoked-1") })).status).toBe(
+      202,
+    );
+    expect(sent).toHaveLength(1);
+    await revoke(); // this isolate's copy of the verification still says valid
+    await expectError(
+      await call("/internal/scan-events", { method: "POST", token, body: events("revoked-2") }),
+      401,
+      "Unauthorized",
+    );
+    expect(sent).toHaveLength(1);
+  });
+
+  it("the operator's moves: 401, and no move starts", async () => {
+    const { token, revoke } = await revokedService("platform:admin");
+    const sent: unknown[] = [];
+    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation((async (body: unknown) => void sent.push(body)) as never);
+    expect((await call("/internal/status", { token })).status).toBe(200);
+    await revoke();
+    await expectError(await call("/internal/person-data/move", { method: "POST", token }), 401, "Unauthorized");
+    await expectError(await call("/internal/company-data/move", { method: "POST", token }), 401, "Unauthorized");
+    expect(sent).toEqual([]);
+  });
+});
+
 describe("a token made invalid", () => {
   it("is refused within 60 s of its person's removal, with no D1 statement for the token", async () => {
     const { id, token } = await employeeWithToken("removed");

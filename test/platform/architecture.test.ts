@@ -198,15 +198,15 @@ describe("architecture", () => {
     const calls: string[] = [];
     const stub = { erase: async () => void calls.push("erase"), callPolicy: () => "everyone" } as unknown as PersonStub;
     const guarded: string[] = [];
-    const objects = personObjectsFrom(
-      () => stub,
-      async () => void guarded.push("checked"),
-    );
+    const objects = personObjectsFrom(() => stub, {
+      check: async () => void guarded.push("checked"),
+      wrote: () => void guarded.push("wrote"),
+    });
     // @ts-expect-error erasing writes: it is not on the view `of` answers
     expect(typeof objects.of(1).erase).toBe("function");
     expect(await objects.of(1).callPolicy()).toBe("everyone");
     await objects.write(1, (person) => person.erase());
-    expect([guarded, calls]).toEqual([["checked"], ["erase"]]);
+    expect([guarded, calls]).toEqual([["checked", "wrote"], ["erase"]]);
   });
 
   it("no file under src/routes/ reads c.env: handlers reach bindings through c.var.deps", () => {
