@@ -356,4 +356,52 @@ describe("Telnyx Call Control's webhook", () => {
       caller_verification: null,
     });
   });
+
+  /** Another event of one call, as Call Control posts it to the same URL. */
+  const later = (event_type: string, payload: Record<string, unknown>) =>
+    ({ data: { event_type, id: crypto.randomUUID(), payload }, meta: { attempt: 1 } }) as unknown as Fields;
+  const blockedOf = async (who: "alice" | "bob") => answer(await as(who).get("/apps/buzz/blocked"), 200, listBlocked);
+
+  it("a call's later events (answered, hung up) and its outgoing calls ask nothing and record no blocked call", async () => {
+    const stranger = `+1303555${String(1000 + Math.floor(Math.random() * 8999))}`;
+    const leg = { call_control_id: "v3:x", call_session_id: crypto.randomUUID(), from: stranger, to: ALICE };
+    const initiated = await ask("JSON POST", event({ ...leg, direction: "incoming", state: "parked" }) as never);
+    expect(await decision(initiated)).toEqual({ trusted: false, user_id: alice, caller_verification: null });
+    // The integration rejects the call; Telnyx posts call.hangup, then (another call) an outgoing call.initiated.
+    const ignored = { trusted: false, user_id: 0, caller_verification: null };
+    const hangup = await ask("JSON POST", later("call.hangup", { ...leg, hangup_cause: "call_rejected" }));
+    expect(hangup.headers.get("Lookup-Problem")).toBeNull();
+    expect(await decision(hangup)).toEqual(ignored);
+    const outgoing = event({ ...leg, call_session_id: crypto.randomUUID(), direction: "outgoing" });
+    expect(await decision(await ask("JSON POST", outgoing as never))).toEqual(ignored);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const rows = (await blockedOf("alice")).filter((row) => `+${row.country_code}${row.phone_number}` === stranger);
+    expect(rows).toHaveLength(1); // one call, one blocked call
+  });
+
+  it("strict mode: an answered trusted call's later events are not recorded as 'verification required'", async () => {
+    expect((await as("bob").send("PUT", "/me/settings", { calls: "verified_only" })).status).toBe(200);
+    await indexKeysWritten(bob);
+    try {
+      const before = (await blockedOf("bob")).length;
+      const leg = { call_control_id: "v3:y", call_session_id: crypto.randomUUID(), from: ACME, to: BOB };
+      const initiated = event({
+        ...leg,
+        direction: "incoming",
+        shaken_stir_attestation: "A",
+        shaken_stir_validated: true,
+      });
+      expect(await decision(await ask("JSON POST", initiated as never))).toEqual({
+        trusted: true,
+        user_id: bob,
+        caller_verification: "A",
+      });
+      await ask("JSON POST", later("call.answered", { ...leg, state: "answered" }));
+      await ask("JSON POST", later("call.hangup", { ...leg, hangup_cause: "normal_clearing" }));
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect((await blockedOf("bob")).length).toBe(before);
+    } finally {
+      await as("bob").send("PUT", "/me/settings", { calls: "everyone" });
+    }
+  });
 });

@@ -396,11 +396,13 @@ describe("the token as the HTTP Basic password", () => {
     }
   });
 
-  it("a 401 on trust-lookup challenges for Basic (Twilio sends credentials only then); elsewhere Bearer only", async () => {
-    const lookup = await call("/apps/buzz/trust-lookup?To=%2B12025550101");
-    expect(lookup.status).toBe(401);
-    expect(lookup.headers.get("WWW-Authenticate")).toMatch(/^Basic realm="api"/);
-    expect(lookup.headers.get("WWW-Authenticate")).toContain("Bearer");
+  it("a 401 on trust-lookup and call-lookup challenges for Basic (Twilio sends credentials only then); elsewhere Bearer only", async () => {
+    for (const path of ["/apps/buzz/trust-lookup?To=%2B12025550101", "/apps/buzz/call-lookup?To=%2B12025550101"]) {
+      const lookup = await call(path);
+      expect(lookup.status).toBe(401);
+      expect(lookup.headers.get("WWW-Authenticate")).toMatch(/^Basic realm="api"/);
+      expect(lookup.headers.get("WWW-Authenticate")).toContain("Bearer");
+    }
     const posted = await call("/apps/buzz/trust-lookup", {
       method: "POST",
       body: "To=%2B12025550101",

@@ -11,7 +11,7 @@ import { lookupTrust } from "../../services/trust-lookup";
 import { lookupCall } from "../../services/call-lookup";
 import { latestBlockedCalls, recordBlockedCall } from "../../services/blocked-calls";
 import { dialFor } from "../../services/call-answers";
-import { callControlFields } from "../../services/call-control";
+import { callControlFields, isRingingCall } from "../../services/call-control";
 import { callerVerificationOf } from "../../services/caller-verification";
 import type { CallerVerification } from "../../domain/caller-verification";
 import { dialTwiml, rejectTwiml, wantsTwiml, XML_CONTENT_TYPE } from "../../lib/twiml";
@@ -86,6 +86,8 @@ export const trustLookupPost: AppRouteHandler<typeof routes.trustLookupPost> = a
   // Call Control envelope is read like To/From. A Telnyx-signed request is its signed body
   // alone: Telnyx does not sign the query string (docs/providers.md, "Signed requests").
   const body = await readAnyBody(c);
+  // Another event of a call (answered, hung up, …): acknowledged, asked about nobody, recorded nowhere.
+  if (!isRingingCall(body)) return respond(c, { trusted: false, user_id: 0, caller_verification: null });
   const query = readsSignedBodyOnly(c.var.principal) ? {} : c.req.queries();
   const sources = [query, callControlFields(body), body];
   return respond(c, await answerTrustLookup(c, readLookupFields(...sources), callerVerificationOf(...sources)));

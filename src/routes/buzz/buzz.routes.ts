@@ -145,7 +145,7 @@ export const callLookup = createRoute({
     "number must be their own secure number, else 404). A call that would not be trusted answers three empty " +
     "arrays: nothing is revealed about untrusted numbers.",
   security: bearerSecurity,
-  middleware: [requireAuth({ person: true, scope: "calls:lookup" }), requireProviderSignature] as const,
+  middleware: [basicChallenge, requireAuth({ person: true, scope: "calls:lookup" }), requireProviderSignature] as const,
   request: { query: CallLookupQuery },
   responses: {
     200: jsonContent(CallLookupResultSchema, "The caller's contacts, people and companies"),
