@@ -10,7 +10,14 @@ import {
   personTrust,
 } from "../db/schema";
 import { KEEP } from "../objects/person/limits";
-import type { MovedContact, MovedFeedRow, MovedRows, MovedTrustRequestRow } from "../objects/person/api";
+import {
+  MARKED,
+  type MarkedKind,
+  type MovedContact,
+  type MovedFeedRow,
+  type MovedRows,
+  type MovedTrustRequestRow,
+} from "../objects/person/api";
 import type { BackgroundMessage } from "../domain/queue-messages";
 import type { Deps } from "./deps";
 import { KEY_KINDS } from "../domain/key-kinds";
@@ -243,17 +250,12 @@ const FOLLOWING = {
   decisions: "compare",
 } as const satisfies Record<CopyStage, MoveMessage["stage"]>;
 
-/** What D1 holds of person `p`, per kind (tombstones: those the object keeps too, the last 90 days). */
-type D1Counts = {
-  feed: number;
-  blocked: number;
-  requests: number;
-  contacts: number;
-  tombstones: number;
-  decisions: number;
-  companySettings: number;
-  mirror: number;
-};
+/**
+ * What D1 holds of person `p`: per kind, how many rows (tombstones: those the object keeps too, the last
+ * 90 days), and for the kinds the object imports once the largest key (`…Max`, 0: none), as its marks count.
+ */
+type Kind = "feed" | "blocked" | "requests" | "contacts" | "tombstones" | "decisions" | "companySettings" | "mirror";
+type D1Counts = Record<Kind, number> & Record<`${MarkedKind}Max`, number>;
 
 const d1Counts = async (deps: Deps, p: number, now: Date) =>
   (
@@ -266,7 +268,13 @@ const d1Counts = async (deps: Deps, p: number, now: Date) =>
         where owner_id = ${p} and deleted_at >= ${now.getTime() - KEEP.tombstoneDays * DAY_MS}) as tombstones,
       (select count(*) from person_trust where person_id = ${p}) as decisions,
       (select count(*) from company_trust where person_id = ${p}) as companySettings,
-      (select count(*) from person_trust where trusted_person_id = ${p}) as mirror`)
+      (select count(*) from person_trust where trusted_person_id = ${p}) as mirror,
+      (select coalesce(max(id), 0) from activities where ${visibleTo(p)}) as feedMax,
+      (select coalesce(max(id), 0) from blocked_calls where person_id = ${p}) as blockedCallsMax,
+      (select coalesce(max(id), 0) from trust_requests where target_id = ${p}) as trustRequestsMax,
+      (select coalesce(max(id), 0) from contacts where owner_id = ${p}) as contactsMax,
+      (select coalesce(max(trusted_person_id), 0) from person_trust where person_id = ${p}) as decisionsMax,
+      (select coalesce(max(company_id), 0) from company_trust where person_id = ${p}) as companySettingsMax`)
   )[0]!;
 
 /** One chunk of one person's move; the message that continues it, if any. */
@@ -276,18 +284,22 @@ export async function movePersonChunk(deps: Deps, body: MoveMessage, now: Date) 
   if (stage !== "compare") {
     const chunk = await CHUNKS[stage](deps, personId, after);
     const held = chunk.rows > 0 ? await deps.objects.write(personId, (person) => person.importRows(chunk.moved)) : null;
-    // The person's move finished earlier (a message of an older run): nothing more to do.
-    if (held?.finished) return { done: { personId, stage, rows: 0, state: "moved" } };
+    // The person's move finished earlier (a message of an older run, or a rerun for someone D1 does not
+    // record as moved yet): nothing more to copy; the comparison records it in D1.
+    if (held?.finished) {
+      const compare: MoveMessage = { kind: "move-person", personId, stage: "compare", after: 0 };
+      return { done: { personId, stage, rows: 0, state: "moved" }, next: compare };
+    }
     const next: MoveMessage = chunk.full
       ? { ...body, after: chunk.last }
       : { kind: "move-person", personId, stage: FOLLOWING[stage], after: 0 };
     return { done: { personId, stage, rows: chunk.rows }, next };
   }
-  // compare: how many of the person's D1 rows the object now holds (rows it made itself are not counted where it can tell).
+  // compare: whether the object imported every row D1 holds of the person, and how many it holds now.
   const held = await object.counts();
-  if (held.finished) return { done: { personId, stage, state: "moved" } };
   const d1 = await d1Counts(deps, personId, now);
-  const d1Rows = Object.values(d1).reduce((sum, n) => sum + n, 0);
+  const d1Rows =
+    d1.feed + d1.blocked + d1.requests + d1.contacts + d1.tombstones + d1.decisions + d1.companySettings + d1.mirror;
   const objectRows =
     held.movedFeed +
     held.movedBlockedCalls +
@@ -297,19 +309,19 @@ export async function movePersonChunk(deps: Deps, body: MoveMessage, now: Date) 
     held.decisions +
     held.companySettings +
     held.mirror;
-  // Every D1 activity row, trust request and contact must be there (by their D1 ids); blocked calls too, unless
-  // the object is at its cap of the newest 1,000. Tombstones, decisions and the mirror have no D1 ids there and
-  // the object may have made more since it took over: at least D1's. (A company setting the person removed in
-  // the object since, or a moved contact they deleted, shows as a mismatch for the operator to look at.)
-  const complete =
-    held.movedFeed === d1.feed &&
-    held.movedTrustRequests === d1.requests &&
-    (held.movedBlockedCalls === d1.blocked || held.blockedCalls >= KEEP.blockedCalls) &&
-    held.movedContacts === d1.contacts &&
-    held.tombstones >= d1.tombstones &&
-    held.decisions >= d1.decisions &&
-    held.companySettings >= d1.companySettings &&
-    held.mirror >= d1.mirror;
+  // Every D1 row of the kinds imported once was imported, whatever the person deleted or cleared since: the
+  // object's marks reach D1's largest keys (an object that imported before it kept marks: its rows counted by
+  // their D1 ids, as then). The tombstones and the mirror have no D1 ids there, and the object may have made
+  // more: at least D1's. An object whose move finished (a comparison whose D1 write failed) is moved.
+  const importedAll =
+    MARKED.every((kind) => held.marks[kind] >= d1[`${kind}Max`]) ||
+    (held.movedFeed === d1.feed &&
+      held.movedTrustRequests === d1.requests &&
+      (held.movedBlockedCalls === d1.blocked || held.blockedCalls >= KEEP.blockedCalls) &&
+      held.movedContacts === d1.contacts &&
+      held.decisions >= d1.decisions &&
+      held.companySettings >= d1.companySettings);
+  const complete = held.finished || (importedAll && held.tombstones >= d1.tombstones && held.mirror >= d1.mirror);
   const state = complete ? "moved" : "mismatch";
   const record = deps.db
     .insert(personMoves)

@@ -2,6 +2,9 @@ import { env } from "cloudflare:workers";
 import { createExecutionContext, createMessageBatch, runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
+import { createDeps } from "../../src/services/create-deps";
+import { movePersonChunk } from "../../src/services/person-moves";
+import { consume } from "../webhook-receiver";
 import type { BackgroundMessage } from "../../src/domain/queue-messages";
 import { createActivity, heartbeat, listActivity, listBlocked } from "../../src/routes/buzz/buzz.routes";
 import { listTrustRequests } from "../../src/routes/contacts/contacts.routes";
@@ -15,6 +18,7 @@ import {
   DEMO,
   drainBackground,
   expectError,
+  failingD1,
   inPersonObject,
   insertToken,
   personObject,
@@ -501,5 +505,85 @@ describe("moving person data from D1 into the objects", () => {
     expect(await env.DB.prepare("SELECT state FROM person_moves WHERE person_id = ?").bind(bob).first("state")).toBe(
       "moved",
     );
+  });
+
+  const moveState = (p: number) =>
+    env.DB.prepare("SELECT state FROM person_moves WHERE person_id = ?").bind(p).first("state");
+
+  it("a rerun after a `mismatch` imports what was missed and brings back nothing the person removed since", async () => {
+    const p = (await env.DB.prepare(
+      "INSERT INTO people (first_name, last_name, created_at, updated_at) VALUES ('Mis', 'Match', 0, 0) RETURNING id",
+    ).first<{ id: number }>())!.id;
+    const t0 = Date.now() - 3600_000;
+    await env.DB.prepare(
+      "INSERT INTO contacts (owner_id, display_name, labels, created_at, updated_at) VALUES (?1, 'A', '[]', ?2, ?2), (?1, 'B', '[]', ?2, ?2)",
+    )
+      .bind(p, t0)
+      .run();
+    const { results } = await env.DB.prepare("SELECT id FROM contacts WHERE owner_id = ? ORDER BY id")
+      .bind(p)
+      .all<{ id: number }>();
+    const [a, b] = results.map((row) => row.id) as [number, number];
+    await env.DB.batch([
+      env.DB.prepare(
+        "INSERT INTO contact_phones (contact_id, e164) VALUES (?1, '+13035550301'), (?1, '+13035550302')",
+      ).bind(b),
+      env.DB.prepare(
+        "INSERT INTO company_trust (person_id, company_id, trust, updated_at) VALUES (?1, ?2, 'trusted', ?3)",
+      ).bind(p, DEMO.companies.acme, t0),
+    ]);
+    const deps = createDeps(env);
+    const now = new Date();
+    await movePersonChunk(deps, { kind: "move-person", personId: p, stage: "contacts", after: 0 }, now);
+    await movePersonChunk(deps, { kind: "move-person", personId: p, stage: "decisions", after: 0 }, now);
+    // In their object the person deletes A, drops B's second phone and clears Acme; D1 gains a contact the
+    // first pass missed, so the comparison finds the object short of D1.
+    const token = `pk_test_mis_${crypto.randomUUID().replaceAll("-", "")}`;
+    await insertToken(token, { personId: p });
+    expect((await call(`/contacts/${a}`, { method: "DELETE", token })).status).toBe(200);
+    const keepOne = { display_name: "B", phone_numbers: ["+13035550301"] };
+    expect((await call(`/contacts/${b}`, { method: "PUT", token, body: keepOne })).status).toBe(200);
+    const clear = { method: "PUT", token, body: { trust: null } };
+    expect((await call(`/contacts/companies/${DEMO.companies.acme}/trust`, clear)).status).toBe(200);
+    const c = (await env.DB.prepare(
+      "INSERT INTO contacts (owner_id, display_name, labels, created_at, updated_at) VALUES (?1, 'C', '[]', ?2, ?2) RETURNING id",
+    )
+      .bind(p, t0)
+      .first<{ id: number }>())!.id;
+    await movePersonChunk(deps, { kind: "move-person", personId: p, stage: "compare", after: 0 }, now);
+    expect(await moveState(p)).toBe("mismatch");
+
+    // The operator starts the move again.
+    await drainBackground({ kind: "move-person", personId: p, stage: "feed", after: 0 });
+    const object = personObject(p);
+    const book = await object.contactPage({ since: null, limit: 10, offset: 0 });
+    expect({
+      contacts: book.items.map((contact) => contact.id).sort((x, y) => x - y),
+      phonesOfB: book.items.find((contact) => contact.id === b)!.phones,
+      companySettings: await object.companySettings(),
+    }).toEqual({ contacts: [b, c], phonesOfB: ["+13035550301"], companySettings: [] });
+    expect(await moveState(p)).toBe("moved");
+  });
+
+  it("a comparison whose D1 write failed after the object's move finished still records the person `moved`", async () => {
+    const p = (await env.DB.prepare(
+      "INSERT INTO people (first_name, last_name, created_at, updated_at) VALUES ('Half', 'Moved', 0, 0) RETURNING id",
+    ).first<{ id: number }>())!.id;
+    await env.DB.batch([
+      env.DB.prepare("INSERT INTO person_moves (person_id, state, updated_at) VALUES (?, 'pending', 0)").bind(p),
+      env.DB.prepare(
+        "INSERT INTO company_trust (person_id, company_id, trust, updated_at) VALUES (?1, 1, 'trusted', 0)",
+      ).bind(p),
+    ]);
+    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockResolvedValue(undefined as never);
+    const compare: BackgroundMessage = { kind: "move-person", personId: p, stage: "compare", after: 0 };
+    await consume("background", { kind: "move-person", personId: p, stage: "decisions", after: 0 });
+    const outage = failingD1(/^$/, () => new Error("unused"), {
+      batch: () => Promise.reject(new Error("D1_ERROR: simulated outage")),
+    });
+    expect((await consume("background", compare, 1, { DB: outage })).retryMessages).toHaveLength(1);
+    await consume("background", compare, 2);
+    expect(await moveState(p)).toBe("moved");
+    expect(await countRows("SELECT count(*) AS n FROM index_work WHERE key = ?", `prs:${p}`)).toBe(0);
   });
 });

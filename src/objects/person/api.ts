@@ -161,6 +161,16 @@ export type MovedRows = {
   mirror?: { personId: number; trusted: boolean; decidedAt: number }[];
 };
 
+/**
+ * The kinds a rerun never brings back: each row is imported once, by its D1 key (an id; for decisions
+ * and company settings the other party's id, the order their chunks are read in), and the largest key
+ * imported so far is kept in the object's storage. A rerun of the move (after a `mismatch`) imports
+ * only rows above it, so what the person deleted or cleared in their object since stays gone.
+ * Tombstones and the mirror need no mark: a tombstone is a deletion, and a mirror keeps the newest
+ * (move.ts).
+ */
+export const MARKED = ["feed", "blockedCalls", "trustRequests", "contacts", "decisions", "companySettings"] as const;
+export type MarkedKind = (typeof MARKED)[number];
 /** How many rows the object holds, per kind; `moved*`: of them, those that came from D1. */
 export type HeldCounts = {
   feed: number;
@@ -175,6 +185,8 @@ export type HeldCounts = {
   mirror: number;
   /** The move of this person finished: the object takes no more imports. */
   finished: boolean;
+  /** Per kind imported once only, the largest D1 key imported so far (move.ts `MARKED`). */
+  marks: Record<MarkedKind, number>;
 };
 
 /* ---------- what else crosses ---------- */

@@ -1,7 +1,7 @@
 import { lt, sql, type SQL } from "drizzle-orm";
 import { inList } from "../../db/sql";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
-import type { HeldCounts, MovedContact, MovedRows } from "./api";
+import { MARKED, type HeldCounts, type MarkedKind, type MovedContact, type MovedRows } from "./api";
 import * as book from "./contacts";
 import * as keys from "./index-keys";
 import {
@@ -33,6 +33,19 @@ export const MOVED_ID_LIMIT = 2 ** 40;
 /** The object's own key-value storage: set once the one-time move of this person finished. */
 const MOVE_FINISHED = "move:finished";
 
+const markKey = (kind: MarkedKind) => `move:mark:${kind}`;
+
+/** The largest D1 key of `kind` imported so far (0: none). */
+const markOf = (storage: DurableObjectStorage, kind: MarkedKind): number => storage.kv.get<number>(markKey(kind)) ?? 0;
+
+/** Of `rows`, those above `kind`'s mark (never imported); the mark moves up to the largest of them. */
+function neverImported<T>(storage: DurableObjectStorage, kind: MarkedKind, rows: T[], key: (row: T) => number): T[] {
+  const mark = markOf(storage, kind);
+  const fresh = rows.filter((row) => key(row) > mark);
+  if (fresh.length > 0) storage.kv.put(markKey(kind), Math.max(mark, ...fresh.map(key)));
+  return fresh;
+}
+
 /** Whether the move of this person finished (`finishMove`): later imports change nothing. */
 export const finished = (storage: DurableObjectStorage): boolean => storage.kv.get(MOVE_FINISHED) === true;
 
@@ -46,17 +59,27 @@ export const needsCare = (rows: MovedRows): boolean =>
 /**
  * Rows moved in from D1: inserted under their D1 ids, which no id made here
  * can equal (ids here are time-based and far larger); a row already here is
- * left as it is, so a repeated chunk changes nothing. The keys the contacts
+ * left as it is, and one imported before is not imported again (`MARKED`), so
+ * a repeated chunk or a rerun changes nothing. The keys the contacts
  * and decisions touch are marked due. Run in one transaction.
  */
-export function importRows(db: Db, rows: MovedRows) {
-  if (rows.contacts) {
-    importContacts(db, rows.contacts);
+export function importRows(db: Db, storage: DurableObjectStorage, given: MovedRows) {
+  const rows: MovedRows = {
+    ...given,
+    feed: neverImported(storage, "feed", given.feed ?? [], (row) => row.id),
+    blockedCalls: neverImported(storage, "blockedCalls", given.blockedCalls ?? [], (row) => row.id),
+    trustRequests: neverImported(storage, "trustRequests", given.trustRequests ?? [], (row) => row.id),
+    contacts: neverImported(storage, "contacts", given.contacts ?? [], (row) => row.id),
+    decisions: neverImported(storage, "decisions", given.decisions ?? [], (row) => row.personId),
+    companySettings: neverImported(storage, "companySettings", given.companySettings ?? [], (row) => row.companyId),
+  };
+  if (rows.contacts!.length > 0) {
+    importContacts(db, rows.contacts!);
     keys.markStale(
       db,
       keys.keysOfPhones(
         db,
-        rows.contacts.flatMap((contact) => contact.phones),
+        rows.contacts!.flatMap((contact) => contact.phones),
       ),
     );
   }
@@ -158,6 +181,7 @@ export function counts(db: Db, storage: DurableObjectStorage): HeldCounts {
     companySettings: rowsIn(db, companyTrust),
     mirror: rowsIn(db, trustedBy),
     finished: finished(storage),
+    marks: Object.fromEntries(MARKED.map((kind) => [kind, markOf(storage, kind)])) as Record<MarkedKind, number>,
   };
 }
 

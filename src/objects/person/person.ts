@@ -272,7 +272,7 @@ export class Person extends DurableObject<Env> {
   importRows(rows: api.MovedRows): api.HeldCounts {
     // Erased, or the move finished for this person: what they changed since is theirs, D1's old rows never come back.
     if (move.finished(this.ctx.storage)) return this.counts();
-    if (this.gate.now(false, () => move.importRows(this.db, rows)) !== false && move.needsCare(rows)) this.jobs.care();
+    if (this.gate.now(false, () => move.importRows(this.db, this.ctx.storage, rows)) !== false && move.needsCare(rows)) this.jobs.care();
     return this.counts();
   }
   /** The move of this person's D1 rows finished: later imports change nothing. */
