@@ -61,9 +61,11 @@ export const needsCare = (rows: MovedRows): boolean =>
  * can equal (ids here are time-based and far larger); a row already here is
  * left as it is, and one imported before is not imported again (`MARKED`), so
  * a repeated chunk or a rerun changes nothing. The keys the contacts
- * and decisions touch are marked due. Run in one transaction.
+ * and decisions touch are marked due. Run in one transaction; false (nothing
+ * imported) once the person's move finished.
  */
-export function importRows(db: Db, storage: DurableObjectStorage, given: MovedRows) {
+export function importRows(db: Db, storage: DurableObjectStorage, given: MovedRows): boolean {
+  if (finished(storage)) return false;
   const rows: MovedRows = {
     ...given,
     feed: neverImported(storage, "feed", given.feed ?? [], (row) => row.id),
@@ -128,6 +130,7 @@ export function importRows(db: Db, storage: DurableObjectStorage, given: MovedRo
       .onConflictDoNothing()
       .run();
   }
+  return true;
 }
 
 /**

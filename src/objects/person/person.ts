@@ -271,8 +271,8 @@ export class Person extends DurableObject<Env> {
   /** Rows moved in from D1 under their D1 ids (a repeated chunk changes nothing); answers what is held. */
   importRows(rows: api.MovedRows): api.HeldCounts {
     // Erased, or the move finished for this person: what they changed since is theirs, D1's old rows never come back.
-    if (move.finished(this.ctx.storage)) return this.counts();
-    if (this.gate.now(false, () => move.importRows(this.db, this.ctx.storage, rows)) !== false && move.needsCare(rows)) this.jobs.care();
+    const imported = this.gate.now(false, () => move.importRows(this.db, this.ctx.storage, rows));
+    if (imported && move.needsCare(rows)) this.jobs.care();
     return this.counts();
   }
   /** The move of this person's D1 rows finished: later imports change nothing. */
