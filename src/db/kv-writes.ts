@@ -1,3 +1,4 @@
+import { loggedKeys } from "../domain/key-kinds";
 import { digestOf, WRITTEN_TRUSTED_MS } from "../domain/trust-records";
 import { logError } from "../lib/log";
 import { backoff } from "../lib/backoff";
@@ -73,7 +74,7 @@ export async function writeDueKeys(kv: KVNamespace, due: DueKey[], now = Date.no
         else await kv.put(row.key, row.value);
         return { key: row.key, digest, outcome: "written", at: Math.max(now, Date.now()) };
       } catch (err) {
-        logError("trust index write refused; retried later", err, { key: row.key });
+        logError("trust index write refused; retried later", err, loggedKeys([row.key]));
         return { key: row.key, digest, outcome: "refused", at: now + retryDelayMs((row.refusals ?? 0) + 1) };
       }
     }),
@@ -103,7 +104,7 @@ export async function fillKey(kv: KVNamespace, key: string, value: string, ttlSe
   try {
     await kv.put(key, value, { expirationTtl: ttlSeconds });
   } catch (err) {
-    logError("trust index fill refused; the next miss fills again", err, { key });
+    logError("trust index fill refused; the next miss fills again", err, loggedKeys([key]));
   }
 }
 

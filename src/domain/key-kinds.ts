@@ -105,6 +105,15 @@ export function kindOf(key: string): KindName | null {
   return null;
 }
 
+/**
+ * How a log line names `keys`: their kinds and how many, never the keys themselves (a `num:` or `rcv:`
+ * key is a phone number, an `eml:` key an email: docs/security.md, "Logging").
+ */
+export const loggedKeys = (keys: readonly string[]) => ({
+  kinds: [...new Set(keys.map((key) => kindOf(key) ?? "unknown"))].join(","),
+  keys: keys.length,
+});
+
 /** The keys of `keys` of kind `name`. */
 export const keysOfKind = (keys: readonly string[], name: KindName) => keys.filter((key) => kindOf(key) === name);
 

@@ -7,6 +7,8 @@ import { createDeps } from "../../src/services/create-deps";
 import type { PersonStub } from "../../src/objects/person/stub";
 import { personObjectsFrom } from "../../src/services/person-objects";
 import { recordBlockedCall } from "../../src/services/blocked-calls";
+import { lookupTrust } from "../../src/services/trust-lookup";
+import { phoneFromInternational } from "../../src/lib/phone";
 import { listBlocked, trustLookupGet } from "../../src/routes/buzz/buzz.routes";
 import { syncContacts } from "../../src/routes/contacts/contacts.routes";
 import {
@@ -504,6 +506,32 @@ describe("trust-lookup: blocked calls", () => {
     expect(line).toContain("SQLITE_IOERR");
     expect(line).not.toContain("3035550179");
     expect(line).not.toContain("LEAK CHECK");
+  });
+
+  it("a failed trust-index read is logged by key kinds, without the receiver's or the caller's number", async () => {
+    const lines: string[] = [];
+    vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
+    const kv = { get: () => Promise.reject(new Error("KV GET failed: 500 Internal Server Error")) };
+    const receiver = phoneFromInternational("+12025550177")!;
+    const caller = phoneFromInternational("+14155550166")!;
+    try {
+      await lookupTrust(
+        { ...createDeps(env), kv: kv as unknown as KVNamespace },
+        {
+          receiver: { phone: receiver, problem: null, code: "", number: receiver.e164 },
+          caller: { phone: caller, problem: null, code: "", number: caller.e164 },
+          callerId: undefined,
+        },
+        null,
+        () => undefined,
+      );
+    } finally {
+      vi.restoreAllMocks();
+    }
+    const line = lines.find((entry) => entry.includes("trust index read failed"));
+    expect(line).toContain("rcv");
+    expect(line).not.toContain("2025550177");
+    expect(line).not.toContain("4155550166");
   });
 
   it("records the raw caller when it cannot be parsed", async () => {

@@ -12,6 +12,7 @@ import {
 } from "../../domain/trust-records";
 import { factsOfNumber } from "../../db/facts";
 import { d1Fallback } from "../../lib/fallback-gate";
+import { loggedKeys } from "../../domain/key-kinds";
 import { logError } from "../../lib/log";
 import type { Deps } from "../deps";
 import { makeCurrent } from "./current";
@@ -164,7 +165,7 @@ async function safeGetMany(
   try {
     return { found: await kv.get(keys, "text"), failed: false };
   } catch (err) {
-    logError("trust index read failed", err, { keys: keys.join(",") });
+    logError("trust index read failed", err, loggedKeys(keys));
     return { found: new Map(), failed: true };
   }
 }
