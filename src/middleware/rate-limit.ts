@@ -62,7 +62,13 @@ export const rateLimit = createMiddleware<AppEnv>(async (c, next) => {
     await next();
     if (!(await settled())) {
       const error = refused();
-      c.res = c.json(errorBody(429, error.detail), 429, error.headers);
+      // A new answer: of the replaced one's headers only CORS's stay (hono's setter would copy them all,
+      // and `Lookup-Problem`, an ETag or a total describe an answer not given). `X-Request-Id` and `Date`
+      // are set again by their middleware.
+      const headers = new Headers({ "Content-Type": "application/json", ...error.headers });
+      for (const [name, value] of c.res.headers) if (/^(access-control-|vary$)/i.test(name)) headers.set(name, value);
+      c.res = undefined;
+      c.res = new Response(JSON.stringify(errorBody(429, error.detail)), { status: 429, headers });
       return;
     }
   }

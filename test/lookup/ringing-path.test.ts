@@ -162,6 +162,21 @@ describe("provider-sized rate limits", () => {
     }
   });
 
+  it("a 429 replaces the answer, header included: no `Lookup-Problem` of the answer it replaced", async () => {
+    const token = `sk_over_budget_problem_${Date.now()}_aaaaaaaa`;
+    await insertToken(token, { serviceName: "telephony", scopes: ["calls:lookup"] });
+    const spent = { ...env, SERVICE_RATE_LIMIT: { limit: async () => ({ success: false }) } };
+    const response = await createApp().request(
+      "/apps/buzz/trust-lookup?To=%2B12025550101", // the caller is missing: the answer replaced had the header
+      { headers: { Authorization: `Bearer ${token}` } },
+      spent,
+      createExecutionContext(),
+    );
+    expect(response.status).toBe(429);
+    expect(response.headers.get("Lookup-Problem")).toBeNull();
+    expect(response.headers.get("Retry-After")).toBe("60");
+  });
+
   it("an untrusted lookup refused with 429 records no blocked call", async () => {
     const refusedToken = `sk_over_budget_blocked_${Date.now()}_aaaaaaaa`;
     const admittedToken = `sk_within_budget_blocked_${Date.now()}_aaaaaaaa`;
