@@ -285,6 +285,20 @@ describe("hourly outbox sweep", () => {
     expect(sent).not.toContainEqual({ kind: "deliver", deliveryId: stale });
   });
 
+  it("two sweeps at once (the minute's and the hour's cron) enqueue a stale delivery once", async () => {
+    const webhook = await newWebhook();
+    const now = Date.now();
+    const stale = await newDelivery(webhook.id);
+    await setAge(stale, now - 60 * minute);
+    const sent: { deliveryId: string }[] = [];
+    const queue = {
+      sendBatch: async (messages: { body: { deliveryId: string } }[]) => void sent.push(...messages.map((m) => m.body)),
+    };
+    const deps = { ...createDeps(env), webhookQueue: queue as never };
+    await Promise.all([sweepOutbox(deps, new Date(now)), sweepOutbox(deps, new Date(now))]);
+    expect(sent.filter((message) => message.deliveryId === stale)).toHaveLength(1);
+  });
+
   it("runs in the hourly cron, and the re-enqueued delivery is then delivered", async () => {
     const webhook = await newWebhook();
     const deliveryId = await newDelivery(webhook.id);
