@@ -148,6 +148,13 @@ describe("POST /contacts/sync and POST /contacts", () => {
     expect(read.display_name).toBe("Alice's friend");
   });
 
+  it("drops duplicates within a contact: addresses like emails, phones and labels", async () => {
+    const [saved] = await sync("carol", [
+      { display_name: "Dup", addresses: ["1 Main St", "1 Main St", " 1 Main St "], labels: ["a", "a"] },
+    ]);
+    expect([saved!.address, saved!.labels]).toEqual([["1 Main St"], ["a"]]);
+  });
+
   it("400 for the same id twice, a bad email or birthday, and more than 500 elements", async () => {
     const [c] = await sync("carol", [{ display_name: "Twice" }]);
     expect(

@@ -68,6 +68,7 @@ const writeFields = {
   addresses: z
     .array(z.string().trim().min(1).max(500))
     .max(CONTACT_CAPS.addresses)
+    .transform(unique)
     .optional()
     .openapi({ description: "One free-text line per address" }),
   labels: z.array(z.string().trim().min(1).max(100)).max(50).transform(unique).optional(),
