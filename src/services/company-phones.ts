@@ -131,7 +131,14 @@ async function refusedClaim(db: Db, companyId: number, e164: string, now: Date) 
     db
       .select({ id: companyPhones.id })
       .from(companyPhones)
-      .where(and(eq(companyPhones.companyId, companyId), eq(companyPhones.e164, e164))),
+      // A phone of the company's own still in use: not one the operator refused, nor a claim that expired.
+      .where(
+        and(
+          eq(companyPhones.companyId, companyId),
+          eq(companyPhones.e164, e164),
+          sql`${companyPhones.status} <> 'refused' and ${shown(now)}`,
+        ),
+      ),
     db
       .select({ id: companyPhones.id })
       .from(companyPhones)

@@ -222,6 +222,21 @@ describe("the operator rejects a claim and removes a phone", () => {
     await expectError(await admin("DELETE", "/internal/company-phones/987654"), 404, "Not Found");
   });
 
+  it("claiming its refused number again is refused for the reason that holds now: the cap, or another's phone", async () => {
+    const capped = await newTenant();
+    const refused = await claimed(capped, "+14155568000");
+    expect((await admin("POST", `/internal/company-phones/${refused}/reject`)).status).toBe(204);
+    for (let i = 0; i < 20; i++) await claimed(capped, `+1415556${String(8100 + i)}`);
+    await expectError(await claim(capped, "+14155568000"), 400, "Bad Request"); // as any 21st claim
+
+    const [loser, winner] = [await newTenant(), await newTenant()];
+    const number = "+14155568500";
+    const lost = await claimed(loser, number);
+    expect((await admin("POST", `/internal/company-phones/${lost}/reject`)).status).toBe(204);
+    expect((await admin("POST", `/internal/company-phones/${await claimed(winner, number)}/verify`)).status).toBe(200);
+    expect(await expectError(await claim(loser, number), 409, "Conflict")).toContain("already registered");
+  });
+
   it("remove re-indexes at once: calls from the number are no longer trusted through the company", async () => {
     const number = "+14155566100";
     const { tenant, phone } = await verifiedPhoneCarolTrusts(number);
