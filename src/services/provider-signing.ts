@@ -16,8 +16,8 @@ export type SigningState = { token_id: number; kind: "twilio" | "telnyx" | null 
  * scope `calls:lookup` has one (anything else is 404); a Telnyx key must be
  * a 32-byte Ed25519 public key (400); a Twilio auth token is stored sealed
  * under `PROVIDER_SECRET_KEYS` (services/provider-secrets.ts; 503 without
- * it). One D1 statement; the token's cached verification is forgotten here
- * at once and everywhere within 60 s.
+ * it). One read, then one D1 batch (the change and its record's index work);
+ * the token's cached verification is forgotten here at once and everywhere within 60 s.
  */
 export async function setProviderSigning(
   deps: Deps,
@@ -31,25 +31,26 @@ export async function setProviderSigning(
     signing?.kind === "twilio"
       ? { kind: "twilio", sealed: await deps.providerKeys.seal(signing.authToken, sealContext(tokenId)) }
       : signing;
+  const provider = and(
+    eq(accessTokens.id, tokenId),
+    isNull(accessTokens.personId),
+    isNull(accessTokens.revokedAt),
+    sql`exists (select 1 from json_each(${accessTokens.scopes}) where value = 'calls:lookup')`,
+  );
+  const missing = () =>
+    notFound(`token ${tokenId} is not an active provider token (a service token with scope \`calls:lookup\`)`);
+  const token = await deps.db.select({ hash: accessTokens.tokenHash }).from(accessTokens).where(provider).get();
+  if (!token) throw missing();
+  // The token's verification record is marked stale in the same batch, so a configuration D1 holds always
+  // reaches the record every server verifies from (by the commit's index work, else the sweep).
   const batch = new WriteBatch(deps);
   const update = batch.add(
-    deps.db
-      .update(accessTokens)
-      .set({ signing: stored })
-      .where(
-        and(
-          eq(accessTokens.id, tokenId),
-          isNull(accessTokens.personId),
-          isNull(accessTokens.revokedAt),
-          sql`exists (select 1 from json_each(${accessTokens.scopes}) where value = 'calls:lookup')`,
-        ),
-      )
-      .returning({ hash: accessTokens.tokenHash }),
+    deps.db.update(accessTokens).set({ signing: stored }).where(provider).returning({ hash: accessTokens.tokenHash }),
   );
+  batch.markStaleTokens([token.hash]);
   const { results } = await batch.commit();
   const [row] = results[update] as { hash: string }[];
-  if (!row)
-    throw notFound(`token ${tokenId} is not an active provider token (a service token with scope \`calls:lookup\`)`);
+  if (!row) throw missing();
   await forgetVerifiedToken(deps, row.hash);
   return { token_id: tokenId, kind: signing?.kind ?? null };
 }

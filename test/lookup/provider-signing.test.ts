@@ -13,7 +13,9 @@ import { sha256Hex } from "../../src/lib/crypto";
 import { createDeps } from "../../src/services/create-deps";
 import { rotateProviderSecrets } from "../../src/services/provider-secrets";
 import { listBlocked } from "../../src/routes/buzz/buzz.routes";
-import { answer, as, call, DEMO, expectError, insertToken, secureNumberOf } from "../helpers";
+import { answer, as, call, countRows, DEMO, expectError, failingD1, insertToken, secureNumberOf } from "../helpers";
+import { createDb } from "../../src/db/client";
+import { setProviderSigning } from "../../src/services/provider-signing";
 import { parseXml } from "../support/xml";
 
 /**
@@ -614,6 +616,31 @@ describe("the operator's signing configuration", () => {
     const cleared = await call(`/internal/providers/${provider.id}/signing`, { method: "DELETE", token: ADMIN });
     expect(await cleared.json()).toEqual({ token_id: provider.id, kind: null });
     expect((await twilioPost(provider.token, incomingCall(ACME))).status).toBe(200);
+  });
+
+  it("a configuration D1 took always reaches the token's KV record, even when D1 fails right after", async () => {
+    const provider = await providerToken("blip");
+    const hash = await sha256Hex(provider.token);
+    // The token is in use: every server verifies it from its KV record.
+    expect(
+      (await call(`/apps/buzz/trust-lookup?To=%2B12025550101&From=%2B14155550100`, { token: provider.token })).status,
+    ).toBe(200);
+    for (let i = 0; i < 80 && (await env.TRUST_INDEX.get(`tok:${hash}`)) === null; i++) await scheduler.wait(25);
+    expect(await env.TRUST_INDEX.get(`tok:${hash}`)).not.toBeNull();
+    // D1 takes the change, then fails every later round trip (a blip).
+    let batches = 0;
+    const blip = failingD1(/$^/, () => new Error("never"), {
+      batch: (statements: D1PreparedStatement[]) =>
+        ++batches === 1 ? env.DB.batch(statements) : Promise.reject(new Error("D1_ERROR: network connection lost")),
+    });
+    const deps = { ...createDeps(env), db: createDb(blip) };
+    await expect(setProviderSigning(deps, provider.id, { kind: "twilio", authToken: AUTH_TOKEN })).rejects.toThrow();
+    const stored = await env.DB.prepare("SELECT signing FROM access_tokens WHERE id = ?")
+      .bind(provider.id)
+      .first<{ signing: string }>();
+    expect(JSON.parse(stored!.signing)).toMatchObject({ kind: "twilio" });
+    // The record's rewrite is left as index work, which the sweep applies.
+    expect(await countRows("SELECT count(*) AS n FROM index_work WHERE key = ?", `tok:${hash}`)).toBe(1);
   });
 });
 
