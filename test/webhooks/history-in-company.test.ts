@@ -107,6 +107,35 @@ describe("finished deliveries leave D1 for the company's object", () => {
     expect(await inD1("stuck-acme-149")).toBe(0);
   });
 
+  it("100 failed deliveries a company's object keeps refusing do not hold up another company's successes", async () => {
+    const real = env.COMPANY;
+    const acme = real.idFromName("company:1");
+    const acmeDown = {
+      idFromName: real.idFromName.bind(real),
+      get: (id: DurableObjectId) =>
+        id.equals(acme) ? { keepFinished: () => Promise.reject(new Error("object unavailable")) } : real.get(id),
+    } as unknown as Env["COMPANY"];
+    const old = Date.UTC(2001, 0, 1);
+    const insert = (id: string, companyId: number, status: string, at: number) =>
+      env.DB.prepare(
+        "INSERT INTO webhook_deliveries (id, company_id, event, payload, status, result, created_at, updated_at) VALUES (?1, ?2, 'scan:found', '{}', ?3, '500', ?4, ?4)",
+      )
+        .bind(id, companyId, status, at)
+        .run();
+    // The failures finished a day after the successes: only the order by status put them first.
+    for (let i = 0; i < 100; i++) await insert(`stuck-failed-acme-${i}`, 1, "failed", old + 86_400_000 + i);
+    for (let i = 0; i < 5; i++) await insert(`other-success-${i}`, 2, "success", old + i);
+    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockResolvedValue(undefined as never);
+    const { consume } = await import("../webhook-receiver");
+    for (let run = 0; run < 3; run++)
+      await consume("background", { kind: "hand-over-history" }, 1, { COMPANY: acmeDown });
+    expect(await inD1("other-success-0")).toBe(0);
+    expect(await company(2).entry("other-success-0")).not.toBeNull();
+    vi.restoreAllMocks();
+    await drainBackground({ kind: "hand-over-history" });
+    expect(await inD1("stuck-failed-acme-0")).toBe(0);
+  });
+
   it("a resend brings a kept entry back on its way, listed once, and its attempts add up", async () => {
     const webhook = await newWebhook();
     const id = await newDelivery(webhook.id);

@@ -43,14 +43,12 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
   const { db } = deps;
   if (ids?.length === 0) return { handed: 0, full: false };
   const finished = inArray(webhookDeliveries.status, [...FINISHED]);
-  const which = ids ? and(inList(webhookDeliveries.id, ids), finished) : finished;
-  const chosenIds = db
-    .select({ id: webhookDeliveries.id })
-    .from(webhookDeliveries)
-    .where(which)
-    // The `(status, updated_at)` index's own order (rowid last): a chunk is an index range, never a sort of the backlog.
-    .orderBy(asc(webhookDeliveries.status), asc(webhookDeliveries.updatedAt), asc(sql`${webhookDeliveries}.rowid`))
-    .limit(ids ? ids.length : limit);
+  const chosenIds = ids
+    ? db
+        .select({ id: webhookDeliveries.id })
+        .from(webhookDeliveries)
+        .where(and(inList(webhookDeliveries.id, ids), finished))
+    : oldestFinished(limit);
   // One round trip: the rows and their attempts (the same rows, chosen again by the subquery).
   const [rows, attemptRows] = await db.batch([
     db
@@ -99,6 +97,20 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
   // A chunk continues only when it was full and most of it was handed over: rows that keep being
   // refused wait for the next minute's sweep instead of keeping a chain going.
   return { handed: kept.length, full: !ids && rows.length >= limit && kept.length * 2 >= rows.length };
+}
+
+/**
+ * The `limit` oldest finished rows, failed and successful together by `updated_at`: one range of the
+ * `(status, updated_at)` index per status (never a sort of the backlog), merged. Rows a company's object
+ * refused are touched to the back of the order, behind every other row of either status, so they never
+ * hold up other companies' rows (one status after the other would let 100 refused failures starve every
+ * success).
+ */
+function oldestFinished(limit: number) {
+  const oldest = (status: (typeof FINISHED)[number]) =>
+    sql`select * from (select id, updated_at, rowid as seq from ${webhookDeliveries}
+          where status = ${status} order by updated_at, rowid limit ${limit})`;
+  return sql`(select id from (${oldest("failed")} union all ${oldest("success")}) order by updated_at, seq limit ${limit})`;
 }
 
 /** Where the hand-over stands: finished deliveries still in D1, and those on their way (the outbox). */
