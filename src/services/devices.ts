@@ -84,6 +84,17 @@ export async function revokeDevice(deps: Deps, personId: number | null, tokenId:
   const batch = new WriteBatch(deps, now);
   batch.add(deps.db.update(accessTokens).set({ revokedAt: now }).where(mine));
   batch.markStaleTokens([row.hash]);
+  // The container sessions the device minted go with it (docs/consent.md).
+  if (row.personId !== null) {
+    const sessions = sql`${accessTokens.parentTokenId} = ${tokenId}`;
+    batch.markStaleTokensOf(row.personId, sessions);
+    batch.add(
+      deps.db
+        .update(accessTokens)
+        .set({ revokedAt: now })
+        .where(and(sessions, isNull(accessTokens.revokedAt))),
+    );
+  }
   await batch.commit();
   forgetInIsolate(row.hash, tokenId);
 }

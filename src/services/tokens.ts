@@ -1,5 +1,6 @@
 import { and, eq, isNotNull, isNull, sql } from "drizzle-orm";
 import { createDb } from "../db/client";
+import { batchableAll } from "../db/sql";
 import { accessTokens } from "../db/schema";
 import type { WriteCondition } from "../db/write-guard";
 import { base64url, sha256Hex } from "../lib/crypto";
@@ -325,20 +326,30 @@ export async function newToken(kind: "pk" | "vcc") {
   return { token, hash: await sha256Hex(token), prefix: token.slice(0, 8) };
 }
 
-export async function mintContainerToken(deps: Deps, personId: number, now: Date): Promise<string> {
+export async function mintContainerToken(
+  deps: Deps,
+  personId: number,
+  deviceTokenId: number,
+  now: Date,
+): Promise<string> {
   const { token, hash, prefix } = await newToken("vcc");
   const batch = new WriteBatch(deps, now);
-  batch.add(
-    deps.db.insert(accessTokens).values({
-      tokenHash: hash,
-      prefix,
-      personId,
-      scopes: [CONTAINER_SCOPE],
-      expiresAt: new Date(now.getTime() + CONTAINER_TOKEN_DAYS * 86_400_000),
-      createdAt: now,
-    }),
+  const until = now.getTime() + CONTAINER_TOKEN_DAYS * 86_400_000;
+  // Tied to the device that asked: revoked with it, expiring no later, and not minted once it is revoked.
+  const minted = batch.add(
+    batchableAll<{ id: number }>(
+      deps.db,
+      sql`insert into ${accessTokens} (token_hash, prefix, person_id, scopes, expires_at, parent_token_id, created_at)
+          select ${hash}, ${prefix}, ${personId}, ${JSON.stringify([CONTAINER_SCOPE])},
+                 min(${until}, coalesce(d.expires_at, ${until})), d.id, ${now.getTime()}
+          from ${accessTokens} d
+          where d.id = ${deviceTokenId} and d.person_id = ${personId} and d.revoked_at is null
+            and (d.expires_at is null or d.expires_at > ${now.getTime()})
+          returning id`,
+    ),
   );
-  await batch.commit();
+  const { results } = await batch.commit();
+  if ((results[minted] as unknown[]).length === 0) throw unauthorized("the bearer token has been revoked");
   return token;
 }
 

@@ -1,7 +1,9 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { sha256Hex } from "../../src/lib/crypto";
 import { originAllowed, publisherFrameAncestors } from "../../src/services/consent";
 import { loadContainer } from "../../src/routes/vcc/vcc.routes";
-import { answer, as, call, DEMO, expectError } from "../helpers";
+import { answer, as, call, DEMO, expectError, insertToken } from "../helpers";
 
 type Operation = { security?: unknown[] };
 type Document = { paths: Record<string, Record<string, Operation>> };
@@ -68,6 +70,28 @@ describe("container sessions", () => {
     await expectError(await putVendorTrust("trusted", { cookie: token }), 401, "Unauthorized");
     // Without a session there is nothing to revoke; the answer is the same.
     expect((await call("/apps/vcc/session", { method: "DELETE" })).status).toBe(204);
+  });
+
+  it("a session never outlives the device that minted it: signed out with it, expiring no later", async () => {
+    const device = `pk_test_vcc_device_${crypto.randomUUID().replaceAll("-", "")}`;
+    const inADay = Date.now() + 86_400_000;
+    await insertToken(device, { personId: DEMO.people.bob, expiresAt: new Date(inADay) });
+    const minted = await call("/apps/vcc/session", { method: "POST", token: device });
+    expect(minted.status).toBe(204);
+    const cookie = SET_COOKIE.exec(minted.headers.get("Set-Cookie") ?? "")![1]!;
+    const { id } = (await env.DB.prepare("SELECT id FROM access_tokens WHERE token_hash = ?")
+      .bind(await sha256Hex(device))
+      .first<{ id: number }>())!;
+    const stored = await env.DB.prepare("SELECT expires_at AS at FROM access_tokens WHERE token_hash = ?")
+      .bind(await sha256Hex(cookie))
+      .first<{ at: number }>();
+    expect(stored!.at).toBeLessThanOrEqual(inADay);
+    expect((await load(cookie)).is_authenticated).toBe(true);
+    // The device signs out: its session goes with it, on the page and for writes.
+    expect((await call(`/me/devices/${id}`, { method: "DELETE", token: device })).status).toBe(204);
+    await expectError(await putVendorTrust("trusted", { cookie }), 401, "Unauthorized");
+    // A signed-out device mints no session.
+    await expectError(await call("/apps/vcc/session", { method: "POST", token: device }), 401, "Unauthorized");
   });
 
   it("DELETE leaves a full person token in the cookie valid (only the cookie is cleared)", async () => {

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, sqliteTable, text, uniqueIndex, type AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 import { createdAt, id, timestamp } from "./columns";
 import { people } from "./people";
 import type { StoredSigning } from "../../domain/provider-signing";
@@ -31,6 +31,13 @@ export const accessTokens = sqliteTable(
      * the operator minted, listed as `minted by the operator`.
      */
     deviceName: text("device_name"),
+    /**
+     * The device token a container session (scope `vcc`) was minted with: it never outlives it (revoked
+     * with it, expiring no later; docs/consent.md). Null for every other token.
+     */
+    parentTokenId: integer("parent_token_id").references((): AnySQLiteColumn => accessTokens.id, {
+      onDelete: "cascade",
+    }),
     createdAt: createdAt(),
   },
   (t) => [
@@ -41,5 +48,9 @@ export const accessTokens = sqliteTable(
     index("access_tokens_signed_idx")
       .on(t.id)
       .where(sql`${t.signing} is not null`),
+    // The container sessions of a device, revoked with it.
+    index("access_tokens_parent_idx")
+      .on(t.parentTokenId)
+      .where(sql`${t.parentTokenId} is not null`),
   ],
 );

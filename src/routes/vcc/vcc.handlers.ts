@@ -67,7 +67,7 @@ export const createSession: AppRouteHandler<typeof routes.createSession> = async
   const principal = c.var.principal;
   if (principal?.kind === "person" && principal.scope)
     throw forbidden("a container session needs a person's full token, not a container-scoped one");
-  const token = await mintContainerToken(c.var.deps, personId(principal), new Date());
+  const token = await mintContainerToken(c.var.deps, personId(principal), principal!.tokenId, new Date());
   c.header("Set-Cookie", `${COOKIE}=${token}; ${COOKIE_ATTRIBUTES}`);
   c.header("Cache-Control", "no-store");
   return c.body(null, 204);

@@ -1,0 +1,2 @@
+ALTER TABLE `access_tokens` ADD `parent_token_id` integer REFERENCES access_tokens(id) ON DELETE cascade;--> statement-breakpoint
+CREATE INDEX `access_tokens_parent_idx` ON `access_tokens` (`parent_token_id`) WHERE "access_tokens"."parent_token_id" is not null;
