@@ -8,10 +8,12 @@ import { syncContacts } from "../../src/routes/contacts/contacts.routes";
 import {
   answer,
   as,
+  call,
   countInPersonObject,
   DEMO,
   indexKeysWritten,
   inPersonObject,
+  insertToken,
   personObject,
   withoutIndexMark,
   secureNumberOf,
@@ -197,5 +199,68 @@ describe("index keys are never put again with the value KV holds", () => {
       "SELECT key FROM index_written WHERE key IN ('num:+15550009991', 'num:+15550009992')",
     ).all<{ key: string }>();
     expect(results.map((row) => row.key)).toEqual(["num:+15550009992"]);
+  });
+});
+
+describe("a contact write reads the address book once, whatever the buckets it touches", () => {
+  /** Rows person `personId`'s object reads from its SQLite while `work` runs (every cursor's `rowsRead`). */
+  async function rowsReadBy(personId: number, work: () => Promise<unknown>): Promise<number> {
+    const { runInDurableObject } = await import("cloudflare:test");
+    const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+    const restore = await runInDurableObject(personObject(personId), (_, state) => {
+      const proto = Object.getPrototypeOf(state.storage.sql) as SqlStorage;
+      const exec = proto.exec;
+      proto.exec = function (this: SqlStorage, ...args: Parameters<SqlStorage["exec"]>) {
+        const cursor = exec.apply(this, args);
+        cursors.push(cursor);
+        return cursor;
+      } as SqlStorage["exec"];
+      return () => void (proto.exec = exec);
+    });
+    try {
+      await work();
+    } finally {
+      await runInDurableObject(personObject(personId), () => restore());
+    }
+    return cursors.reduce((n, cursor) => n + cursor.rowsRead, 0);
+  }
+
+  it("100 new contacts in 100 buckets, into a book of 100,000 phones: a few passes over the book, not one per bucket", async () => {
+    const { id } = (await env.DB.prepare(
+      "INSERT INTO people (first_name, last_name, created_at, updated_at) VALUES ('Big', 'Book', 0, 0) RETURNING id",
+    ).first<{ id: number }>())!;
+    const token = `pk_test_bigbook_${crypto.randomUUID().replaceAll("-", "")}`;
+    await insertToken(token, { personId: id });
+    expect((await call("/apps/buzz/heartbeat", { token })).status).toBe(200); // a secure number: the object owns rcvn: keys
+    const phone = (n: number) => `+1213${200 + Math.floor(n / 10_000)}${String(n % 10_000).padStart(4, "0")}`;
+    const now = Date.now();
+    for (let chunk = 0; chunk < 10; chunk++) {
+      await personObject(id).importRows({
+        contacts: Array.from({ length: 500 }, (_, i) => ({
+          id: 5_000_000 + chunk * 500 + i,
+          displayName: `Filler ${chunk * 500 + i}`,
+          birthday: null,
+          labels: [],
+          emails: [],
+          phones: Array.from({ length: 20 }, (_, j) => phone((chunk * 500 + i) * 20 + j)),
+          addresses: [],
+          createdAt: now,
+          updatedAt: now,
+        })),
+      });
+    }
+    // One write first, so the keys the import marked are written and do not count below.
+    expect((await call("/contacts/sync", { method: "POST", token, body: [{ display_name: "warm" }] })).status).toBe(
+      200,
+    );
+    const body = Array.from({ length: 100 }, (_, i) => ({
+      display_name: `New ${i}`,
+      phone_numbers: [phone(900_000 + i * 7)],
+    }));
+    const read = await rowsReadBy(id, async () =>
+      expect((await call("/contacts/sync", { method: "POST", token, body })).status).toBe(200),
+    );
+    // 100,000 phones: a bucket read each would be 100 passes (10 million rows).
+    expect(read).toBeLessThan(1_000_000);
   });
 });

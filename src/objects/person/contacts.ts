@@ -1,6 +1,7 @@
 import { and, asc, count, eq, gte, sql, type SQL } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import { inList } from "../../db/sql";
+import { bucketOf } from "../../domain/trust-records";
 import { nextId } from "./ids";
 import type { ContactInput, Refusal, StoredContact } from "./api";
 import { MAX_CONTACTS } from "./limits";
@@ -290,14 +291,24 @@ export const lastContactUpdate = (db: Db): number | null =>
 /** A contact phone's bucket in SQL: `bucketOf` (domain/trust-records.ts) of `contact_values.value`. */
 const valueBucket = sql<number>`cast(substr(${contactValues.value}, -2) as integer)`;
 
-/** The phones of the contacts, in one bucket (its last two digits) or all. */
-export function contactPhones(db: Db, bucket?: number): string[] {
-  return db
+/**
+ * The phones of the contacts by bucket (their last two digits: `bucketOf`), in one read: the keys of
+ * one change are computed from it together (index-keys.ts), where a read per bucket read every phone
+ * of the book again each time (no index serves a bucket).
+ */
+export function phonesByBucket(db: Db): Map<number, string[]> {
+  const buckets = new Map<number, string[]>();
+  for (const { value } of db
     .selectDistinct({ value: contactValues.value })
     .from(contactValues)
-    .where(and(eq(contactValues.kind, "phone"), bucket === undefined ? undefined : sql`${valueBucket} = ${bucket}`))
-    .all()
-    .map((row) => row.value);
+    .where(eq(contactValues.kind, "phone"))
+    .all()) {
+    const bucket = bucketOf(value);
+    const phones = buckets.get(bucket);
+    if (phones) phones.push(value);
+    else buckets.set(bucket, [value]);
+  }
+  return buckets;
 }
 
 /** The buckets (0–99) holding at least one contact phone, ascending. */

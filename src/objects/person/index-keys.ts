@@ -9,7 +9,7 @@ import {
   receiverKey,
   type ReceiverRecord,
 } from "../../domain/trust-records";
-import { contactPhones, nonEmptyBuckets } from "./contacts";
+import { nonEmptyBuckets, phonesByBucket } from "./contacts";
 import { companyTrust, facts, indexKeys, personTrust, settings } from "./schema";
 import type { Facts } from "../../domain/facts";
 
@@ -141,13 +141,20 @@ export function markStale(db: Db, keys: string[], force = false) {
     on conflict (key) do update set due = 1, force = max(force, excluded.force), version = version + 1`);
 }
 
+/** The contacts' phones by bucket, read at most once for all the values computed together. */
+type Book = () => Map<number, string[]>;
+const bookOf = (db: Db): Book => {
+  let read: Map<number, string[]> | undefined;
+  return () => (read ??= phonesByBucket(db));
+};
+
 /** The receiver record, as the lookup reads it. */
-export function receiverRecord(db: Db, current: Facts): ReceiverRecord {
+export function receiverRecord(db: Db, current: Facts, book: Book = bookOf(db)): ReceiverRecord {
   const ids = (rows: { id: number }[]) => rows.map((row) => row.id).sort((a, b) => a - b);
   const companySettings = db.select({ id: companyTrust.companyId, trust: companyTrust.trust }).from(companyTrust).all();
   return {
     p: current.personId,
-    nb: nonEmptyBuckets(db),
+    nb: [...book().keys()].sort((a, b) => a - b),
     tp: ids(db.select({ id: personTrust.personId }).from(personTrust).where(eq(personTrust.trusted, true)).all()),
     c: current.companies,
     tc: ids(companySettings.filter((row) => row.trust === "trusted")),
@@ -161,24 +168,38 @@ const verifiedOnly = (db: Db) => db.select({ calls: settings.calls }).from(setti
 
 /** How the object computes each kind it writes (the registry: domain/key-kinds.ts); null: the key should not exist. */
 const VALUES: {
-  [K in ObjectKind]: (db: Db, current: Facts, id: ReturnType<(typeof KEY_KINDS)[K]["parse"]>) => string | null;
+  [K in ObjectKind]: (
+    db: Db,
+    current: Facts,
+    id: ReturnType<(typeof KEY_KINDS)[K]["parse"]>,
+    book: Book,
+  ) => string | null;
 } = {
-  rcv: (db, current, e164) => (e164 === current.e164 ? JSON.stringify(receiverRecord(db, current)) : null),
-  rcvn: (db, current, { e164, bucket }) => {
+  rcv: (db, current, e164, book) => (e164 === current.e164 ? JSON.stringify(receiverRecord(db, current, book)) : null),
+  rcvn: (_db, current, { e164, bucket }, book) => {
     if (e164 !== current.e164) return null;
-    const list = contactPhoneList(contactPhones(db, bucket));
+    const list = contactPhoneList(book().get(bucket) ?? []);
     return list === "" ? null : list;
   },
 };
 type ObjectKind = { [K in KindName]: (typeof KEY_KINDS)[K]["writer"] extends "object" ? K : never }[KindName];
 
-/** A key's value now; null: the key should not exist (another number's, an empty bucket, not this object's kind). */
-export function valueOf(db: Db, current: Facts | null, key: string): string | null {
+/**
+ * A key's value now; null: the key should not exist (another number's, an empty bucket, not this object's
+ * kind). Values computed together share one `book` (one read of the contacts' phones).
+ */
+export function valueOf(db: Db, current: Facts | null, key: string, book: Book = bookOf(db)): string | null {
   if (current === null || current.e164 === null) return null;
   const kind = kindOf(key);
-  if (kind === "rcv") return VALUES.rcv(db, current, KEY_KINDS.rcv.parse(key));
-  if (kind === "rcvn") return VALUES.rcvn(db, current, KEY_KINDS.rcvn.parse(key));
+  if (kind === "rcv") return VALUES.rcv(db, current, KEY_KINDS.rcv.parse(key), book);
+  if (kind === "rcvn") return VALUES.rcvn(db, current, KEY_KINDS.rcvn.parse(key), book);
   return null;
+}
+
+/** The values of `keys` now, computed together (one read of the contacts' phones). */
+export function valuesOf(db: Db, current: Facts | null, keys: string[]): (string | null)[] {
+  const book = bookOf(db);
+  return keys.map((key) => valueOf(db, current, key, book));
 }
 
 /**
@@ -201,11 +222,15 @@ export async function makeCurrent(
   );
   const due = db.select().from(indexKeys).where(eq(indexKeys.due, true)).all();
   if (due.length === 0) return { failed: 0, nextAt: null };
-  const current = readFacts(db);
   // Every value is read now, before the first await: one consistent state.
+  const values = valuesOf(
+    db,
+    readFacts(db),
+    due.map((row) => row.key),
+  );
   const writes = await writeDueKeys(
     kv,
-    due.map((row) => ({ ...row, value: valueOf(db, current, row.key), refusals: row.attempts })),
+    due.map((row, i) => ({ ...row, value: values[i]!, refusals: row.attempts })),
     now,
   );
   due.forEach((row, i) => {

@@ -77,6 +77,7 @@ export function answerMiss(
 
 /** The values of this person's keys now: key → value. */
 export function values(db: Db): Record<string, string | null> {
-  const current = keys.readFacts(db);
-  return Object.fromEntries(keys.everyKey(db).map((key) => [key, keys.valueOf(db, current, key)]));
+  const every = keys.everyKey(db);
+  const values = keys.valuesOf(db, keys.readFacts(db), every);
+  return Object.fromEntries(every.map((key, i) => [key, values[i]!]));
 }
