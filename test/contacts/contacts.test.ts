@@ -16,10 +16,14 @@ import {
   call,
   countInPersonObject,
   DEMO,
+  employeeBody,
   expectError,
+  fresh,
   inPersonObject,
+  insertToken,
   trustIndexSettled,
 } from "../helpers";
+import { createEmployee } from "../../src/routes/employees/employees.routes";
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -378,6 +382,24 @@ describe("GET, PUT, DELETE /contacts/{id}", () => {
 describe("trust requests", () => {
   const requestsOf = async (who: "alice" | "bob") =>
     answer(await as(who).get("/contacts/requests"), 200, listTrustRequests);
+
+  it("a request from a person whose account is gone is not listed once a day has passed since their names came", async () => {
+    const created = await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("leaver")));
+    const { id } = await answer(created, 200, createEmployee);
+    const token = `pk_test_leaver_${id}_${crypto.randomUUID().slice(0, 8)}`;
+    await insertToken(token, { personId: id });
+    const body = { user_id: DEMO.people.carol, contact_reason: "hello" };
+    expect((await call("/contacts/requests", { method: "POST", token, body })).status).toBe(201);
+    const listed = async () =>
+      (await answer(await as("carol").get("/contacts/requests"), 200, listTrustRequests)).filter((r) => r.id === id);
+    await expect.poll(async () => (await listed()).length).toBe(1);
+    // Acme removes them; it was their only company, so their account goes (and their object is erased).
+    expect((await as("alice").send("DELETE", `/companies/1/employees/${id}`)).status).toBe(204);
+    // A day after Carol's object heard their names, her page asks their object again: no account.
+    const dayAgo = Date.now() - 86_400_001;
+    await inPersonObject(DEMO.people.carol, "UPDATE peers SET learned_at = ? WHERE person_id = ?", dayAgo, id);
+    expect(await listed()).toEqual([]);
+  });
 
   it("a request by user id, phone or email reaches the person; the list shows pending ones", async () => {
     expect(

@@ -259,18 +259,30 @@ export class Feed implements FeedSource {
     const rows = this.after(afterId, limit);
     if (rows.length === 0) return [];
     await this.host.self.profile();
+    await this.hearFrom(peers.peopleOn(rows));
+    const party = peers.partiesFor(this.db, me, rows, "null");
+    return rows.map((row) => readActivity(row, party));
+  }
+
+  /**
+   * Asks the objects of the people among `ids` this object never heard of, or heard of over a day ago,
+   * for their card (one RPC each, no D1), and keeps it (peers.ts); answers those that are no account
+   * (any more), whom it forgets. A feed page and a page of trust requests ask before they name anyone.
+   */
+  async hearFrom(ids: number[]): Promise<Set<number>> {
     const now = Date.now();
+    const me = this.host.self.id;
     const asked = peers.unheard(
       this.db,
-      peers.peopleOn(rows).filter((id) => id !== me),
+      [...new Set(ids)].filter((id) => id !== me),
       now,
     );
+    if (asked.length === 0) return new Set();
     const cards = (await Promise.all(asked.map((id) => this.host.self.peer(id).ownAccount()))).map(cardOf);
     this.host.gate.now(undefined, () =>
       asked.forEach((id, i) => (cards[i] ? peers.learn(this.db, cards[i], now) : peers.forget(this.db, id))),
     );
-    const party = peers.partiesFor(this.db, me, rows, "null");
-    return rows.map((row) => readActivity(row, party));
+    return new Set(asked.filter((_, i) => !cards[i]));
   }
 
   /** The newest id in the feed; 0 when it is empty. */

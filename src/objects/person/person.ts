@@ -97,7 +97,7 @@ export class Person extends DurableObject<Env> {
   }
   /** One page of pending requests, newest first, after `cursor`; `next`: where the next page starts. */
   pendingTrustRequests(page: { cursor: api.RequestCursor | null; limit: number }) {
-    return requests.pendingPage(this.db, page);
+    return requests.freshPendingPage(this.db, page, (ids) => this.feed.hearFrom(ids));
   }
 
   /* ---------- contacts (address-book.ts, contacts.ts, docs/contacts-sync.md) ---------- */

@@ -154,6 +154,21 @@ export function pendingPage(
   };
 }
 
+/**
+ * `pendingPage` as the person reads it: the askers the object has not heard from for a day are asked
+ * first (`hear`, Feed.hearFrom), so a request of a person whose account is gone is left out within a
+ * day, and renamed askers show their new names.
+ */
+export async function freshPendingPage(
+  db: Db,
+  page: { cursor: RequestCursor | null; limit: number },
+  hear: (ids: number[]) => Promise<Set<number>>,
+) {
+  const gone = await hear(pendingPage(db, page).rows.map((row) => row.requesterId));
+  const { rows, next } = pendingPage(db, page);
+  return { rows: rows.filter((row) => !gone.has(row.requesterId)), next };
+}
+
 /** Whether `requesterId` ever asked this person (pending or decided). */
 export const askedBy = (db: Db, requesterId: number): boolean =>
   db.select({ id: trustRequests.id }).from(trustRequests).where(eq(trustRequests.requesterId, requesterId)).get() !==
