@@ -4,6 +4,7 @@ import { forbidden, serviceUnavailable } from "../lib/errors";
 import { logError } from "../lib/log";
 import { TELNYX_TOLERANCE_SECONDS, telnyxSignedBytes, verifyTelnyx, verifyTwilio } from "../lib/provider-signatures";
 import { signsBodyOnly } from "../domain/provider-signing";
+import { verificationFieldNames } from "../domain/caller-verification";
 import { twilioAuthToken } from "../services/provider-secrets";
 import type { AppEnv, Principal } from "../types";
 
@@ -61,6 +62,31 @@ async function checkTwilio(c: Context<AppEnv>, authToken: string) {
   });
   if (!valid)
     throw forbidden("this token answers only requests Twilio signed: X-Twilio-Signature is missing or does not match");
+  const resplit = hasNoBody(c)
+    ? null
+    : shiftedVerificationField(c.req.header("Content-Type") ?? "", await c.req.text());
+  if (resplit !== null)
+    throw forbidden(
+      `the signed form's field \`${resplit}\` is not one Twilio sends: it reads like a verification field cut elsewhere`,
+    );
+}
+
+/**
+ * Twilio signs a form as its names and values run together (names sorted, no separators), so a captured
+ * form can be cut again at another place with the same signature: `StirVerstat=TN-Validation-Failed-A`
+ * sent as `StirVerst=atTN-Validation-Failed-A` drops a failed verification. Such a cut leaves a name that
+ * is a verification field's name shortened or lengthened at either end; Twilio sends none such. Answers
+ * that name, or null.
+ */
+function shiftedVerificationField(contentType: string, body: string): string | null {
+  if (!/^application\/x-www-form-urlencoded/i.test(contentType)) return null;
+  for (const name of new Set(new URLSearchParams(body).keys())) {
+    for (const field of verificationFieldNames) {
+      if (name === field) continue;
+      if (field.startsWith(name) || name.startsWith(field) || field.endsWith(name) || name.endsWith(field)) return name;
+    }
+  }
+  return null;
 }
 
 /**

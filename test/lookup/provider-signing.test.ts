@@ -123,6 +123,32 @@ describe("Twilio: X-Twilio-Signature", () => {
     expect(await response.json()).toEqual({ trusted: true, user_id: alice, caller_verification: "A" });
   });
 
+  it("a captured form cut again at another place (same signature) cannot drop its failed verification: 403", async () => {
+    const spoofed = incomingCall(ACME, { StirVerstat: "TN-Validation-Failed-A" });
+    const signature = await twilioLibrary<string>({ op: "sign", authToken: AUTH_TOKEN, url: LOOKUP, params: spoofed });
+    const first = await twilioPost(provider.token, spoofed, signature);
+    expect(await first.json()).toEqual({ trusted: false, user_id: alice, caller_verification: "failed" });
+    // Twilio's HMAC input runs names and values together: the same bytes cut elsewhere still verify.
+    const { StirVerstat: _dropped, ...rest } = spoofed;
+    for (const resplit of [
+      { ...rest, StirVerst: "atTN-Validation-Failed-A" },
+      { ...rest, StirVerstatT: "N-Validation-Failed-A" },
+    ]) {
+      expect(
+        await twilioLibrary<boolean>({
+          op: "validate",
+          authToken: AUTH_TOKEN,
+          signature,
+          url: LOOKUP,
+          params: resplit,
+        }),
+      ).toBe(true);
+      expect(await expectError(await twilioPost(provider.token, resplit, signature), 403, "Forbidden")).toContain(
+        "verification field",
+      );
+    }
+  });
+
   it("forged, absent or signed with another auth token: 403, and nothing is recorded", async () => {
     const forgedFields = incomingCall(STRANGER, { caller_id: "FORGED TWILIO" });
     const signature = await twilioLibrary<string>({
