@@ -7,6 +7,7 @@ import { getHistoryEntry, listHistory, testWebhook } from "../../src/routes/webh
 import { createDeps } from "../../src/services/create-deps";
 import { handOverFinished } from "../../src/services/webhook-delivery/archive";
 import { resendDelivery } from "../../src/services/webhook-delivery/resend";
+import { pruneExpired } from "../../src/services/retention";
 import { answer, as, call, drainBackground, insertToken } from "../helpers";
 import { meanwhileInCompanyObjects } from "../support/company-scans";
 import { deliver, deliveryRow, newDelivery, newWebhook, receiver } from "../webhook-receiver";
@@ -134,6 +135,28 @@ describe("finished deliveries leave D1 for the company's object", () => {
     vi.restoreAllMocks();
     await drainBackground({ kind: "hand-over-history" });
     expect(await inD1("stuck-failed-acme-0")).toBe(0);
+  });
+
+  it("a failed delivery its object keeps refusing still leaves D1 30 days after it finished, not after its last try", async () => {
+    const real = env.COMPANY;
+    const acme = real.idFromName("company:1");
+    const acmeDown = {
+      idFromName: real.idFromName.bind(real),
+      get: (id: DurableObjectId) =>
+        id.equals(acme) ? { keepFinished: () => Promise.reject(new Error("object unavailable")) } : real.get(id),
+    } as unknown as Env["COMPANY"];
+    const finished = Date.now() - 40 * 86_400_000;
+    await env.DB.prepare(
+      "INSERT INTO webhook_deliveries (id, company_id, event, payload, status, result, created_at, updated_at) VALUES ('failed-40-days', 1, 'scan:found', '{}', 'failed', '500', ?1, ?1)",
+    )
+      .bind(finished)
+      .run();
+    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockResolvedValue(undefined as never);
+    const { consume } = await import("../webhook-receiver");
+    await consume("background", { kind: "hand-over-history" }, 1, { COMPANY: acmeDown });
+    expect(await inD1("failed-40-days")).toBe(1); // refused: kept
+    await pruneExpired(createDeps(env), new Date());
+    expect(await inD1("failed-40-days")).toBe(0);
   });
 
   it("a resend brings a kept entry back on its way, listed once, and its attempts add up", async () => {

@@ -50,12 +50,19 @@ export const webhookDeliveries = sqliteTable(
     result: text("result").notNull().default(""),
     attempts: integer("attempts").notNull().default(0),
     deliveredAt: timestamp("delivered_at"),
+    /**
+     * When its company's object last did not take this finished delivery (ms; 0: never): the hand-over
+     * takes rows in this order first, so a refused row waits behind every other, while `updated_at` stays
+     * the time it finished (its retention, and the object's).
+     */
+    handoverAfter: integer("handover_after").notNull().default(0),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
   (t) => [
     index("webhook_deliveries_company_created_idx").on(t.companyId, t.createdAt),
     index("webhook_deliveries_status_idx").on(t.status, t.updatedAt),
+    index("webhook_deliveries_handover_idx").on(t.status, t.handoverAfter, t.updatedAt),
   ],
 );
 

@@ -14,7 +14,7 @@ import { attemptColumns, FINISHED, historyColumns } from "./records";
  * attempt. Once it succeeded or failed for good it is handed to the company's object with its
  * attempts, then deleted from D1 — only if it did not change meanwhile (a resend). A hand-over that
  * failed leaves the row finished in D1, where the reads still find it, moved to the back of the
- * hand-over's order (its `updated_at` touched), and the next hand-over (the minute sweep's, or the
+ * hand-over's order (`handover_after`: behind every row not refused since), and the next hand-over (the minute sweep's, or the
  * operator's move) takes it; a repeated one changes nothing.
  */
 
@@ -90,8 +90,17 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
   const writes = [
     // Handed over: they leave D1 (their attempts go with them: cascade).
     ...(kept.length > 0 ? [db.delete(webhookDeliveries).where(same(kept))] : []),
-    // Not taken: to the back of the hand-over's order, so they never hold up other companies' rows.
-    ...(refused.length > 0 ? [db.update(webhookDeliveries).set({ updatedAt: new Date() }).where(same(refused))] : []),
+    // Not taken: to the back of the hand-over's order for a while, so they never hold up other companies'
+    // rows; their finish time (`updated_at`) stays, for D1's retention and the object's.
+    ...(refused.length > 0
+      ? [
+          db
+            .update(webhookDeliveries)
+            // `updated_at` kept as it is (the column's own default would move it to now).
+            .set({ handoverAfter: Date.now(), updatedAt: sql`${webhookDeliveries.updatedAt}` })
+            .where(same(refused)),
+        ]
+      : []),
   ];
   if (writes.length > 0) await db.batch(writes as [(typeof writes)[number], ...typeof writes]);
   // A chunk continues only when it was full and most of it was handed over: rows that keep being
@@ -100,17 +109,18 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
 }
 
 /**
- * The `limit` oldest finished rows, failed and successful together by `updated_at`: one range of the
- * `(status, updated_at)` index per status (never a sort of the backlog), merged. Rows a company's object
- * refused are touched to the back of the order, behind every other row of either status, so they never
- * hold up other companies' rows (one status after the other would let 100 refused failures starve every
- * success).
+ * The `limit` oldest finished rows, failed and successful together: one range of the `(status,
+ * handover_after, updated_at)` index per status (never a sort of the backlog), merged. A row its company's
+ * object did not take waits behind every other row of either status (`handover_after`), so rows that
+ * keep being refused never hold up other companies' (one status after the other would let 100 refused
+ * failures starve every success).
  */
 function oldestFinished(limit: number) {
   const oldest = (status: (typeof FINISHED)[number]) =>
-    sql`select * from (select id, updated_at, rowid as seq from ${webhookDeliveries}
-          where status = ${status} order by updated_at, rowid limit ${limit})`;
-  return sql`(select id from (${oldest("failed")} union all ${oldest("success")}) order by updated_at, seq limit ${limit})`;
+    sql`select * from (select id, handover_after, updated_at, rowid as seq from ${webhookDeliveries}
+          where status = ${status} order by handover_after, updated_at, rowid limit ${limit})`;
+  return sql`(select id from (${oldest("failed")} union all ${oldest("success")})
+              order by handover_after, updated_at, seq limit ${limit})`;
 }
 
 /** Where the hand-over stands: finished deliveries still in D1, and those on their way (the outbox). */

@@ -1,0 +1,2 @@
+ALTER TABLE `webhook_deliveries` ADD `handover_after` integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+CREATE INDEX `webhook_deliveries_handover_idx` ON `webhook_deliveries` (`status`,`handover_after`,`updated_at`);
