@@ -37,10 +37,12 @@ const given = (value: string | undefined): value is string => value !== undefine
  * A `verstat` value (Twilio's `StirVerstat`, with a level; SIP's, without):
  * `TN-Validation-Passed[-A|B|C]`, `TN-Validation-Failed[-A|B|C]`,
  * `No-TN-Validation`. A pass without a level reads as A: the SIP form names
- * no level, and the verification it reports is the full one. Anything else is
- * `none`.
+ * no level, and the verification it reports is the full one. A failure reads
+ * as `failed` whatever follows it (a signed Twilio form cut elsewhere can run
+ * the value on into the next field: docs/providers.md). Anything else is `none`.
  */
 function fromVerstat(value: string): CallerVerification {
+  if (/^TN-Validation-Failed/i.test(value.trim())) return "failed";
   const match = /^TN-Validation-(Passed|Failed)(?:-([ABC]))?$/i.exec(value.trim());
   if (!match) return "none";
   if (match[1]!.toLowerCase() === "failed") return "failed";

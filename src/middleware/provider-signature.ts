@@ -67,21 +67,24 @@ async function checkTwilio(c: Context<AppEnv>, authToken: string) {
     : shiftedVerificationField(c.req.header("Content-Type") ?? "", await c.req.text());
   if (resplit !== null)
     throw forbidden(
-      `the signed form's field \`${resplit}\` is not one Twilio sends: it reads like a verification field cut elsewhere`,
+      `the signed form's field \`${resplit}\` is not as Twilio sends it: it reads like a verification field cut elsewhere`,
     );
 }
 
 /**
  * Twilio signs a form as its names and values run together (names sorted, no separators), so a captured
- * form can be cut again at another place with the same signature: `StirVerstat=TN-Validation-Failed-A`
- * sent as `StirVerst=atTN-Validation-Failed-A` drops a failed verification. Such a cut leaves a name that
- * is a verification field's name shortened or lengthened at either end; Twilio sends none such. Answers
- * that name, or null.
+ * form can be cut again at other places with the same signature and drop a failed verification:
+ * `StirVerstat=TN-Validation-Failed-A` sent as `StirVerst=atTN-Validation-Failed-A` (the name cut short
+ * or run long), or swallowed by the field before it (`StirPassportToken=…StirVerstatTN-Validation-…`).
+ * Either leaves a verification field's name where Twilio never puts one: a name that is one shortened or
+ * lengthened at either end, or one inside a value. Answers that field, or null. (A cut that runs the
+ * value on into the next field keeps reading as failed: domain/caller-verification.ts.)
  */
 function shiftedVerificationField(contentType: string, body: string): string | null {
   if (!/^application\/x-www-form-urlencoded/i.test(contentType)) return null;
-  for (const name of new Set(new URLSearchParams(body).keys())) {
+  for (const [name, value] of new URLSearchParams(body)) {
     for (const field of verificationFieldNames) {
+      if (value.includes(field)) return name;
       if (name === field) continue;
       if (field.startsWith(name) || name.startsWith(field) || field.endsWith(name) || name.endsWith(field)) return name;
     }

@@ -149,6 +149,35 @@ describe("Twilio: X-Twilio-Signature", () => {
     }
   });
 
+  it("nor by letting the field before swallow it, or running its value on into the next field", async () => {
+    const spoofed = incomingCall(ACME, {
+      StirPassportToken: "eyJhbGciOiJFUzI1NiJ9.eyJhdHRlc3QiOiJBIn0.c2ln",
+      StirVerstat: "TN-Validation-Failed-A",
+    });
+    const signature = await twilioLibrary<string>({ op: "sign", authToken: AUTH_TOKEN, url: LOOKUP, params: spoofed });
+    const { StirVerstat, To, ...rest } = spoofed;
+    // StirPassportToken's value takes `StirVerstat` and its value: no verification field is left.
+    const swallowed = { ...rest, To, StirPassportToken: `${spoofed.StirPassportToken}StirVerstat${StirVerstat}` };
+    // StirVerstat's value runs on over `To` and its number (`Called` still names the receiver).
+    const runOn = { ...rest, StirVerstat: `${StirVerstat}To${To}` };
+    for (const resplit of [swallowed, runOn]) {
+      expect(
+        await twilioLibrary<boolean>({
+          op: "validate",
+          authToken: AUTH_TOKEN,
+          signature,
+          url: LOOKUP,
+          params: resplit,
+        }),
+      ).toBe(true);
+    }
+    await expectError(await twilioPost(provider.token, swallowed, signature), 403, "Forbidden");
+    expect(await (await twilioPost(provider.token, runOn, signature)).json()).toMatchObject({
+      trusted: false,
+      caller_verification: "failed",
+    });
+  });
+
   it("forged, absent or signed with another auth token: 403, and nothing is recorded", async () => {
     const forgedFields = incomingCall(STRANGER, { caller_id: "FORGED TWILIO" });
     const signature = await twilioLibrary<string>({
