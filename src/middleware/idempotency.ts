@@ -89,11 +89,14 @@ export function idempotent(owner: "person" | "company", answers?: "activity") {
 
 /**
  * What the key keeps: a success small enough to keep (with its record's id, for `activity`); for a
- * request that `wrote` but whose answer cannot be kept (a failure after its write, an answer too large),
- * a 409 saying so, so that a retry does not write again; else nothing (the key is free again).
+ * request that `wrote` but whose answer cannot be kept (a 5xx after its write, an answer too large),
+ * a 409 saying so, so that a retry does not write again; else nothing (the key is free again: every
+ * 4xx, a 5xx before any write).
  */
 async function keepable(res: Response, answers: "activity" | undefined, wrote: boolean): Promise<AnswerToKeep | null> {
-  if (res.status < 200 || res.status > 299) return wrote ? notKept(FAILED_AFTER_WRITING) : null;
+  // A refusal (4xx) writes nothing by design, even when its statement ran (a conditional insert that
+  // inserted nothing); only a failure (5xx) after a write keeps the key.
+  if (res.status < 200 || res.status > 299) return wrote && res.status >= 500 ? notKept(FAILED_AFTER_WRITING) : null;
   const body = await res.clone().text();
   if (new TextEncoder().encode(body).length > MAX_KEPT_ANSWER_BYTES) return wrote ? notKept(TOO_LARGE) : null;
   const kept: AnswerToKeep = {

@@ -339,6 +339,28 @@ describe("a request that wrote keeps its key, even when its answer could not be 
     }
   });
 
+  it("a refusal whose statement ran and changed nothing (the 50-webhook cap) frees the key all the same", async () => {
+    const { n } = (await env.DB.prepare("SELECT count(*) AS n FROM webhooks WHERE company_id = 2").first<{
+      n: number;
+    }>())!;
+    const fill = Array.from({ length: 50 - n }, (_, i) =>
+      env.DB.prepare(
+        "INSERT INTO webhooks (company_id, endpoint, event, active, secret, created_at, updated_at) VALUES (2, ?, 'scan:found', 1, 'whsec_AAAA', 0, 0)",
+      ).bind(`https://hooks.example/fill/${i}`),
+    );
+    if (fill.length > 0) await env.DB.batch(fill);
+    const key = fresh("cap");
+    const body = { endpoint: "https://hooks.example/after-the-cap", event: "scan:found" };
+    const refused = await as("carol").send("POST", "/companies/2/webhooks", body, withKey(key));
+    expect(await expectError(refused, 400, "Bad Request")).toContain("50");
+    await env.DB.prepare(
+      "DELETE FROM webhooks WHERE company_id = 2 AND endpoint LIKE 'https://hooks.example/fill/%'",
+    ).run();
+    const retry = await as("carol").send("POST", "/companies/2/webhooks", body, withKey(key));
+    expect(retry.headers.get("Idempotent-Replayed")).toBeNull();
+    expect(retry.status).toBe(201);
+  });
+
   it("a sync whose answer was over 1 MiB: the retry is a 409 saying so, and writes nothing", async () => {
     const before = await contactsOf(2);
     // 500 contacts with ten ~195-character addresses: a body under the 1 MiB limit, its answer over 1 MiB.

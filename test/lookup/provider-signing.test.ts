@@ -150,14 +150,12 @@ describe("Twilio: X-Twilio-Signature", () => {
   });
 
   it("nor by letting the field before swallow it, or running its value on into the next field", async () => {
-    const spoofed = incomingCall(ACME, {
-      StirPassportToken: "eyJhbGciOiJFUzI1NiJ9.eyJhdHRlc3QiOiJBIn0.c2ln",
-      StirVerstat: "TN-Validation-Failed-A",
-    });
+    const passport = "eyJhbGciOiJFUzI1NiJ9.eyJhdHRlc3QiOiJBIn0.c2ln";
+    const spoofed = incomingCall(ACME, { StirPassportToken: passport, StirVerstat: "TN-Validation-Failed-A" });
     const signature = await twilioLibrary<string>({ op: "sign", authToken: AUTH_TOKEN, url: LOOKUP, params: spoofed });
     const { StirVerstat, To, ...rest } = spoofed;
     // StirPassportToken's value takes `StirVerstat` and its value: no verification field is left.
-    const swallowed = { ...rest, To, StirPassportToken: `${spoofed.StirPassportToken}StirVerstat${StirVerstat}` };
+    const swallowed = { ...rest, To, StirPassportToken: `${passport}StirVerstat${StirVerstat}` };
     // StirVerstat's value runs on over `To` and its number (`Called` still names the receiver).
     const runOn = { ...rest, StirVerstat: `${StirVerstat}To${To}` };
     for (const resplit of [swallowed, runOn]) {
