@@ -296,8 +296,10 @@ export async function movePersonChunk(deps: Deps, body: MoveMessage, now: Date) 
     return { done: { personId, stage, rows: chunk.rows }, next };
   }
   // compare: whether the object imported every row D1 holds of the person, and how many it holds now.
-  const held = await object.counts();
   const d1 = await d1Counts(deps, personId, now);
+  const held = await object.counts(
+    Object.fromEntries(MARKED.map((kind) => [kind, d1[`${kind}Max`]])) as Record<MarkedKind, number>,
+  );
   const d1Rows =
     d1.feed + d1.blocked + d1.requests + d1.contacts + d1.tombstones + d1.decisions + d1.companySettings + d1.mirror;
   const objectRows =
@@ -310,17 +312,10 @@ export async function movePersonChunk(deps: Deps, body: MoveMessage, now: Date) 
     held.companySettings +
     held.mirror;
   // Every D1 row of the kinds imported once was imported, whatever the person deleted or cleared since: the
-  // object's marks reach D1's largest keys (an object that imported before it kept marks: its rows counted by
-  // their D1 ids, as then). The tombstones and the mirror have no D1 ids there, and the object may have made
-  // more: at least D1's. An object whose move finished (a comparison whose D1 write failed) is moved.
-  const importedAll =
-    MARKED.every((kind) => held.marks[kind] >= d1[`${kind}Max`]) ||
-    (held.movedFeed === d1.feed &&
-      held.movedTrustRequests === d1.requests &&
-      (held.movedBlockedCalls === d1.blocked || held.blockedCalls >= KEEP.blockedCalls) &&
-      held.movedContacts === d1.contacts &&
-      held.decisions >= d1.decisions &&
-      held.companySettings >= d1.companySettings);
+  // object's marks reach D1's largest keys (a kind imported before the object kept marks adopted them just
+  // now). The tombstones and the mirror have no D1 ids there, and the object may have made more: at least
+  // D1's. An object whose move finished (a comparison whose D1 write failed) is moved.
+  const importedAll = MARKED.every((kind) => held.marks[kind] >= d1[`${kind}Max`]);
   const complete = held.finished || (importedAll && held.tombstones >= d1.tombstones && held.mirror >= d1.mirror);
   const state = complete ? "moved" : "mismatch";
   const record = deps.db

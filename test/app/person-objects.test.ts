@@ -1,8 +1,9 @@
 import { env } from "cloudflare:workers";
-import { createExecutionContext, createMessageBatch, runDurableObjectAlarm } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { createDeps } from "../../src/services/create-deps";
+import { MARKED } from "../../src/objects/person/api";
 import { movePersonChunk } from "../../src/services/person-moves";
 import { consume } from "../webhook-receiver";
 import type { BackgroundMessage } from "../../src/domain/queue-messages";
@@ -563,6 +564,33 @@ describe("moving person data from D1 into the objects", () => {
       companySettings: await object.companySettings(),
     }).toEqual({ contacts: [b, c], phonesOfB: ["+13035550301"], companySettings: [] });
     expect(await moveState(p)).toBe("moved");
+  });
+
+  it("an object that imported before it kept marks: what the person cleared since stays cleared", async () => {
+    const p = (await env.DB.prepare(
+      "INSERT INTO people (first_name, last_name, created_at, updated_at) VALUES ('Pre', 'Marks', 0, 0) RETURNING id",
+    ).first<{ id: number }>())!.id;
+    await env.DB.prepare(
+      "INSERT INTO company_trust (person_id, company_id, trust, updated_at) VALUES (?1, ?2, 'trusted', ?3)",
+    )
+      .bind(p, DEMO.companies.acme, Date.now() - 3600_000)
+      .run();
+    const deps = createDeps(env);
+    const now = new Date();
+    await movePersonChunk(deps, { kind: "move-person", personId: p, stage: "decisions", after: 0 }, now);
+    // As an older deployment left it: the rows imported, no mark kept.
+    await runInDurableObject(personObject(p), (_, state) => {
+      for (const kind of MARKED) state.storage.kv.delete(`move:mark:${kind}`);
+    });
+    const token = `pk_test_pre_${crypto.randomUUID().replaceAll("-", "")}`;
+    await insertToken(token, { personId: p });
+    const clear = { method: "PUT", token, body: { trust: null } };
+    expect((await call(`/contacts/companies/${DEMO.companies.acme}/trust`, clear)).status).toBe(200);
+    // The comparison takes D1's largest keys as the marks it lacks: everything was imported.
+    await movePersonChunk(deps, { kind: "move-person", personId: p, stage: "compare", after: 0 }, now);
+    expect(await moveState(p)).toBe("moved");
+    await drainBackground({ kind: "move-person", personId: p, stage: "feed", after: 0 });
+    expect(await personObject(p).companySettings()).toEqual([]);
   });
 
   it("a comparison whose D1 write failed after the object's move finished still records the person `moved`", async () => {

@@ -167,9 +167,17 @@ function importContacts(db: Db, all: MovedContact[]) {
 
 /**
  * How many rows the object holds, per kind, and how many of them came from
- * D1 (their ids are below `MOVED_ID_LIMIT`; ids made here are far above).
+ * D1 (their ids are below `MOVED_ID_LIMIT`; ids made here are far above), and
+ * its marks (given D1's `largest` keys, a kind without a mark adopts it).
  */
-export function counts(db: Db, storage: DurableObjectStorage): HeldCounts {
+export function counts(db: Db, storage: DurableObjectStorage, largest?: Record<MarkedKind, number>): HeldCounts {
+  // For the comparison: a kind imported before the object kept marks (by an older deployment, every copy
+  // stage run) takes D1's largest key as its mark, so a rerun brings none of it back either. A kind with
+  // a mark keeps it: a row above it was missed, and a rerun imports it.
+  for (const kind of largest ? MARKED : []) {
+    if (storage.kv.get(markKey(kind)) === undefined && largest![kind] > 0)
+      storage.kv.put(markKey(kind), largest![kind]);
+  }
   const moved = (table: typeof feed | typeof blockedCalls | typeof trustRequests | typeof contacts) =>
     rowsIn(db, table, lt(table.id, MOVED_ID_LIMIT));
   return {

@@ -280,8 +280,8 @@ export class Person extends DurableObject<Env> {
     move.finish(this.ctx.storage);
   }
   /** How many rows the object holds, per kind, and how many of them came from D1. */
-  counts(): api.HeldCounts {
-    return move.counts(this.db, this.ctx.storage);
+  counts(largest?: Record<api.MarkedKind, number>): api.HeldCounts {
+    return move.counts(this.db, this.ctx.storage, largest);
   }
 
   /* ---------- Idempotency-Key of this person's writes (idempotency.ts) ---------- */
