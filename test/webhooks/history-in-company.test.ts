@@ -38,6 +38,17 @@ beforeAll(async () => {
 });
 afterEach(() => vi.restoreAllMocks());
 
+/** The `COMPANY` binding with Acme's object refusing every hand-over (the other companies' answer). */
+function acmeObjectDown(): Env["COMPANY"] {
+  const real = env.COMPANY;
+  const acme = real.idFromName("company:1");
+  return {
+    idFromName: real.idFromName.bind(real),
+    get: (id: DurableObjectId) =>
+      id.equals(acme) ? { keepFinished: () => Promise.reject(new Error("object unavailable")) } : real.get(id),
+  } as unknown as Env["COMPANY"];
+}
+
 describe("finished deliveries leave D1 for the company's object", () => {
   it("a delivery that succeeded is listed, with its attempt, from the object and no longer in D1", async () => {
     const webhook = await newWebhook();
@@ -74,13 +85,7 @@ describe("finished deliveries leave D1 for the company's object", () => {
   });
 
   it("rows a company's object keeps refusing go to the back and stop the chain, not other companies' hand-over", async () => {
-    const real = env.COMPANY;
-    const acme = real.idFromName("company:1");
-    const acmeDown = {
-      idFromName: real.idFromName.bind(real),
-      get: (id: DurableObjectId) =>
-        id.equals(acme) ? { keepFinished: () => Promise.reject(new Error("object unavailable")) } : real.get(id),
-    } as unknown as Env["COMPANY"];
+    const acmeDown = acmeObjectDown();
     const old = Date.UTC(2000, 0, 1);
     const insert = (id: string, companyId: number, at: number) =>
       env.DB.prepare(
@@ -109,13 +114,7 @@ describe("finished deliveries leave D1 for the company's object", () => {
   });
 
   it("100 failed deliveries a company's object keeps refusing do not hold up another company's successes", async () => {
-    const real = env.COMPANY;
-    const acme = real.idFromName("company:1");
-    const acmeDown = {
-      idFromName: real.idFromName.bind(real),
-      get: (id: DurableObjectId) =>
-        id.equals(acme) ? { keepFinished: () => Promise.reject(new Error("object unavailable")) } : real.get(id),
-    } as unknown as Env["COMPANY"];
+    const acmeDown = acmeObjectDown();
     const old = Date.UTC(2001, 0, 1);
     const insert = (id: string, companyId: number, status: string, at: number) =>
       env.DB.prepare(
@@ -138,13 +137,7 @@ describe("finished deliveries leave D1 for the company's object", () => {
   });
 
   it("a failed delivery its object keeps refusing still leaves D1 30 days after it finished, not after its last try", async () => {
-    const real = env.COMPANY;
-    const acme = real.idFromName("company:1");
-    const acmeDown = {
-      idFromName: real.idFromName.bind(real),
-      get: (id: DurableObjectId) =>
-        id.equals(acme) ? { keepFinished: () => Promise.reject(new Error("object unavailable")) } : real.get(id),
-    } as unknown as Env["COMPANY"];
+    const acmeDown = acmeObjectDown();
     const finished = Date.now() - 40 * 86_400_000;
     await env.DB.prepare(
       "INSERT INTO webhook_deliveries (id, company_id, event, payload, status, result, created_at, updated_at) VALUES ('failed-40-days', 1, 'scan:found', '{}', 'failed', '500', ?1, ?1)",
