@@ -320,6 +320,17 @@ describe("trust-lookup: input never causes an error", () => {
     expect(await response.json()).toEqual({ trusted: false, user_id: 0, caller_verification: null });
     expect(response.headers.get("Lookup-Problem")).toBe("receiver unreadable, caller unreadable");
   });
+
+  it("a POST's body wins over its query string, also over a field the query string repeated", async () => {
+    const receiving = await receivingOf("alice");
+    const response = await call(`/apps/buzz/trust-lookup?number_code=1&number=2025550000&number=2025550001`, {
+      method: "POST",
+      token: telephony,
+      body: { ...receiving, inbound_code: "1", inbound: "4155550100" },
+    });
+    expect(response.headers.get("Lookup-Problem")).toBeNull();
+    expect(await response.json()).toMatchObject({ user_id: alice });
+  });
 });
 
 describe("trust-lookup: the KV fast path", () => {

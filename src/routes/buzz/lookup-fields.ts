@@ -133,7 +133,11 @@ export function readLookupFields(...sources: unknown[]): LookupFields {
         value = value[0];
       }
       if (typeof value === "number" && Number.isFinite(value)) value = String(value);
-      if (typeof value === "string") fields[name] = value;
+      if (typeof value !== "string") continue;
+      fields[name] = value;
+      // A later source wins, over a field an earlier one repeated too (the body over the query string).
+      if (fields.repeated?.includes(name)) fields.repeated = fields.repeated.filter((repeated) => repeated !== name);
+      if (fields.repeated?.length === 0) delete fields.repeated;
     }
   }
   return fields;
