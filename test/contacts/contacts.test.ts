@@ -21,6 +21,7 @@ import {
   fresh,
   inPersonObject,
   insertToken,
+  personObject,
   trustIndexSettled,
 } from "../helpers";
 import { createEmployee } from "../../src/routes/employees/employees.routes";
@@ -382,6 +383,35 @@ describe("GET, PUT, DELETE /contacts/{id}", () => {
 describe("trust requests", () => {
   const requestsOf = async (who: "alice" | "bob") =>
     answer(await as(who).get("/contacts/requests"), 200, listTrustRequests);
+
+  it("an asker's object that fails to answer fails no page: the request is listed with the names it brought", async () => {
+    const created = await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("unanswering")));
+    const { id, first_name } = await answer(created, 200, createEmployee);
+    const token = `pk_test_unanswering_${id}_${crypto.randomUUID().slice(0, 8)}`;
+    await insertToken(token, { personId: id });
+    const body = { user_id: DEMO.people.carol, contact_reason: "hello" };
+    expect((await call("/contacts/requests", { method: "POST", token, body })).status).toBe(201);
+    const dayAgo = Date.now() - 86_400_001;
+    await inPersonObject(DEMO.people.carol, "UPDATE peers SET learned_at = ? WHERE person_id = ?", dayAgo, id);
+    // Carol's object asks the asker's, which fails (an outage of that one object).
+    const { runInDurableObject } = await import("cloudflare:test");
+    type Host = { self: { peer: (id: number) => unknown } };
+    const restore = await runInDurableObject(personObject(DEMO.people.carol), (instance) => {
+      const self = (instance as unknown as Host).self;
+      const peer = self.peer.bind(self);
+      self.peer = (other) =>
+        other === id ? { ownAccount: () => Promise.reject(new Error("object down")) } : peer(other);
+      return () => void (self.peer = peer);
+    });
+    try {
+      const page = await answer(await as("carol").get("/contacts/requests"), 200, listTrustRequests);
+      expect(page.find((request) => request.id === id)?.first_name).toBe(first_name);
+    } finally {
+      await runInDurableObject(personObject(DEMO.people.carol), () => restore());
+      // Acme's employee list stays as the tests below expect it.
+      expect((await as("alice").send("DELETE", `/companies/1/employees/${id}`)).status).toBe(204);
+    }
+  });
 
   it("a request from a person whose account is gone is not listed once a day has passed since their names came", async () => {
     const created = await as("alice").send("POST", "/companies/1/employees", employeeBody(fresh("leaver")));

@@ -267,7 +267,8 @@ export class Feed implements FeedSource {
   /**
    * Asks the objects of the people among `ids` this object never heard of, or heard of over a day ago,
    * for their card (one RPC each, no D1), and keeps it (peers.ts); answers those that are no account
-   * (any more), whom it forgets. A feed page and a page of trust requests ask before they name anyone.
+   * (any more), whom it forgets. A feed page and a page of trust requests ask before they name anyone;
+   * an object that fails to answer fails neither page.
    */
   async hearFrom(ids: number[]): Promise<Set<number>> {
     const now = Date.now();
@@ -278,11 +279,16 @@ export class Feed implements FeedSource {
       now,
     );
     if (asked.length === 0) return new Set();
-    const cards = (await Promise.all(asked.map((id) => this.host.self.peer(id).ownAccount()))).map(cardOf);
+    const answers = await Promise.allSettled(asked.map((id) => this.host.self.peer(id).ownAccount()));
+    // An object that did not answer is asked again next time; what was known of its person stays meanwhile.
+    const heard = asked.flatMap((id, i) => {
+      const answer = answers[i]!;
+      return answer.status === "fulfilled" ? [{ id, card: cardOf(answer.value) }] : [];
+    });
     this.host.gate.now(undefined, () =>
-      asked.forEach((id, i) => (cards[i] ? peers.learn(this.db, cards[i], now) : peers.forget(this.db, id))),
+      heard.forEach(({ id, card }) => (card ? peers.learn(this.db, card, now) : peers.forget(this.db, id))),
     );
-    return new Set(asked.filter((_, i) => !cards[i]));
+    return new Set(heard.filter(({ card }) => !card).map(({ id }) => id));
   }
 
   /** The newest id in the feed; 0 when it is empty. */
