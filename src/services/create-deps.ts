@@ -7,7 +7,7 @@ import { codeSettingsOf } from "./code-settings";
 import type { Deps } from "./deps";
 import { messagingOf } from "./messaging";
 import { companyObjectsOf } from "./company-objects";
-import { personObjectsOf } from "./person-objects";
+import { personObjectsOf, type WriteHooks } from "./person-objects";
 import { pushSecretsOf } from "./push/secrets";
 import { replayGuardsOf } from "./replay-guards";
 
@@ -26,21 +26,15 @@ import { replayGuardsOf } from "./replay-guards";
 export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = env.DB, guard?: WriteGuard): Deps => {
   const db = createDb(database as D1Database);
   // A write elsewhere than D1 waits for the token check, and counts as the request's write.
-  const checked =
-    guard &&
-    (async () => {
-      await guard.finish();
-      guard.noteWrite();
-    });
-  const objectWrites = guard && { check: () => guard.finish(), wrote: () => guard.noteWrite() };
+  const writes: WriteHooks | undefined = guard && { check: () => guard.finish(), wrote: () => guard.noteWrite() };
   return {
     db,
-    kv: checked ? afterCheck(env.TRUST_INDEX, ["put", "delete"], checked) : env.TRUST_INDEX,
-    webhookQueue: sends(env.WEBHOOK_QUEUE as Queue<DeliveryMessage>, checked),
-    backgroundQueue: sends(env.BACKGROUND_QUEUE as Queue<BackgroundMessage>, checked),
-    scanQueue: sends(env.SCAN_QUEUE as Queue<ScanEventsMessage>, checked),
+    kv: writes ? afterCheck(env.TRUST_INDEX, ["put", "delete"], writes) : env.TRUST_INDEX,
+    webhookQueue: sends(env.WEBHOOK_QUEUE as Queue<DeliveryMessage>, writes),
+    backgroundQueue: sends(env.BACKGROUND_QUEUE as Queue<BackgroundMessage>, writes),
+    scanQueue: sends(env.SCAN_QUEUE as Queue<ScanEventsMessage>, writes),
     usesQueue: env.USES_QUEUE as Queue<TokenUseMessage>,
-    objects: personObjectsOf(env.PERSON, objectWrites),
+    objects: personObjectsOf(env.PERSON, writes),
     companyObjects: companyObjectsOf(env.COMPANY),
     providerKeys: secretBox("PROVIDER_SECRET_KEYS", env.PROVIDER_SECRET_KEYS),
     replays: replayGuardsOf(env.REPLAY_GUARD),
@@ -59,11 +53,11 @@ export const createDeps = (env: Env, database: D1Database | D1DatabaseSession = 
  * token enqueues no work either. Queue consumers and cron runs have no check. The token-use queue
  * only records that a token was used, and is sent for refused requests too.
  */
-const sends = <Q extends Queue<never>>(queue: Q, check: (() => Promise<void>) | undefined): Q =>
-  check ? afterCheck(queue, ["send", "sendBatch"], check) : queue;
+const sends = <Q extends Queue<never>>(queue: Q, writes: WriteHooks | undefined): Q =>
+  writes ? afterCheck(queue, ["send", "sendBatch"], writes) : queue;
 
-/** `target` whose `methods` first await `check` (its other members as they are). */
-function afterCheck<T extends object>(target: T, methods: (keyof T & string)[], check: () => Promise<void>): T {
+/** `target` whose `methods` first await the token check and count as a write (its other members as they are). */
+function afterCheck<T extends object>(target: T, methods: (keyof T & string)[], writes: WriteHooks): T {
   return new Proxy(target, {
     get(object, key) {
       const member = Reflect.get(object, key) as unknown;
@@ -71,7 +65,8 @@ function afterCheck<T extends object>(target: T, methods: (keyof T & string)[], 
       if (!(methods as string[]).includes(key as string))
         return (member as (...args: unknown[]) => unknown).bind(object);
       return async (...args: unknown[]) => {
-        await check();
+        await writes.check();
+        writes.wrote();
         return (member as (...args: unknown[]) => unknown).apply(object, args);
       };
     },

@@ -174,9 +174,11 @@ export function counts(db: Db, storage: DurableObjectStorage, largest?: Record<M
   // For the comparison: a kind imported before the object kept marks (by an older deployment, every copy
   // stage run) takes D1's largest key as its mark, so a rerun brings none of it back either. A kind with
   // a mark keeps it: a row above it was missed, and a rerun imports it.
-  for (const kind of largest ? MARKED : []) {
-    if (storage.kv.get(markKey(kind)) === undefined && largest![kind] > 0)
-      storage.kv.put(markKey(kind), largest![kind]);
+  if (largest) {
+    for (const kind of MARKED) {
+      if (storage.kv.get(markKey(kind)) === undefined && largest[kind] > 0)
+        storage.kv.put(markKey(kind), largest[kind]);
+    }
   }
   const moved = (table: typeof feed | typeof blockedCalls | typeof trustRequests | typeof contacts) =>
     rowsIn(db, table, lt(table.id, MOVED_ID_LIMIT));

@@ -164,9 +164,13 @@ export async function freshPendingPage(
   page: { cursor: RequestCursor | null; limit: number },
   hear: (ids: number[]) => Promise<Set<number>>,
 ) {
-  const gone = await hear(pendingPage(db, page).rows.map((row) => row.requesterId));
   const { rows, next } = pendingPage(db, page);
-  return { rows: rows.filter((row) => !gone.has(row.requesterId)), next };
+  const askers = [...new Set(rows.map((row) => row.requesterId))];
+  const gone = await hear(askers);
+  // The names as they are now that the askers were heard from.
+  const names = namesOf(db, askers);
+  const kept = rows.filter((row) => !gone.has(row.requesterId));
+  return { rows: kept.map((row) => ({ ...row, requester: names.get(row.requesterId) ?? null })), next };
 }
 
 /** Whether `requesterId` ever asked this person (pending or decided). */

@@ -90,8 +90,8 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
   const writes = [
     // Handed over: they leave D1 (their attempts go with them: cascade).
     ...(kept.length > 0 ? [db.delete(webhookDeliveries).where(same(kept))] : []),
-    // Not taken: to the back of the hand-over's order for a while, so they never hold up other companies'
-    // rows; their finish time (`updated_at`) stays, for D1's retention and the object's.
+    // Not taken: behind every row not refused since, so they never hold up other companies' rows; their
+    // finish time (`updated_at`) stays, for D1's retention and the object's.
     ...(refused.length > 0
       ? [
           db
