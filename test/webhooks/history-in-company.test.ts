@@ -6,6 +6,7 @@ import { startCompanyMoves } from "../../src/routes/admin/moves.routes";
 import { getHistoryEntry, listHistory, testWebhook } from "../../src/routes/webhooks/webhooks.routes";
 import { createDeps } from "../../src/services/create-deps";
 import { handOverFinished } from "../../src/services/webhook-delivery/archive";
+import { finishStatement } from "../../src/services/webhook-delivery/records";
 import { resendDelivery } from "../../src/services/webhook-delivery/resend";
 import { pruneExpired } from "../../src/services/retention";
 import { answer, as, call, drainBackground, insertToken } from "../helpers";
@@ -134,6 +135,32 @@ describe("finished deliveries leave D1 for the company's object", () => {
     vi.restoreAllMocks();
     await drainBackground({ kind: "hand-over-history" });
     expect(await inD1("stuck-failed-acme-0")).toBe(0);
+  });
+
+  it("a row its object refused once is taken before the rows that finished after that refusal", async () => {
+    const deps = createDeps(env);
+    const old = Date.UTC(2002, 0, 1);
+    await env.DB.prepare(
+      "INSERT INTO webhook_deliveries (id, company_id, event, payload, status, result, created_at, updated_at) VALUES ('refused-once', 1, 'scan:found', '{}', 'success', '200', ?1, ?1)",
+    )
+      .bind(old)
+      .run();
+    await handOverFinished(createDeps({ ...env, COMPANY: acmeObjectDown() }), { ids: ["refused-once"] });
+    expect(await inD1("refused-once")).toBe(1);
+    // A steady backlog: 100 of another company's deliveries finish after the refusal.
+    for (let i = 0; i < 100; i++) {
+      await env.DB.prepare(
+        "INSERT INTO webhook_deliveries (id, company_id, event, payload, status, created_at, updated_at) VALUES (?1, 2, 'scan:found', '{}', 'dispatched', ?2, ?2)",
+      )
+        .bind(`later-${i}`, old)
+        .run();
+      await finishStatement(deps.db, `later-${i}`, { status: "success", result: "200" });
+    }
+    // One chunk of 100: the refused row waited behind what finished before its refusal, not behind these.
+    await handOverFinished(deps, { limit: 100 });
+    expect(await inD1("refused-once")).toBe(0);
+    expect(await company(1).entry("refused-once")).not.toBeNull();
+    await handOverFinished(deps, { limit: 100 });
   });
 
   it("a failed delivery its object keeps refusing still leaves D1 30 days after it finished, not after its last try", async () => {

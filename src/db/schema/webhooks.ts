@@ -51,9 +51,10 @@ export const webhookDeliveries = sqliteTable(
     attempts: integer("attempts").notNull().default(0),
     deliveredAt: timestamp("delivered_at"),
     /**
-     * When its company's object last did not take this finished delivery (ms; 0: never): the hand-over
-     * takes rows in this order first, so a refused row waits behind every other, while `updated_at` stays
-     * the time it finished (its retention, and the object's).
+     * A finished delivery's place in the hand-over's order (ms): when it finished, then when its company's
+     * object last did not take it (0: finished before this column was kept). A refused row waits behind
+     * what finished before the refusal, ahead of what finishes after, while `updated_at` stays the time
+     * it finished (its retention, and the object's).
      */
     handoverAfter: integer("handover_after").notNull().default(0),
     createdAt: createdAt(),

@@ -13,9 +13,10 @@ import { attemptColumns, FINISHED, historyColumns } from "./records";
  * the command wrote it in its own batch (the outbox), the consumer sends it and records each
  * attempt. Once it succeeded or failed for good it is handed to the company's object with its
  * attempts, then deleted from D1 — only if it did not change meanwhile (a resend). A hand-over that
- * failed leaves the row finished in D1, where the reads still find it, moved to the back of the
- * hand-over's order (`handover_after`: behind every row not refused since), and the next hand-over (the minute sweep's, or the
- * operator's move) takes it; a repeated one changes nothing.
+ * failed leaves the row finished in D1, where the reads still find it, queued again at the time of
+ * the refusal (`handover_after`, a finished row's place in the hand-over's order: its finish time, then
+ * the time of its last refusal), so it waits behind what finished before and ahead of what finishes
+ * after; the next hand-over (the minute sweep's, or the operator's move) takes it; a repeated one changes nothing.
  */
 
 /** Finished deliveries handed over per chunk: one D1 batch of two reads, one call per company, one delete. */
@@ -90,8 +91,8 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
   const writes = [
     // Handed over: they leave D1 (their attempts go with them: cascade).
     ...(kept.length > 0 ? [db.delete(webhookDeliveries).where(same(kept))] : []),
-    // Not taken: behind every row not refused since, so they never hold up other companies' rows; their
-    // finish time (`updated_at`) stays, for D1's retention and the object's.
+    // Not taken: queued again behind what finished until now, so they never hold up other companies' rows;
+    // their finish time (`updated_at`) stays, for D1's retention and the object's.
     ...(refused.length > 0
       ? [
           db
@@ -111,9 +112,9 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
 /**
  * The `limit` oldest finished rows, failed and successful together: one range of the `(status,
  * handover_after, updated_at)` index per status (never a sort of the backlog), merged. A row its company's
- * object did not take waits behind every other row of either status (`handover_after`), so rows that
- * keep being refused never hold up other companies' (one status after the other would let 100 refused
- * failures starve every success).
+ * object did not take waits behind every row of either status that finished before the refusal (`handover_after`),
+ * so rows that keep being refused never hold up other companies' (one status after the other would let 100
+ * refused failures starve every success).
  */
 function oldestFinished(limit: number) {
   const oldest = (status: (typeof FINISHED)[number]) =>

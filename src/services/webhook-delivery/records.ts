@@ -85,11 +85,17 @@ export function recordAttempt(db: Db, deliveryId: string, now: Date, answer: Ans
 
 type Finish = Partial<Pick<typeof webhookDeliveries.$inferInsert, "status" | "result" | "attempts" | "deliveredAt">>;
 
-/** Writes an attempt's outcome unless the row finished meanwhile (a concurrent duplicate). */
+/**
+ * Writes an attempt's outcome unless the row finished meanwhile (a concurrent duplicate). Its time is
+ * also its place in the hand-over's order (`handover_after`, archive.ts): a finished row queues behind
+ * what finished before it, and a row its object refused, re-queued at the refusal, ahead of what
+ * finishes after.
+ */
 export function finishStatement(db: Db, deliveryId: string, fields: Finish) {
+  const at = new Date();
   return db
     .update(webhookDeliveries)
-    .set({ ...fields, updatedAt: new Date() })
+    .set({ ...fields, updatedAt: at, handoverAfter: at.getTime() })
     .where(and(eq(webhookDeliveries.id, deliveryId), notInArray(webhookDeliveries.status, [...FINISHED])));
 }
 
