@@ -17,6 +17,8 @@ import { base64url, fromBase64url } from "./crypto";
 export type SecretBox = {
   /** The id of the key that seals (the first listed). */
   sealingKeyId(): string;
+  /** The ids of every listed key (each opens), the sealing one first. */
+  keyIds(): string[];
   /** `plaintext` sealed under the first key, bound to `context`. */
   seal(plaintext: string, context: string): Promise<string>;
   /** The plaintext of a value `seal` made with the same `context`. */
@@ -94,6 +96,7 @@ export function secretBox(name: string, value: string | undefined): SecretBox {
   const keyring = () => keyringOf(name, value);
   return {
     sealingKeyId: () => keyring().ids[0]!,
+    keyIds: () => [...keyring().ids],
     isCurrent: (sealed) => sealed.startsWith(sealedPrefix(keyring().ids[0]!)),
     async seal(plaintext, context) {
       const { ids, keys } = keyring();

@@ -1,8 +1,7 @@
-import { and, asc, eq, isNotNull, sql } from "drizzle-orm";
+import { and, asc, eq, isNotNull, notInArray, sql } from "drizzle-orm";
 import { accessTokens } from "../db/schema";
 import { sealContext, type StoredSigning } from "../domain/provider-signing";
 import { forbidden } from "../lib/errors";
-import { sealedPrefix } from "../lib/secret-box";
 import type { Deps } from "./deps";
 import { WriteBatch } from "./outbox";
 
@@ -78,7 +77,10 @@ export type Resealed = {
   key_id: string | null;
   /** Auth tokens sealed again in this run (stored in clear, or under an older key). */
   resealed: number;
-  /** Auth tokens whose sealed value did not open (their key is no longer listed): left as they are. */
+  /**
+   * Auth tokens whose sealed value does not open, left as they are: those sealed under a key the
+   * secret no longer lists, and those that failed to open in this run.
+   */
   unopened: number;
   /** More are due than one run takes: run again. */
   remaining: boolean;
@@ -90,47 +92,70 @@ const RESEAL_CHUNK = 100;
 /**
  * Seals again, under the first key of `PROVIDER_SECRET_KEYS`, the stored
  * Twilio auth tokens that are not sealed under it: in clear (stored by an
- * older version) or under an older key (after a rotation). One read (the
- * partial index of tokens with a signing configuration: no scan of the
- * tokens), then one batch writing the new values, each only if the row is
- * still as read (an operator's change meanwhile wins), with the index work
- * that rewrites the tokens' `tok:` records, so a record holding a clear token
- * is overwritten too. Without the secret, nothing sealed can be read or
- * written: when clear tokens wait, that is the 503 naming it (the cron logs
- * it every minute); otherwise there is nothing to do.
+ * older version) or under another listed key (after a rotation). A value
+ * sealed under a key the secret no longer lists cannot be opened: it is
+ * counted, never read again, so such rows (however many) hold up no other.
+ * One round trip of two reads (the partial index of tokens with a signing
+ * configuration: no scan of the tokens), then one batch writing the new
+ * values, each only if the row is still as read (an operator's change
+ * meanwhile wins), with the index work that rewrites the tokens' `tok:`
+ * records, so a record holding a clear token is overwritten too. Without the
+ * secret, nothing sealed can be read or written: when clear tokens wait, that
+ * is the 503 naming it (the cron logs it every minute); otherwise there is
+ * nothing to do. The minute cron's `provider-keys` job runs one chunk.
  */
 export async function resealProviderSecrets(deps: Deps, now = new Date()): Promise<Resealed> {
-  let current: string | null = null;
+  const { skipped: _skipped, ...run } = await resealChunk(deps, now, []);
+  return run;
+}
+
+/** One chunk; `skip`: tokens that did not open earlier in this rotation (left out, counted). */
+async function resealChunk(deps: Deps, now: Date, skip: number[]): Promise<Resealed & { skipped: number[] }> {
+  let listed: string[] = [];
   let missing: unknown = null;
   try {
-    current = deps.providerKeys.sealingKeyId();
+    listed = deps.providerKeys.keyIds();
   } catch (err) {
     missing = err;
   }
+  const current = listed[0] ?? null;
   const sealed = sql`json_extract(${accessTokens.signing}, '$.sealed')`;
-  const prefix = current === null ? null : sealedPrefix(current);
+  // The key id of a sealed value `v1.<kid>.…` (lib/secret-box.ts).
+  const kid = sql`substr(${sealed}, 4, instr(substr(${sealed}, 4), '.') - 1)`;
+  const listedKids = sql.join(
+    listed.map((id) => sql`${id}`),
+    sql`, `,
+  );
+  const twilio = and(isNotNull(accessTokens.signing), sql`json_extract(${accessTokens.signing}, '$.kind') = 'twilio'`);
   const due =
-    prefix === null
+    current === null
       ? sql`${sealed} is null`
-      : sql`(${sealed} is null or substr(${sealed}, 1, ${prefix.length}) <> ${prefix})`;
-  const rows = await deps.db
-    .select({
-      id: accessTokens.id,
-      hash: accessTokens.tokenHash,
-      raw: sql<string>`cast(${accessTokens.signing} as text)`,
-    })
-    .from(accessTokens)
-    .where(and(isNotNull(accessTokens.signing), sql`json_extract(${accessTokens.signing}, '$.kind') = 'twilio'`, due))
-    // Those in clear first: sealing them is what matters most.
-    .orderBy(sql`${sealed} is null desc`, asc(accessTokens.id))
-    .limit(RESEAL_CHUNK + 1);
-  if (rows.length === 0) return { key_id: current, resealed: 0, unopened: 0, remaining: false };
+      : sql`(${sealed} is null or (${kid} <> ${current} and ${kid} in (${listedKids})))`;
+  const [rows, [unlisted]] = await deps.db.batch([
+    deps.db
+      .select({
+        id: accessTokens.id,
+        hash: accessTokens.tokenHash,
+        raw: sql<string>`cast(${accessTokens.signing} as text)`,
+      })
+      .from(accessTokens)
+      .where(and(twilio, due, notInArray(accessTokens.id, skip)))
+      // Those in clear first: sealing them is what matters most.
+      .orderBy(sql`${sealed} is null desc`, asc(accessTokens.id))
+      .limit(RESEAL_CHUNK + 1),
+    deps.db
+      .select({ n: sql<number>`count(*)` })
+      .from(accessTokens)
+      .where(current === null ? sql`0` : and(twilio, sql`${sealed} is not null and ${kid} not in (${listedKids})`)),
+  ]);
+  const unopenable = (unlisted?.n ?? 0) + skip.length;
+  if (rows.length === 0) return { key_id: current, resealed: 0, unopened: unopenable, remaining: false, skipped: [] };
   if (current === null) throw missing;
 
   const chunk = rows.slice(0, RESEAL_CHUNK);
   const batch = new WriteBatch(deps, now);
   const hashes: string[] = [];
-  let unopened = 0;
+  const skipped: number[] = [];
   for (const row of chunk) {
     const stored = JSON.parse(row.raw) as StoredSigning & { kind: "twilio" };
     let authToken: string;
@@ -138,7 +163,7 @@ export async function resealProviderSecrets(deps: Deps, now = new Date()): Promi
       authToken =
         "authToken" in stored ? stored.authToken : await deps.providerKeys.open(stored.sealed, sealContext(row.id));
     } catch {
-      unopened++;
+      skipped.push(row.id);
       continue;
     }
     const signing: StoredSigning = {
@@ -155,26 +180,36 @@ export async function resealProviderSecrets(deps: Deps, now = new Date()): Promi
   }
   batch.markStaleTokens(hashes);
   await batch.commit();
-  return { key_id: current, resealed: hashes.length, unopened, remaining: rows.length > RESEAL_CHUNK };
+  return {
+    key_id: current,
+    resealed: hashes.length,
+    unopened: unopenable + skipped.length,
+    remaining: rows.length > RESEAL_CHUNK,
+    skipped,
+  };
 }
 
 /** Chunks the operator's rotation runs in one request: 2,000 auth tokens. */
 const ROTATION_CHUNKS = 20;
 
 /**
- * The operator's rotation (`POST /internal/provider-keys/rotate`): the
- * minute's job run until nothing is due, at most `ROTATION_CHUNKS` times;
- * 503 naming `PROVIDER_SECRET_KEYS` when it is not set.
+ * The operator's rotation (`POST /internal/provider-keys/rotate`): chunks
+ * run until nothing is due, at most `ROTATION_CHUNKS` of them; a value that
+ * did not open is left out of the chunks after it (and counted), so the
+ * rotation always gets past it. 503 naming `PROVIDER_SECRET_KEYS` when it
+ * is not set.
  */
 export async function rotateProviderSecrets(deps: Deps, now = new Date()): Promise<Resealed> {
   const key_id = deps.providerKeys.sealingKeyId();
   const total: Resealed = { key_id, resealed: 0, unopened: 0, remaining: false };
+  const skip: number[] = [];
   for (let chunk = 0; chunk < ROTATION_CHUNKS; chunk++) {
-    const run = await resealProviderSecrets(deps, now);
+    const run = await resealChunk(deps, now, skip);
+    skip.push(...run.skipped);
     total.resealed += run.resealed;
     total.unopened = run.unopened;
     total.remaining = run.remaining;
-    if (!run.remaining || run.resealed === 0) break;
+    if (!run.remaining) break;
   }
   return total;
 }

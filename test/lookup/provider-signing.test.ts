@@ -11,7 +11,7 @@ import { createApp } from "../../src/app";
 import worker from "../../src/index";
 import { sha256Hex } from "../../src/lib/crypto";
 import { createDeps } from "../../src/services/create-deps";
-import { rotateProviderSecrets } from "../../src/services/provider-secrets";
+import { resealProviderSecrets, rotateProviderSecrets } from "../../src/services/provider-secrets";
 import { listBlocked } from "../../src/routes/buzz/buzz.routes";
 import { answer, as, call, countRows, DEMO, expectError, failingD1, insertToken, secureNumberOf } from "../helpers";
 import { createDb } from "../../src/db/client";
@@ -542,6 +542,55 @@ describe("the Twilio auth token at rest", () => {
     expect(rotation.unopened).toBe(1);
     await rotateProviderSecrets(depsWith(KEY_T1)); // everything back under t1
     await env.DB.prepare("UPDATE access_tokens SET signing = NULL WHERE id = ?").bind(to.id).run();
+  });
+
+  it("100 tokens sealed under a key no longer listed do not hold up the rotation, or the minute's job, for the rest", async () => {
+    // The oldest rows: sealed under `t0`, which the secret no longer lists (they cannot be opened).
+    const gone: number[] = [];
+    for (let i = 0; i < 100; i++) {
+      const { id } = await providerToken(`gonekey${i}`);
+      gone.push(id);
+    }
+    await env.DB.prepare(
+      `UPDATE access_tokens SET signing = '{"kind":"twilio","sealed":"v1.t0.AAAAAAAAAAAAAAAA.AAAA"}' WHERE id IN (${gone.join(",")})`,
+    ).run();
+    const behind = await providerToken("behindgone");
+    expect((await configure(behind.id, { kind: "twilio", auth_token: AUTH_TOKEN })).status).toBe(200);
+    try {
+      // The minute's job (one chunk) reaches the token behind them.
+      const run = await resealProviderSecrets(depsWith(`${KEY_T2},${KEY_T1}`));
+      expect(run).toMatchObject({ key_id: "t2", unopened: 100, remaining: false });
+      expect(run.resealed).toBeGreaterThanOrEqual(1);
+      expect(JSON.parse(await storedSigning(behind.id)).sealed).toMatch(/^v1\.t2\./);
+      // The operator's rotation says what is left, and finishes.
+      const rotation = await rotateProviderSecrets(depsWith(`${KEY_T1},${KEY_T2}`));
+      expect(rotation).toMatchObject({ key_id: "t1", unopened: 100, remaining: false });
+      expect(rotation.resealed).toBeGreaterThanOrEqual(1);
+      expect(JSON.parse(await storedSigning(behind.id)).sealed).toMatch(/^v1\.t1\./);
+    } finally {
+      await env.DB.prepare(`UPDATE access_tokens SET signing = NULL WHERE id IN (${gone.join(",")})`).run();
+    }
+  });
+
+  it("the operator's rotation gets past 100 values under a listed key that do not open (copied rows)", async () => {
+    const source = await providerToken("copysource");
+    expect((await configure(source.id, { kind: "twilio", auth_token: AUTH_TOKEN })).status).toBe(200);
+    const copies: number[] = [];
+    for (let i = 0; i < 100; i++) copies.push((await providerToken(`copied${i}`)).id);
+    const behind = await providerToken("behindcopies");
+    expect((await configure(behind.id, { kind: "twilio", auth_token: AUTH_TOKEN })).status).toBe(200);
+    // Sealed under t1 (listed) for the source's id: none of them opens as its own row's.
+    await env.DB.prepare(`UPDATE access_tokens SET signing = ? WHERE id IN (${copies.join(",")})`)
+      .bind(await storedSigning(source.id))
+      .run();
+    try {
+      const rotation = await rotateProviderSecrets(depsWith(`${KEY_T2},${KEY_T1}`));
+      expect(rotation).toMatchObject({ key_id: "t2", unopened: 100, remaining: false });
+      expect(JSON.parse(await storedSigning(behind.id)).sealed).toMatch(/^v1\.t2\./);
+    } finally {
+      await env.DB.prepare(`UPDATE access_tokens SET signing = NULL WHERE id IN (${copies.join(",")})`).run();
+      await rotateProviderSecrets(depsWith(KEY_T1)); // everything back under t1
+    }
   });
 
   it("without PROVIDER_SECRET_KEYS: setting a Twilio auth token is a 503 naming it, and nothing is stored", async () => {

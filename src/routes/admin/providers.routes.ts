@@ -116,8 +116,9 @@ const ResealedSchema = z
       .int()
       .openapi({
         description:
-          "Auth tokens sealed under a key PROVIDER_SECRET_KEYS no longer lists: left as they are (list that key " +
-          "again, after the new one, and rotate once more)",
+          "Auth tokens whose sealed value cannot be opened, left as they are and never holding up the rest: sealed " +
+          "under a key PROVIDER_SECRET_KEYS no longer lists (list that key again, after the new one, and rotate once " +
+          "more), or not opening under the key their id names",
       }),
     remaining: z.boolean().openapi({ description: "More are due than one call takes: call again" }),
   })
