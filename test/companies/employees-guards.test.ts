@@ -260,6 +260,41 @@ describe("what a command read before its batch, asked again inside it", () => {
     expect(n).toBe(0);
   });
 
+  it("a PUT without roles that lands after the removal of an employee whose account stays (their own email): 404, nothing written", async () => {
+    const local = fresh("leaver");
+    const person = await create(body(local, { roles: ["Viewer"] }));
+    // Their own email (no employer): the account outlives the membership.
+    await env.DB.prepare(
+      'INSERT INTO person_emails (person_id, email, "primary", employer_company_id) VALUES (?, ?, 0, NULL)',
+    )
+      .bind(person.id, `${local}@own.example`)
+      .run();
+    const access = await resolveCompanyAccess(createDeps(env), DEMO.people.alice, 1, "write employees");
+    let removed = false;
+    const deps = racedBy(async () => {
+      if (removed) return;
+      removed = true;
+      expect((await as("alice").send("DELETE", `${ACME}/${person.id}`)).status).toBe(204);
+    });
+    const taken = `${fresh("orphan")}@acme.example`;
+    await expect(
+      employees.updateEmployee(deps, access, person.id, {
+        firstName: "Ghost",
+        emails: [{ primary: true, email: taken }],
+      } as never),
+    ).rejects.toMatchObject({ statusCode: 404 });
+    const row = await env.DB.prepare("SELECT first_name AS name FROM people WHERE id = ?")
+      .bind(person.id)
+      .first<{ name: string }>();
+    expect(row?.name).not.toBe("Ghost");
+    expect(await env.DB.prepare("SELECT 1 FROM person_emails WHERE email = ?").bind(taken).first()).toBeNull();
+    // The address is free for Acme's next employee.
+    expect(
+      (await as("alice").send("POST", ACME, body(fresh("reuse"), { emails: [{ primary: true, email: taken }] })))
+        .status,
+    ).toBe(200);
+  });
+
   it("a rename read a person of Acme alone, but the operator added them to Globex meanwhile: 409, their names stay", async () => {
     const local = fresh("joins-globex");
     const target = await create(body(local, { roles: ["Viewer"] }));

@@ -47,10 +47,11 @@ export function assertCovers(access: CompanyAccess, personId: number, target: St
 
 /**
  * The batch that changes or removes a member starts with this guard (src/db/guard.ts): it rolls the
- * batch back when, at that moment, the member holds a permission the caller's roles do not grant,
- * as when another request made them an Admin after this one read their standing (an HR member
- * would otherwise demote or remove an Admin). Its check, asked after a rollback: their standing
- * read again (404 when they are gone, as when a removal committed first) and `assertCovers`.
+ * batch back when, at that moment, they are no longer a member (a removal committed first: a change
+ * would otherwise rename, or give the company's emails to, someone who left), or hold a permission
+ * the caller's roles do not grant, as when another request made them an Admin after this one read
+ * their standing (an HR member would otherwise demote or remove an Admin). Its check, asked after a
+ * rollback: their standing read again (404 when they are gone) and `assertCovers`.
  */
 export function standingGuardStatement(
   deps: Deps,
@@ -62,7 +63,9 @@ export function standingGuardStatement(
   return guardStatement(
     deps.db,
     "standing",
-    sql`exists (
+    sql`not exists (select 1 from ${memberships}
+      where ${memberships.companyId} = ${access.companyId} and ${memberships.personId} = ${personId})
+    or exists (
       select 1 from ${memberships}
       join ${membershipRoles} on ${membershipRoles.membershipId} = ${memberships.id}
       join ${roles} on ${roles.id} = ${membershipRoles.roleId} and ${roles.companyId} = ${memberships.companyId},
