@@ -75,16 +75,16 @@ export async function scanSideInD1({ db }: Deps): Promise<number> {
 
 /**
  * The stage the company's move is in: its recorded stage, or `copy` for a company still served
- * from D1 (recorded now); null when there is nothing to move (gone, or moved).
+ * from D1 (recorded now); `moved` when its move is finished, null when it is gone.
  */
-async function stageOf({ db }: Deps, companyId: number): Promise<Stage | null> {
+async function stageOf({ db }: Deps, companyId: number): Promise<Stage | "moved" | null> {
   const [row] = await db.all<{ inObject: number; stage: Stage | null }>(
     sql`select c.scans_in_object as inObject, m.stage from ${companies} c
         left join ${companyScanMoves} m on m.company_id = c.id where c.id = ${companyId}`,
   );
   if (!row) return null;
   if (row.stage) return row.stage;
-  if (row.inObject) return null;
+  if (row.inObject) return "moved";
   await db.insert(companyScanMoves).values({ companyId, stage: "copy" }).onConflictDoNothing();
   return "copy";
 }
@@ -96,7 +96,12 @@ async function stageOf({ db }: Deps, companyId: number): Promise<Stage | null> {
 export async function moveCompanyScansChunk(deps: Deps, message: MoveMessage): Promise<Chunk> {
   const { companyId } = message;
   const stage = await stageOf(deps, companyId);
-  if (stage === null) return { done: { companyId, skipped: true }, ...(await continueWith(deps, companyId)) };
+  if (stage === null || stage === "moved") {
+    // A chain behind another (the move started again while under way): its last chunk's copy may have
+    // landed after the other chain finished the move, marking the move under way again in the object.
+    if (stage === "moved") await deps.companyObjects.of(companyId).moveFinished();
+    return { done: { companyId, skipped: true }, ...(await continueWith(deps, companyId)) };
+  }
   const afterPerson = stage === message.stage ? message.afterPerson : 0;
   const members = await membersAfter(deps, companyId, afterPerson);
   const done =
@@ -119,17 +124,16 @@ async function continueWith(deps: Deps, companyId: number): Promise<{ next?: Mov
 
 /**
  * A stage's last chunk is done: after `copy` the company is flipped to its object (with the stage,
- * one batch); after `recopy` the object forgets people no longer members; after `clean` its move
- * is finished.
+ * one batch); after `recopy` the object forgets people no longer members and is told the move has
+ * finished; after `clean` it is told again, and the move's record goes.
  */
 async function finishStage(deps: Deps, companyId: number, stage: Stage) {
   const { db } = deps;
   const next = AFTER[stage];
-  if (stage === "recopy") {
-    await forgetFormerMembers(deps, companyId);
-    // From here the object's removal step takes the exposures it was given too.
-    await deps.companyObjects.of(companyId).moveFinished();
-  }
+  if (stage === "recopy") await forgetFormerMembers(deps, companyId);
+  // From here the object's removal step takes the exposures it was given too; told again at the end of
+  // `clean`, after which no copy of this chain lands (another chain's late one: `moveCompanyScansChunk`).
+  if (stage !== "copy") await deps.companyObjects.of(companyId).moveFinished();
   const record = eq(companyScanMoves.companyId, companyId);
   if (next === null) await db.delete(companyScanMoves).where(record);
   else if (stage === "copy")

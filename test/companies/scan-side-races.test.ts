@@ -279,3 +279,90 @@ describe("the move's window, while D1 may still act on what it gave the object",
     }
   });
 });
+
+describe("the move started twice", () => {
+  type MoveMessage = Extract<BackgroundMessage, { kind: "move-company-scans" }>;
+  /** Runs a chain's messages of Acme until it leaves Acme or ends. */
+  async function drainAcme(first: MoveMessage | undefined, deps = createDeps(env)) {
+    let message = first;
+    while (message && message.companyId === ACME)
+      message = (await moveCompanyScansChunk(deps, message)).next as MoveMessage;
+  }
+
+  it("a second chain's late recopy chunk, landing after the first chain finished, leaves the object acting on every exposure", async () => {
+    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation((async () => undefined) as never);
+    await scansInObject(ACME, false);
+    const people: number[] = [];
+    for (let k = 0; k <= MOVE_MEMBERS_CHUNK; k++) people.push(await newEmployee());
+    const person = people[0]!;
+    // A listing D1 found, still pending (D1's hourly step has not run).
+    await apply([found(person, `rerun-${person}`)]);
+
+    // Chain 1: the copy stage to its end (the flip).
+    let message: MoveMessage | undefined = {
+      kind: "move-company-scans",
+      companyId: ACME,
+      stage: "copy",
+      afterPerson: 0,
+    };
+    while (message?.stage === "copy")
+      message = (await moveCompanyScansChunk(createDeps(env), message)).next as MoveMessage;
+    expect(message).toMatchObject({ stage: "recopy", afterPerson: 0 });
+    const chain1 = message;
+    // The operator starts the move again: chain 2 begins at the recorded stage. Its first recopy chunk is read,
+    // and before it lands chain 1 finishes the whole move.
+    const chain2: MoveMessage = { kind: "move-company-scans", companyId: ACME, stage: "recopy", afterPerson: 0 };
+    const slow = meanwhileInCompanyObjects(createDeps(env), "importScanSide", async (importIt) => {
+      await drainAcme(chain1);
+      return importIt();
+    });
+    await drainAcme((await moveCompanyScansChunk(slow, chain2)).next as MoveMessage);
+    const moves = await env.DB.prepare("SELECT count(*) AS n FROM company_scan_moves WHERE company_id = ?")
+      .bind(ACME)
+      .first<{ n: number }>();
+    expect(moves!.n).toBe(0);
+
+    // The object's next hourly step requests the carried-over exposure.
+    await makeRemovalsDue();
+    await runDurableObjectAlarm(companyObject(ACME));
+    expect(await inObject("SELECT status FROM exposures WHERE person_id = ?", person)).toEqual([
+      { status: "in_progress" },
+    ]);
+  });
+
+  it("a listing found again by the object and requested before the recopy carries D1's copy over is requested once", async () => {
+    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation((async () => undefined) as never);
+    await scansInObject(ACME, false);
+    try {
+      const person = await newEmployee();
+      const url = `https://peoplefinder.example/p/requested-${person}`;
+      // The person's copy chunk (nothing yet), then D1 finds the listing, then the flip.
+      await companyObject(ACME).importScanSide(ACME, { scans: [], results: [], exposures: [], history: [], sites: [] });
+      await apply([found(person, `requested-a-${person}`, url)]);
+      const d1 = await chunkOf(person);
+      await scansInObject(ACME, true);
+      // A new scan finds the listing again: the object, without D1's copy, opens its own, and its hourly step
+      // requests it before the recopy reaches the person.
+      await apply([found(person, `requested-b-${person}`, url)]);
+      await makeRemovalsDue();
+      await runDurableObjectAlarm(companyObject(ACME));
+      await forwardCompanyEvents(createDeps(env), ACME);
+      const [own] = await inObject<{ id: number; status: string }>(
+        "SELECT id, status FROM exposures WHERE person_id = ?",
+        person,
+      );
+      expect(own).toMatchObject({ status: "in_progress" });
+
+      // The recopy carries D1's pending copy; the move finishes; the object's next step.
+      await companyObject(ACME).importScanSide(ACME, d1);
+      await companyObject(ACME).moveFinished();
+      await makeRemovalsDue();
+      await runDurableObjectAlarm(companyObject(ACME));
+      await forwardCompanyEvents(createDeps(env), ACME);
+      expect(await acmeEventsAbout(person, "request:created")).toHaveLength(1);
+      expect(await inObject("SELECT id, status FROM exposures WHERE person_id = ?", person)).toEqual([own]);
+    } finally {
+      await scansInObject(ACME, true);
+    }
+  });
+});

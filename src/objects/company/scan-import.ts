@@ -1,4 +1,4 @@
-import { eq, sql } from "drizzle-orm";
+import { eq, sql, type SQL } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { ScanSideChunk } from "../../domain/company-scans";
 import { recountStatuses } from "./exposures";
@@ -41,7 +41,7 @@ export function importScanSide(db: Db, companyId: number, chunk: ScanSideChunk):
     for (const scan of chunk.scans) importScan(tx, scan);
     for (const result of chunk.results) tx.insert(scanResults).values(result).onConflictDoNothing().run();
     for (const exposure of chunk.exposures) {
-      if (exposure.status !== "closed") dropOwnDuplicate(tx, exposure);
+      if (exposure.status !== "closed" && !oneListingOneExposure(tx, exposure)) continue;
       importExposure(tx, exposure);
     }
     for (const line of chunk.history) importHistoryLine(tx, line);
@@ -51,15 +51,22 @@ export function importScanSide(db: Db, companyId: number, chunk: ScanSideChunk):
 
 /**
  * A listing D1 found open before the flip, and the object found again after it but before the
- * recopy carried D1's over: the listing is one exposure, the first found (D1's), as D1 would have
- * kept it. The object's own open copy goes with its history.
+ * recopy carried D1's over: the listing is one exposure. While the object's own copy is untouched
+ * (pending), D1's, the first found, is kept as D1 would have kept it, and the object's own goes with
+ * its history. Once the object acted on its own (requested its removal, or closed it), D1's copy
+ * still pending is the one left out: the company must not get a second removal request for one
+ * listing. Returns whether D1's copy is kept.
  */
-function dropOwnDuplicate(tx: Tx, exposure: ScanSideChunk["exposures"][number]) {
-  const same = sql`select id from exposures
+function oneListingOneExposure(tx: Tx, exposure: ScanSideChunk["exposures"][number]): boolean {
+  const own = (statuses: SQL) => sql`select id from exposures
     where person_id = ${exposure.personId} and site_id = ${exposure.siteId} and url is ${exposure.url}
-      and status in ('pending', 'in_progress') and id <> ${exposure.id} and created_at > ${exposure.createdAt.getTime()}`;
-  tx.run(sql`delete from exposure_history where exposure_id in (${same})`);
-  tx.run(sql`delete from exposures where id in (${same})`);
+      and status in ${statuses} and id <> ${exposure.id} and created_at > ${exposure.createdAt.getTime()}`;
+  if (exposure.status === "pending" && tx.get(sql`select 1 from (${own(sql`('in_progress', 'closed')`)}) limit 1`))
+    return false;
+  const open = own(sql`('pending', 'in_progress')`);
+  tx.run(sql`delete from exposure_history where exposure_id in (${open})`);
+  tx.run(sql`delete from exposures where id in (${open})`);
+  return true;
 }
 
 /** Only D1's newer change replaces the object's row (`updated_at`). */
