@@ -10,6 +10,9 @@ import {
   rotateSecret,
   testWebhook,
 } from "../../src/routes/webhooks/webhooks.routes";
+import { createDeps } from "../../src/services/create-deps";
+import { sendTestEvent, sweepOutbox } from "../../src/services/webhook-delivery";
+import { OUTBOX_STALE_MS } from "../../src/services/webhook-delivery/sweep";
 import { answer, as, call, expectError } from "../helpers";
 import { deliver, deliveryRow, newDelivery, newWebhook, receiver, until, webhookHeaders } from "../webhook-receiver";
 
@@ -73,6 +76,64 @@ describe("POST /companies/{company_id}/webhooks/{id}/test", () => {
     expect(result).toMatchObject({ status: "failed", result: "410" });
     expect(calls).toHaveLength(1);
     expect(await deliveryRow(result.history_id)).toMatchObject({ status: "failed", attempts: 1 });
+    const after = await answer(await as("alice").get(`/companies/1/webhooks/${webhook.id}`), 200, getWebhook);
+    expect(after).toEqual(webhook);
+  });
+
+  it("a test whose answer could not be recorded is finished by the sweep, never sent again, and changes no webhook", async () => {
+    const webhook = await newWebhook();
+    const deps = createDeps(env);
+    let batches = 0;
+    // The test's entry commits; the write after the POST (its attempt and result) fails: the client gets a 500.
+    const db = new Proxy(deps.db, {
+      get(target, key, receiverObj) {
+        if (key === "batch")
+          return (...args: unknown[]) => {
+            batches++;
+            if (batches === 2) return Promise.reject(new Error("D1_ERROR: network connection lost"));
+            return (target.batch as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        return Reflect.get(target, key, receiverObj) as unknown;
+      },
+    });
+    const first = receiver(() => new Response(null, { status: 204 }));
+    await expect(sendTestEvent({ ...deps, db }, 1, webhook.id)).rejects.toThrow();
+    expect(first).toHaveLength(1);
+    const { id } = (await env.DB.prepare(
+      "SELECT id FROM webhook_deliveries WHERE event = 'webhook:test' AND webhook_id = ?",
+    )
+      .bind(webhook.id)
+      .first<{ id: string }>())!;
+    vi.restoreAllMocks();
+
+    // Five minutes later the outbox sweep finds it pending; its turn comes with the endpoint answering 410.
+    const again = receiver(() => new Response(null, { status: 410 }));
+    await sweepOutbox(createDeps(env), new Date(Date.now() + OUTBOX_STALE_MS + 1_000));
+    await deliver(id);
+    expect(again).toHaveLength(0);
+    expect(await deliveryRow(id)).toMatchObject({
+      status: "failed",
+      result: "not delivered: the test's answer was not recorded",
+    });
+    const after = await answer(await as("alice").get(`/companies/1/webhooks/${webhook.id}`), 200, getWebhook);
+    expect(after).toEqual(webhook);
+  });
+
+  it("a resent test is sent again and a 410 to it still deactivates nothing", async () => {
+    const webhook = await newWebhook();
+    receiver(() => new Response(null, { status: 500 }));
+    const test = await answer(
+      await as("alice").send("POST", `/companies/1/webhooks/${webhook.id}/test`),
+      200,
+      testWebhook,
+    );
+    expect(test.status).toBe("failed");
+    expect((await as("alice").send("POST", `/companies/1/webhooks/history/${test.history_id}/resend`)).status).toBe(
+      202,
+    );
+    const calls = receiver(() => new Response(null, { status: 410 }));
+    await deliver(test.history_id);
+    expect(calls).toHaveLength(1);
     const after = await answer(await as("alice").get(`/companies/1/webhooks/${webhook.id}`), 200, getWebhook);
     expect(after).toEqual(webhook);
   });

@@ -1,3 +1,4 @@
+import { TEST_EVENT } from "../../domain/events";
 import type { Deps } from "../deps";
 import { finishStatement, FINISHED, loadDelivery, recordAttempt, type Delivery } from "./records";
 import { MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, webhookHealth } from "./retry-policy";
@@ -41,6 +42,17 @@ export async function attemptDelivery(
   // A duplicate message (the outbox sweep, at-least-once queues) for a finished row.
   if ((FINISHED as readonly string[]).includes(row.status)) return { action: "ack", status: "done" };
 
+  // A test is sent once, by its own request (test-send.ts): one still pending with no answer ever recorded
+  // (a resent one keeps its last) is a test whose request failed after its POST, found by the outbox sweep.
+  const test = row.event === TEST_EVENT;
+  if (test && row.attempts === 0 && row.result === "") {
+    await finishStatement(db, deliveryId, {
+      status: "failed",
+      result: "not delivered: the test's answer was not recorded",
+    });
+    return { action: "ack", status: "skipped" };
+  }
+
   const webhook = row.webhook?.id != null ? row.webhook : null;
   if (!webhook || !webhook.active) {
     const why = webhook ? "the webhook is inactive" : "the webhook was deleted";
@@ -54,8 +66,9 @@ export async function attemptDelivery(
   const gone = answer.status === 410;
   const final = ok || gone || answer.result === "invalid endpoint" || attempt >= MAX_ATTEMPTS;
 
-  // Two writes for a success of a webhook that was not failing: its attempt and its row.
-  const health = webhookHealth(db, webhook, ok, gone, now);
+  // Two writes for a success of a webhook that was not failing: its attempt and its row. A test (resent)
+  // changes nothing of the webhook: no failing clock, no deactivation.
+  const health = test ? null : webhookHealth(db, webhook, ok, gone, now);
   const [, , changed] = await db.batch([
     recordAttempt(db, deliveryId, now, answer),
     finishStatement(db, deliveryId, {

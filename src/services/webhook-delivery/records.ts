@@ -49,6 +49,7 @@ function loadDeliveries(db: Db, deliveryIds: string[]) {
       payload: webhookDeliveries.payload,
       rendered: webhookDeliveries.rendered,
       status: webhookDeliveries.status,
+      result: webhookDeliveries.result,
       attempts: webhookDeliveries.attempts,
       createdAt: webhookDeliveries.createdAt,
       webhook: {
