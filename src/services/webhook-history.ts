@@ -146,13 +146,18 @@ export async function getHistoryEntry(deps: Deps, companyId: number, id: string)
   ]);
   const row = inD1 ?? kept?.row;
   if (!row) return refusal(404, `history entry ${id} does not exist`);
-  // A resent entry: its earlier attempts in the object, the new ones in D1.
+  // A resent entry: its earlier attempts in the object, the new ones in D1 (an attempt both hold, once).
   const attempts = [...(kept?.attempts ?? []), ...(inD1 ? await listAttempts(deps.db, id) : [])];
+  const seen = new Set<string>();
+  const once = attempts.filter((attempt) => {
+    const key = `${attempt.at.getTime()} ${attempt.result} ${attempt.durationMs}`;
+    return !seen.has(key) && seen.add(key);
+  });
   return {
     ok: true as const,
     entry: {
       ...toHistoryEntry(row),
-      attempts: attempts.map((attempt) => ({
+      attempts: once.map((attempt) => ({
         at: iso(attempt.at)!,
         result: attempt.result,
         duration_ms: attempt.durationMs,

@@ -235,6 +235,30 @@ describe("finished deliveries leave D1 for the company's object", () => {
     });
   });
 
+  it("a resend landing between the object's keep and D1's delete: the entry is listed once, its attempts once", async () => {
+    const webhook = await newWebhook();
+    const id = await newDelivery(webhook.id);
+    await env.DB.prepare("UPDATE webhook_deliveries SET attempts = 7 WHERE id = ?").bind(id).run();
+    receiver(() => new Response(null, { status: 500 }));
+    await deliver(id, 1, { COMPANY: acmeObjectDown() }); // the 8th attempt fails; its hand-over does not happen
+    vi.restoreAllMocks();
+    // The sweep's hand-over: the object keeps it, and right then the company resends it.
+    const real = createDeps(env);
+    const raced = meanwhileInCompanyObjects(real, "keepFinished", async (keep) => {
+      const kept = await keep();
+      expect(await resendDelivery(real, 1, id)).toEqual({ ok: true });
+      return kept;
+    });
+    await handOverFinished(raced, { ids: [id] });
+    const shown = await entry(id);
+    expect({ status: shown.status, attempts: shown.attempts.map((attempt) => attempt.result) }).toEqual({
+      status: "pending",
+      attempts: ["500"],
+    });
+    // The object's copy no longer answers in the list: D1's row does (deep pages do not merge duplicates).
+    expect((await company(1).history({}, 0, 1000)).rows.filter((row) => row.id === id)).toEqual([]);
+  });
+
   it("a test send is kept by the object too", async () => {
     const webhook = await newWebhook();
     receiver(() => new Response("ok", { status: 200 }));

@@ -90,7 +90,9 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
   const refused = rows.filter((row) => !kept.includes(row));
   const writes = [
     // Handed over: they leave D1 (their attempts go with them: cascade).
-    ...(kept.length > 0 ? [db.delete(webhookDeliveries).where(same(kept))] : []),
+    ...(kept.length > 0
+      ? [db.delete(webhookDeliveries).where(same(kept)).returning({ id: webhookDeliveries.id })]
+      : []),
     // Not taken: queued again behind what finished until now, so they never hold up other companies' rows;
     // their finish time (`updated_at`) stays, for D1's retention and the object's.
     ...(refused.length > 0
@@ -103,10 +105,34 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
         ]
       : []),
   ];
-  if (writes.length > 0) await db.batch(writes as [(typeof writes)[number], ...typeof writes]);
+  if (writes.length > 0) {
+    const [deleted] = await db.batch(writes as [(typeof writes)[number], ...typeof writes]);
+    if (kept.length > 0) await markChangedMeanwhile(deps, kept, deleted as { id: string }[]);
+  }
   // A chunk continues only when it was full and most of it was handed over: rows that keep being
   // refused wait for the next minute's sweep instead of keeping a chain going.
   return { handed: kept.length, full: !ids && rows.length >= limit && kept.length * 2 >= rows.length };
+}
+
+/**
+ * Rows the objects kept that D1 did not delete: a resend changed them between the read and the delete. D1's
+ * row answers for each again, so its company's object marks its copy resent (as the resend itself does when
+ * it finds the entry there), and the next hand-over replaces it; until then the copy is neither listed twice
+ * nor its attempts shown twice. A mark that fails is logged: the entry's own read merges its attempts anyway.
+ */
+async function markChangedMeanwhile(deps: Deps, kept: { id: string; companyId: number }[], deleted: { id: string }[]) {
+  const gone = new Set(deleted.map((row) => row.id));
+  await Promise.all(
+    kept
+      .filter((row) => !gone.has(row.id))
+      .map(async ({ id, companyId }) => {
+        try {
+          await deps.companyObjects.of(companyId).markResent(id);
+        } catch (err) {
+          logError("a resent entry's company object was not told", err, { companyId, deliveryId: id });
+        }
+      }),
+  );
 }
 
 /**
