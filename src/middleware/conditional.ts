@@ -25,6 +25,21 @@ export async function bodyETag(body: ArrayBuffer): Promise<string | null> {
   return digest && `"${Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("")}"`;
 }
 
+/** The headers of a page that the client reads with its body (lib/pagination.ts): its tag covers them too. */
+const PAGE_HEADERS = ["X-Total-Count", "Link"] as const;
+
+/**
+ * The `ETag` of an answer: its body's (`bodyETag`), or, for a page, the digest of its body's tag and
+ * its `X-Total-Count` and `Link`, so a page whose items stayed while the list around it grew or
+ * shrank is not a 304 (the client would keep the old total and the old last page).
+ */
+async function answerETag(body: ArrayBuffer, headers: Headers): Promise<string | null> {
+  const tag = await bodyETag(body);
+  const page = PAGE_HEADERS.map((name) => headers.get(name));
+  if (tag === null || page.every((value) => value === null)) return tag;
+  return bodyETag(new TextEncoder().encode(JSON.stringify([tag, ...page])).buffer as ArrayBuffer);
+}
+
 /** hono's `etagMatches`: `*`, or a tag of `If-None-Match` equal to `tag` without its weak mark. */
 const matches = (tag: string, ifNoneMatch: string | null) =>
   ifNoneMatch === "*" || (ifNoneMatch?.match(/"[^"]*"/g)?.some((named) => named === tag.replace(/^W\//, "")) ?? false);
@@ -35,8 +50,8 @@ const RETAINED_304_HEADERS = new Set(["cache-control", "content-location", "date
 /**
  * Conditional reads (docs/decisions.md, "Conditional reads"): the answer's
  * `ETag` is a digest of its body (the digest hono's etag middleware makes,
- * `bodyETag`), so it changes exactly when what the client would read
- * changes; `If-None-Match` naming it answers 304 without a body. The read
+ * `bodyETag`), and of a page's `X-Total-Count` and `Link` (`answerETag`),
+ * so it changes exactly when what the client would read changes; `If-None-Match` naming it answers 304 without a body. The read
  * still runs: a 304 saves the client's bandwidth and parsing, not the
  * server's queries. hono's middleware, which this replaces answer for
  * answer, tees the response's stream and reads the copy piece by piece;
@@ -54,7 +69,7 @@ export const conditionalRead = createMiddleware<AppEnv>(async (c, next) => {
   if (!tag) {
     if (res.body === null) return;
     body = await res.arrayBuffer();
-    tag = await bodyETag(body);
+    tag = await answerETag(body, res.headers);
     if (tag === null) {
       c.res = new Response(body, res);
       return;

@@ -5,7 +5,7 @@ import { conditionalRead } from "../../src/middleware/conditional";
 import { trustLookupGet } from "../../src/routes/buzz/buzz.routes";
 import { syncContacts } from "../../src/routes/contacts/contacts.routes";
 import type { AppEnv } from "../../src/types";
-import { answer, as, call, DEMO, expectError, secureNumberOf } from "../helpers";
+import { answer, as, call, DEMO, employeeBody, expectError, fresh, secureNumberOf } from "../helpers";
 
 /** Wire details a mobile client relies on (docs/decisions.md, "Conditional reads", "Date", "Rate limits", "Ids"). */
 
@@ -77,6 +77,29 @@ describe("conditional reads: ETag and If-None-Match", () => {
     const changed = await as("carol").get(`/contacts/${contact!.id}`, { headers: { "If-None-Match": tag } });
     expect(changed.status).toBe(200);
     expect(changed.headers.get("ETag")).not.toBe(tag);
+  });
+});
+
+describe("conditional reads of a page", () => {
+  it("a page whose items stay while the list grows elsewhere is a 200 with the new total and links, not a 304", async () => {
+    const path = "/companies/1/employees?per_page=1";
+    const first = await as("alice").get(path);
+    const tag = first.headers.get("ETag")!;
+    const total = Number(first.headers.get("X-Total-Count"));
+    expect((await as("alice").get(path, { headers: { "If-None-Match": tag } })).status).toBe(304);
+    // A new employee has a later id: page 1 shows the same person as before.
+    const created = await as("alice").send(
+      "POST",
+      "/companies/1/employees",
+      employeeBody(fresh("paged"), { license: null }),
+    );
+    expect(created.status).toBe(200);
+    const again = await as("alice").get(path, { headers: { "If-None-Match": tag } });
+    expect(again.status).toBe(200);
+    expect(await again.text()).toBe(await first.text());
+    expect(again.headers.get("X-Total-Count")).toBe(String(total + 1));
+    expect(again.headers.get("Link")).not.toBe(first.headers.get("Link"));
+    expect(again.headers.get("ETag")).not.toBe(tag);
   });
 });
 
