@@ -215,11 +215,11 @@ describe("what a command read before its batch, asked again inside it", () => {
       expect((await as("alice").send("PUT", path, { roles: ["Admin"] })).status).toBe(200);
       expect((await target.send("PUT", ALICE, { roles: ["Viewer"] })).status).toBe(200);
     });
-    await expect(employees.updateEmployee(deps, access, target.person.id, { roles: ["Viewer"] })).rejects.toMatchObject(
-      {
-        statusCode: 403,
-      },
-    );
+    // Their roles as read, and a new name: a change (a PUT of what they have now alone writes nothing).
+    const changes = { roles: ["Viewer"], lastName: "Demoted" };
+    await expect(employees.updateEmployee(deps, access, target.person.id, changes)).rejects.toMatchObject({
+      statusCode: 403,
+    });
     expect(await settingsWriters()).toEqual([target.person.id]);
     // Alice is the only Admin again for the tests that follow.
     expect((await target.send("PUT", ALICE, { roles: ["Admin"] })).status).toBe(200);

@@ -643,6 +643,40 @@ describe("PUT /companies/{company_id}/employees/{id}", () => {
     expect(sent.map((row) => row.payload)).toEqual([updated]);
   });
 
+  it("a PUT that changes nothing (the values it has now, its license, its roles) writes nothing and sends no person:updated", async () => {
+    await addWebhook(1, "person:updated");
+    const local = fresh("unchanged");
+    const input = employeeBody(local, {
+      license: "scan",
+      roles: ["Viewer"],
+      phone_numbers: [{ primary: true, country_code: "+1", phone_number: "4155550177" }],
+      akas: [{ first_name: "Dee", middle_name: null, last_name: null }],
+    });
+    const person = await create(input);
+    const updatedAt = () => countRows("SELECT updated_at AS n FROM people WHERE id = ?", person.id);
+    const before = await updatedAt();
+    const events = async () => (await deliveries("person:updated")).filter((row) => row.payload.id === person.id);
+    for (const body of [
+      input,
+      { license: "scan" },
+      { roles: ["viewer"] },
+      { emails: [{ email: `${local}@acme.example` }] },
+    ]) {
+      const same = await answer(await as("alice").send("PUT", `${ACME}/${person.id}`, body), 200, updateEmployee);
+      expect(same).toEqual(await answer(await as("alice").get(`${ACME}/${person.id}`), 200, getEmployee));
+    }
+    expect(await events()).toEqual([]);
+    expect(await updatedAt()).toBe(before);
+    // A change among unchanged values is one.
+    const changed = await answer(
+      await as("alice").send("PUT", `${ACME}/${person.id}`, { ...input, last_name: "Changed" }),
+      200,
+      updateEmployee,
+    );
+    expect(changed.last_name).toBe("Changed");
+    expect((await events()).map((row) => row.payload)).toEqual([changed]);
+  });
+
   it("400 for a body that names no field", async () => {
     expect(
       await expectError(await as("alice").send("PUT", `${ACME}/2`, { nickname: "x" }), 400, "Bad Request"),

@@ -135,6 +135,17 @@ export function settingsWriterGuardStatement(
   );
 }
 
+/** Whether membership `membershipId` holds exactly `chosen` (a PUT naming its current roles changes nothing). */
+export async function holdsExactly({ db }: Deps, membershipId: number, chosen: { id: number }[]): Promise<boolean> {
+  const held = await db
+    .select({ roleId: membershipRoles.roleId })
+    .from(membershipRoles)
+    .where(eq(membershipRoles.membershipId, membershipId))
+    .all();
+  const ids = new Set(chosen.map((role) => role.id));
+  return held.length === ids.size && held.every((row) => ids.has(row.roleId));
+}
+
 /**
  * Role names of the company, case-insensitively → role ids. A role the
  * company lacks is a 400 (docs/decisions.md); a role with a permission the caller

@@ -39,6 +39,7 @@ import {
 import {
   assertCovers,
   assertNotLastSettingsWriter,
+  holdsExactly,
   pickRoles,
   resolveRoles,
   settingsWriterGuardStatement,
@@ -53,6 +54,7 @@ import {
   soleEmployerGuardStatement,
   touchesPersonWide,
   withoutPersonWideChanges,
+  withoutUnchangedPersonWide,
 } from "./person-wide";
 import { addNewEmployees, collectionInserts, confirmedNumbersOf } from "./statements";
 
@@ -195,6 +197,8 @@ export async function createEmployees(
  * settings` from its last holder (409). When the person also belongs to
  * another company, their person-wide details (names, dob, akas, phones,
  * addresses) are theirs: changing them is a 409; sending them unchanged is fine.
+ * A PUT whose every value is the current one writes nothing and sends no
+ * `person:updated`: it answers the Person as it is.
  */
 export async function updateEmployee(
   deps: Deps,
@@ -209,7 +213,10 @@ export async function updateEmployee(
   const membership = await standingOf(deps, companyId, personId);
   assertCovers(access, personId, membership, "change");
   const shared = await belongsElsewhere(deps, companyId, personId);
-  const changes = shared ? await withoutPersonWideChanges(deps, personId, requested) : requested;
+  // Fields sent with their current values are left out: they change nothing (nor do they rewrite rows).
+  const changes = shared
+    ? await withoutPersonWideChanges(deps, personId, requested)
+    : await withoutUnchangedPersonWide(deps, personId, requested);
 
   // What was read above may have changed since (they were made an Admin, or removed): asked again first.
   const statements: (BatchItem<"sqlite"> | GuardStatement)[] = [
@@ -218,21 +225,22 @@ export async function updateEmployee(
   // Read as theirs alone: the operator may add them to another company before the batch lands.
   if (!shared && touchesPersonWide(changes))
     statements.push(soleEmployerGuardStatement(deps, companyId, personId, changes));
+  const names = {
+    ...(changes.firstName !== undefined && { firstName: changes.firstName }),
+    ...(changes.middleName !== undefined && { middleName: changes.middleName }),
+    ...(changes.lastName !== undefined && { lastName: changes.lastName }),
+    ...(changes.dob !== undefined && { dob: changes.dob }),
+  };
   statements.push(
     db
       .update(people)
-      .set({
-        ...(changes.firstName !== undefined && { firstName: changes.firstName }),
-        ...(changes.middleName !== undefined && { middleName: changes.middleName }),
-        ...(changes.lastName !== undefined && { lastName: changes.lastName }),
-        ...(changes.dob !== undefined && { dob: changes.dob }),
-        updatedAt: now,
-      })
+      .set({ ...names, updatedAt: now })
       .where(eq(people.id, personId)),
   );
+  const renamed = Object.keys(names).length > 0;
 
-  if (changes.roles) {
-    const granted = await resolveRoles(deps, access, changes.roles);
+  const granted = changes.roles ? await resolveRoles(deps, access, changes.roles) : null;
+  if (granted && !(await holdsExactly(deps, membership.membershipId, granted))) {
     if (
       !grants(
         granted.flatMap((role) => role.permissions),
@@ -251,11 +259,12 @@ export async function updateEmployee(
       ),
     );
   }
-  if (changes.emails) {
-    await assertEmailsFree(deps, changes.emails, { companyId, personId });
+  if (changes.emails) await assertEmailsFree(deps, changes.emails, { companyId, personId });
+  const emails = changes.emails ? await emailReplacement(db, companyId, personId, changes.emails, shared) : [];
+  if (emails.length > 0) {
     // Both the emails they leave and the ones they take change hands (the owner records contacts link through).
     batch.markStaleEmailsOf(personId);
-    statements.push(...(await emailReplacement(db, companyId, personId, changes.emails, shared)));
+    statements.push(...emails);
   }
   if (changes.akas) {
     statements.push(db.delete(personAkas).where(eq(personAkas.personId, personId)));
@@ -288,14 +297,21 @@ export async function updateEmployee(
       statements.push(seatGuardStatement(db, companyId, licenseId));
     }
   }
+  // Nothing sent differs from what the person has now (their record's time and the guards aside): nothing
+  // is written, and no `person:updated` is sent.
+  if (!renamed && statements.filter((statement) => !("check" in statement)).length === 1) {
+    const person = await loadPerson(deps, companyId, personId, access.company.scansInObject);
+    if (!person) throw notFound(`employee ${personId} does not exist`);
+    return person;
+  }
   statements.push(db.update(memberships).set({ updatedAt: now }).where(eq(memberships.id, membership.membershipId)));
   // Their coworkers, in every company they belong to, see the change in their heartbeat.
   statements.push(touchRosters(db, { personIds: personId, at: now }));
-  if (changes.emails) explainEmailRace(batch, changes.emails, { companyId, personId });
+  if (changes.emails && emails.length > 0) explainEmailRace(batch, changes.emails, { companyId, personId });
 
   for (const statement of statements) batch.add(statement);
   if (changes.phones) batch.markStaleNumbersOf(personId);
-  if (changes.emails) batch.markStaleEmailsOf(personId);
+  if (emails.length > 0) batch.markStaleEmailsOf(personId);
   // Their own heartbeat (their record's time), their names and roles as their object holds them (GET /me, their
   // chats: docs/architecture.md, "Names travel with facts"), and their coworkers' heartbeat (the rosters), at once.
   batch.markStalePerson(personId);

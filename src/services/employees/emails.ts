@@ -60,7 +60,8 @@ export function emailsTaken(emails: EmailInput[], taken: string[]) {
  * person also belongs to another company, the flags of their own emails are
  * theirs too: only this company's emails are rewritten, and naming an own
  * email that is not already primary is a 409. A company's view then shows
- * its own primary first (see `loadPeople`).
+ * its own primary first (see `loadPeople`). No statement when the emails are
+ * as they are now.
  */
 export async function emailReplacement(
   db: Db,
@@ -88,6 +89,14 @@ export async function emailReplacement(
   const wanted = new Set(emails.map((entry) => entry.email));
   const have = new Set(visible.map((row) => row.email));
   const dropped = visible.filter((row) => row.employer === companyId && !wanted.has(row.email)).map((row) => row.id);
+  const flagged = visible.filter((row) => (shared ? row.employer === companyId : true));
+  // The emails as they are now: nothing to write.
+  if (
+    dropped.length === 0 &&
+    emails.every((entry) => have.has(entry.email)) &&
+    flagged.every((row) => row.primary === (row.email === primary))
+  )
+    return [];
   const statements: BatchItem<"sqlite">[] = [];
   if (dropped.length > 0) statements.push(db.delete(personEmails).where(inArray(personEmails.id, dropped)));
   statements.push(

@@ -63,9 +63,37 @@ const PERSON_WIDE = {
  * change a person-wide field; else the changes without those fields, so that
  * values sent unchanged are not rewritten (their rows keep their ids).
  */
-export async function withoutPersonWideChanges({ db }: Deps, personId: number, changes: EmployeeChanges) {
+export async function withoutPersonWideChanges(deps: Deps, personId: number, changes: EmployeeChanges) {
+  const { fields, changed } = await comparePersonWide(deps, personId, changes);
+  if (changed.length > 0) {
+    throw conflict(
+      `this person also belongs to another company; their personal details can only be changed by them (${changed
+        .map((key) => `\`${PERSON_WIDE[key]}\``)
+        .join(", ")} would change); leave those fields out or send their current values`,
+    );
+  }
+  return without(changes, fields);
+}
+
+/** For a person of this company alone: the changes without the person-wide fields sent with their current values. */
+export async function withoutUnchangedPersonWide(deps: Deps, personId: number, changes: EmployeeChanges) {
+  const { fields, changed } = await comparePersonWide(deps, personId, changes);
+  return without(
+    changes,
+    fields.filter((key) => !changed.includes(key)),
+  );
+}
+
+function without(changes: EmployeeChanges, fields: (keyof typeof PERSON_WIDE)[]): EmployeeChanges {
+  const rest = { ...changes };
+  for (const key of fields) delete rest[key];
+  return rest;
+}
+
+/** The person-wide fields `changes` names, and those of them whose values differ from the person's now. */
+async function comparePersonWide({ db }: Deps, personId: number, changes: EmployeeChanges) {
   const fields = (Object.keys(PERSON_WIDE) as (keyof typeof PERSON_WIDE)[]).filter((key) => changes[key] !== undefined);
-  if (fields.length === 0) return changes;
+  if (fields.length === 0) return { fields, changed: [] };
   const [[base], akas, phones, addresses] = await db.batch([
     db
       .select({
@@ -106,17 +134,7 @@ export async function withoutPersonWideChanges({ db }: Deps, personId: number, c
       .orderBy(asc(personAddresses.id)),
   ]);
   const current: Record<keyof typeof PERSON_WIDE, unknown> = { ...base!, akas, phones, addresses };
-  const changed = fields.filter((key) => canonical(changes[key]) !== canonical(current[key]));
-  if (changed.length > 0) {
-    throw conflict(
-      `this person also belongs to another company; their personal details can only be changed by them (${changed
-        .map((key) => `\`${PERSON_WIDE[key]}\``)
-        .join(", ")} would change); leave those fields out or send their current values`,
-    );
-  }
-  const rest = { ...changes };
-  for (const key of fields) delete rest[key];
-  return rest;
+  return { fields, changed: fields.filter((key) => canonical(changes[key]) !== canonical(current[key])) };
 }
 
 /** JSON with object keys sorted, to compare values regardless of key order. */
