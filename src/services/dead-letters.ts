@@ -52,10 +52,10 @@ export async function keepDeadLetter(
     const parsed = deliveryMessage.safeParse(message.body);
     if (parsed.success) {
       const { deliveryId } = parsed.data;
-      // Back to pending, attempts and last result kept: the outbox sweep enqueues it again after 5 minutes,
-      // and the delivery still gets at most its eight attempts.
+      // Back to pending, attempts and last result kept, due now: the outbox sweep enqueues it again after
+      // 5 minutes, and the delivery still gets at most its eight attempts.
       await db.run(
-        sql`update ${webhookDeliveries} set status = 'pending', updated_at = ${t}
+        sql`update ${webhookDeliveries} set status = 'pending', updated_at = ${t}, due_at = ${t}
             where id = ${deliveryId} and status in ('pending', 'dispatched')`,
       );
       return "delivery due";

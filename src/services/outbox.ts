@@ -330,8 +330,8 @@ function deliveryInsert(
   return batchableAll<{ id: string }>(
     db,
     sql`
-    insert into ${webhookDeliveries} (id, company_id, webhook_id, event, payload, rendered, created_at, updated_at)
-    select ${UUID_V4}, w.company_id, w.id, w.event, ${f.payload}, ${f.rendered}, ${t}, ${t}
+    insert into ${webhookDeliveries} (id, company_id, webhook_id, event, payload, rendered, created_at, updated_at, due_at)
+    select ${UUID_V4}, w.company_id, w.id, w.event, ${f.payload}, ${f.rendered}, ${t}, ${t}, ${t}
     ${source}
     join webhooks w on w.event = ${f.event} and w.active = 1
       and (w.company_id = ${f.companyId}

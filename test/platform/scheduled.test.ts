@@ -105,7 +105,7 @@ describe("hourly cron: each job runs whatever another does", () => {
         1,
       swept: async () =>
         (await countRows(
-          "SELECT count(*) AS n FROM webhook_deliveries WHERE id = ? AND updated_at >= ?",
+          "SELECT count(*) AS n FROM webhook_deliveries WHERE id = ? AND due_at >= ?",
           delivery,
           now,
         )) === 1,

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { createDeps } from "../../src/services/create-deps";
-import { sweepOutbox } from "../../src/services/webhook-delivery";
+import { attemptDelivery, deliveriesById, sweepOutbox } from "../../src/services/webhook-delivery";
 import { listHistory } from "../../src/routes/webhooks/webhooks.routes";
 import { answer, as } from "../helpers";
 import {
@@ -255,19 +255,22 @@ describe("webhook-deliveries dead-letter queue", () => {
 describe("hourly outbox sweep", () => {
   const minute = 60_000;
 
-  async function setAge(id: string, updatedAt: number) {
-    await env.DB.prepare("UPDATE webhook_deliveries SET updated_at = ? WHERE id = ?").bind(updatedAt, id).run();
+  /** When the delivery's next attempt was due (a pending one: when it was recorded). */
+  async function setAge(id: string, dueAt: number) {
+    await env.DB.prepare("UPDATE webhook_deliveries SET due_at = ? WHERE id = ?").bind(dueAt, id).run();
   }
 
-  it("re-enqueues deliveries still pending after 5 minutes, and only those", async () => {
+  it("re-enqueues deliveries whose attempt is 5 minutes overdue (never sent, or a retry whose message was lost), and only those", async () => {
     const webhook = await newWebhook();
     const now = Date.now();
     const stale = await newDelivery(webhook.id);
     const fresh = await newDelivery(webhook.id);
-    const retrying = await newDelivery(webhook.id, { status: "dispatched", result: "500", attempts: 1 });
+    const retrying = await newDelivery(webhook.id, { status: "dispatched", result: "500", attempts: 4 });
+    const lost = await newDelivery(webhook.id, { status: "dispatched", result: "500", attempts: 1 });
     await setAge(stale, now - 6 * minute);
     await setAge(fresh, now - 2 * minute);
-    await setAge(retrying, now - 60 * minute);
+    await setAge(retrying, now + 30 * minute);
+    await setAge(lost, now - 60 * minute);
 
     const sent: unknown[] = [];
     const queue = {
@@ -278,11 +281,48 @@ describe("hourly outbox sweep", () => {
     expect(sent).toContainEqual({ kind: "deliver", deliveryId: stale });
     expect(sent).not.toContainEqual({ kind: "deliver", deliveryId: fresh });
     expect(sent).not.toContainEqual({ kind: "deliver", deliveryId: retrying });
+    expect(sent).toContainEqual({ kind: "deliver", deliveryId: lost });
 
     // Touched, so a second sweep right after sends nothing again.
     sent.length = 0;
     await sweepOutbox({ ...createDeps(env), webhookQueue: queue as never }, new Date(now + minute));
     expect(sent).not.toContainEqual({ kind: "deliver", deliveryId: stale });
+  });
+
+  it("a second message for a delivery waiting in a backlog (the sweep's) keeps one schedule: no early POST, all 8 attempts", async () => {
+    const webhook = await newWebhook();
+    const deliveryId = await newDelivery(webhook.id);
+    // Its message waits behind a backlog for more than 5 minutes: the sweep sends a second one.
+    await setAge(deliveryId, Date.now() - 6 * minute);
+    const sent: { deliveryId: string }[] = [];
+    const queue = {
+      sendBatch: async (messages: { body: { deliveryId: string } }[]) => void sent.push(...messages.map((m) => m.body)),
+    };
+    await sweepOutbox({ ...createDeps(env), webhookQueue: queue as never }, new Date());
+    expect(sent).toContainEqual({ kind: "deliver", deliveryId });
+    const calls = receiver(() => new Response(null, { status: 503 }));
+    // Both messages come, one right after the other: one POST, one retry scheduled.
+    const first = await consume("webhook-deliveries", { kind: "deliver", deliveryId });
+    const second = await consume("webhook-deliveries", { kind: "deliver", deliveryId });
+    expect(calls).toHaveLength(1);
+    expect(first.retryDelays).toEqual([10]);
+    expect(second).toMatchObject({ retryMessages: [], explicitAcks: ["msg-1"] });
+    // The one chain goes on at its times, to its 8th attempt.
+    for (let attempt = 2; attempt <= 8; attempt++) await deliver(deliveryId, attempt);
+    expect(calls).toHaveLength(8);
+    expect(await deliveryRow(deliveryId)).toMatchObject({ status: "failed", attempts: 8 });
+  });
+
+  it("an attempt that read the row before another attempt was recorded ends its chain: the count is not spent twice", async () => {
+    const webhook = await newWebhook();
+    const deliveryId = await newDelivery(webhook.id);
+    const deps = createDeps(env);
+    const [row] = [...(await deliveriesById(deps.db, [deliveryId])).values()];
+    receiver(() => new Response(null, { status: 503 }));
+    expect(await attemptDelivery(deps, deliveryId, {})).toEqual({ action: "retry", delaySeconds: 10 });
+    // A duplicate that read the row at the same time, sending at the same time.
+    expect(await attemptDelivery(deps, deliveryId, { row })).toEqual({ action: "ack", status: "done" });
+    expect(await deliveryRow(deliveryId)).toMatchObject({ status: "dispatched", attempts: 1 });
   });
 
   it("two sweeps at once (the minute's and the hour's cron) enqueue a stale delivery once", async () => {

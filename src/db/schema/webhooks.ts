@@ -51,6 +51,13 @@ export const webhookDeliveries = sqliteTable(
     attempts: integer("attempts").notNull().default(0),
     deliveredAt: timestamp("delivered_at"),
     /**
+     * When its next attempt is due (ms): when it was recorded (or resent), then after each failed attempt
+     * the time of the retry. A message for it that comes earlier is a duplicate of the chain that will
+     * make that attempt (the outbox sweep's, or the queue's own) and sends nothing; one past it by five
+     * minutes was lost, and the outbox sweep sends another.
+     */
+    dueAt: integer("due_at").notNull().default(0),
+    /**
      * A finished delivery's place in the hand-over's order (ms): when it finished, then when its company's
      * object last did not take it (0: finished before this column was kept). A refused row waits behind
      * what finished before the refusal, ahead of what finishes after, while `updated_at` stays the time
@@ -64,6 +71,7 @@ export const webhookDeliveries = sqliteTable(
     index("webhook_deliveries_company_created_idx").on(t.companyId, t.createdAt),
     index("webhook_deliveries_status_idx").on(t.status, t.updatedAt),
     index("webhook_deliveries_handover_idx").on(t.status, t.handoverAfter, t.updatedAt),
+    index("webhook_deliveries_due_idx").on(t.status, t.dueAt),
   ],
 );
 

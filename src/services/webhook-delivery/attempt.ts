@@ -1,8 +1,15 @@
+import { webhookDeliveries } from "../../db/schema";
 import { TEST_EVENT } from "../../domain/events";
 import type { Deps } from "../deps";
 import { finishStatement, FINISHED, loadDelivery, recordAttempt, type Delivery } from "./records";
 import { MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, webhookHealth } from "./retry-policy";
 import { DELIVERY_TIMEOUT_MS, isSuccess, send } from "./sending";
+
+/**
+ * How early a message may come for its delivery's due attempt (`due_at`) and still make it: the
+ * queue delivers a retry no earlier than asked, so this covers only clocks that differ a little.
+ */
+export const DUE_SLACK_MS = 5_000;
 
 /** What the consumer does with the message after an attempt. */
 export type DeliveryOutcome =
@@ -39,8 +46,10 @@ export async function attemptDelivery(
   const { db } = deps;
   const row = loaded === undefined ? await loadDelivery(db, deliveryId) : loaded;
   if (!row) return { action: "ack", status: "missing" };
-  // A duplicate message (the outbox sweep, at-least-once queues) for a finished row.
-  if ((FINISHED as readonly string[]).includes(row.status)) return { action: "ack", status: "done" };
+  // A duplicate message (the outbox sweep, at-least-once queues, a resend) for a finished row, or for a row
+  // whose next attempt is not due yet: the chain that will make that attempt goes on, this one ends.
+  if ((FINISHED as readonly string[]).includes(row.status) || row.dueAt > now.getTime() + DUE_SLACK_MS)
+    return { action: "ack", status: "done" };
 
   // A test is sent once, by its own request (test-send.ts): one still pending with no answer ever recorded
   // (a resent one keeps its last) is a test whose request failed after its POST, found by the outbox sweep.
@@ -69,22 +78,30 @@ export async function attemptDelivery(
   // Two writes for a success of a webhook that was not failing: its attempt and its row. A test (resent)
   // changes nothing of the webhook: no failing clock, no deactivation.
   const health = test ? null : webhookHealth(db, webhook, ok, gone, now);
-  const [, , changed] = await db.batch([
+  const delaySeconds = final ? 0 : Math.max(RETRY_DELAYS_SECONDS[attempt - 1]!, answer.retryAfterSeconds ?? 0);
+  const [, recorded, changed] = await db.batch([
     recordAttempt(db, deliveryId, now, answer),
-    finishStatement(db, deliveryId, {
-      status: ok ? "success" : final ? "failed" : "dispatched",
-      result: answer.result,
-      attempts: attempt,
-      ...(ok ? { deliveredAt: now } : {}),
-    }),
+    // Only over the count read: a duplicate message's attempt recorded meanwhile leaves this one's chain to end.
+    finishStatement(
+      db,
+      deliveryId,
+      {
+        status: ok ? "success" : final ? "failed" : "dispatched",
+        result: answer.result,
+        attempts: attempt,
+        ...(ok ? { deliveredAt: now } : {}),
+        ...(final ? {} : { dueAt: now.getTime() + delaySeconds * 1000 }),
+      },
+      row.attempts,
+    ).returning({ id: webhookDeliveries.id }),
     ...(health ? [health] : []),
   ]);
+  if (recorded.length === 0) return { action: "ack", status: "done" };
   if (ok) return { action: "ack", status: "success" };
   // Deactivated by this answer (410, or failing for 5 days): nothing more is sent.
   if (final || (changed as { active: boolean }[] | undefined)?.[0]?.active === false) {
     if (!final) await finishStatement(db, deliveryId, { status: "failed" });
     return { action: "ack", status: "failed" };
   }
-  const scheduled = RETRY_DELAYS_SECONDS[attempt - 1]!;
-  return { action: "retry", delaySeconds: Math.max(scheduled, answer.retryAfterSeconds ?? 0) };
+  return { action: "retry", delaySeconds };
 }

@@ -51,6 +51,7 @@ function loadDeliveries(db: Db, deliveryIds: string[]) {
       status: webhookDeliveries.status,
       result: webhookDeliveries.result,
       attempts: webhookDeliveries.attempts,
+      dueAt: webhookDeliveries.dueAt,
       createdAt: webhookDeliveries.createdAt,
       webhook: {
         id: webhooks.id,
@@ -84,20 +85,29 @@ export function recordAttempt(db: Db, deliveryId: string, now: Date, answer: Ans
     .values({ deliveryId, at: now, result: answer.result, durationMs: answer.durationMs });
 }
 
-type Finish = Partial<Pick<typeof webhookDeliveries.$inferInsert, "status" | "result" | "attempts" | "deliveredAt">>;
+type Finish = Partial<
+  Pick<typeof webhookDeliveries.$inferInsert, "status" | "result" | "attempts" | "deliveredAt" | "dueAt">
+>;
 
 /**
- * Writes an attempt's outcome unless the row finished meanwhile (a concurrent duplicate). Its time is
+ * Writes an attempt's outcome unless the row finished meanwhile (a concurrent duplicate), or, with
+ * `ifAttempts`, unless another attempt was recorded since the row was read at that count. Its time is
  * also its place in the hand-over's order (`handover_after`, archive.ts): a finished row queues behind
  * what finished before it, and a row its object refused, re-queued at the refusal, ahead of what
  * finishes after.
  */
-export function finishStatement(db: Db, deliveryId: string, fields: Finish) {
+export function finishStatement(db: Db, deliveryId: string, fields: Finish, ifAttempts?: number) {
   const at = new Date();
   return db
     .update(webhookDeliveries)
     .set({ ...fields, updatedAt: at, handoverAfter: at.getTime() })
-    .where(and(eq(webhookDeliveries.id, deliveryId), notInArray(webhookDeliveries.status, [...FINISHED])));
+    .where(
+      and(
+        eq(webhookDeliveries.id, deliveryId),
+        notInArray(webhookDeliveries.status, [...FINISHED]),
+        ifAttempts === undefined ? undefined : eq(webhookDeliveries.attempts, ifAttempts),
+      ),
+    );
 }
 
 /** An attempt as the history shows it and its hand-over carries it (domain/webhook-history.ts `HistoryAttempt`). */

@@ -47,7 +47,7 @@ export async function resendDelivery(deps: Deps, companyId: number, deliveryId: 
   if (inD1) {
     const rows = await db
       .update(webhookDeliveries)
-      .set({ status: "pending", attempts: 0, deliveredAt: null, updatedAt: now })
+      .set({ status: "pending", attempts: 0, deliveredAt: null, updatedAt: now, dueAt: now.getTime() })
       .where(and(eq(webhookDeliveries.companyId, companyId), eq(webhookDeliveries.id, deliveryId)))
       .returning({ id: webhookDeliveries.id });
     resent = rows.length > 0;
@@ -58,9 +58,9 @@ export async function resendDelivery(deps: Deps, companyId: number, deliveryId: 
     if (!copy) return refusal(404, `history entry ${deliveryId} does not exist`);
     const { row } = copy;
     await db.run(
-      sql`insert into ${webhookDeliveries} (id, company_id, webhook_id, event, payload, rendered, status, result, attempts, created_at, updated_at)
-          values (${row.id}, ${companyId}, ${row.webhookId}, ${row.event}, ${row.payload}, 1, 'pending', ${row.result}, 0, ${row.createdAt.getTime()}, ${now.getTime()})
-          on conflict (id) do update set status = 'pending', attempts = 0, delivered_at = null, updated_at = excluded.updated_at`,
+      sql`insert into ${webhookDeliveries} (id, company_id, webhook_id, event, payload, rendered, status, result, attempts, created_at, updated_at, due_at)
+          values (${row.id}, ${companyId}, ${row.webhookId}, ${row.event}, ${row.payload}, 1, 'pending', ${row.result}, 0, ${row.createdAt.getTime()}, ${now.getTime()}, ${now.getTime()})
+          on conflict (id) do update set status = 'pending', attempts = 0, delivered_at = null, updated_at = excluded.updated_at, due_at = excluded.due_at`,
     );
     try {
       await deps.companyObjects.of(companyId).markResent(deliveryId);

@@ -42,6 +42,7 @@ export async function sendTestEvent(
       status: "pending",
       createdAt: now,
       updatedAt: now,
+      dueAt: now.getTime(),
     }),
   );
   await entry.commit();
