@@ -116,3 +116,12 @@ export async function fillKey(kv: KVNamespace, key: string, value: string, ttlSe
 export async function putRebuildKey(kv: KVNamespace, key: string, value: string): Promise<void> {
   await kv.put(key, value);
 }
+
+/**
+ * Who holds a push address (services/push/directory.ts): no index key either, written by the
+ * registration that takes the address over (or renews it once a week), one put per registration
+ * at most, living `ttlSeconds`.
+ */
+export async function putPushHolder(kv: KVNamespace, key: string, value: string, ttlSeconds: number): Promise<void> {
+  await kv.put(key, value, { expirationTtl: ttlSeconds });
+}

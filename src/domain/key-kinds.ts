@@ -28,7 +28,9 @@ export type Writer =
   /** No KV key: an `index_work` row that tells a person's object D1's facts about them. */
   | "tell"
   /** The rebuild's own progress and marks (services/index-rebuild.ts). */
-  | "rebuild";
+  | "rebuild"
+  /** A push registration itself (services/push/directory.ts): who last registered a push address. */
+  | "push";
 
 type Kind<Id, W extends Writer> = {
   readonly prefix: string;
@@ -89,6 +91,8 @@ export const KEY_KINDS = {
   prs: kind<number, "tell">("prs:", "tell", id, Number),
   /** The rebuild's progress and the index's marks. */
   idx: kind<string, "rebuild">("idx:", "rebuild", text, text),
+  /** Which device last registered a push address (an FCM or APNs token, a Web Push endpoint), by its SHA-256. */
+  psh: kind<string, "push">("psh:", "push", text, text),
 } as const;
 
 export type KindName = keyof typeof KEY_KINDS;

@@ -122,6 +122,14 @@ export type PushTarget = z.output<typeof PushTarget>;
 /** A registration as the person's object keeps it: the device (token id), where, since when (ms). */
 export type PushRegistration = { deviceId: number; target: PushTarget; updatedAt: number };
 
+/**
+ * Where a target's pushes go, whichever account registered it: the push service's token or endpoint.
+ * Two accounts signed in one after the other on one app install register the same address.
+ */
+export function addressOf(target: PushTarget): string {
+  return JSON.stringify([target.kind, target.kind === "webpush" ? target.subscription.endpoint : target.token]);
+}
+
 /** The one text of a target (its fields in one order): how the object tells a registration is still the same. */
 export function targetKey(target: PushTarget): string {
   switch (target.kind) {

@@ -195,6 +195,30 @@ describe("PUT and DELETE /me/devices/{id}/push", () => {
     await expect(attempt("https://push.example.com/wpush/1")).resolves.toMatchObject({ deviceId: bob.tokenId });
   });
 
+  it("one install, two accounts: the second account's registration of the same token ends the first's", async () => {
+    const first = await newPerson("Before");
+    const second = await newPerson("After");
+    const token = { kind: "fcm", token: `fcm-token:shared-install-${first.id}` };
+    await register(first, token);
+    // Signed out without a word (app data cleared), another account signs in on the same phone.
+    await register(second, token);
+    const registered = (who: Person) => inPersonObject(who.id, "SELECT device_id FROM push_registrations");
+    expect(await registered(first)).toEqual([]);
+    expect(await registered(second)).toEqual([{ device_id: second.tokenId }]);
+    const jobs = queuedPushes();
+    await personObject(first.id).receiveTrustRequest(1, "for the first account", Date.now());
+    await settle();
+    expect(jobs).toEqual([]);
+    // Registering again (every launch) changes nothing; the first account registering it back takes it back.
+    await register(second, token);
+    expect(await registered(second)).toEqual([{ device_id: second.tokenId }]);
+    await register(first, token);
+    expect(await registered(second)).toEqual([]);
+    // A device registering another address leaves the first holder's alone.
+    await register(second, { kind: "fcm", token: `fcm-token:another-install-${second.id}` });
+    expect(await registered(first)).toEqual([{ device_id: first.tokenId }]);
+  });
+
   it("deleting the device deletes its registration", async () => {
     const bob = await newPerson("Signing out");
     const phone = await newDevice(bob.id);

@@ -198,7 +198,7 @@ describe("the outbox sweep continues until nothing stale is pending", () => {
       OUTBOX_SWEEP_CHUNK / 100 + 1,
     );
     expect(
-      await countRows("SELECT count(*) AS n FROM webhook_deliveries WHERE id LIKE 'swept-%' AND updated_at >= ?", now),
+      await countRows("SELECT count(*) AS n FROM webhook_deliveries WHERE id LIKE 'swept-%' AND due_at >= ?", now),
     ).toBe(1200);
   }, 60_000);
 });

@@ -48,7 +48,7 @@ export function countStatusChange(db: SyncDb, from: Status | null, to: Status | 
   }
 }
 
-/** Rebuilds the per-status counters from the rows (one scan of the status index: for a repair or a move in, not a request). */
+/** Rebuilds the per-status counters from the rows (one scan of the status index: for a repair, not a request or a move's chunk). */
 export function recountStatuses(db: Db) {
   db.transaction((tx) => {
     const rows = tx.all<{ status: Status; n: number }>(

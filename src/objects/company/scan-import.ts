@@ -1,7 +1,7 @@
 import { eq, sql, type SQL } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { ScanSideChunk } from "../../domain/company-scans";
-import { recountStatuses } from "./exposures";
+import { countStatusChange, EXPOSURE_STATUSES } from "./exposures";
 import { claimCompany, keepSites, type Tx } from "./scans";
 import { counters, exposures, scanResults, scans } from "./schema";
 
@@ -32,9 +32,16 @@ export function finishMove(db: Db): { pending: boolean } {
   return { pending: db.get(sql`select 1 from exposures where status = 'pending' limit 1`) !== undefined };
 }
 
-/** Keeps a chunk of D1's scan side, then rebuilds the per-status counters. */
+/**
+ * Keeps a chunk of D1's scan side, and moves the per-status counters by what it changed: the chunk's
+ * people's exposures counted by status before and after (the `(person_id, status)` index: bounded by
+ * the chunk, never a count of the company's whole set, which would make a move of a big company
+ * quadratic).
+ */
 export function importScanSide(db: Db, companyId: number, chunk: ScanSideChunk): void {
+  const people = [...new Set(chunk.exposures.map((exposure) => exposure.personId))];
   db.transaction((tx) => {
+    const before = statusCountsOf(tx, people);
     claimCompany(tx, companyId);
     tx.insert(counters).values({ name: MOVE_UNDER_WAY, value: 1 }).onConflictDoNothing().run();
     keepSites(tx, chunk.sites);
@@ -45,8 +52,22 @@ export function importScanSide(db: Db, companyId: number, chunk: ScanSideChunk):
       importExposure(tx, exposure);
     }
     for (const line of chunk.history) importHistoryLine(tx, line);
+    const after = statusCountsOf(tx, people);
+    for (const status of EXPOSURE_STATUSES) {
+      const delta = (after.get(status) ?? 0) - (before.get(status) ?? 0);
+      if (delta > 0) countStatusChange(tx, null, status, delta);
+      else if (delta < 0) countStatusChange(tx, status, null, -delta);
+    }
   });
-  recountStatuses(db);
+}
+
+/** How many exposures of `people` are in each status. */
+function statusCountsOf(tx: Tx, people: number[]): Map<string, number> {
+  if (people.length === 0) return new Map();
+  const rows = tx.all<{ status: string; n: number }>(
+    sql`select status, count(*) as n from exposures where person_id in (select value from json_each(${JSON.stringify(people)})) group by status`,
+  );
+  return new Map(rows.map((row) => [row.status, row.n]));
 }
 
 /**

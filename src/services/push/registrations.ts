@@ -4,13 +4,15 @@ import { fromBase64url } from "../../lib/crypto";
 import { endpointProblem } from "../../lib/outbound-url";
 import type { Deps } from "../deps";
 import { ownsDevice } from "../devices";
+import { holdAddress } from "./directory";
 
 /*
  * Registering where a device is woken (`PUT`/`DELETE /me/devices/{id}/push`,
  * docs/app.md "Push"): kept by the person's object (objects/person/push.ts),
- * one registration per device. No D1 statement: a device registering itself
- * was just checked, another of the caller's devices is looked up in their
- * object (objects/person/devices.ts), and anyone else's is a 404.
+ * one registration per device, and one device per push address (directory.ts).
+ * No D1 statement: a device registering itself was just checked, another of
+ * the caller's devices is looked up in their object (objects/person/devices.ts),
+ * and anyone else's is a 404.
  */
 
 /** The caller: a person and the token (device) asking. */
@@ -47,6 +49,8 @@ export async function registerPush(
   if (problem) throw badRequest(problem);
   const registration = await deps.objects.write(caller.personId, (person) => person.changePush(deviceId, target));
   if (!registration) throw notFound(`device ${deviceId} does not exist`);
+  // The address's previous holder (another account signed in on this install before) is woken there no more.
+  await holdAddress(deps, { personId: caller.personId, deviceId }, target);
   return registration;
 }
 
