@@ -11,7 +11,7 @@ import type { Deps } from "./deps";
  * - a `reindex` message: its `index_work` rows are the durable record; they
  *   are made due at once, and the minute sweep applies them;
  * - a webhook delivery: its history row goes back to `pending` (attempts and
- *   last result kept), and the outbox sweep enqueues it again;
+ *   last result kept, its retry's time too), and the outbox sweep enqueues it again;
  * - anything else (a scan-event batch, a background job's chunk): recorded
  *   in `dead_letters` and redriven from there, with a growing delay, until
  *   its work succeeds.
@@ -52,10 +52,11 @@ export async function keepDeadLetter(
     const parsed = deliveryMessage.safeParse(message.body);
     if (parsed.success) {
       const { deliveryId } = parsed.data;
-      // Back to pending, attempts and last result kept, due now: the outbox sweep enqueues it again after
-      // 5 minutes, and the delivery still gets at most its eight attempts.
+      // Back to pending, attempts and last result kept, due when its retry was (now, if that passed): the
+      // outbox sweep enqueues it again 5 minutes after that, and the delivery still gets at most its eight
+      // attempts, none before its time (the queue's own count, spent by its retries, gave up on it early).
       await db.run(
-        sql`update ${webhookDeliveries} set status = 'pending', updated_at = ${t}, due_at = ${t}
+        sql`update ${webhookDeliveries} set status = 'pending', updated_at = ${t}, due_at = max(due_at, ${t})
             where id = ${deliveryId} and status in ('pending', 'dispatched')`,
       );
       return "delivery due";

@@ -244,6 +244,23 @@ describe("webhook-deliveries dead-letter queue", () => {
     expect(sent).toContainEqual({ kind: "deliver", deliveryId });
   });
 
+  it("a delivery dead-lettered while its retry waits (the queue's own count spent) keeps its time: no early POST", async () => {
+    const webhook = await newWebhook();
+    const deliveryId = await newDelivery(webhook.id, { status: "dispatched", result: "503", attempts: 7 });
+    const retryAt = Date.now() + 12 * 3600_000;
+    await env.DB.prepare("UPDATE webhook_deliveries SET due_at = ? WHERE id = ?").bind(retryAt, deliveryId).run();
+    await consume("webhook-deliveries-dlq", { kind: "deliver", deliveryId }, 8);
+    const sent: unknown[] = [];
+    const queue = {
+      sendBatch: async (messages: { body: unknown }[]) => void sent.push(...messages.map((m) => m.body)),
+    };
+    const sweep = (at: number) => sweepOutbox({ ...createDeps(env), webhookQueue: queue as never }, new Date(at));
+    await sweep(Date.now() + 6 * 60_000);
+    expect(sent).toEqual([]);
+    await sweep(retryAt + 6 * 60_000);
+    expect(sent).toContainEqual({ kind: "deliver", deliveryId });
+  });
+
   it("does not touch a delivery that already succeeded", async () => {
     const webhook = await newWebhook();
     const deliveryId = await newDelivery(webhook.id, { status: "success", result: "200", attempts: 1 });
