@@ -228,7 +228,29 @@ describe("what a command read before its batch, asked again inside it", () => {
     expect(await settingsWriters()).toEqual([DEMO.people.alice]);
   });
 
-  it("an Admin's removal read a member without `write settings` who became its last holder meanwhile: 409", async () => {
+  it("an HR member demoted to Viewer while their change and their removal of a Viewer were on their way: 403, nothing written", async () => {
+    const hr = await member(["HR"]);
+    const target = await member(["Viewer"]);
+    const path = `${ACME}/${target.person.id}`;
+    const access = await resolveCompanyAccess(createDeps(env), hr.person.id, 1, "write employees");
+    let demoted = false;
+    const deps = racedBy(async () => {
+      if (demoted) return;
+      demoted = true;
+      expect((await as("alice").send("PUT", `${ACME}/${hr.person.id}`, { roles: ["Viewer"] })).status).toBe(200);
+    });
+    await expect(
+      employees.updateEmployee(deps, access, target.person.id, { lastName: "Renamed" }),
+    ).rejects.toMatchObject({
+      statusCode: 403,
+    });
+    await expect(employees.removeEmployee(deps, access, target.person.id)).rejects.toMatchObject({ statusCode: 403 });
+    expect((await read(path)).last_name).not.toBe("Renamed");
+    expect((await as("alice").send("DELETE", path)).status).toBe(204);
+    expect((await as("alice").send("DELETE", `${ACME}/${hr.person.id}`)).status).toBe(204);
+  });
+
+  it("an Admin's removal read a member without `write settings` who became its last holder while she was made a Viewer: 403", async () => {
     const other = await member(["Viewer"]);
     const path = `${ACME}/${other.person.id}`;
     const access = await resolveCompanyAccess(createDeps(env), DEMO.people.alice, 1, "write employees");
@@ -236,7 +258,8 @@ describe("what a command read before its batch, asked again inside it", () => {
       expect((await as("alice").send("PUT", path, { roles: ["Admin"] })).status).toBe(200);
       expect((await other.send("PUT", ALICE, { roles: ["Viewer"] })).status).toBe(200);
     });
-    await expect(employees.removeEmployee(deps, access, other.person.id)).rejects.toMatchObject({ statusCode: 409 });
+    // Her roles as they are when the batch lands decide (a Viewer removes no one), before the last holder's rule.
+    await expect(employees.removeEmployee(deps, access, other.person.id)).rejects.toMatchObject({ statusCode: 403 });
     expect(await settingsWriters()).toEqual([other.person.id]);
     expect((await other.send("PUT", ALICE, { roles: ["Admin"] })).status).toBe(200);
     expect((await as("alice").send("DELETE", path)).status).toBe(204);

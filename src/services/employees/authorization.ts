@@ -18,6 +18,7 @@ import type { Deps } from "../deps";
 export type Standing = { membershipId: number; licenseId: string | null; permissions: string[] };
 
 export const WRITE_SETTINGS: Permission = "write settings";
+const WRITE_EMPLOYEES: Permission = "write employees";
 
 export async function standingOf({ db }: Deps, companyId: number, personId: number): Promise<Standing> {
   const rows = await db
@@ -50,8 +51,11 @@ export function assertCovers(access: CompanyAccess, personId: number, target: St
  * batch back when, at that moment, they are no longer a member (a removal committed first: a change
  * would otherwise rename, or give the company's emails to, someone who left), or hold a permission
  * the caller's roles do not grant, as when another request made them an Admin after this one read
- * their standing (an HR member would otherwise demote or remove an Admin). Its check, asked after a
- * rollback: their standing read again (404 when they are gone) and `assertCovers`.
+ * their standing (an HR member would otherwise demote or remove an Admin). The caller's side is
+ * asked as it is then too: their roles, not those read when the request began, must still grant
+ * `write employees` and cover the member (an HR member demoted meanwhile changes no one). Its check,
+ * asked after a rollback: the caller's permissions and the member's standing read again (404 when
+ * the member is gone), and `assertCovers`.
  */
 export function standingGuardStatement(
   deps: Deps,
@@ -59,22 +63,44 @@ export function standingGuardStatement(
   personId: number,
   action: "change" | "remove",
 ) {
-  const held = JSON.stringify(access.permissions);
+  // The caller's permissions at this point of the batch (their membership's roles now).
+  const held = sql`select p.value from ${membershipRoles} mr
+    join ${roles} r on r.id = mr.role_id and r.company_id = ${access.companyId}, json_each(r.permissions) p
+    where mr.membership_id = ${access.membershipId}`;
   return guardStatement(
     deps.db,
     "standing",
     sql`not exists (select 1 from ${memberships}
       where ${memberships.companyId} = ${access.companyId} and ${memberships.personId} = ${personId})
+    or not exists (select 1 from (${held}) where value = ${WRITE_EMPLOYEES})
     or exists (
       select 1 from ${memberships}
       join ${membershipRoles} on ${membershipRoles.membershipId} = ${memberships.id}
       join ${roles} on ${roles.id} = ${membershipRoles.roleId} and ${roles.companyId} = ${memberships.companyId},
       json_each(${roles.permissions}) p
       where ${memberships.companyId} = ${access.companyId} and ${memberships.personId} = ${personId}
-        and p.value not in (select value from json_each(${held}))
-        and ('write ' || substr(p.value, instr(p.value, ' ') + 1)) not in (select value from json_each(${held})))`,
-    async () => assertCovers(access, personId, await standingOf(deps, access.companyId, personId), action),
+        and p.value not in (${held})
+        and ('write ' || substr(p.value, instr(p.value, ' ') + 1)) not in (${held}))`,
+    async () => {
+      const now = { ...access, permissions: await permissionsOf(deps, access.membershipId) };
+      if (!grants(now.permissions, WRITE_EMPLOYEES))
+        throw forbidden(
+          `this needs the \`${WRITE_EMPLOYEES}\` permission, which your roles in company ${access.companyId} no longer grant`,
+        );
+      assertCovers(now, personId, await standingOf(deps, access.companyId, personId), action);
+    },
   );
+}
+
+/** The permissions membership `membershipId`'s roles grant now (none: it is gone). */
+async function permissionsOf({ db }: Deps, membershipId: number): Promise<string[]> {
+  const rows = await db
+    .select({ permissions: roles.permissions })
+    .from(membershipRoles)
+    .innerJoin(roles, eq(roles.id, membershipRoles.roleId))
+    .where(eq(membershipRoles.membershipId, membershipId))
+    .all();
+  return [...new Set(rows.flatMap((row) => row.permissions))];
 }
 
 /** In SQL: membership `id` of company `companyId` has a role of that company granting `permission` itself. */
