@@ -259,6 +259,21 @@ describe("finished deliveries leave D1 for the company's object", () => {
     expect((await company(1).history({}, 0, 1000)).rows.filter((row) => row.id === id)).toEqual([]);
   });
 
+  it("two hand-overs of one finished row (the consumer's and the minute sweep's): the entry stays listed", async () => {
+    const webhook = await newWebhook();
+    const id = await newDelivery(webhook.id, { status: "success", result: "200", attempts: 1 });
+    const real = createDeps(env);
+    // The consumer's hand-over reads the row; while its object call runs, the sweep's takes it and deletes it.
+    const raced = meanwhileInCompanyObjects(real, "keepFinished", async (keep) => {
+      const kept = await keep();
+      await handOverFinished(real, { limit: 100 });
+      return kept;
+    });
+    await handOverFinished(raced, { ids: [id] });
+    expect(await inD1(id)).toBe(0);
+    expect((await company(1).history({}, 0, 1000)).rows.filter((row) => row.id === id)).toHaveLength(1);
+  });
+
   it("a test send is kept by the object too", async () => {
     const webhook = await newWebhook();
     receiver(() => new Response("ok", { status: 200 }));
@@ -298,6 +313,35 @@ describe("finished deliveries leave D1 for the company's object", () => {
     expect(kept.rows.map((row) => row.id).sort()).toEqual(["new-failure", "new-success"]);
     expect(kept.total).toBe(2);
     expect(await stub.entry("old-success")).toBeNull();
+  });
+
+  it("a resent entry's copy whose D1 row never came back goes 35 days after its retention; one on its way stays", async () => {
+    const day = 24 * 3600 * 1000;
+    const now = Date.now();
+    const failed = (id: string, daysAgo: number) => ({
+      id,
+      seq: 1,
+      webhookId: null,
+      event: "scan:found",
+      payload: "{}",
+      status: "failed" as const,
+      result: "500",
+      attempts: 8,
+      deliveredAt: null,
+      createdAt: new Date(now - daysAgo * day),
+      finishedAt: new Date(now - daysAgo * day),
+      attemptRows: [{ at: new Date(now - daysAgo * day), result: "500", durationMs: 5 }],
+    });
+    const stub = company(4);
+    await stub.keepFinished([failed("orphaned-copy", 66), failed("resent-lately", 29)]);
+    expect(await stub.markResent("orphaned-copy")).toBe(true);
+    expect(await stub.markResent("resent-lately")).toBe(true);
+    await runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now()));
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await stub.entry("orphaned-copy")).toBeNull();
+    expect(await stub.entry("resent-lately")).not.toBeNull();
+    // The alarm comes back for the copy still kept.
+    expect(await runInDurableObject(stub, (_, state) => state.storage.getAlarm())).not.toBeNull();
   });
 });
 

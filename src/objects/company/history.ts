@@ -116,18 +116,34 @@ export function markResent(db: Db, id: string): boolean {
 }
 
 /**
- * Deletes up to `PRUNE_CHUNK` entries older than their retention (with their attempts); returns
- * when the next one falls due (ms), or null when none is kept.
+ * A resent entry's copy waits for its hand-over, which replaces it; one whose D1 row never came back
+ * (its hand-over kept failing until D1's retention dropped the row: a resend is made within the
+ * entry's retention, its new schedule lasts at most days, and D1 keeps a finished row 30 days) is
+ * kept this much longer than its retention, then goes too.
+ */
+export const RESENT_ORPHAN_DAYS = 35;
+
+/** Each kept kind of entry and how long it stays after it finished (days). */
+const KEPT = (["success", "failed"] as const).flatMap((status) => [
+  { status, resent: 0, days: HISTORY_RETENTION_DAYS[status] },
+  { status, resent: 1, days: HISTORY_RETENTION_DAYS[status] + RESENT_ORPHAN_DAYS },
+]);
+
+/**
+ * Deletes up to `PRUNE_CHUNK` entries of each kind older than their retention (with their attempts);
+ * returns when the next one falls due (ms), or null when none is kept.
  */
 export function prune(db: Db, now: number): number | null {
+  const kind = (status: "success" | "failed", resent: number) =>
+    and(eq(deliveries.status, status), eq(deliveries.resent, resent));
   db.transaction((tx) => {
-    for (const status of ["success", "failed"] as const) {
-      const cutoff = new Date(now - HISTORY_RETENTION_DAYS[status] * DAY_MS);
+    for (const { status, resent, days } of KEPT) {
+      const cutoff = new Date(now - days * DAY_MS);
       // One chosen set for both deletes (SQLite binds at most 100 parameters: no id list is bound).
       const due = tx
         .select({ id: deliveries.id })
         .from(deliveries)
-        .where(and(eq(deliveries.status, status), lte(deliveries.finishedAt, cutoff), eq(deliveries.resent, 0)))
+        .where(and(kind(status, resent), lte(deliveries.finishedAt, cutoff)))
         .orderBy(asc(deliveries.finishedAt), asc(deliveries.id))
         .limit(PRUNE_CHUNK);
       tx.delete(attempts).where(inArray(attempts.deliveryId, due)).run();
@@ -135,16 +151,16 @@ export function prune(db: Db, now: number): number | null {
     }
   });
   let next: number | null = null;
-  for (const status of ["success", "failed"] as const) {
+  for (const { status, resent, days } of KEPT) {
     const oldest = db
       .select({ at: deliveries.finishedAt })
       .from(deliveries)
-      .where(and(eq(deliveries.status, status), eq(deliveries.resent, 0)))
+      .where(kind(status, resent))
       .orderBy(asc(deliveries.finishedAt))
       .limit(1)
       .get();
     if (oldest) {
-      const due = oldest.at.getTime() + HISTORY_RETENTION_DAYS[status] * DAY_MS;
+      const due = oldest.at.getTime() + days * DAY_MS;
       next = next === null ? due : Math.min(next, due);
     }
   }

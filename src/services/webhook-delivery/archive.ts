@@ -90,9 +90,7 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
   const refused = rows.filter((row) => !kept.includes(row));
   const writes = [
     // Handed over: they leave D1 (their attempts go with them: cascade).
-    ...(kept.length > 0
-      ? [db.delete(webhookDeliveries).where(same(kept)).returning({ id: webhookDeliveries.id })]
-      : []),
+    ...(kept.length > 0 ? [db.delete(webhookDeliveries).where(same(kept))] : []),
     // Not taken: queued again behind what finished until now, so they never hold up other companies' rows;
     // their finish time (`updated_at`) stays, for D1's retention and the object's.
     ...(refused.length > 0
@@ -106,8 +104,19 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
       : []),
   ];
   if (writes.length > 0) {
-    const [deleted] = await db.batch(writes as [(typeof writes)[number], ...typeof writes]);
-    if (kept.length > 0) await markChangedMeanwhile(deps, kept, deleted as { id: string }[]);
+    // Read last, in the same batch: the kept rows D1 still holds are those a resend changed meanwhile (a
+    // row another hand-over or the retention deleted first is gone, and its object's copy stays listed).
+    const still = db
+      .select({ id: webhookDeliveries.id })
+      .from(webhookDeliveries)
+      .where(
+        inList(
+          webhookDeliveries.id,
+          kept.map((row) => row.id),
+        ),
+      );
+    const results = await db.batch([...writes, still] as unknown as [typeof still]);
+    if (kept.length > 0) await markChangedMeanwhile(deps, kept, results.at(-1) as { id: string }[]);
   }
   // A chunk continues only when it was full and most of it was handed over: rows that keep being
   // refused wait for the next minute's sweep instead of keeping a chain going.
@@ -115,16 +124,17 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
 }
 
 /**
- * Rows the objects kept that D1 did not delete: a resend changed them between the read and the delete. D1's
- * row answers for each again, so its company's object marks its copy resent (as the resend itself does when
- * it finds the entry there), and the next hand-over replaces it; until then the copy is neither listed twice
- * nor its attempts shown twice. A mark that fails is logged: the entry's own read merges its attempts anyway.
+ * Rows the objects kept that D1 still holds after the delete: a resend changed them between the read and
+ * the delete. D1's row answers for each again, so its company's object marks its copy resent (as the resend
+ * itself does when it finds the entry there), and the next hand-over replaces it; until then the copy is
+ * neither listed twice nor its attempts shown twice. A mark that fails is logged: the entry's own read
+ * merges its attempts anyway.
  */
-async function markChangedMeanwhile(deps: Deps, kept: { id: string; companyId: number }[], deleted: { id: string }[]) {
-  const gone = new Set(deleted.map((row) => row.id));
+async function markChangedMeanwhile(deps: Deps, kept: { id: string; companyId: number }[], still: { id: string }[]) {
+  const inD1 = new Set(still.map((row) => row.id));
   await Promise.all(
     kept
-      .filter((row) => !gone.has(row.id))
+      .filter((row) => inD1.has(row.id))
       .map(async ({ id, companyId }) => {
         try {
           await deps.companyObjects.of(companyId).markResent(id);
