@@ -1,5 +1,6 @@
-import { and, asc, eq, isNotNull, notInArray, sql } from "drizzle-orm";
+import { and, asc, eq, isNotNull, sql } from "drizzle-orm";
 import { accessTokens } from "../db/schema";
+import { inList } from "../db/sql";
 import { sealContext, type StoredSigning } from "../domain/provider-signing";
 import { forbidden } from "../lib/errors";
 import type { Deps } from "./deps";
@@ -139,7 +140,8 @@ async function resealChunk(deps: Deps, now: Date, skip: number[]): Promise<Resea
         raw: sql<string>`cast(${accessTokens.signing} as text)`,
       })
       .from(accessTokens)
-      .where(and(twilio, due, notInArray(accessTokens.id, skip)))
+      // The ids bound as one JSON value: a rotation may skip more than D1's 100 parameters.
+      .where(and(twilio, due, sql`not (${inList(accessTokens.id, skip)})`))
       // Those in clear first: sealing them is what matters most.
       .orderBy(sql`${sealed} is null desc`, asc(accessTokens.id))
       .limit(RESEAL_CHUNK + 1),
