@@ -7,3 +7,9 @@ UPDATE `webhook_deliveries` SET `due_at` = `updated_at` + CASE `attempts`
   WHEN 5 THEN 7200000 WHEN 6 THEN 21600000 ELSE 43200000 END
   WHERE `status` = 'dispatched';--> statement-breakpoint
 UPDATE `webhook_deliveries` SET `due_at` = `updated_at` WHERE `status` = 'pending';
+--> statement-breakpoint
+-- A dispatched delivery not changed for 3 days lost its retry message (the longest wait between two
+-- attempts is 12 h): nothing would ever have sent it again before this migration. It is given up
+-- (`failed`, its last result kept) rather than sent now, days late.
+UPDATE `webhook_deliveries` SET `status` = 'failed'
+  WHERE `status` = 'dispatched' AND `updated_at` < unixepoch() * 1000 - 3 * 86400000;
