@@ -179,6 +179,50 @@ describe("the object's alarm meets a scan run", () => {
   });
 });
 
+describe("the events duty while a backlog is being forwarded", () => {
+  it("asks for no second forwarding chain while the oldest waiting event moves; asks again once it stops", async () => {
+    const sent: BackgroundMessage[] = [];
+    vi.spyOn(env.BACKGROUND_QUEUE, "send").mockImplementation((async (body: BackgroundMessage) => {
+      sent.push(body);
+    }) as never);
+    const asks = () => sent.filter((body) => body.kind === "company-events").length;
+    await forwardCompanyEvents(createDeps(env), ACME); // nothing left from the tests before
+    // The object knows its company once a scan run told it.
+    const person = await newEmployee();
+    await companyObject(ACME).applyScanRun(ACME, [{ ...found(person, `backlog-${person}`), at: new Date() }] as never, [
+      PEOPLE_FINDER,
+    ]);
+    await forwardCompanyEvents(createDeps(env), ACME);
+    sent.length = 0;
+    await runInDurableObject(companyObject(ACME), async (instance, state) => {
+      const object = instance as unknown as { alarm(): Promise<void>; sawOldest: number | null };
+      object.sawOldest = null; // as an object just woken
+      const old = Date.now() - 5 * 60_000;
+      for (let i = 0; i < 3; i++)
+        state.storage.sql.exec("INSERT INTO events (event, payload, created_at) VALUES ('scan:found', '{}', ?)", old);
+      const eventsDue = () =>
+        state.storage.sql.exec(
+          "INSERT INTO counters (name, value) VALUES ('due:events', ?1) ON CONFLICT (name) DO UPDATE SET value = ?1",
+          Date.now() - 1000,
+        );
+      eventsDue();
+      await object.alarm(); // the first look: a backlog older than a minute, so it asks
+      expect(asks()).toBe(1);
+      // A chain takes the oldest event; at the next look the oldest moved: no second chain.
+      const [first] = state.storage.sql.exec<{ seq: number }>("SELECT min(seq) AS seq FROM events").toArray();
+      state.storage.sql.exec("DELETE FROM events WHERE seq = ?", first!.seq);
+      eventsDue();
+      await object.alarm();
+      expect(asks()).toBe(1);
+      // The chain stopped: the oldest stays where it was, and the next look asks again.
+      eventsDue();
+      await object.alarm();
+      expect(asks()).toBe(2);
+      state.storage.sql.exec("DELETE FROM events");
+    });
+  });
+});
+
 describe("a membership that ends while a change is on its way to the object", () => {
   it("a run read before the removal and landing after it: the object forgets it and the company hears nothing", async () => {
     const person = await newEmployee();

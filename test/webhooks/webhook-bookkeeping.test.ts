@@ -37,8 +37,8 @@ describe("webhook bookkeeping", () => {
     expect(writes).toEqual([]);
     // The delivery's read, then one batch: the attempt and the delivery's row; then its hand-over to the
     // company's object (src/services/webhook-delivery/archive.ts): one batch reading the row and its
-    // attempts, and the delete of the D1 row.
-    expect(statements).toBe(6);
+    // attempts, and one batch deleting the D1 row and reading which of the kept rows D1 still holds.
+    expect(statements).toBe(7);
     expect(await webhookRow(webhook.id)).toEqual(before);
   });
 

@@ -53,6 +53,8 @@ export class Company extends DurableObject<Env> {
   private readonly running = new Map<scheduler.Duty, number[]>();
   /** When the removal step last asked the Worker to record its events (null: not since the object woke). */
   private askedAt: number | null = null;
+  /** The oldest event waiting when the events duty last looked (null: not since the object woke). */
+  private sawOldest: number | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -76,14 +78,18 @@ export class Company extends DurableObject<Env> {
       const next = history.prune(this.db, now);
       return next === null ? null : Math.max(next, now) + ALARM_SLACK_MS;
     },
-    // Events the Worker did not record in time: the background queue asks it again, then again later.
+    // Events the Worker did not record in time: the background queue asks it again, then again later,
+    // unless the oldest waiting event moved since the last look (a forwarding chain is taking a backlog: a
+    // second chain would only take the same events again).
     events: async (now) => {
-      const oldest = scans.oldestEventAt(this.db);
+      const oldest = scans.oldestEvent(this.db);
       if (oldest === null) return null;
-      if (oldest > now - EVENTS_REPAIR_AFTER_MS) return oldest + EVENTS_REPAIR_AFTER_MS;
+      if (oldest.at > now - EVENTS_REPAIR_AFTER_MS) return oldest.at + EVENTS_REPAIR_AFTER_MS;
       const companyId = scans.companyOf(this.db);
       if (companyId === null) return null;
-      await this.askToRecordEvents();
+      const moving = this.sawOldest !== null && this.sawOldest !== oldest.seq;
+      this.sawOldest = oldest.seq;
+      if (!moving) await this.askToRecordEvents();
       return now + EVENTS_REPAIR_AFTER_MS;
     },
     // Pending exposures move to `in_progress`, a chunk an alarm while more are pending; the events

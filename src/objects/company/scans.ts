@@ -233,10 +233,10 @@ export function ackEvents(db: Db, upToSeq: number) {
   db.delete(events).where(lte(events.seq, upToSeq)).run();
 }
 
-/** When the oldest event still in the outbox was raised (ms), or null when it is empty. */
-export function oldestEventAt(db: Db): number | null {
-  const row = db.select({ at: events.createdAt }).from(events).orderBy(asc(events.seq)).limit(1).get();
-  return row ? row.at.getTime() : null;
+/** The oldest event still in the outbox: its number and when it was raised (ms); null when it is empty. */
+export function oldestEvent(db: Db): { seq: number; at: number } | null {
+  const row = db.select({ seq: events.seq, at: events.createdAt }).from(events).orderBy(asc(events.seq)).limit(1).get();
+  return row ? { seq: row.seq, at: row.at.getTime() } : null;
 }
 
 /** The company this object is, once a run told it; null before. */
