@@ -50,6 +50,26 @@ function acmeObjectDown(): Env["COMPANY"] {
   } as unknown as Env["COMPANY"];
 }
 
+/** A finished delivery as the hand-over gives it, finished `daysAgo` days ago. */
+function finished(id: string, status: "success" | "failed", daysAgo: number) {
+  const at = new Date(Date.now() - daysAgo * 24 * 3600 * 1000);
+  const result = status === "success" ? "200" : "500";
+  return {
+    id,
+    seq: 1,
+    webhookId: null,
+    event: "scan:found",
+    payload: "{}",
+    status,
+    result,
+    attempts: 1,
+    deliveredAt: null,
+    createdAt: at,
+    finishedAt: at,
+    attemptRows: [{ at, result, durationMs: 5 }],
+  };
+}
+
 describe("finished deliveries leave D1 for the company's object", () => {
   it("a delivery that succeeded is listed, with its attempt, from the object and no longer in D1", async () => {
     const webhook = await newWebhook();
@@ -284,22 +304,6 @@ describe("finished deliveries leave D1 for the company's object", () => {
   });
 
   it("the object's alarm prunes a success after 3 days and a failure after 30", async () => {
-    const day = 24 * 3600 * 1000;
-    const now = Date.now();
-    const finished = (id: string, status: "success" | "failed", daysAgo: number) => ({
-      id,
-      seq: 1,
-      webhookId: null,
-      event: "scan:found",
-      payload: "{}",
-      status,
-      result: status === "success" ? "200" : "500",
-      attempts: 1,
-      deliveredAt: null,
-      createdAt: new Date(now - daysAgo * day),
-      finishedAt: new Date(now - daysAgo * day),
-      attemptRows: [{ at: new Date(now - daysAgo * day), result: "200", durationMs: 5 }],
-    });
     const stub = company(3);
     await stub.keepFinished([
       finished("old-success", "success", 4),
@@ -316,24 +320,8 @@ describe("finished deliveries leave D1 for the company's object", () => {
   });
 
   it("a resent entry's copy whose D1 row never came back goes 35 days after its retention; one on its way stays", async () => {
-    const day = 24 * 3600 * 1000;
-    const now = Date.now();
-    const failed = (id: string, daysAgo: number) => ({
-      id,
-      seq: 1,
-      webhookId: null,
-      event: "scan:found",
-      payload: "{}",
-      status: "failed" as const,
-      result: "500",
-      attempts: 8,
-      deliveredAt: null,
-      createdAt: new Date(now - daysAgo * day),
-      finishedAt: new Date(now - daysAgo * day),
-      attemptRows: [{ at: new Date(now - daysAgo * day), result: "500", durationMs: 5 }],
-    });
     const stub = company(4);
-    await stub.keepFinished([failed("orphaned-copy", 66), failed("resent-lately", 29)]);
+    await stub.keepFinished([finished("orphaned-copy", "failed", 66), finished("resent-lately", "failed", 29)]);
     expect(await stub.markResent("orphaned-copy")).toBe(true);
     expect(await stub.markResent("resent-lately")).toBe(true);
     await runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now()));
