@@ -1,7 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import { guardStatement } from "../db/guard";
 import { memberships, people, personEmails, secureNumbers } from "../db/schema";
-import { conflict } from "../lib/errors";
+import { ApiError, conflict } from "../lib/errors";
 import { logInfo } from "../lib/log";
 import { WriteBatch } from "./outbox";
 import { membershipGrants, WRITE_SETTINGS } from "./employees/authorization";
@@ -80,7 +80,12 @@ export const PURGE_CHUNK = 50;
  * Budget per chunk of 50: ≈ 350 D1 statements in the batch, one index
  * application (≈ 12 D1 statements, one KV put per key), one queue send.
  */
-export async function purgeExpiredEphemeral(deps: Deps, now: Date, chunk = PURGE_CHUNK) {
+export async function purgeExpiredEphemeral(
+  deps: Deps,
+  now: Date,
+  chunk = PURGE_CHUNK,
+  again = false,
+): Promise<{ removed: { companyId: number; personId: number }[]; more: boolean }> {
   const t = now.getTime();
   // A member holding `write settings` whom no member staying beyond this purge also holds it stays
   // past their time: removing them would leave the company with nobody to manage it (as DELETE refuses).
@@ -112,7 +117,14 @@ export async function purgeExpiredEphemeral(deps: Deps, now: Date, chunk = PURGE
       ),
     );
     for (const { companyId, personId } of due) addRemoval(batch, companyId, personId);
-    await batch.commit();
+    try {
+      await batch.commit();
+    } catch (err) {
+      // One company's holder changed since the read: the chunk is read again once (it leaves that holder
+      // out now), so the other companies' expired members do not wait for the next hour.
+      if (again || !(err instanceof ApiError) || err.statusCode !== 409) throw err;
+      return purgeExpiredEphemeral(deps, now, chunk, true);
+    }
   }
   const more = due.length === chunk;
   logInfo({ job: "purge", removed: due.length, more });

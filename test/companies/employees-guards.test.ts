@@ -342,6 +342,32 @@ describe("what a command read before its batch, asked again inside it", () => {
     expect([globex.first_name, globex.akas]).toEqual([target.first_name, target.akas]);
   });
 
+  it("a purge whose chunk meets one company's race still removes the other companies' expired members in that run", async () => {
+    const temporary = await create(body(fresh("racing-admin"), { roles: ["Admin"], ephemeral: true }));
+    const globexTemp = await answer(
+      await as("carol").send("POST", "/companies/2/employees", body(fresh("globex-temp"), { ephemeral: true })),
+      200,
+      createEmployee,
+    );
+    const tokenOf = `pk_test_racing_${temporary.id}_${crypto.randomUUID()}`;
+    await insertToken(tokenOf, { personId: temporary.id });
+    let raced = false;
+    // Between the purge's read and its batch, Alice steps back: the expiring Admin becomes Acme's last holder.
+    const deps = racedBy(async () => {
+      if (raced) return;
+      raced = true;
+      expect((await call(ALICE, { method: "PUT", token: tokenOf, body: { roles: ["Viewer"] } })).status).toBe(200);
+    });
+    const { removed } = await purgeExpiredEphemeral(deps, new Date(Date.now() + 25 * 3600_000));
+    expect(removed).toContainEqual({ companyId: 2, personId: globexTemp.id });
+    expect(removed).not.toContainEqual({ companyId: 1, personId: temporary.id });
+    expect(await settingsWriters()).toEqual([temporary.id]);
+    // Alice is the only Admin again for the tests that follow.
+    expect((await call(ALICE, { method: "PUT", token: tokenOf, body: { roles: ["Admin"] } })).status).toBe(200);
+    expect((await as("alice").send("DELETE", `${ACME}/${temporary.id}`)).status).toBe(204);
+    expect(await settingsWriters()).toEqual([DEMO.people.alice]);
+  });
+
   it("the ephemeral purge keeps an expired member who is the company's last holder of `write settings`", async () => {
     const temporary = await create(body(fresh("ephemeral-admin"), { roles: ["Admin"], ephemeral: true }));
     // Alice steps back: the ephemeral Admin is the only holder.
