@@ -209,7 +209,13 @@ export async function addMember(deps: Deps, companyId: number, input: NewMember)
     inserted = batch.add(
       db
         .insert(people)
-        .values({ firstName: input.firstName, lastName: input.lastName, createdAt: now, updatedAt: now })
+        .values({
+          firstName: input.firstName,
+          lastName: input.lastName,
+          enteredBy: companyId,
+          createdAt: now,
+          updatedAt: now,
+        })
         .returning({ id: people.id }),
     );
     batch.add(

@@ -26,9 +26,11 @@ const addressOf = (address: Address) =>
 
 /**
  * The one person `address` signs in (docs/security.md, "Signing in"), or null, in one read either way:
- * - an email: its person, unless one company manages it and the person belonged to another company
- *   first (an employer cannot open, with an address of its choosing, an account another company
- *   made, and with it that person's roles there);
+ * - an email: its person, unless a company manages it that is not the one that entered the person
+ *   (`people.entered_by_company_id`, kept after that company removed them): an employer cannot open,
+ *   with an address of its choosing, an account another company made, and with it that person's roles
+ *   elsewhere. For an account older than that column, a managed email signs in only while its person
+ *   belongs to no other company;
  * - a phone: the one person who confirmed it, else the one person holding it, but only until they
  *   have signed in once (`people.last_login_at`): after that, a number an employer typed onto their
  *   record does not open the account they claimed (an employer's edits never carry a confirmation).
@@ -37,9 +39,12 @@ async function personOf(deps: Deps, address: Address): Promise<number | null> {
   if ("email" in address) {
     const [row] = await deps.db.all<{ id: number; foreign: number }>(
       sql`select e.person_id as id,
-            coalesce(e.employer_company_id <> (select m.company_id from ${memberships} m
-              where m.person_id = e.person_id order by m.id limit 1), 0) as "foreign"
-          from ${personEmails} e where e.email = ${address.email}`,
+            case when e.employer_company_id is null then 0
+                 when p.entered_by_company_id is not null then e.employer_company_id <> p.entered_by_company_id
+                 else exists (select 1 from ${memberships} m
+                              where m.person_id = e.person_id and m.company_id <> e.employer_company_id)
+            end as "foreign"
+          from ${personEmails} e join ${people} p on p.id = e.person_id where e.email = ${address.email}`,
     );
     return row && !row.foreign ? row.id : null;
   }

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { signIn as signInRoute } from "../../src/routes/auth/auth.routes";
 import { addMyPhone, getMe, listMyDevices, listMyPhones } from "../../src/routes/me/me.routes";
 import {
@@ -173,6 +173,7 @@ describe("signing in", () => {
 
 describe("whom an address signs in, once the person has proven one", () => {
   const ADMIN = "pk_test_sign_in_admin";
+  beforeAll(() => insertToken(ADMIN, { serviceName: "operator", scopes: ["platform:admin"] }));
   const seat = async (companyId: number, email: string, role: string) => {
     const response = await call(`/internal/companies/${companyId}/members`, {
       method: "POST",
@@ -190,7 +191,6 @@ describe("whom an address signs in, once the person has proven one", () => {
   };
 
   it("an email one company manages does not sign in a person of another company: no admin borrows another's Admin", async () => {
-    await insertToken(ADMIN, { serviceName: "operator", scopes: ["platform:admin"] });
     // Gina is Globex's Admin and an Acme Viewer.
     const email = `${fresh("gina")}@globex.example`;
     const gina = await seat(2, email, "Admin");
@@ -204,6 +204,38 @@ describe("whom an address signs in, once the person has proven one", () => {
     const signed = await signIn({ email }, "Gina's phone");
     expect((await answer(await call("/me", { token: signed.token }), 200, getMe)).id).toBe(gina);
     expect(await sent({ email: evil })).toBe(0);
+  });
+
+  it("after the company that entered her removes her, another company's email still opens nothing (her Admin elsewhere stays hers)", async () => {
+    const created = await call("/internal/companies", {
+      method: "POST",
+      token: ADMIN,
+      body: { kind: "employer", name: "Initech", slug: fresh("initech").replaceAll(".", "-") },
+    });
+    expect(created.status).toBe(201);
+    const initech = ((await created.json()) as { id: number }).id;
+    // Globex entered Gina; she is also an Acme Viewer and Initech's Admin.
+    const email = `${fresh("gina")}@globex.example`;
+    const gina = await seat(2, email, "Viewer");
+    expect(await seat(1, email, "Viewer")).toBe(gina);
+    expect(await seat(initech, email, "Admin")).toBe(gina);
+    const evil = `${fresh("attacker")}@evil.example`;
+    expect(
+      (await as("alice").send("PUT", `/companies/1/employees/${gina}`, { emails: [{ email: evil }] })).status,
+    ).toBe(200);
+    expect(await sent({ email: evil })).toBe(0);
+    // Gina leaves Globex: Acme becomes her oldest company, and its email still reaches no code.
+    expect((await as("carol").send("DELETE", `/companies/2/employees/${gina}`)).status).toBe(204);
+    expect(await sent({ email: evil })).toBe(0);
+  });
+
+  it("an account older than the entering company's record: a managed email opens it only while it belongs to no other company", async () => {
+    const email = `${fresh("legacy")}@globex.example`;
+    const legacy = await seat(2, email, "Viewer");
+    await env.DB.prepare("UPDATE people SET entered_by_company_id = NULL WHERE id = ?").bind(legacy).run();
+    expect(await sent({ email })).toBe(1);
+    expect(await seat(1, email, "Viewer")).toBe(legacy);
+    expect(await sent({ email })).toBe(0);
   });
 
   it("once a person signed in, a phone their employer types onto their record signs in nobody", async () => {

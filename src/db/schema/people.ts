@@ -22,6 +22,13 @@ export const people = sqliteTable("people", {
   lastScanAt: timestamp("last_scan_at"),
   lastLoginAt: timestamp("last_login_at"),
   /**
+   * The company that entered the person (created the account), for good: an email another company
+   * manages never signs them in (src/services/sign-in.ts), even after the entering company removed
+   * them. Null for an account older than this column: then a managed email signs them in only while
+   * they belong to no other company. No reference: company ids are never reused.
+   */
+  enteredBy: integer("entered_by_company_id"),
+  /**
    * Grows with every change of the facts the person's object is told (secure number, memberships),
    * raised by a trigger on their `prs:` index work (drizzle/0025): an object ignores facts older
    * than those it holds (docs/architecture.md, "Fact versions").

@@ -89,9 +89,9 @@ export async function addNewEmployees(
     batch.add(
       batchableAll<{ id: number }>(
         db,
-        sql`insert into ${people} (first_name, middle_name, last_name, dob, created_at, updated_at)
+        sql`insert into ${people} (first_name, middle_name, last_name, dob, entered_by_company_id, created_at, updated_at)
             select json_extract(value, '$.first_name'), json_extract(value, '$.middle_name'),
-                   json_extract(value, '$.last_name'), json_extract(value, '$.dob'), ${t}, ${t}
+                   json_extract(value, '$.last_name'), json_extract(value, '$.dob'), ${companyId}, ${t}, ${t}
             from json_each(${JSON.stringify(part)}) order by key
             returning id`,
       ),

@@ -1,0 +1,1 @@
+ALTER TABLE `people` ADD `entered_by_company_id` integer;
