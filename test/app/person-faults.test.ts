@@ -86,6 +86,8 @@ describe("a trust request whose delivery failed", () => {
       body: { user_id: alice, contact_reason: "we met at the conference" },
     });
     expect(asked.status).toBe(201);
+    // Delivered after the answer: the first delivery is tried (and fails) a moment later.
+    await expect.poll(() => refused).toBeGreaterThan(0);
     const pendingAtAlice = () =>
       inPersonObject(
         alice,

@@ -71,7 +71,8 @@ describe("a confirmation needs the code sent to the number", () => {
     // Bob's trust request by that phone reaches Vic, not the Admin.
     const asked = await as("bob").send("POST", "/contacts/requests", { phone: number, contact_reason: "hello Vic" });
     expect(asked.status).toBe(201);
-    expect(await countInPersonObject(vic.id, "select count(*) as n from trust_requests")).toBe(1);
+    // Delivered after the answer.
+    await expect.poll(() => countInPersonObject(vic.id, "select count(*) as n from trust_requests")).toBe(1);
     expect(
       await countInPersonObject(
         DEMO.people.alice,

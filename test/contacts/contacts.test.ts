@@ -436,25 +436,61 @@ describe("trust requests", () => {
       (await as("alice").send("POST", "/contacts/requests", { phone: "+1 415 555 0199", contact_reason: "Lunch?" }))
         .status,
     ).toBe(201);
-    expect(await requestsOf("bob")).toEqual([
-      {
-        id: 1,
-        first_name: "Alice",
-        middle_name: null,
-        last_name: "Admin",
-        contact_reason: "Lunch?",
-        updated_at: expect.stringMatching(ISO),
-      },
-    ]);
+    // Delivered after the answer: Bob's object has it a moment later.
+    await expect
+      .poll(() => requestsOf("bob"))
+      .toEqual([
+        {
+          id: 1,
+          first_name: "Alice",
+          middle_name: null,
+          last_name: "Admin",
+          contact_reason: "Lunch?",
+          updated_at: expect.stringMatching(ISO),
+        },
+      ]);
 
     // Asking again refreshes the one pending request.
     await as("alice").send("POST", "/contacts/requests", { email: "BOB@acme.example", contact_reason: "Dinner?" });
-    const again = await requestsOf("bob");
-    expect(again.map((r) => [r.id, r.contact_reason])).toEqual([[1, "Dinner?"]]);
+    await expect
+      .poll(async () => (await requestsOf("bob")).map((r) => [r.id, r.contact_reason]))
+      .toEqual([[1, "Dinner?"]]);
 
     await as("carol").send("POST", "/contacts/requests", { user_id: 2 });
-    const both = await requestsOf("bob");
-    expect(both.map((r) => r.id)).toEqual([3, 1]);
+    await expect.poll(async () => (await requestsOf("bob")).map((r) => r.id)).toEqual([3, 1]);
+  });
+
+  it("the 201 does not wait for the target's object: a match answers as no match does, and is delivered after", async () => {
+    const { runInDurableObject } = await import("cloudflare:test");
+    const inserted = await env.DB.prepare(
+      "INSERT INTO people (first_name, last_name, created_at, updated_at) VALUES ('Busy', 'Asker', 0, 0) RETURNING id",
+    ).first<{ id: number }>();
+    const asker = `pk_test_busy_asker_${inserted!.id}_${crypto.randomUUID().slice(0, 8)}`;
+    await insertToken(asker, { personId: inserted!.id });
+    // Carol's object is busy (or far away) for a while.
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const holding = runInDurableObject(personObject(DEMO.people.carol), (_, state) =>
+      state.blockConcurrencyWhile(() => held),
+    );
+    try {
+      const body = { user_id: DEMO.people.carol, contact_reason: "while you were busy" };
+      const answered = await Promise.race([
+        call("/contacts/requests", { method: "POST", token: asker, body }).then((response) => response.status),
+        new Promise((resolve) => setTimeout(() => resolve("still waiting for Carol's object"), 3_000)),
+      ]);
+      expect(answered).toBe(201);
+    } finally {
+      release();
+      await holding;
+    }
+    await expect
+      .poll(async () =>
+        (await answer(await as("carol").get("/contacts/requests"), 200, listTrustRequests)).map(
+          (r) => r.contact_reason,
+        ),
+      )
+      .toContain("while you were busy");
   });
 
   it("answers 201 when nobody matches, and asks nobody", async () => {

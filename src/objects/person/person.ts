@@ -81,10 +81,10 @@ export class Person extends DurableObject<Env> {
 
   /* ---------- trust requests (requests.ts) ---------- */
 
-  /** This person asks `targets` for trust: charged (100 a day) and queued in one transaction, then delivered. */
+  /** `targets` asked: charged (100 a day) and queued in one transaction, delivered after the answer (no timing). */
   async sendTrustRequest(targets: number[], reason: string): Promise<api.Answer> {
     const now = Date.now();
-    const asked = (done: api.Answer) => (done.ok ? (this.jobs.care(), this.jobs.sendRequests()) : undefined);
+    const asked = (done: api.Answer) => (done.ok ? void (this.jobs.care(), this.jobs.deliverRequests()) : undefined);
     return this.gate.write(GONE, () => requests.ask(this.db, this.self.id, targets, reason, now), asked);
   }
   /** `requesterId` asks this person for trust (at `askedAt`, ms); an erased object takes nothing. */

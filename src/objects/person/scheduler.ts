@@ -114,6 +114,16 @@ export class Scheduler {
     if (await requests.sendQueued(db, (id) => self.peer(id), self.card())) await this.retryLater();
   }
 
+  /**
+   * Delivers the queued trust requests after the asking request has been answered (`waitUntil`), so
+   * the answer takes the same time whether a target is an account or not (docs/decisions.md). The
+   * queue is durable: a delivery that fails or never runs is retried by the alarm.
+   */
+  deliverRequests(): void {
+    const delivering = this.sendRequests().catch(() => this.retryLater());
+    this.host.ctx.waitUntil(Promise.all([delivering, this.alarmBy(Date.now() + RETRY.cap)]));
+  }
+
   /** Brings the alarm forward while index writes, mirrors or requests are due: `RETRY` (1 s, doubling, at most 60 s). */
   async retryLater(): Promise<void> {
     const { db } = this.host;
