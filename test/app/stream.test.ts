@@ -353,6 +353,48 @@ describe("GET /apps/buzz/stream", () => {
     const id = await chat(alice, bob.id);
     expect(activityIds(await socket.until(1))).toEqual([id]);
   });
+
+  it("a chat retried after its first attempt reached the receiver reaches the sender's other devices too", async () => {
+    const alice = await newPerson("Retrier");
+    const bob = await newPerson("Receiver");
+    const messageId = crypto.randomUUID();
+    // The first attempt: Bob's object stored the chat, then Alice's object lost the request (a restart).
+    await personObject(bob.id).acceptChat({
+      id: nextId(alice.id, 0),
+      type: "chat_message",
+      sendableType: "person",
+      sendableId: alice.id,
+      receivableType: "person",
+      receivableId: bob.id,
+      callTime: 0,
+      message: "aGk=",
+      messageId,
+      createdAt: new Date(),
+    } as never);
+    // Alice's laptop streams; her phone records a call meanwhile, then retries the chat with its message_id.
+    const laptop = await connect("", alice.token);
+    const marker = await callRecord(alice);
+    expect(activityIds(await laptop.until(1))).toEqual([marker]);
+    const retried = await call("/apps/buzz/activity", {
+      method: "POST",
+      token: alice.token,
+      body: {
+        type: "chat_message",
+        sendable_type: "person",
+        sendable_id: alice.id,
+        receivable_type: "person",
+        receivable_id: bob.id,
+        message: "aGk=",
+        message_id: messageId,
+      },
+    });
+    const chatId = (await answer(retried, 200, createActivity)).data.id;
+    expect(chatId).toBeGreaterThan(marker);
+    expect(activityIds(await laptop.until(2))).toEqual([marker, chatId]);
+    const paged = await answer(await call(`/apps/buzz/activity/${marker}`, { token: alice.token }), 200, listActivity);
+    expect(paged.map((row) => row.id)).toEqual([chatId]);
+    laptop.ws.close();
+  });
 });
 
 /* ---------- tickets (docs/realtime.md, "From a browser: a ticket"; docs/security.md, "Stream tickets") ---------- */

@@ -151,8 +151,9 @@ export class Feed implements FeedSource {
    * feed stores it under the same id. Nothing a reader has seen lies above a
    * reservation, so the id is always safe here whatever arrived during the
    * await. Only if that very id was taken here meanwhile (another row of
-   * this person's slot) is the peer asked to move its copy above a new
-   * reservation.
+   * this person's slot), or is below the reservation (a retry of a chat the
+   * peer stored before, under an id this feed's readers may have passed), is
+   * the peer asked to move its copy above a new reservation.
    */
   private async sendChat(row: FeedRow, peer: number, held: number[]): Promise<Accepted | Refusal> {
     const me = this.host.self.id;
@@ -165,7 +166,9 @@ export class Feed implements FeedSource {
       if (!("id" in answer)) return answer;
       const { id } = answer;
       const taken = this.db.select({ id: feed.id }).from(feed).where(eq(feed.id, id)).get() !== undefined;
-      if (!taken && (held.includes(id) || !this.reserved.has(id))) {
+      // Below the floor: a retry the receiver had stored before, under an id this feed's readers may have
+      // passed since; it is moved above a new reservation like a taken id.
+      if (!taken && id >= floor && (held.includes(id) || !this.reserved.has(id))) {
         // Held until the caller stores the row, so no record made in between takes it.
         this.reserved.add(id);
         held.push(id);
