@@ -395,6 +395,16 @@ describe("GET /apps/buzz/stream", () => {
     expect(paged.map((row) => row.id)).toEqual([chatId]);
     laptop.ws.close();
   });
+
+  it("an erased person's object refuses a stream (the Worker's passing device check may be a second old)", async () => {
+    const bob = await newPerson("Erased");
+    await callRecord(bob);
+    await personObject(bob.id).erase();
+    const url = new URL("https://person.internal/stream");
+    url.searchParams.set("connect", JSON.stringify({ me: bob.id, tokenId: bob.tokenId, backlog: null }));
+    const res = await personObject(bob.id).fetch(new Request(url, { headers: { Upgrade: "websocket" } }));
+    expect(res.status).toBe(401);
+  });
 });
 
 /* ---------- tickets (docs/realtime.md, "From a browser: a ticket"; docs/security.md, "Stream tickets") ---------- */

@@ -72,8 +72,10 @@ export const refused = (db: DrizzleSqliteDODatabase, tokenId: number, now: numbe
  * Worker's passing check may be a second old (a read's), or the device revoked since, so it is asked
  * again here, at the socket.
  */
-export function upgradeRefusal(db: DrizzleSqliteDODatabase, tokenId: number, now: number): Response | null {
-  if (!refused(db, tokenId, now)) return null;
+export function upgradeRefusal(db: DrizzleSqliteDODatabase, tokenId: number, erased: boolean): Response | null {
+  // An erased object's devices are gone with its storage: the account is, and so is every token of it.
+  if (erased) return Response.json(errorBody(401, "the bearer token's account no longer exists"), { status: 401 });
+  if (!refused(db, tokenId, Date.now())) return null;
   return Response.json(errorBody(401, "the bearer token has been revoked or has expired"), { status: 401 });
 }
 

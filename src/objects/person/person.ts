@@ -305,7 +305,7 @@ export class Person extends DurableObject<Env> {
   /** The one HTTP entry of the object: a stream's upgrade, checked and forwarded by the Worker. */
   override async fetch(request: Request): Promise<Response> {
     const params = JSON.parse(new URL(request.url).searchParams.get("connect") ?? "null") as api.ConnectParams;
-    const response = devices.upgradeRefusal(this.db, params.tokenId, Date.now()) ?? this.stream.connect(params);
+    const response = devices.upgradeRefusal(this.db, params.tokenId, this.self.erased) ?? this.stream.connect(params);
     await this.jobs.watchStreams(params.until);
     return response;
   }
