@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { listCompanyPhones } from "../../src/routes/admin/phones.routes";
 import { addCompanyPhone } from "../../src/routes/companies/phones.routes";
 import { syncContacts } from "../../src/routes/contacts/contacts.routes";
@@ -17,6 +17,7 @@ import {
   insertToken,
   provePhone,
   employerSetsPhones,
+  spyOnD1,
 } from "../helpers";
 
 /*
@@ -206,6 +207,91 @@ describe("possession wins", () => {
     const bad = await call("/internal/phones/not-a-number/release", { method: "POST", token: OPERATOR });
     expect(bad.status).toBe(400);
     expect((await as("bob").send("POST", `/internal/phones/${encodeURIComponent(number)}/release`)).status).toBe(403);
+  });
+});
+
+describe("an employer's phone edit in flight while a confirmation changes", () => {
+  afterEach(() => vi.restoreAllMocks());
+  /** The employer's PUT of `person`'s phones, with `meanwhile` run between its reads and its batch. */
+  async function putRacing(person: number, phones: string[], meanwhile: () => Promise<void>) {
+    let fired = false;
+    spyOnD1(async (statements) => {
+      if (fired || !statements.some((s) => /delete from "person_phones" where "person_phones"."person_id"/i.test(s)))
+        return;
+      fired = true;
+      await meanwhile();
+    });
+    const body = { phone_numbers: phones.map((phone_full, i) => ({ phone_full, primary: i === 0 })) };
+    const put = await as("alice").send("PUT", `/companies/1/employees/${person}`, body);
+    vi.restoreAllMocks();
+    expect(fired).toBe(true);
+    return put;
+  }
+  const signInByPhone = async (phone: string) => {
+    expect((await call("/auth/codes", { method: "POST", body: { phone } })).status).toBe(202);
+    const code = await codeSentTo(phone);
+    expect((await call("/auth/tokens", { method: "POST", body: { phone, code, device_name: "p" } })).status).toBe(201);
+    // Signing in by phone proves it.
+    await expect
+      .poll(
+        async () =>
+          (await env.DB.prepare("SELECT count(*) AS n FROM person_phones WHERE e164 = ? AND confirmed = 1")
+            .bind(phone)
+            .first<{ n: number }>())!.n,
+      )
+      .toBe(1);
+  };
+
+  it("the operator's release (a SIM swap) lands first: 409, the confirmation stays released, and a resend writes none", async () => {
+    const number = "+16505558821";
+    const person = await acmeEmployeeWithPhone("swapped", number, { license: null });
+    await signInByPhone(number);
+    const phones = [number, "+16505558823"];
+    const put = await putRacing(person, phones, async () => {
+      const released = await call(`/internal/phones/${encodeURIComponent(number)}/release`, {
+        method: "POST",
+        token: OPERATOR,
+      });
+      expect(released.status).toBe(200);
+    });
+    await expectError(put, 409, "Conflict");
+    const confirmed = () =>
+      env.DB.prepare("SELECT confirmed FROM person_phones WHERE e164 = ? AND person_id = ?")
+        .bind(number, person)
+        .first();
+    expect(await confirmed()).toEqual({ confirmed: 0 });
+    const again = await as("alice").send("PUT", `/companies/1/employees/${person}`, {
+      phone_numbers: phones.map((phone_full, i) => ({ phone_full, primary: i === 0 })),
+    });
+    expect(again.status).toBe(200);
+    expect(await confirmed()).toEqual({ confirmed: 0 });
+  });
+
+  it("another person proves the number first: 409, not a 500, and the number stays confirmed by them alone", async () => {
+    const number = "+16505558811";
+    const person = await acmeEmployeeWithPhone("holder", number, { license: null });
+    await signInByPhone(number);
+    const other = await acmeEmployeeWithPhone("recycled", "+16505558812", { license: null });
+    const token = `pk_test_proof_recycled_${crypto.randomUUID().replaceAll("-", "")}`;
+    await insertToken(token, { personId: other });
+    const api = asAny({ token });
+    const added = await api.send("POST", "/me/phones", { phone: number });
+    const phoneId = ((await added.json()) as { id: number }).id;
+    expect((await api.send("POST", `/me/phones/${phoneId}/verification`)).status).toBe(202);
+    const code = await codeSentTo(number);
+    const put = await putRacing(person, [number, "+16505558813"], async () => {
+      expect((await api.send("POST", `/me/phones/${phoneId}/confirm`, { code })).status).toBe(200);
+    });
+    await expectError(put, 409, "Conflict");
+    const rows = await env.DB.prepare(
+      "SELECT person_id, confirmed FROM person_phones WHERE e164 = ? ORDER BY person_id",
+    )
+      .bind(number)
+      .all();
+    expect(rows.results).toEqual([
+      { person_id: person, confirmed: 0 },
+      { person_id: other, confirmed: 1 },
+    ]);
   });
 });
 

@@ -56,7 +56,7 @@ import {
   withoutPersonWideChanges,
   withoutUnchangedPersonWide,
 } from "./person-wide";
-import { addNewEmployees, collectionInserts, confirmedNumbersOf } from "./statements";
+import { addNewEmployees, collectionInserts, confirmationsGuardStatement, confirmedNumbersOf } from "./statements";
 
 /**
  * The employee commands (docs/architecture.md, "Writes are commands"):
@@ -273,9 +273,11 @@ export async function updateEmployee(
   if (changes.phones) {
     // Both the numbers they leave and the ones they take change hands (caller records).
     batch.markStaleNumbersOf(personId);
-    statements.push(db.delete(personPhones).where(eq(personPhones.personId, personId)));
     // A number the person confirmed stays confirmed; any other number the employer enters is not (docs/decisions.md).
+    // What is written back is what was read: a release or a proof since rolls the batch back (409).
     const confirmed = await confirmedNumbersOf(db, personId);
+    statements.push(confirmationsGuardStatement(db, personId, confirmed));
+    statements.push(db.delete(personPhones).where(eq(personPhones.personId, personId)));
     statements.push(
       ...collectionInserts(db, personId, {
         phones: changes.phones.map((phone) => ({ ...phone, confirmed: confirmed.delete(phone.e164) })),

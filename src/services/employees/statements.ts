@@ -1,5 +1,6 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
+import { guardStatement } from "../../db/guard";
 import { touchRosters } from "../../db/rosters";
 import {
   invitations,
@@ -14,6 +15,7 @@ import {
 import { batchableAll } from "../../db/sql";
 import { primaryOf, type AddressInput, type AkaInput, type NewEmployee, type PhoneInput } from "../../domain/employees";
 import { base64url, sha256Hex } from "../../lib/crypto";
+import { conflict } from "../../lib/errors";
 import type { WriteBatch } from "../outbox";
 import { seatGuardStatement } from "../seats";
 
@@ -229,4 +231,32 @@ export async function confirmedNumbersOf(db: Db, personId: number): Promise<Set<
     .where(and(eq(personPhones.personId, personId), eq(personPhones.confirmed, true)))
     .all();
   return new Set(rows.map((row) => row.e164));
+}
+
+/**
+ * The guard of a phone replacement that writes back the confirmations it read (`confirmed`): the
+ * batch rolls back when the person's confirmed numbers are no longer those, as when the operator
+ * released one (a SIM swap) or the person proved one meanwhile. An employer's edit never carries a
+ * confirmation, so none it read may be written back after it changed; asked after a rollback, the
+ * same comparison answers a 409 to send the request again.
+ */
+export function confirmationsGuardStatement(db: Db, personId: number, numbers: Set<string>) {
+  // A copy: the caller's set is used up as it writes the confirmations back.
+  const confirmed = new Set(numbers);
+  const read = JSON.stringify([...confirmed]);
+  const now = sql`select ${personPhones.e164} from ${personPhones}
+    where ${personPhones.personId} = ${personId} and ${personPhones.confirmed} = 1`;
+  return guardStatement(
+    db,
+    "personWide",
+    sql`(select count(*) from (${now})) <> ${confirmed.size}
+      or exists (select 1 from (${now}) c where c.e164 not in (select value from json_each(${read})))`,
+    async () => {
+      const current = await confirmedNumbersOf(db, personId);
+      if (current.size !== confirmed.size || [...current].some((e164) => !confirmed.has(e164)))
+        throw conflict(
+          "this person's confirmed phone numbers changed while the request ran; nothing was changed, send it again",
+        );
+    },
+  );
 }
