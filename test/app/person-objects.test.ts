@@ -14,6 +14,7 @@ import {
   answer,
   as,
   call,
+  countD1,
   countInPersonObject,
   countRows,
   DEMO,
@@ -182,6 +183,37 @@ describe("names other people's objects told", () => {
     expect(await inPersonObject(personId, "SELECT first_name FROM peers WHERE person_id = 13")).toEqual([
       { first_name: "Again" },
     ]);
+  });
+});
+
+describe("parties that are no account", () => {
+  it("a feed page asks their objects once; the next pages neither ask them nor read D1", async () => {
+    const created = await env.DB.prepare(
+      "INSERT INTO people (first_name, last_name, created_at, updated_at) VALUES ('Fan', 'Out', 0, 0) RETURNING id",
+    ).first<{ id: number }>();
+    const me = created!.id;
+    const token = `pk_test_fan_out_${me}_${crypto.randomUUID().slice(0, 8)}`;
+    await insertToken(token, { personId: me });
+    // Call records naming 20 ids that are no account.
+    for (let i = 0; i < 20; i++) {
+      const record = {
+        type: "outgoing_call_missed",
+        sendable_type: "person",
+        sendable_id: me,
+        receivable_type: "person",
+        receivable_id: 70_000_000 + i,
+      };
+      expect((await call("/apps/buzz/activity", { method: "POST", token, body: record })).status).toBe(200);
+    }
+    const page = async () => {
+      const d1 = countD1();
+      expect((await call("/apps/buzz/activity/0?limit=500", { token })).status).toBe(200);
+      vi.restoreAllMocks();
+      return d1.statements;
+    };
+    expect(await page()).toBeGreaterThan(0); // the first page asks each party's object, which reads D1
+    expect(await page()).toBe(0);
+    expect(await page()).toBe(0);
   });
 });
 

@@ -50,6 +50,11 @@ export class Feed implements FeedSource {
   private readonly sending = new Map<string, Promise<RecordAnswer>>();
   /** Feed ids reserved by chats on their way to the peer (sendChat); in memory: a restart ends those requests. */
   private readonly reserved = new Set<number>();
+  /**
+   * Parties found to be no account, and when (`hearFrom`): a page does not ask their objects again for a
+   * day (each would read D1), whatever number of ids a person's records name. In memory, at most 10,000.
+   */
+  private readonly noAccount = new Map<number, number>();
 
   constructor(private readonly host: FeedHost) {}
 
@@ -270,18 +275,26 @@ export class Feed implements FeedSource {
   /**
    * Asks the objects of the people among `ids` this object never heard of, or heard of over a day ago,
    * for their card (one RPC each, no D1), and keeps it (peers.ts); answers those that are no account
-   * (any more), whom it forgets. A feed page and a page of trust requests ask before they name anyone;
-   * an object that fails to answer fails neither page.
+   * (any more), whom it forgets, and remembers for a day so that later pages do not ask them again. A
+   * feed page and a page of trust requests ask before they name anyone; an object that fails to answer
+   * fails neither page.
    */
   async hearFrom(ids: number[]): Promise<Set<number>> {
     const now = Date.now();
     const me = this.host.self.id;
-    const asked = peers.unheard(
+    // Those found to be no account within a day are known so already: not asked again.
+    const known = new Set<number>();
+    const asked: number[] = [];
+    for (const id of peers.unheard(
       this.db,
       [...new Set(ids)].filter((id) => id !== me),
       now,
-    );
-    if (asked.length === 0) return new Set();
+    )) {
+      const at = this.noAccount.get(id);
+      if (at !== undefined && at > now - peers.PEER_FRESH_MS) known.add(id);
+      else asked.push(id);
+    }
+    if (asked.length === 0) return known;
     const answers = await Promise.allSettled(asked.map((id) => this.host.self.peer(id).ownAccount()));
     // An object that did not answer is asked again next time; what was known of its person stays meanwhile.
     const heard = asked.flatMap((id, i) => {
@@ -291,7 +304,15 @@ export class Feed implements FeedSource {
     this.host.gate.now(undefined, () =>
       heard.forEach(({ id, card }) => (card ? peers.learn(this.db, card, now) : peers.forget(this.db, id))),
     );
-    return new Set(heard.filter(({ card }) => !card).map(({ id }) => id));
+    for (const { id, card } of heard) {
+      if (card) this.noAccount.delete(id);
+      else {
+        if (this.noAccount.size >= 10_000) this.noAccount.delete(this.noAccount.keys().next().value!);
+        this.noAccount.set(id, now);
+        known.add(id);
+      }
+    }
+    return known;
   }
 
   /** The newest id in the feed; 0 when it is empty. */
