@@ -426,7 +426,12 @@ export async function employerSetsPhones(personId: number, ...numbers: string[])
 }
 
 /** `from` sends person `to` a chat (or another activity `type`) through the API: the new activity's id. */
-export const sendChat = (from: { id: number; token: string }, to: number, type = "chat_message") =>
+export const sendChat = (
+  from: { id: number; token: string },
+  to: number,
+  type = "chat_message",
+  messageId: string = crypto.randomUUID(),
+) =>
   call("/apps/buzz/activity", {
     method: "POST",
     token: from.token,
@@ -437,7 +442,7 @@ export const sendChat = (from: { id: number; token: string }, to: number, type =
       receivable_type: "person",
       receivable_id: to,
       message: "aGk=",
-      message_id: crypto.randomUUID(),
+      message_id: messageId,
     },
   }).then(async (res) => (await answer(res, 200, createActivity)).data.id);
 

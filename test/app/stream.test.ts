@@ -375,20 +375,7 @@ describe("GET /apps/buzz/stream", () => {
     const laptop = await connect("", alice.token);
     const marker = await callRecord(alice);
     expect(activityIds(await laptop.until(1))).toEqual([marker]);
-    const retried = await call("/apps/buzz/activity", {
-      method: "POST",
-      token: alice.token,
-      body: {
-        type: "chat_message",
-        sendable_type: "person",
-        sendable_id: alice.id,
-        receivable_type: "person",
-        receivable_id: bob.id,
-        message: "aGk=",
-        message_id: messageId,
-      },
-    });
-    const chatId = (await answer(retried, 200, createActivity)).data.id;
+    const chatId = await chat(alice, bob.id, "chat_message", messageId);
     expect(chatId).toBeGreaterThan(marker);
     expect(activityIds(await laptop.until(2))).toEqual([marker, chatId]);
     const paged = await answer(await call(`/apps/buzz/activity/${marker}`, { token: alice.token }), 200, listActivity);
