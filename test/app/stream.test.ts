@@ -252,6 +252,8 @@ describe("GET /apps/buzz/stream", () => {
       body: { user_id: bob.id, contact_reason: "hello" },
     });
     expect(asked.status).toBeLessThan(300);
+    // The request is delivered after the answer: its event comes first, then what follows.
+    await socket.until(1);
     const synced = await call("/contacts/sync", {
       method: "POST",
       token: bob.token,
@@ -275,6 +277,30 @@ describe("GET /apps/buzz/stream", () => {
       { type: "blocked_call", data: blocked[0] },
     ]);
     expect(blocked[0]!.blocked_call_id).toBeGreaterThan(blocked[1]!.blocked_call_id);
+  });
+
+  it("a trust request delivered twice, or an older ask landing after a newer one, sends one event", async () => {
+    const alice = await newPerson("Asker");
+    const bob = await newPerson("Asked");
+    const socket = await connect("", bob.token);
+    const card = {
+      id: alice.id,
+      first_name: "Asker",
+      middle_name: null,
+      last_name: "Stream",
+      companies: [],
+      version: 1,
+    };
+    const at = Date.now();
+    await personObject(bob.id).receiveTrustRequest(alice.id, "the newer ask", at, card);
+    await personObject(bob.id).receiveTrustRequest(alice.id, "the newer ask", at, card); // the same delivery again
+    await personObject(bob.id).receiveTrustRequest(alice.id, "an older ask", at - 60_000, card); // late
+    // A call record after them: every event before it has arrived by the time it does.
+    await callRecord(bob);
+    const frames = await socket.until(2);
+    expect(frames.map((frame) => frame.type)).toEqual(["trust_request", "activity"]);
+    expect(frames[0]!.data).toMatchObject({ contact_reason: "the newer ask" });
+    socket.ws.close();
   });
 
   it("an idle socket schedules no alarm: nothing checks its token on a timer", async () => {

@@ -92,7 +92,7 @@ export class Person extends DurableObject<Env> {
     const id = this.gate.now(false, () => requests.receive(this.db, this.self.id, requesterId, reason, askedAt, card));
     if (id === false) return; // erased: the late delivery is dropped
     this.push.wake("trust_request", id);
-    if (card) this.stream.trustRequest(card, reason, new Date(askedAt)); // no names (an old delivery): no event
+    if (card && id !== null) this.stream.trustRequest(card, reason, new Date(askedAt)); // nothing new, or no names: none
     this.jobs.care();
   }
   /** One page of pending requests, newest first, after `cursor`; `next`: where the next page starts. */
