@@ -13,6 +13,17 @@ export const inList = (column: SQLiteColumn | SQL, values: readonly (number | st
   sql`${column} in (select value from json_each(${JSON.stringify(values)}))`;
 
 /**
+ * The `id`s of the first `limit` rows of several ranges, merged by `order`: each range is a SELECT with
+ * its own ORDER BY and LIMIT that an index serves (one per status, say), selecting `id` and what
+ * `order` names, so no statement sorts the whole set the ranges come from.
+ */
+export const firstOfRanges = (ranges: SQL[], order: SQL, limit: number): SQL =>
+  sql`select id from (${sql.join(
+    ranges.map((range) => sql`select * from (${range})`),
+    sql` union all `,
+  )}) order by ${order} limit ${limit}`;
+
+/**
  * A raw SQL statement returning rows that can go into `db.batch`. drizzle's
  * `db.all(sql)` runs alone but cannot be batched on D1 when it binds
  * parameters (its raw query has no prepared statement), and commands need

@@ -1,6 +1,6 @@
 import { and, asc, inArray, sql } from "drizzle-orm";
 import { webhookAttempts, webhookDeliveries } from "../../db/schema";
-import { inList } from "../../db/sql";
+import { firstOfRanges, inList } from "../../db/sql";
 import type { FinishedDelivery } from "../../domain/webhook-history";
 import { groupBy } from "../../lib/group";
 import { logError } from "../../lib/log";
@@ -125,24 +125,27 @@ async function handOver(deps: Deps, ids: string[] | undefined, limit: number) {
 
 /**
  * Rows the objects kept that D1 still holds after the delete: a resend changed them between the read and
- * the delete. D1's row answers for each again, so its company's object marks its copy resent (as the resend
- * itself does when it finds the entry there), and the next hand-over replaces it; until then the copy is
- * neither listed twice nor its attempts shown twice. A mark that fails is logged: the entry's own read
- * merges its attempts anyway.
+ * the delete. D1's row answers for each again, so its company's object is told it was resent (as the
+ * resend itself tells it when it finds the entry there), and the next hand-over replaces it; until then
+ * the copy is neither listed twice nor its attempts shown twice.
  */
 async function markChangedMeanwhile(deps: Deps, kept: { id: string; companyId: number }[], still: { id: string }[]) {
   const inD1 = new Set(still.map((row) => row.id));
-  await Promise.all(
-    kept
-      .filter((row) => inD1.has(row.id))
-      .map(async ({ id, companyId }) => {
-        try {
-          await deps.companyObjects.of(companyId).markResent(id);
-        } catch (err) {
-          logError("a resent entry's company object was not told", err, { companyId, deliveryId: id });
-        }
-      }),
-  );
+  await Promise.all(kept.filter((row) => inD1.has(row.id)).map((row) => tellResent(deps, row.companyId, row.id)));
+}
+
+/**
+ * Tells company `companyId`'s object that its copy of entry `deliveryId` is on its way again in D1 (the
+ * resend, and the hand-over that finds it resent). Never throws: a failure is logged, both stores list
+ * the entry meanwhile, D1's row answers for it, an entry's read merges its attempts once, and its next
+ * hand-over replaces the object's copy.
+ */
+export async function tellResent(deps: Deps, companyId: number, deliveryId: string): Promise<void> {
+  try {
+    await deps.companyObjects.of(companyId).markResent(deliveryId);
+  } catch (err) {
+    logError("a resent entry's company object was not told", err, { companyId, deliveryId });
+  }
 }
 
 /**
@@ -154,10 +157,9 @@ async function markChangedMeanwhile(deps: Deps, kept: { id: string; companyId: n
  */
 function oldestFinished(limit: number) {
   const oldest = (status: (typeof FINISHED)[number]) =>
-    sql`select * from (select id, handover_after, updated_at, rowid as seq from ${webhookDeliveries}
-          where status = ${status} order by handover_after, updated_at, rowid limit ${limit})`;
-  return sql`(select id from (${oldest("failed")} union all ${oldest("success")})
-              order by handover_after, updated_at, seq limit ${limit})`;
+    sql`select id, handover_after, updated_at, rowid as seq from ${webhookDeliveries}
+        where status = ${status} order by handover_after, updated_at, rowid limit ${limit}`;
+  return sql`(${firstOfRanges(FINISHED.map(oldest), sql`handover_after, updated_at, seq`, limit)})`;
 }
 
 /** Where the hand-over stands: finished deliveries still in D1, and those on their way (the outbox). */

@@ -1,8 +1,8 @@
 import { and, eq, sql } from "drizzle-orm";
 import { webhookDeliveries, webhooks } from "../../db/schema";
 import { refusal, type Answer } from "../../lib/answer";
-import { logError } from "../../lib/log";
 import { enqueueDeliveries } from "../events";
+import { tellResent } from "./archive";
 import type { Deps } from "../deps";
 
 /**
@@ -62,12 +62,7 @@ export async function resendDelivery(deps: Deps, companyId: number, deliveryId: 
           values (${row.id}, ${companyId}, ${row.webhookId}, ${row.event}, ${row.payload}, 1, 'pending', ${row.result}, 0, ${row.createdAt.getTime()}, ${now.getTime()}, ${now.getTime()})
           on conflict (id) do update set status = 'pending', attempts = 0, delivered_at = null, updated_at = excluded.updated_at, due_at = excluded.due_at`,
     );
-    try {
-      await deps.companyObjects.of(companyId).markResent(deliveryId);
-    } catch (err) {
-      // Both list it meanwhile; D1's row answers for it, and its next hand-over replaces the object's.
-      logError("a resent entry's company object was not told", err, { companyId, deliveryId });
-    }
+    await tellResent(deps, companyId, deliveryId);
   }
   await enqueueDeliveries(deps, [deliveryId]);
   return { ok: true };

@@ -1,6 +1,6 @@
 import { and, inArray, lt, sql } from "drizzle-orm";
 import { webhookDeliveries } from "../../db/schema";
-import { inList } from "../../db/sql";
+import { firstOfRanges, inList } from "../../db/sql";
 import type { Deps } from "../deps";
 import { enqueueDeliveries } from "../events";
 
@@ -23,18 +23,13 @@ const ON_ITS_WAY = ["pending", "dispatched"] as const;
  */
 export async function sweepOutbox(deps: Deps, now: Date, limit = 500) {
   const { db } = deps;
-  const stale = and(
-    inArray(webhookDeliveries.status, [...ON_ITS_WAY]),
-    lt(webhookDeliveries.dueAt, now.getTime() - OUTBOX_STALE_MS),
-  );
-  // One range of the `(status, due_at)` index per status, merged: never a sort of the backlog.
   const cutoff = now.getTime() - OUTBOX_STALE_MS;
+  const stale = and(inArray(webhookDeliveries.status, [...ON_ITS_WAY]), lt(webhookDeliveries.dueAt, cutoff));
+  // One range of the `(status, due_at)` index per status, merged: never a sort of the backlog.
   const overdue = (status: (typeof ON_ITS_WAY)[number]) =>
-    sql`select * from (select id, due_at from ${webhookDeliveries}
-          where status = ${status} and due_at < ${cutoff} order by due_at limit ${limit})`;
-  const found = await db.all<{ id: string }>(
-    sql`select id from (${overdue("pending")} union all ${overdue("dispatched")}) order by due_at limit ${limit}`,
-  );
+    sql`select id, due_at from ${webhookDeliveries}
+        where status = ${status} and due_at < ${cutoff} order by due_at limit ${limit}`;
+  const found = await db.all<{ id: string }>(firstOfRanges(ON_ITS_WAY.map(overdue), sql`due_at`, limit));
   if (found.length === 0) return 0;
   // Claimed by the touch, still overdue: of two sweeps at once (the minute's and the hour's), each row goes to one.
   const claimed = await db
