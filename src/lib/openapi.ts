@@ -35,7 +35,7 @@ const ERROR_EXAMPLES: Record<ErrorStatus, string> = {
   426: "this endpoint is a WebSocket: connect with `Upgrade: websocket` (see docs/realtime.md)",
   429: "this token made more than 1000 requests in the last minute; retry after the Retry-After delay",
   500: "something went wrong on our side; quote request id 8d3c2f0e-1b7a-4c55-9e61-0f2a7d9b4c13 when reporting it",
-  502: "the code could not be sent: Twilio answered 400: The 'To' number is not a valid phone number",
+  502: "the code could not be sent: Twilio answered 400 (error 21211)",
   503: "the code could not be sent: Telnyx did not answer within 10 s",
 };
 

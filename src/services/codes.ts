@@ -5,6 +5,7 @@ import { batchableAll } from "../db/sql";
 import { oneTimeCodes, secureNumbers } from "../db/schema";
 import { ApiError, badRequest, tooManyRequests } from "../lib/errors";
 import { base64url, fromBase64url } from "../lib/crypto";
+import { logError } from "../lib/log";
 import { DAY_MS } from "../lib/time";
 import type { Deps } from "./deps";
 import type { CodeSettings } from "./code-settings";
@@ -46,6 +47,9 @@ export type CodeRequest = {
  * recorded or sent. A message that does not leave is a 502/503; the code stays valid.
  */
 export async function issueCode(deps: Deps, settings: CodeSettings, request: CodeRequest, now = new Date()) {
+  // Checked before the address is looked at: without the key every request is the same 503, whether
+  // the address reaches someone or not (a 202 for one and a 503 for the other would tell).
+  if (!settings.key) throw noCodeKey();
   const code = randomCode();
   const hash = request.personId === null ? null : await codeHash(settings.key, request.address, request.purpose, code);
   const limits = limitsSql(request, settings, now);
@@ -82,6 +86,7 @@ export async function issueCode(deps: Deps, settings: CodeSettings, request: Cod
     });
   } catch (err) {
     if (!(err instanceof NotSent)) throw err;
+    if (err.providerText) logError("a code was not sent", err, { provider_answer: err.providerText });
     throw new ApiError(err.kind === "refused" ? 502 : 503, `the code could not be sent: ${err.message}`);
   }
 }
@@ -233,13 +238,15 @@ export function randomCode(): string {
 }
 
 async function hmacKey(secret: string | undefined): Promise<CryptoKey> {
-  if (!secret)
-    throw new ApiError(503, "codes cannot be checked: this deployment has no CODE_KEY secret (docs/security.md)");
+  if (!secret) throw noCodeKey();
   return crypto.subtle.importKey("raw", fromBase64url(secret), { name: "HMAC", hash: "SHA-256" }, false, [
     "sign",
     "verify",
   ]);
 }
+
+const noCodeKey = () =>
+  new ApiError(503, "codes cannot be sent or checked: this deployment has no CODE_KEY secret (docs/security.md)");
 
 const codeInput = (address: string, purpose: Purpose, code: string) =>
   new TextEncoder().encode(`${purpose}:${address}:${code}`);

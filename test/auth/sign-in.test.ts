@@ -93,6 +93,30 @@ describe("signing in", () => {
     expect(await outboxCount(shared)).toBe(0);
   });
 
+  it("a deployment without CODE_KEY: the same 503 whether the address reaches someone or not, nothing recorded", async () => {
+    const someone = "bob@acme.example";
+    const nobody = `${fresh("nobody")}@nowhere.example`;
+    const rows = async () =>
+      (await env.DB.prepare("select count(*) as n from one_time_codes where address in (?, ?)")
+        .bind(someone, nobody)
+        .first<{ n: number }>())!.n;
+    const before = await rows();
+    const key = env.CODE_KEY;
+    (env as { CODE_KEY?: string }).CODE_KEY = undefined;
+    try {
+      const answers = [];
+      for (const email of [someone, nobody]) {
+        const asked = await call("/auth/codes", { method: "POST", body: { email } });
+        answers.push([asked.status, await expectError(asked, 503, "Service Unavailable")]);
+      }
+      expect(answers[0]).toEqual(answers[1]);
+      expect(answers[0]![1]).toMatch(/CODE_KEY/);
+    } finally {
+      (env as { CODE_KEY?: string }).CODE_KEY = key;
+    }
+    expect(await rows()).toBe(before);
+  });
+
   it("5 wrong codes void the code; a code of another address is refused; a code signs in once", async () => {
     const email = "carol@globex.example";
     expect((await call("/auth/codes", { method: "POST", body: { email } })).status).toBe(202);

@@ -26,7 +26,10 @@ export type Sender = (message: Message) => Promise<void>;
 export class NotSent extends Error {
   constructor(
     readonly kind: "unavailable" | "refused",
+    /** What the client is told: the provider, its status and its error code, never its own words. */
     detail: string,
+    /** The provider's answer (at most 300 characters), for the operator's log only. */
+    readonly providerText = "",
   ) {
     super(detail);
     this.name = "NotSent";
@@ -54,5 +57,23 @@ export async function expectAccepted(provider: string, send: () => Promise<Respo
   }
   const text = (await answer.text().catch(() => "")).slice(0, 300);
   const kind = answer.status >= 500 || answer.status === 429 ? "unavailable" : "refused";
-  throw new NotSent(kind, `${provider} answered ${answer.status}${text ? `: ${text}` : ""}`);
+  const code = errorCodeOf(text);
+  throw new NotSent(kind, `${provider} answered ${answer.status}${code ? ` (error ${code})` : ""}`, text);
+}
+
+/**
+ * The provider's error code in its JSON answer (Twilio's `code`, Telnyx's `errors[0].code`): what a
+ * client may be told. The answer's own words can name the deployment's sender or account, so they
+ * stay in the operator's log.
+ */
+function errorCodeOf(text: string): string | null {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const record = (body ?? {}) as { code?: unknown; errors?: { code?: unknown }[] };
+  const code = record.code ?? (Array.isArray(record.errors) ? record.errors[0]?.code : undefined);
+  return typeof code === "number" || (typeof code === "string" && /^[\w.-]{1,32}$/.test(code)) ? String(code) : null;
 }
