@@ -99,11 +99,14 @@ describe("GET /apps/buzz/stream", () => {
     const plain = await call("/apps/buzz/stream", { token: bob.token });
     await expectError(plain, 426, "Upgrade Required");
     expect(plain.headers.get("Upgrade")).toBe("websocket");
-    await expectError(
-      await call("/apps/buzz/stream?after=x", { token: bob.token, headers: { Upgrade: "websocket" } }),
-      400,
-      "Bad Request",
-    );
+    // An empty `after` (a client's unset variable) is refused too, not read as 0 (the feed from its start).
+    for (const after of ["x", ""]) {
+      await expectError(
+        await call(`/apps/buzz/stream?after=${after}`, { token: bob.token, headers: { Upgrade: "websocket" } }),
+        400,
+        "Bad Request",
+      );
+    }
   });
 
   it("a chat reaches both of the receiver's connections once, as GET /activity shows it, and the sender's too", async () => {

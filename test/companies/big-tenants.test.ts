@@ -135,4 +135,11 @@ describe("the employee list: its total and keyset paging", () => {
     const response = await as("alice").get("/companies/1/employees?after=1&page=2");
     expect(await expectError(response, 400, "Bad Request")).toContain("`after`");
   });
+
+  it("an empty or non-decimal `after` is a 400 naming it, not the list from its start", async () => {
+    for (const after of ["", "1e3", "0x10", " 5"]) {
+      const response = await as("alice").get(`/companies/1/employees?after=${encodeURIComponent(after)}`);
+      expect(await expectError(response, 400, "Bad Request")).toContain("after");
+    }
+  });
 });

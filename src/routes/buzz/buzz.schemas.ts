@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { activityTypes, partyTypes } from "../../db/schema";
 import { blockReasons } from "../../domain/caller-verification";
-import { IdSchema, pathId, int64Id } from "../../lib/ids";
+import { IdSchema, pathId, int64Id, queryAfterId } from "../../lib/ids";
 import { whenAbsent } from "../../lib/openapi";
 
 /*
@@ -169,19 +169,11 @@ export const ActivityQuery = z.object({
 /* ---------- the live stream (docs/realtime.md) ---------- */
 
 export const StreamQuery = z.object({
-  after: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(Number.MAX_SAFE_INTEGER)
-    .optional()
-    .openapi({
-      param: { name: "after", in: "query" },
-      description:
-        "Resume: first the activity records after this id (at most 500, then a `resync` event), then live ones. " +
-        "Without it, only records made after the connection opens.",
-      example: 0,
-    }),
+  after: queryAfterId(
+    "Resume: first the activity records after this id (at most 500, then a `resync` event), then live ones. " +
+      "Without it, only records made after the connection opens.",
+    0,
+  ),
   ticket: z
     .string()
     .max(200)

@@ -1,7 +1,7 @@
 // The employees area's paths, queries and bodies (the Person, the Exposure and its history; the
 // webhook payloads reuse the first two). The request bodies are in employee-input.schemas.ts.
 import { z } from "@hono/zod-openapi";
-import { pathId, int64Id } from "../../lib/ids";
+import { pathId, int64Id, queryAfterId } from "../../lib/ids";
 import { pageQuery } from "../../lib/pagination";
 import { QueryTimestamp } from "../../lib/time";
 import { exposureStatuses } from "../../db/schema";
@@ -26,17 +26,10 @@ export const EmployeeListQuery = employeePages.extend({
       description: "Only employees with an email starting with this (case-insensitive)",
       example: "dana",
     }),
-  after: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .optional()
-    .openapi({
-      param: { name: "after", in: "query" },
-      description:
-        "Keyset paging: only employees with an id greater than this (the last id of the page before). Only with `page` 1 or no `page` (another page is 400: JSON Schema cannot tie two parameters). It reads no page before it, however deep; the `Link` header's `next` carries it once a request uses it",
-      example: 1042,
-    }),
+  after: queryAfterId(
+    "Keyset paging: only employees with an id greater than this (the last id of the page before). Only with `page` 1 or no `page` (another page is 400: JSON Schema cannot tie two parameters). It reads no page before it, however deep; the `Link` header's `next` carries it once a request uses it",
+    1042,
+  ),
 });
 
 /** A comma-separated list in a query string, each item checked by `parse`. */
