@@ -84,17 +84,22 @@ export async function revokeDevice(deps: Deps, personId: number | null, tokenId:
   const batch = new WriteBatch(deps, now);
   batch.add(deps.db.update(accessTokens).set({ revokedAt: now }).where(mine));
   batch.markStaleTokens([row.hash]);
-  // The container sessions the device minted go with it (docs/consent.md).
+  // The container sessions the device minted go with it (docs/consent.md), on the page too: this
+  // isolate forgets each at once, as it forgets the device.
+  let sessionsAt = -1;
   if (row.personId !== null) {
     const sessions = sql`${accessTokens.parentTokenId} = ${tokenId}`;
     batch.markStaleTokensOf(row.personId, sessions);
-    batch.add(
+    sessionsAt = batch.add(
       deps.db
         .update(accessTokens)
         .set({ revokedAt: now })
-        .where(and(sessions, isNull(accessTokens.revokedAt))),
+        .where(and(sessions, isNull(accessTokens.revokedAt)))
+        .returning({ hash: accessTokens.tokenHash }),
     );
   }
-  await batch.commit();
+  const { results } = await batch.commit();
   forgetInIsolate(row.hash, tokenId);
+  const sessions = sessionsAt < 0 ? [] : (results[sessionsAt] as { hash: string }[]);
+  for (const session of sessions) forgetInIsolate(session.hash);
 }

@@ -238,6 +238,11 @@ export class WriteBatch {
     this.#index(stale.markStaleTokensOf(this.deps.db, personId, condition, this.now));
   }
 
+  /** The verification records of the tokens D1 holds where `condition` holds here (none for an unknown hash). */
+  markStaleTokensWhere(condition: SQL) {
+    this.#index(stale.markStaleTokensWhere(this.deps.db, condition, this.now));
+  }
+
   /**
    * What a rolled-back batch answers (db/guard.ts): the refusal of the
    * first check that refuses now — its guards' in the order of `GUARDS`,

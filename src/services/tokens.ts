@@ -310,6 +310,8 @@ export async function recordTokenUses(deps: Deps, uses: TokenUseMessage[], now: 
 export { CONTAINER_SCOPE };
 const CONTAINER_PATHS = "/apps/vcc/";
 const CONTAINER_TOKEN_DAYS = 30;
+/** Live container sessions a device keeps: a new one past them revokes the oldest. */
+export const SESSIONS_PER_DEVICE = 5;
 
 /** Whether `principal` may act on `path`: a container-scoped token only under /apps/vcc/. */
 export function principalAllowedOn(principal: Principal, path: string): boolean {
@@ -335,6 +337,13 @@ export async function mintContainerToken(
   const { token, hash, prefix } = await newToken("vcc");
   const batch = new WriteBatch(deps, now);
   const until = now.getTime() + CONTAINER_TOKEN_DAYS * 86_400_000;
+  // A device keeps its newest sessions only: a browser holds one cookie, so each sign-in leaves the
+  // one before unreachable; past SESSIONS_PER_DEVICE the oldest are revoked in this batch.
+  const older = sql`${accessTokens.parentTokenId} = ${deviceTokenId} and ${accessTokens.revokedAt} is null
+    and ${accessTokens.id} not in (select id from ${accessTokens} where parent_token_id = ${deviceTokenId}
+      and revoked_at is null order by id desc limit ${SESSIONS_PER_DEVICE - 1})`;
+  batch.markStaleTokensOf(personId, older);
+  batch.add(deps.db.update(accessTokens).set({ revokedAt: now }).where(older));
   // Tied to the device that asked: revoked with it, expiring no later, and not minted once it is revoked.
   const minted = batch.add(
     batchableAll<{ id: number }>(
@@ -363,20 +372,19 @@ export async function mintContainerToken(
 export async function revokeContainerToken(deps: Deps, token: string, now: Date): Promise<void> {
   const hash = await sha256Hex(token);
   const batch = new WriteBatch(deps, now);
+  const session = and(
+    eq(accessTokens.tokenHash, hash),
+    isNotNull(accessTokens.personId),
+    sql`exists (select 1 from json_each(${accessTokens.scopes}) where value = ${CONTAINER_SCOPE})`,
+  )!;
   batch.add(
     deps.db
       .update(accessTokens)
       .set({ revokedAt: now })
-      .where(
-        and(
-          eq(accessTokens.tokenHash, hash),
-          isNotNull(accessTokens.personId),
-          sql`exists (select 1 from json_each(${accessTokens.scopes}) where value = ${CONTAINER_SCOPE})`,
-          isNull(accessTokens.revokedAt),
-        ),
-      ),
+      .where(and(session, isNull(accessTokens.revokedAt))),
   );
-  batch.markStaleTokens([hash]);
+  // Only a session D1 holds: a made-up cookie, sent by anyone without an account, records nothing.
+  batch.markStaleTokensWhere(session);
   await batch.commit();
   // After the write, so no verification in between can cache it as valid again.
   cache.delete(hash);

@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/lib/crypto";
 import { originAllowed, publisherFrameAncestors } from "../../src/services/consent";
 import { loadContainer } from "../../src/routes/vcc/vcc.routes";
-import { answer, as, call, DEMO, expectError, insertToken } from "../helpers";
+import { tokenKey } from "../../src/services/token-records";
+import { answer, as, call, countRows, DEMO, expectError, indexWorkApplied, insertToken } from "../helpers";
 
 type Operation = { security?: unknown[] };
 type Document = { paths: Record<string, Record<string, Operation>> };
@@ -87,11 +88,43 @@ describe("container sessions", () => {
       .first<{ at: number }>();
     expect(stored!.at).toBeLessThanOrEqual(inADay);
     expect((await load(cookie)).is_authenticated).toBe(true);
-    // The device signs out: its session goes with it, on the page and for writes.
+    // The device signs out: its session goes with it, on the page (at once in this isolate, whose
+    // cache had just verified it) and for writes.
     expect((await call(`/me/devices/${id}`, { method: "DELETE", token: device })).status).toBe(204);
+    expect((await load(cookie)).is_authenticated).toBe(false);
     await expectError(await putVendorTrust("trusted", { cookie }), 401, "Unauthorized");
     // A signed-out device mints no session.
     await expectError(await call("/apps/vcc/session", { method: "POST", token: device }), 401, "Unauthorized");
+  });
+
+  it("DELETE with a made-up cookie, by anyone, records nothing for that token (no KV record, no index work)", async () => {
+    const made = `vcc_made_up_${crypto.randomUUID().replaceAll("-", "")}`;
+    const key = tokenKey(await sha256Hex(made));
+    const response = await call("/apps/vcc/session", { method: "DELETE", headers: { Cookie: `session=${made}` } });
+    expect(response.status).toBe(204);
+    await indexWorkApplied([key]);
+    expect(await env.TRUST_INDEX.get(key)).toBeNull();
+    expect(await countRows("SELECT count(*) AS n FROM index_written WHERE key = ?", key)).toBe(0);
+    expect(await countRows("SELECT count(*) AS n FROM index_work WHERE key = ?", key)).toBe(0);
+  });
+
+  it("a device keeps its 5 newest sessions: signing in again and again revokes the oldest, which stops working", async () => {
+    const device = `pk_test_vcc_many_${crypto.randomUUID().replaceAll("-", "")}`;
+    await insertToken(device, { personId: DEMO.people.carol });
+    const cookies: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      const minted = await call("/apps/vcc/session", { method: "POST", token: device });
+      expect(minted.status).toBe(204);
+      cookies.push(SET_COOKIE.exec(minted.headers.get("Set-Cookie") ?? "")![1]!);
+    }
+    const { id } = (await env.DB.prepare("SELECT id FROM access_tokens WHERE token_hash = ?")
+      .bind(await sha256Hex(device))
+      .first<{ id: number }>())!;
+    const live = "SELECT count(*) AS n FROM access_tokens WHERE parent_token_id = ? AND revoked_at IS NULL";
+    expect(await countRows(live, id)).toBe(5);
+    await expectError(await putVendorTrust(null, { cookie: cookies[2] }), 401, "Unauthorized");
+    expect((await putVendorTrust(null, { cookie: cookies[3] })).status).toBe(200);
+    expect((await load(cookies[7])).is_authenticated).toBe(true);
   });
 
   it("DELETE leaves a full person token in the cookie valid (only the cookie is cleared)", async () => {
@@ -202,6 +235,23 @@ describe("PUT /apps/vcc/trust/{container_id}/{vendor_slug}", () => {
       expect(response.status).toBe(204);
       expect(response.headers.get("Access-Control-Allow-Origin")).toBeNull();
       expect(response.headers.get("Access-Control-Allow-Methods")).toBeNull();
+    }
+  });
+
+  it("an unknown or disabled container: its preflight is a 404 and its load a 404 that still says `Vary: Origin`", async () => {
+    for (const container of ["nosuch", "oldblog"]) {
+      const preflight = await call(`/apps/vcc/trust/${container}/admetrics`, {
+        method: "OPTIONS",
+        headers: { Origin: `https://${container}.example`, "Access-Control-Request-Method": "PUT" },
+      });
+      expect(preflight.status).toBe(404);
+      expect(preflight.headers.get("Access-Control-Allow-Origin")).toBeNull();
+      const loaded = await call(`/apps/vcc/load_container/${container}`, {
+        headers: { Origin: `https://${container}.example` },
+      });
+      await expectError(loaded.clone(), 404, "Not Found");
+      expect(loaded.headers.get("Vary")).toContain("Origin");
+      expect(loaded.headers.get("Cache-Control")).toBe("private, no-store");
     }
   });
 

@@ -20,6 +20,9 @@ export const loadContainer: AppRouteHandler<typeof routes.loadContainer> = async
   const { session } = c.req.valid("cookie");
   const { deps } = c.var;
 
+  // Sent on the 404 too: an answer that varies by Origin says so, whatever it is (docs/consent.md).
+  c.header("Cache-Control", "private, no-store");
+  c.header("Vary", "Origin");
   const { container } = accepted(await enabledContainer(deps, container_id));
 
   // A bad or missing cookie is not an error here: the visitor is simply anonymous.
@@ -29,7 +32,6 @@ export const loadContainer: AppRouteHandler<typeof routes.loadContainer> = async
     if (check.ok && check.principal.kind === "person") personId = check.principal.personId;
   }
 
-  c.header("Cache-Control", "private, no-store");
   grantPublisherCors(c, container.domain);
 
   return c.json(
@@ -55,8 +57,10 @@ export const setVendorTrustHandler: AppRouteHandler<typeof routes.setVendorTrust
 };
 
 export const vendorTrustPreflight: AppRouteHandler<typeof routes.vendorTrustPreflight> = async (c) => {
-  const container = await findEnabledContainer(c.var.deps, c.req.valid("param").container_id);
-  grantPublisherCors(c, container?.domain, true);
+  c.header("Vary", "Origin");
+  // An unknown or disabled container is a 404 here too, like on every container route.
+  const { container } = accepted(await enabledContainer(c.var.deps, c.req.valid("param").container_id));
+  grantPublisherCors(c, container.domain, true);
   return c.body(null, 204);
 };
 

@@ -119,8 +119,11 @@ export const markStale = (db: Db, keys: string[], now: Date) =>
  * account is about to go): rewritten as refused after the commit.
  */
 export const markStaleTokensOf = (db: Db, personId: number, condition: SQL, now: Date) =>
-  upsertWork(
-    db,
-    sql`select ${keyOf("tok", "token_hash")} as k from ${accessTokens} where person_id = ${personId} and ${condition}`,
-    now,
-  );
+  markStaleTokensWhere(db, sql`person_id = ${personId} and ${condition}`, now);
+
+/**
+ * The verification records of the tokens D1 holds where `condition` holds: a hash D1 does not hold
+ * marks nothing (a made-up token must not leave a record in KV).
+ */
+export const markStaleTokensWhere = (db: Db, condition: SQL, now: Date) =>
+  upsertWork(db, sql`select ${keyOf("tok", "token_hash")} as k from ${accessTokens} where ${condition}`, now);
