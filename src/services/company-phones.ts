@@ -208,7 +208,8 @@ export async function verifyCompanyPhone(deps: Deps, phoneId: number): Promise<C
         .update(companyPhones)
         .set({ status: "refused" })
         .where(
-          sql`${companyPhones.e164} = ${existing.e164} and ${companyPhones.status} = 'pending'
+          // Expired claims count for nothing and stay unlisted: only claims still shown become `refused`.
+          sql`${companyPhones.e164} = ${existing.e164} and ${companyPhones.status} = 'pending' and ${shown(batch.now)}
               and exists (select 1 from ${companyPhones} v where v.e164 = ${existing.e164} and v.status = 'verified')`,
         ),
     );
@@ -241,12 +242,14 @@ export async function rejectCompanyPhone(deps: Deps, phoneId: number): Promise<v
     deps.db
       .update(companyPhones)
       .set({ status: "refused" })
-      .where(sql`${companyPhones.id} = ${phoneId} and ${companyPhones.status} <> 'verified'`)
+      .where(sql`${companyPhones.id} = ${phoneId} and ${companyPhones.status} <> 'verified' and ${shown(batch.now)}`)
       .returning({ id: companyPhones.id }),
   );
   const { results } = await batch.commit();
-  // Verified between the read and the update.
-  if ((results[reject] as unknown[]).length === 0) throw verified;
+  // Verified (409) or expired (404) between the read and the update: read which.
+  if ((results[reject] as unknown[]).length === 0) {
+    if ((await findShownPhone(deps.db, phoneId, batch.now)).status === "verified") throw verified;
+  }
 }
 
 /**

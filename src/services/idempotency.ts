@@ -1,14 +1,8 @@
-import { and, eq, isNull, lt, or } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { pruneOlderThan, type PruneResult } from "../db/prune";
 import { companyIdempotencyKeys as keys } from "../db/schema";
-import {
-  ABANDONED_AFTER_MS,
-  judge,
-  KEEP_KEYS_MS,
-  type AnswerToKeep,
-  type IdempotencyClaim,
-} from "../domain/idempotency";
+import { judge, KEEP_KEYS_MS, type AnswerToKeep, type IdempotencyClaim } from "../domain/idempotency";
 import type { Deps } from "./deps";
 
 /**
@@ -29,56 +23,49 @@ export const personKeys = ({ objects }: Deps, personId: number): IdempotencyStor
 });
 
 /**
- * A company's keys, per caller. A claim is one upsert that takes the key
- * only when it is free (absent, expired or abandoned): D1 runs statements one
- * at a time, so two claims of one key cannot both take it. When it was not
- * taken, one read says why.
+ * A company's keys, per caller: kept in the caller's own object beside their person keys, under
+ * the company's name (`company <id>: <key>`, a space no key holds), so they cost the caller's day
+ * like any key (1,000 new keys, the kept bytes charged). A key claimed in D1 by an older version
+ * (`company_idempotency_keys`, 24 h) still answers for itself: a new claim reads it once.
  */
-export const companyKeys = ({ db }: Deps, companyId: number, personId: number, now = Date.now): IdempotencyStore => {
-  const row = (key: string) => and(eq(keys.companyId, companyId), eq(keys.personId, personId), eq(keys.key, key));
+export const companyKeys = (deps: Deps, companyId: number, personId: number, now = Date.now): IdempotencyStore => {
+  const mine = personKeys(deps, personId);
+  const scoped = (key: string) => `company ${companyId}: ${key}`;
   return {
     async claim(key, fingerprint) {
-      const at = now();
-      const fresh = { fingerprint, claimedAt: at, status: null, body: null, contentType: null, location: null };
-      const taken = await db
-        .insert(keys)
-        .values({ companyId, personId, key, ...fresh })
-        .onConflictDoUpdate({
-          target: [keys.companyId, keys.personId, keys.key],
-          set: fresh,
-          setWhere: or(
-            lt(keys.claimedAt, at - KEEP_KEYS_MS),
-            and(isNull(keys.status), lt(keys.claimedAt, at - ABANDONED_AFTER_MS)),
-          ),
-        })
-        .returning({ claimedAt: keys.claimedAt })
-        .all();
-      if (taken.length > 0) return { state: "new" };
-      const stored = await db.select().from(keys).where(row(key)).get();
-      const answer =
-        stored && stored.status !== null
-          ? {
-              status: stored.status,
-              body: stored.body ?? "",
-              contentType: stored.contentType,
-              location: stored.location,
-            }
-          : null;
-      // Released between the two statements: a retry claims it.
-      return judge(stored && { ...stored, answer }, fingerprint, at) ?? { state: "busy" };
+      const claimed = await mine.claim(scoped(key), fingerprint);
+      if (claimed.state !== "new") return claimed;
+      const earlier = await claimedInD1(deps.db, companyId, personId, key, fingerprint, now());
+      if (!earlier) return claimed;
+      await mine.settle(scoped(key), fingerprint, null);
+      return earlier;
     },
-    async settle(key, fingerprint, answer) {
-      const mine = and(row(key), eq(keys.fingerprint, fingerprint), isNull(keys.status));
-      if (!answer) {
-        await db.delete(keys).where(mine).run();
-        return;
-      }
-      // A company's answers are never activity records: the body is kept.
-      const { activityId: _, ...copy } = answer;
-      await db.update(keys).set(copy).where(mine).run();
-    },
+    settle: (key, fingerprint, answer) => mine.settle(scoped(key), fingerprint, answer),
   };
 };
+
+/** What a key claimed in D1 within 24 h says now (replay, 422, 409), or null when it says nothing. */
+async function claimedInD1(
+  db: Db,
+  companyId: number,
+  personId: number,
+  key: string,
+  fingerprint: string,
+  at: number,
+): Promise<IdempotencyClaim | null> {
+  const stored = await db
+    .select()
+    .from(keys)
+    .where(and(eq(keys.companyId, companyId), eq(keys.personId, personId), eq(keys.key, key)))
+    .get();
+  if (!stored) return null;
+  const answer =
+    stored.status !== null
+      ? { status: stored.status, body: stored.body ?? "", contentType: stored.contentType, location: stored.location }
+      : null;
+  // Past 24 h, or abandoned (no answer after a minute): judge says nothing, the key is free.
+  return judge({ ...stored, answer }, fingerprint, at);
+}
 
 /** The daily retention's rule: company keys claimed more than 24 h ago go. */
 export const pruneCompanyKeys = (db: Db, now: Date, maxStatements: number): Promise<PruneResult> =>

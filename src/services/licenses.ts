@@ -1,5 +1,6 @@
-import { and, asc, eq, inArray, notExists, sql } from "drizzle-orm";
+import { and, asc, eq, notExists, sql } from "drizzle-orm";
 import { insertChunks } from "../db/batch";
+import { inList } from "../db/sql";
 import { companies, companySeats, licensePurchases, licenses, licenseSites, memberships } from "../db/schema";
 import { refusal, type Answer } from "../lib/answer";
 import { badRequest, conflict, notFound } from "../lib/errors";
@@ -167,7 +168,7 @@ export async function putCatalogEntry(deps: Deps, id: string, entry: CatalogEntr
       : db
           .select({ slug: companies.slug, ...companyColumns })
           .from(companies)
-          .where(and(inArray(companies.slug, entry.sites), eq(companies.kind, "site")))
+          .where(and(inList(companies.slug, entry.sites), eq(companies.kind, "site")))
           .orderBy(asc(companies.name), asc(companies.id))
           .all(),
   ]);
@@ -179,20 +180,7 @@ export async function putCatalogEntry(deps: Deps, id: string, entry: CatalogEntr
         `create ${unknown.length > 1 ? "them" : "it"} first with kind \`site\` (npm run admin -- create-company site …)`,
     );
   }
-  // Licenses are also named by their name (matchLicense): a name must not be another entry's id or name.
-  const name = entry.name.toLowerCase();
-  const clash = catalog.find(
-    (other) =>
-      other.id !== id &&
-      (other.name.toLowerCase() === name || other.id.toLowerCase() === name || other.name.toLowerCase() === id),
-  );
-  if (clash) {
-    throw conflict(
-      clash.name.toLowerCase() === id
-        ? `the license \`${clash.id}\` is named ${JSON.stringify(clash.name)}, which would read as this id; choose another id`
-        : `the license \`${clash.id}\` (${JSON.stringify(clash.name)}) is already known by the name ${JSON.stringify(entry.name)}; choose another name`,
-    );
-  }
+  refuseNameClash(catalog, id, entry.name);
 
   const values = {
     name: entry.name,
@@ -211,6 +199,9 @@ export async function putCatalogEntry(deps: Deps, id: string, entry: CatalogEntr
   batch.add(db.delete(licenseSites).where(eq(licenseSites.licenseId, id)));
   const links = siteRows.map((site) => ({ licenseId: id, siteId: site.id }));
   for (const statement of insertChunks(db, licenseSites, links)) batch.add(statement);
+  // Another PUT of the same name landing first fails this batch on the names' unique index: the catalog
+  // read again says so (409), as the check above would have.
+  batch.explainRollback(async () => refuseNameClash(await licenseCatalog(deps), id, entry.name));
   // The catalog is no trust-lookup input and no webhook event: no index work, no deliveries.
   await batch.commit();
   return {
@@ -223,6 +214,22 @@ export async function putCatalogEntry(deps: Deps, id: string, entry: CatalogEntr
     full_delete: entry.full_delete,
     sites: siteRows.map(toCompany),
   };
+}
+
+/** Licenses are also named by their name (matchLicense): a name must not be another entry's id or name (409). */
+function refuseNameClash(catalog: { id: string; name: string }[], id: string, wanted: string) {
+  const name = wanted.toLowerCase();
+  const clash = catalog.find(
+    (other) =>
+      other.id !== id &&
+      (other.name.toLowerCase() === name || other.id.toLowerCase() === name || other.name.toLowerCase() === id),
+  );
+  if (!clash) return;
+  throw conflict(
+    clash.name.toLowerCase() === id
+      ? `the license \`${clash.id}\` is named ${JSON.stringify(clash.name)}, which would read as this id; choose another id`
+      : `the license \`${clash.id}\` (${JSON.stringify(clash.name)}) is already known by the name ${JSON.stringify(wanted)}; choose another name`,
+  );
 }
 
 /**

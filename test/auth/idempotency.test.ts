@@ -1,11 +1,13 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { sha256Hex } from "../../src/lib/crypto";
 import {
   as,
   call,
   countInPersonObject,
   countRows,
+  employeeBody,
   expectError,
   fresh,
   inPersonObject,
@@ -18,6 +20,20 @@ import {
 const withKey = (key: string) => ({ headers: { "Idempotency-Key": key } });
 const contactsOf = (personId: number) => countInPersonObject(personId, "SELECT count(*) AS n FROM contacts");
 const webhooks = () => countRows("SELECT count(*) AS n FROM webhooks WHERE company_id = 1");
+
+/** A new Admin of Acme with a token of their own (their day's keys are theirs to spend). */
+async function newAcmeAdmin() {
+  const created = await as("alice").send(
+    "POST",
+    "/companies/1/employees",
+    employeeBody(fresh("keys-admin"), { license: null, roles: ["Admin"] }),
+  );
+  expect(created.status).toBe(200);
+  const { id } = (await created.json()) as { id: number };
+  const token = `pk_test_keys_admin_${id}_${crypto.randomUUID()}`;
+  await insertToken(token, { personId: id });
+  return { id, token };
+}
 
 describe("Idempotency-Key on a person's write (contacts sync, kept in the person's object)", () => {
   it("the same key and body answers the first answer again and writes nothing", async () => {
@@ -231,7 +247,7 @@ describe("what Idempotency-Keys cost the person who sends them", () => {
   });
 });
 
-describe("Idempotency-Key on a company's write (webhooks, kept in D1)", () => {
+describe("Idempotency-Key on a company's write (webhooks, kept in the caller's object under the company's name)", () => {
   const body = () => ({ endpoint: `https://hooks.example.com/${fresh("idem")}`, event: "person:created" });
 
   it("the same key and body answers the first webhook again and creates one", async () => {
@@ -246,8 +262,54 @@ describe("Idempotency-Key on a company's write (webhooks, kept in D1)", () => {
     expect(await again.json()).toEqual(await first.json());
     expect(await webhooks()).toBe(before + 1);
     expect(
-      await countRows("SELECT count(*) AS n FROM company_idempotency_keys WHERE company_id = 1 AND key = ?", key),
+      await countInPersonObject(1, "SELECT count(*) AS n FROM idempotency_keys WHERE key = ?", `company 1: ${key}`),
     ).toBe(1);
+    expect(await countRows("SELECT count(*) AS n FROM company_idempotency_keys WHERE key = ?", key)).toBe(0);
+  });
+
+  it("a company's keys cost the caller's day like any key: past 1,000 today a purchase under a new key is 429 and buys nothing", async () => {
+    const admin = await newAcmeAdmin();
+    const today = Math.floor(Date.now() / 86_400_000);
+    await inPersonObject(admin.id, "INSERT OR REPLACE INTO idempotency_days (day, keys) VALUES (?, 1000)", today);
+    const seats = () =>
+      countRows("SELECT quantity AS n FROM company_seats WHERE company_id = 1 AND license_id = 'scan'");
+    const before = await seats();
+    const over = await call("/licenses", {
+      method: "POST",
+      token: admin.token,
+      body: [{ id: "scan", quantity: 1 }],
+      ...withKey(fresh("buy")),
+    });
+    await expectError(over, 429, "Too Many Requests");
+    expect(Number(over.headers.get("Retry-After"))).toBeGreaterThan(0);
+    expect(await seats()).toBe(before);
+    // Without a key the purchase goes.
+    expect(
+      (await call("/licenses", { method: "POST", token: admin.token, body: [{ id: "scan", quantity: 1 }] })).status,
+    ).toBe(201);
+    expect(await seats()).toBe(before + 1);
+  });
+
+  it("a key claimed in D1 by the version before still answers its replay and its 422 for 24 h", async () => {
+    const key = fresh("legacy");
+    const request = body();
+    const fingerprint = await sha256Hex(`POST /companies/1/webhooks\n${JSON.stringify(request)}`);
+    await env.DB.prepare(
+      "INSERT INTO company_idempotency_keys (company_id, person_id, key, fingerprint, claimed_at, status, body, content_type) VALUES (1, 1, ?, ?, ?, 201, '{\"id\":424242}', 'application/json')",
+    )
+      .bind(key, fingerprint, Date.now() - 3600_000)
+      .run();
+    const before = await webhooks();
+    const replay = await as("alice").send("POST", "/companies/1/webhooks", request, withKey(key));
+    expect(replay.status).toBe(201);
+    expect(replay.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(await replay.json()).toEqual({ id: 424242 });
+    await expectError(
+      await as("alice").send("POST", "/companies/1/webhooks", body(), withKey(key)),
+      422,
+      "Unprocessable Content",
+    );
+    expect(await webhooks()).toBe(before);
   });
 
   it("the same key with another body is 422 and creates nothing", async () => {

@@ -198,6 +198,24 @@ describe("a claim expires after 30 days", () => {
     expect(left.results.map((row) => row.id)).toEqual([again, young]);
   });
 
+  it("another company's verification on the number leaves an expired claim unlisted, not `refused`", async () => {
+    const [late, winner] = [await newTenant(), await newTenant()];
+    const number = "+14155569300";
+    const expired = await claimed(late, number);
+    await backdate(expired, 31);
+    const won = await claimed(winner, number);
+    expect((await admin("POST", `/internal/company-phones/${won}/verify`)).status).toBe(200);
+    expect((await phonesOf(late)).map((p) => p.id)).not.toContain(expired);
+    const refused = await answer(
+      await admin("GET", "/internal/company-phones?status=refused&per_page=1000"),
+      200,
+      listAllCompanyPhones,
+    );
+    expect(refused.map((p) => p.id)).not.toContain(expired);
+    // The operator's reject of it is a 404 too, like its verify.
+    await expectError(await admin("POST", `/internal/company-phones/${expired}/reject`), 404, "Not Found");
+  });
+
   it("expired claims do not count against the 20", async () => {
     const tenant = await newTenant();
     for (let i = 0; i < 20; i++) await backdate(await claimed(tenant, `+1415556${String(5000 + i)}`), 31);
@@ -220,6 +238,13 @@ describe("the operator rejects a claim and removes a phone", () => {
     ).toContain("DELETE");
     await expectError(await admin("POST", "/internal/company-phones/987654/reject"), 404, "Not Found");
     await expectError(await admin("DELETE", "/internal/company-phones/987654"), 404, "Not Found");
+    // The document declares the 409s these routes answer.
+    const doc = (await (await call("/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    };
+    for (const action of ["verify", "reject"]) {
+      expect(Object.keys(doc.paths[`/internal/company-phones/{id}/${action}`]!.post!.responses)).toContain("409");
+    }
   });
 
   it("claiming its refused number again is refused for the reason that holds now: the cap, or another's phone", async () => {

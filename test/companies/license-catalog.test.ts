@@ -163,6 +163,29 @@ describe("PUT /internal/licenses/{id}", () => {
     expect(await countRows("SELECT count(*) AS n FROM license_sites WHERE license_id = ?", id)).toBe(0);
   });
 
+  it("400 naming the slugs when the entry names 100 sites (the most it may), not a 500 on D1's variable limit", async () => {
+    const id = fresh("many");
+    const sites = Array.from({ length: 100 }, (_, i) => `nosite-${id}-${i}`);
+    const message = await expectError(
+      await admin("PUT", `/internal/licenses/${id}`, entry({ sites })),
+      400,
+      "Bad Request",
+    );
+    expect(message).toContain(`"nosite-${id}-99"`);
+    expect(await countRows("SELECT count(*) AS n FROM licenses WHERE id = ?", id)).toBe(0);
+  });
+
+  it("two PUTs of one name under two ids at once: one lands, the other is 409 and writes nothing", async () => {
+    const name = `Twin ${fresh("twin")}`;
+    const [a, b] = await Promise.all([
+      admin("PUT", `/internal/licenses/${fresh("twin-a")}`, entry({ name, sites: [] })),
+      admin("PUT", `/internal/licenses/${fresh("twin-b")}`, entry({ name, sites: [] })),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    await expectError(a.status === 409 ? a : b, 409, "Conflict");
+    expect(await countRows("SELECT count(*) AS n FROM licenses WHERE lower(name) = lower(?)", name)).toBe(1);
+  });
+
   it("400 naming the field for a bad body", async () => {
     const cases: [unknown, string][] = [
       [entry({ price: 12.5 }), "`price`"],

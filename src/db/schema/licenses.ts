@@ -1,18 +1,25 @@
-import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { companies } from "./companies";
 import { cascadeRef, createdAt, flag, id, updatedAt } from "./columns";
 import { people } from "./people";
 
 /** The license catalog; ids are strings such as "scan" (docs/decisions.md). */
-export const licenses = sqliteTable("licenses", {
-  id: text("id").primaryKey(),
-  name: text("name").notNull(),
-  /** Minor units (cents). */
-  price: integer("price").notNull(),
-  currency: text("currency").notNull().default("USD"),
-  fullScan: flag("full_scan").notNull().default(false),
-  fullDelete: flag("full_delete").notNull().default(false),
-});
+export const licenses = sqliteTable(
+  "licenses",
+  {
+    id: text("id").primaryKey(),
+    name: text("name").notNull(),
+    /** Minor units (cents). */
+    price: integer("price").notNull(),
+    currency: text("currency").notNull().default("USD"),
+    fullScan: flag("full_scan").notNull().default(false),
+    fullDelete: flag("full_delete").notNull().default(false),
+  },
+  // A license is also named by its name, case-insensitively (matchLicense): two PUTs of one name at
+  // once cannot both land (the second batch fails here and is answered 409).
+  (t) => [uniqueIndex("licenses_name_uq").on(sql`lower(${t.name})`)],
+);
 
 /** Sites a license covers. */
 export const licenseSites = sqliteTable(

@@ -72,7 +72,7 @@ export const verifyCompanyPhone = createRoute({
   request: { params: z.object({ id: pathId("id", "Company phone id") }) },
   responses: {
     200: jsonContent(PlatformCompanyPhoneSchema, "The phone, verified"),
-    ...errorResponses(401, 403, 404, 429),
+    ...errorResponses(401, 403, 404, 409, 429),
   },
 });
 

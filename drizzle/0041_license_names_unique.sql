@@ -1,0 +1,1 @@
+CREATE UNIQUE INDEX `licenses_name_uq` ON `licenses` (lower("name"));
