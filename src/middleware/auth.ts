@@ -12,6 +12,13 @@ const BASIC = /^Basic[ ]+([A-Za-z0-9+/]+={0,2})\s*$/i;
 const BASIC_ROUTES = /^\/apps\/buzz\/(trust|call)-lookup\/?$/;
 
 /**
+ * How a token may be sent, as the 401 messages say it: Basic is named only on the routes that
+ * read it, so no other route's message suggests credentials it would refuse.
+ */
+const howToSend = (basic: boolean) =>
+  basic ? "`Bearer <token>`, or `Basic` with the token as the password" : "`Bearer <token>`";
+
+/**
  * The token an Authorization header carries: `Bearer <token>`, or HTTP Basic
  * with the token as the password (`Basic base64(user:token)`, the user
  * ignored) for telephony webhooks that can send nothing else
@@ -49,15 +56,13 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
     c.set("authFailure", "HTTP Basic is accepted only by trust-lookup and call-lookup; send `Bearer <token>`");
   } else if (header !== undefined) {
     const token = tokenFromAuthorization(header);
+    const send = howToSend(BASIC_ROUTES.test(c.req.path));
     if (!token) {
-      c.set(
-        "authFailure",
-        "the Authorization header must be `Bearer <token>` (or `Basic` with the token as the password)",
-      );
+      c.set("authFailure", `the Authorization header must be ${send}`);
     } else if (!tokenHasValidShape(token)) {
       c.set(
         "authFailure",
-        "the token is malformed: this API's tokens are 8 to 256 letters, digits, `_` or `-` (send `Bearer <token>`, or `Basic` with the token as the password)",
+        `the token is malformed: this API's tokens are 8 to 256 letters, digits, \`_\` or \`-\` (send ${send})`,
       );
     } else {
       const check = await verifyToken(c.var.deps, token, new Date(), {
@@ -91,7 +96,9 @@ export type AuthRule = { person?: boolean; scope?: string };
  */
 export function requireAuth(rule: AuthRule) {
   return createMiddleware<AppEnv>(async (c, next) => {
-    assertAllowed(c.var.principal, c.var.authFailure, rule);
+    // No Authorization header at all: the message names every way this route takes a token.
+    const missing = BASIC_ROUTES.test(c.req.path) ? `this endpoint needs a token: ${howToSend(true)}` : null;
+    assertAllowed(c.var.principal, c.var.authFailure ?? missing, rule);
     await next();
   });
 }

@@ -16,6 +16,26 @@ describe("bearer authentication", () => {
     }
   });
 
+  it("suggests HTTP Basic only on the routes that accept it (trust-lookup and call-lookup)", async () => {
+    for (const header of ["Bearer", "Bearer bad!chars", "Token abc"]) {
+      const me = await expectError(await call("/me", { headers: { Authorization: header } }), 401, "Unauthorized");
+      expect(me).toContain("`Bearer <token>`");
+      expect(me).not.toContain("Basic");
+      const lookup = await call("/apps/buzz/trust-lookup?To=%2B12025550101", { headers: { Authorization: header } });
+      expect(await expectError(lookup, 401, "Unauthorized")).toContain(
+        "`Bearer <token>`, or `Basic` with the token as the password",
+      );
+    }
+    for (const path of ["/apps/buzz/trust-lookup?To=%2B12025550101", "/apps/buzz/call-lookup?To=%2B12025550101"]) {
+      expect(await expectError(await call(path), 401, "Unauthorized")).toBe(
+        "Unauthorized: this endpoint needs a token: `Bearer <token>`, or `Basic` with the token as the password",
+      );
+    }
+    expect(await expectError(await call("/me"), 401, "Unauthorized")).toBe(
+      "Unauthorized: this endpoint needs a bearer token (Authorization: Bearer <token>)",
+    );
+  });
+
   it("answers an unknown token with 401", async () => {
     const response = await call("/companies/1", { token: "pk_not_a_real_token" });
     expect(await expectError(response, 401, "Unauthorized")).toContain("not valid");
