@@ -6,7 +6,7 @@
 // server: the local one by default, `--api <url>` for a deployed one.
 // The id a command creates is printed on stdout; everything else on stderr,
 // so `COMPANY=$(npm run -s admin -- create-company employer …)` works.
-import { d1, fail, parseArgs } from "./lib/cli.mjs";
+import { d1, fail, noMorePositionals, parseArgs } from "./lib/cli.mjs";
 import { vapidKeyPair } from "./lib/vapid.mjs";
 
 const KINDS = ["employer", "site", "publisher", "vendor"];
@@ -30,7 +30,8 @@ Commands:
       Seats a person (created, or found by email) in an employer; --role defaults to Admin.
       Prints the person's id (mint their token with: npm run token -- mint --person <id>).
   container <publisher slug> [--vendor <vendor slug>:<category>]... [--disabled]
-      Creates or replaces the publisher's consent container; vendors in the order given.
+      Creates or replaces the publisher's consent container; vendors in the order given (none given:
+      no vendors). --disabled without --vendor only disables it: it keeps the vendors it lists.
   license <license id> --name <name> --price <minor units> [--currency <ISO 4217>]
         [--full-scan] [--full-delete] [--site <site slug>]...
       Creates or replaces a catalog license covering the sites given (--price in cents:
@@ -38,9 +39,10 @@ Commands:
       POST /companies/{company_id}/licenses. Prints the license id.
   retire-license <license id>
       Removes a license from the catalog; refused while any company holds seats of it.
-  phones [--status pending|verified]
-      Lists company phones waiting for verification (or verified ones): id, company, number, label,
-      and whether the number became a person's (such a claim cannot be verified; reject it).
+  phones [--status pending|verified|refused]
+      Lists company phones waiting for verification (or verified or refused ones): id, company, number,
+      label, and whether the number became a person's (a pending claim of it cannot be verified: reject
+      it; a verified phone of it is removed with company-phones remove).
   phones release <+E.164>
       Ends every person's confirmation of a number (recycled by its carrier, a SIM swap reported):
       it stays on their records, unconfirmed, until someone proves it again.
@@ -64,7 +66,8 @@ Commands:
       any an older version stored in clear. The minute cron does the same, 100 tokens a minute. Remove
       the old key from the secret once this prints "remaining: no, unopened: 0". Prints the JSON.
   company-phones reject <phone id>
-      Rejects a company's pending claim on a number (it is deleted; the company may claim it again).
+      Rejects a company's pending claim on a number (it stays, as refused, until pruned 30 days after
+      the claim; the company may claim the number again).
   company-phones remove <phone id>
       Removes a company phone, verified or pending: from the next lookup on, calls from the number
       are no longer trusted because of that company.
@@ -133,10 +136,28 @@ const commands = {
   "index-status": indexStatus,
 };
 if (command === "push-keys") {
+  noMorePositionals(command, args, 0);
   printPushKeys();
   process.exit(0);
 }
 if (!commands[command]) fail(`unknown command "${command}".\n\n${USAGE}`);
+// How many positionals (after the command's name) each command reads: a stray one is an error, not ignored.
+const ARGUMENTS = {
+  "create-company": 1,
+  "update-company": 1,
+  enable: 1,
+  disable: 1,
+  "add-member": 1,
+  container: 1,
+  license: 1,
+  "retire-license": 1,
+  phones: args[0] === "release" ? 2 : 0,
+  "verify-phone": 1,
+  "provider-signing": 2,
+  "provider-keys": 1,
+  "company-phones": 2,
+};
+noMorePositionals(command, args, ARGUMENTS[command] ?? 0, "Usage: npm run admin -- --help");
 if (!token && command === "outbox") {
   localOutbox();
   process.exit(0);
@@ -248,10 +269,8 @@ async function updateCompany() {
   const id = companyIdArg();
   const body = {};
   for (const field of ["name", "url", "logo", "domain"]) if (one(field) !== undefined) body[field] = one(field);
-  if (one("scanner") !== undefined) {
-    if (!["true", "false"].includes(one("scanner"))) fail("--scanner takes true or false with update-company.");
-    body.scanner = one("scanner") === "true";
-  }
+  // A switch (lib/cli.mjs): `--scanner`, `--scanner true|false` or `--scanner=true|false`.
+  if (flags.scanner !== undefined) body.scanner = flags.scanner;
   if (Object.keys(body).length === 0)
     fail(`update-company needs at least one of --name, --url, --logo, --domain, --scanner.`);
   const company = await request("PATCH", `/internal/companies/${id}`, body);
@@ -290,9 +309,11 @@ async function configureContainer() {
     if (!match) fail(`--vendor takes <vendor slug>:<category>, e.g. --vendor statly:analytics (got "${entry}").`);
     return { slug: match[1], category: match[2] };
   });
+  // Only what changes: disabling without --vendor leaves the vendor list out, and the container keeps it.
+  const keep = flags.disabled && flags.vendor === undefined;
   const container = await request("PUT", `/internal/containers/${encodeURIComponent(slug)}`, {
     enabled: !flags.disabled,
-    vendors,
+    ...(keep ? {} : { vendors }),
   });
   const list = container.vendors.map((v, i) => `  ${i + 1}. ${v.slug} "${v.name}" (${v.category})`).join("\n");
   console.error(
@@ -357,7 +378,13 @@ async function listPhones() {
   }
   console.error(`${rows.length} ${status} company phone${rows.length === 1 ? "" : "s"}`);
   for (const phone of rows) {
-    const person = phone.belongs_to_person ? "\tbelongs to a person: reject" : "";
+    // A pending claim of such a number cannot be verified: reject it. A verified phone cannot be rejected
+    // (409): remove it (DELETE /internal/company-phones/{id}). A refused one needs nothing.
+    const advice = {
+      pending: `reject it: npm run admin -- company-phones reject ${phone.id}`,
+      verified: `remove it: npm run admin -- company-phones remove ${phone.id}`,
+    }[phone.status ?? status];
+    const person = phone.belongs_to_person ? `\tbelongs to a person${advice ? `: ${advice}` : ""}` : "";
     console.log(`${phone.id}\tcompany ${phone.company_id}\t${phone.phone_full}\t${phone.label ?? ""}${person}`);
   }
 }
@@ -397,14 +424,25 @@ async function movePersonData() {
   let status = await request("POST", "/internal/person-data/move");
   console.error(`move started (${describeMove(status)})`);
   if (flags.wait) {
-    // The walk records people as pending a hundred at a time: wait until some are, then until none are.
+    // The walk (a background job) records people as pending a hundred at a time: wait until it shows (some
+    // pending, or more moved, or the mismatches changed), then until no one is pending. `people` counts every
+    // account, also those created after the walk passed (never walked, so never `moved`): not a target.
+    // With everyone moved already, the walk has no one to record.
+    const before = status;
+    let walked = before.pending > 0 || before.moved >= before.people;
     const started = Date.now();
     for (;;) {
       await new Promise((resolve) => setTimeout(resolve, 2000));
       status = await request("GET", "/internal/person-data/move");
       console.error(`  ${describeMove(status)}`);
-      if (status.pending === 0 && status.moved + status.mismatch >= status.people) break;
-      if (Date.now() - started > 30 * 60_000) fail("still pending after 30 minutes; check `npm run admin -- status`");
+      walked ||= status.pending > 0 || status.moved > before.moved || status.mismatch !== before.mismatch;
+      if (walked && status.pending === 0) break;
+      if (Date.now() - started > 30 * 60_000)
+        fail(
+          walked
+            ? "people still pending after 30 minutes; check `npm run admin -- status`"
+            : "the walk recorded no one in 30 minutes; check `npm run admin -- status`",
+        );
     }
   }
   console.log(JSON.stringify(status));

@@ -54,7 +54,7 @@ import { startLocalWorker } from "./lib/local-worker.mjs";
 const { flags } = parseArgs(process.argv.slice(2), { switches: ["json", "smoke"] });
 // `--json-file <path>`: also write the JSON there (docs/capacity.md is written from it).
 const jsonFile = flags["json-file"] ? path.resolve(flags["json-file"]) : null;
-const smoke = flags.smoke === "true";
+const smoke = flags.smoke === true;
 if (smoke && flags.scale !== undefined) fail("--smoke sets its own sizes: leave --scale out");
 const scale = Number(flags.scale ?? 1);
 if (!(scale > 0 && scale <= 4)) fail("--scale must be a number in (0, 4]");

@@ -1,16 +1,19 @@
 // `npm run numbers -- <command>`: load secure numbers into the pool that the
 // heartbeat assigns from (docs/decisions.md). Local D1 by default, `--remote` for production.
 import { parsePhoneNumberWithError } from "libphonenumber-js/max";
-import { d1, fail, parseArgs, sqlString } from "./lib/cli.mjs";
+import { d1, fail, noMorePositionals, parseArgs, sqlString } from "./lib/cli.mjs";
 
 const USAGE = `Usage:
   npm run numbers -- add <E.164 number> [<E.164 number> ...] [--remote]
   npm run numbers -- list [--remote]
 
-Numbers are international, e.g. +12025550111. Adding a number already in the pool changes nothing.`;
+Numbers are international, e.g. +12025550111. Adding a number already in the pool changes nothing.
+A number that is a company's verified phone or a phone a person proved is refused (it is someone's
+already; src/services/company-phones.ts applies the same rule the other way): the others are added,
+and the command exits 1.`;
 
 const { flags, positionals } = parseArgs(process.argv.slice(2), { switches: ["remote", "help"] });
-const remote = flags.remote === "true";
+const remote = flags.remote === true;
 const [command, ...numbers] = positionals;
 
 if (command === "add") {
@@ -28,13 +31,30 @@ if (command === "add") {
   const values = parsed
     .map((p) => `(${sqlString(p.number)}, ${sqlString(p.countryCallingCode)}, ${sqlString(p.nationalNumber)}, ${now})`)
     .join(", ");
-  const [added] = d1(
-    `INSERT INTO secure_numbers (e164, country_code, number, created_at) VALUES ${values} ON CONFLICT (e164) DO NOTHING RETURNING e164`,
+  // Whose a number is, and the insert of the others, in one command; the insert checks again itself.
+  const given = `SELECT column1 FROM (VALUES ${values})`;
+  const [owners, added] = d1(
+    `SELECT e164, 'the verified phone of company ' || company_id AS owner FROM company_phones
+       WHERE status = 'verified' AND e164 IN (${given})
+     UNION ALL SELECT e164, 'a phone person ' || person_id || ' proved' FROM person_phones
+       WHERE confirmed = 1 AND e164 IN (${given});
+     INSERT INTO secure_numbers (e164, country_code, number, created_at)
+       SELECT column1, column2, column3, column4 FROM (VALUES ${values}) AS v
+       WHERE NOT EXISTS (SELECT 1 FROM company_phones c WHERE c.e164 = v.column1 AND c.status = 'verified')
+         AND NOT EXISTS (SELECT 1 FROM person_phones p WHERE p.e164 = v.column1 AND p.confirmed = 1)
+       ON CONFLICT (e164) DO NOTHING RETURNING e164`,
     { remote },
   );
   console.error(`Added ${added.length} of ${parsed.length} number(s) to the ${remote ? "remote" : "local"} pool.`);
   for (const row of added) console.log(row.e164);
+  const refused = [...new Set(owners.map((row) => row.e164))];
+  for (const e164 of refused) {
+    const whose = owners.filter((row) => row.e164 === e164).map((row) => row.owner);
+    console.error(`✖ refused ${e164}: it is ${whose.join(" and ")}; a secure number must be no one's own number.`);
+  }
+  if (refused.length) process.exit(1);
 } else if (command === "list") {
+  noMorePositionals(command, numbers, 0, USAGE);
   const [rows] = d1("SELECT e164, person_id, assigned_at FROM secure_numbers ORDER BY e164", { remote });
   console.table(
     rows.map((row) => ({

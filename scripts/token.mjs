@@ -2,9 +2,11 @@
 // (docs/decisions.md). Works on the local D1 by default, `--remote` on production.
 // A minted token is printed once, on stdout; only its SHA-256 is stored.
 import { createHash, randomBytes } from "node:crypto";
-import { d1, fail, parseArgs, sqlString } from "./lib/cli.mjs";
+import { d1, fail, noMorePositionals, parseArgs, sqlString } from "./lib/cli.mjs";
 
 const SCOPES = ["calls:lookup", "scans:write", "platform:admin"];
+/** The longest life `--expires` gives a token: ten years. */
+const MAX_EXPIRES_DAYS = 3650;
 const USAGE = `Usage:
   npm run token -- mint --person <id> [--expires <days>] [--remote]
   npm run token -- mint --service <name> --scope <scope> [--scope <scope>] [--expires <days>] [--remote]
@@ -12,12 +14,13 @@ const USAGE = `Usage:
   npm run token -- revoke --id <token id> [--remote] [--api <url>] [--admin-token <operator token>]
   npm run token -- list [--remote]
 
-Scopes: ${SCOPES.join(", ")}. Tokens go to the local database unless --remote is given.
+Scopes: ${SCOPES.join(", ")}. --expires: 1 to ${MAX_EXPIRES_DAYS} days (none: no expiry).
+Tokens go to the local database unless --remote is given.
 revoke goes through the API (default http://127.0.0.1:8787) with an operator token ($ADMIN_TOKEN or
 --admin-token), so the token's open streams close at once; without one it revokes in D1 directly.`;
 
 const { flags, positionals } = parseArgs(process.argv.slice(2), { switches: ["remote", "help"] });
-const remote = flags.remote === "true";
+const remote = flags.remote === true;
 const [command, ...rest] = positionals;
 const now = Date.now();
 const hash = (token) => createHash("sha256").update(token).digest("hex");
@@ -26,6 +29,10 @@ if (flags.help || !command) {
   console.error(USAGE);
   process.exit(command || flags.help ? 0 : 1);
 }
+
+// The positionals each command reads (after its name): a stray one is an error, not ignored.
+const ARGUMENTS = { mint: 0, revoke: flags.id === undefined ? 1 : 0, list: 0 };
+if (command in ARGUMENTS) noMorePositionals(command, rest, ARGUMENTS[command], USAGE);
 
 switch (command) {
   case "mint":
@@ -42,7 +49,7 @@ switch (command) {
 }
 
 function mint() {
-  const expiresAt = flags.expires === undefined ? null : now + positiveInt(flags.expires, "--expires") * 86_400_000;
+  const expiresAt = flags.expires === undefined ? null : now + expiresDays() * 86_400_000;
   let token;
   let owner;
   if (flags.person !== undefined) {
@@ -125,23 +132,32 @@ async function revoke() {
 }
 
 /**
- * The revocation and the index work that rewrites the token's KV record as refused, in one command.
+ * The revocation and the index work that rewrites the token's KV record as refused, in one command; with
+ * it the container sessions the token minted (`parent_token_id`, docs/consent.md) and their records, as
+ * the API's revocation does (src/services/devices.ts, revokeDevice).
  * The record is written by the Worker's one writer of KV keys (its minute sweep applies the work;
  * docs/architecture.md, "Tokens"), never by this script: a put of its own could race the Worker's.
  */
 function revokeInD1(where) {
-  const [rows] = d1(
+  const revokedNow = `SELECT id FROM access_tokens WHERE ${where} AND revoked_at = ${now}`;
+  const [rows, sessions] = d1(
     `UPDATE access_tokens SET revoked_at = ${now} WHERE ${where} AND revoked_at IS NULL RETURNING id, prefix, token_hash;
+     UPDATE access_tokens SET revoked_at = ${now} WHERE parent_token_id IN (${revokedNow}) AND revoked_at IS NULL
+       RETURNING id;
      INSERT INTO index_work (key, version, attempts, due_at, created_at)
-       SELECT 'tok:' || token_hash, 1, 0, ${now}, ${now} FROM access_tokens WHERE ${where} AND revoked_at = ${now}
+       SELECT 'tok:' || token_hash, 1, 0, ${now}, ${now} FROM access_tokens
+       WHERE (${where} OR parent_token_id IN (${revokedNow})) AND revoked_at = ${now}
        ON CONFLICT (key) DO UPDATE SET version = version + 1, due_at = excluded.due_at`,
     { remote },
   );
   if (!rows.length) fail("no active token matched; nothing was revoked.");
+  const minted = sessions.length
+    ? ` with the ${sessions.length} container session${sessions.length === 1 ? "" : "s"} it minted`
+    : "";
   console.error(
-    `Revoked token ${rows[0].id} (${rows[0].prefix}…) in D1. The Worker's minute sweep rewrites its KV record ` +
-      "as refused; requests are then refused everywhere within 60 s more. Its open streams stay open until they " +
-      "reconnect: revoke through the API (ADMIN_TOKEN) to close them at once.",
+    `Revoked token ${rows[0].id} (${rows[0].prefix}…)${minted} in D1. The Worker's minute sweep rewrites ` +
+      `${minted ? "their" : "its"} KV records as refused; requests are then refused everywhere within 60 s more. ` +
+      "Its open streams stay open until they reconnect: revoke through the API (ADMIN_TOKEN) to close them at once.",
   );
 }
 
@@ -151,7 +167,13 @@ function list() {
       "json_extract(signing, '$.kind') AS signing FROM access_tokens ORDER BY id",
     { remote },
   );
-  const iso = (ms) => (ms === null ? "" : new Date(ms).toISOString());
+  // A date JavaScript cannot represent (a row written out of range, e.g. by an older mint) is shown as its
+  // milliseconds rather than ending the listing.
+  const iso = (ms) => {
+    if (ms === null) return "";
+    const date = new Date(ms);
+    return Number.isNaN(date.getTime()) ? `${ms} ms (out of range)` : date.toISOString();
+  };
   console.table(
     rows.map((row) => ({
       id: row.id,
@@ -164,6 +186,14 @@ function list() {
       signed_by: row.signing ?? "",
     })),
   );
+}
+
+/** `--expires`, checked before anything is written: 1 to MAX_EXPIRES_DAYS days. */
+function expiresDays() {
+  const days = positiveInt(flags.expires, "--expires");
+  if (days > MAX_EXPIRES_DAYS)
+    fail(`--expires is at most ${MAX_EXPIRES_DAYS} days (ten years); got ${days}. Nothing was minted.`, 2);
+  return days;
 }
 
 function positiveInt(value, name) {

@@ -23,9 +23,10 @@ export function step(message) {
   process.stderr.write(`\n▸ ${message}\n`);
 }
 
-export function fail(message) {
+/** Prints the message and exits: `code` 1 for a failure, 2 for a command line the script does not take. */
+export function fail(message, code = 1) {
   process.stderr.write(`\n✖ ${message}\n`);
-  process.exit(1);
+  process.exit(code);
 }
 
 /** Runs a project binary, streaming its output; exits with a clear message when it fails. */
@@ -58,8 +59,10 @@ export function runQuiet(name, args, { env = {}, what = `${name} ${args.join(" "
 }
 
 /**
- * Parses `--flag value`, `--flag=value`, repeated flags (arrays) and bare
- * `--switch`es; the rest are positionals.
+ * Parses `--flag value`, `--flag=value` and repeated flags (arrays); the rest are positionals.
+ * A switch (named in `switches`) is a boolean: `--switch` is true, and it takes `true` or `false`
+ * as `--switch=false` or `--switch false` (the next argument, only when it is one of those two);
+ * the last one given wins. Any other value of a switch is a usage error (exit 2).
  */
 export function parseArgs(argv, { switches = [] } = {}) {
   const flags = {};
@@ -71,14 +74,32 @@ export function parseArgs(argv, { switches = [] } = {}) {
       continue;
     }
     let [name, value] = arg.slice(2).split(/=(.*)/s, 2);
-    if (switches.includes(name)) value = "true";
-    else if (value === undefined) {
+    if (switches.includes(name)) {
+      if (value === undefined && (argv[i + 1] === "true" || argv[i + 1] === "false")) value = argv[++i];
+      if (value !== undefined && value !== "true" && value !== "false")
+        fail(`--${name} is a switch: give it alone, or as --${name}=true or --${name}=false (got "${value}").`, 2);
+      flags[name] = value !== "false";
+      continue;
+    }
+    if (value === undefined) {
       value = argv[++i];
       if (value === undefined) fail(`--${name} needs a value`);
     }
     flags[name] = name in flags ? [flags[name], value].flat() : value;
   }
   return { flags, positionals };
+}
+
+/** Fails (exit 2) when a command got more positionals than the `max` it takes. */
+export function noMorePositionals(command, positionals, max, usage = "") {
+  const extra = positionals.slice(max);
+  if (extra.length > 0) {
+    fail(
+      `${command} takes ${max === 0 ? "no arguments" : `at most ${max} argument${max === 1 ? "" : "s"}`} ` +
+        `besides its --options; unexpected: ${extra.map((arg) => JSON.stringify(arg)).join(" ")}.${usage ? `\n\n${usage}` : ""}`,
+      2,
+    );
+  }
 }
 
 /**

@@ -275,7 +275,8 @@ async function resolveRoleNames({ db }: Deps, companyId: number, names: string[]
   return [...new Set(names.map((name) => roleNamed(available, companyId, name).id))];
 }
 
-export type ContainerConfig = { enabled: boolean; vendors: { slug: string; category: string }[] };
+/** `vendors` omitted: the container keeps the ones it lists. */
+export type ContainerConfig = { enabled: boolean; vendors?: { slug: string; category: string }[] };
 
 /**
  * PUT /internal/containers/{publisher_slug}: creates or replaces the
@@ -292,7 +293,7 @@ export async function configureContainer(deps: Deps, publisherSlug: string, conf
     .where(and(eq(companies.slug, publisherSlug), eq(companies.kind, "publisher")))
     .get();
   if (!publisher) throw notFound(`there is no publisher ${JSON.stringify(publisherSlug)}`);
-  const slugs = config.vendors.map((vendor) => vendor.slug);
+  const slugs = (config.vendors ?? []).map((vendor) => vendor.slug);
   const found =
     slugs.length === 0
       ? []
@@ -318,14 +319,16 @@ export async function configureContainer(deps: Deps, publisherSlug: string, conf
       .returning({ id: consentContainers.id }),
   );
   const containerId = sql`(select ${consentContainers.id} from ${consentContainers} where ${consentContainers.publisherId} = ${publisher.id})`;
-  batch.add(db.delete(containerVendors).where(eq(containerVendors.containerId, containerId)));
-  const rows = config.vendors.map((vendor, i) => ({
-    containerId: containerId as unknown as number,
-    vendorId: idOf.get(vendor.slug)!,
-    position: i + 1,
-    category: vendor.category,
-  }));
-  for (const statement of insertChunks(db, containerVendors, rows)) batch.add(statement);
+  if (config.vendors !== undefined) {
+    batch.add(db.delete(containerVendors).where(eq(containerVendors.containerId, containerId)));
+    const rows = config.vendors.map((vendor, i) => ({
+      containerId: containerId as unknown as number,
+      vendorId: idOf.get(vendor.slug)!,
+      position: i + 1,
+      category: vendor.category,
+    }));
+    for (const statement of insertChunks(db, containerVendors, rows)) batch.add(statement);
+  }
   // Which vendors a container lists is not a trust-lookup input: no index work.
   const { results } = await batch.commit();
   const [{ id }] = results[container] as { id: number }[] as [{ id: number }];

@@ -335,6 +335,15 @@ describe("PUT /internal/containers/{publisher_slug}", () => {
     const reloaded = await answer(await call(`/apps/vcc/load_container/${slug}`), 200, loadContainer);
     expect(reloaded.vendors.map((v) => v.slug)).toEqual(["trackbuddy"]);
 
+    // Without `vendors`, only `enabled` changes: disabled and enabled again, it still lists trackbuddy.
+    response = await admin("PUT", `/internal/containers/${slug}`, { enabled: false });
+    expect((await answer(response, 200, configureContainer)).vendors.map((v) => v.slug)).toEqual(["trackbuddy"]);
+    expect((await call(`/apps/vcc/load_container/${slug}`)).status).toBe(404);
+    response = await admin("PUT", `/internal/containers/${slug}`, { enabled: true });
+    expect((await answer(response, 200, configureContainer)).enabled).toBe(true);
+    const kept = await answer(await call(`/apps/vcc/load_container/${slug}`), 200, loadContainer);
+    expect(kept.vendors.map((v) => v.slug)).toEqual(["trackbuddy"]);
+
     response = await admin("PUT", `/internal/containers/${slug}`, { enabled: false, vendors: [] });
     expect(await response.json()).toMatchObject({ enabled: false, vendors: [] });
     expect((await call(`/apps/vcc/load_container/${slug}`)).status).toBe(404);

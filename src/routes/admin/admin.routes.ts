@@ -91,7 +91,8 @@ export const configureContainer = createRoute({
   summary: "Create or replace a publisher's consent container",
   description:
     NEEDS +
-    "`vendors` are the container's vendors in display order (companies of kind `vendor`; an unknown one is 400). " +
+    "`vendors` are the container's vendors in display order (companies of kind `vendor`; an unknown one is 400); " +
+    'without `vendors` the container keeps the ones it lists, so `{"enabled": false}` disables it as it is. ' +
     "Answers the container as an anonymous visitor sees it, with `enabled`; `load_container` shows the change at once.",
   security: bearerSecurity,
   middleware: [requireAdmin] as const,

@@ -146,11 +146,16 @@ export const ContainerConfigSchema = z
         }),
       )
       .max(100)
-      .openapi({ description: "The container's vendors in display order; each must be a company of kind `vendor`" }),
+      .optional()
+      .openapi({
+        description:
+          "The container's vendors in display order; each must be a company of kind `vendor`. Omitted: the " +
+          "container keeps the vendors it lists (a new one lists none), so `enabled` alone can change",
+      }),
   })
   .superRefine((body, ctx) => {
     const seen = new Set<string>();
-    body.vendors.forEach((vendor, i) => {
+    body.vendors?.forEach((vendor, i) => {
       if (seen.has(vendor.slug))
         ctx.addIssue({ code: "custom", path: ["vendors", i, "slug"], message: "is listed twice" });
       seen.add(vendor.slug);
