@@ -72,8 +72,10 @@ export async function handleScheduled(controller: ScheduledController, env: Env)
       const outbox = await job("sweep", { kind: "outbox" });
       const purge = await job("purge", { kind: "purge" });
       const removals = await job("removals", { kind: "removals" });
+      // What a lost message or an unavailable email service left (one read when nothing is due).
+      const invitations = await job("invitations", { kind: "invitations" });
       // null: the job failed (logged above).
-      logInfo({ cron: controller.cron, outbox, purge, removals });
+      logInfo({ cron: controller.cron, outbox, purge, removals, invitations });
       return;
     }
     case DAILY: {

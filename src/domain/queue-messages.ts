@@ -40,7 +40,9 @@ import { PushJob } from "./push";
  *   until every key is written and the index is marked complete
  *   (services/index-rebuild.ts);
  * - `push`: wake one device about one event (domain/push.ts; queued by the
- *   person's object, sent by services/push/), retried while it is young.
+ *   person's object, sent by services/push/), retried while it is young;
+ * - `invitations`: the login invitations' emails that are due
+ *   (services/invitations.ts; asked by the employee command, and hourly).
  *
  * Every kind is one bounded chunk per message: the `background` consumer
  * takes one message per invocation (wrangler.toml).
@@ -62,6 +64,7 @@ export const backgroundMessage = z.discriminatedUnion("kind", [
   }),
   z.object({ kind: z.literal("erase-persons") }),
   z.object({ kind: z.literal("hand-over-history") }),
+  z.object({ kind: z.literal("invitations") }),
   z.object({ kind: z.literal("company-events"), companyId: z.number().int().positive() }),
   z.object({
     kind: z.literal("move-company-scans"),

@@ -9,6 +9,7 @@ import { submitRemovalRequests } from "./exposures";
 import { purgeExpiredEphemeral } from "./memberships";
 import type { Deps } from "./deps";
 import { rebuildChunk } from "./index-rebuild";
+import { sendDueInvitations } from "./invitations";
 import { movePeopleChunk, movePersonChunk } from "./person-moves";
 import { eraseGonePersons } from "./person-erasures";
 import { forgetInObjects } from "./company-forgets";
@@ -112,6 +113,10 @@ export async function runBackgroundJob(deps: Deps, body: BackgroundMessage, now:
       return rebuildChunk(deps, body, now);
     case "push":
       return runPushJob(deps, body, now);
+    case "invitations": {
+      const { more, ...done } = await sendDueInvitations(deps, now);
+      return { done, ...continues(more, body) };
+    }
   }
 }
 

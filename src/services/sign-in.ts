@@ -35,7 +35,7 @@ const addressOf = (address: Address) =>
  *   have signed in once (`people.last_login_at`): after that, a number an employer typed onto their
  *   record does not open the account they claimed (an employer's edits never carry a confirmation).
  */
-async function personOf(deps: Deps, address: Address): Promise<number | null> {
+export async function accountOpenedBy(deps: Deps, address: Address): Promise<number | null> {
   if ("email" in address) {
     const [row] = await deps.db.all<{ id: number; foreign: number }>(
       sql`select e.person_id as id,
@@ -71,7 +71,7 @@ export async function requestSignInCode(
   ip: string,
   background: (work: Promise<unknown>) => void,
 ) {
-  const personId = await personOf(deps, address);
+  const personId = await accountOpenedBy(deps, address);
   const where = addressOf(address);
   let sending: Promise<unknown> = Promise.resolve();
   const deferred: CodeSettings = {

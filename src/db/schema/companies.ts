@@ -150,7 +150,12 @@ export const membershipRoles = sqliteTable(
   (t) => [primaryKey({ columns: [t.membershipId, t.roleId] }), index("membership_roles_role_idx").on(t.roleId)],
 );
 
-/** Login invitations sent when an employee is created with `invite: true`. */
+/**
+ * Login invitations, one per employee created with `invite: true`: an email to their primary address
+ * telling them to sign in to the app with it (services/invitations.ts), sent after the command by
+ * the `background` queue. `token_hash` is the SHA-256 of a random token no one redeems (the column
+ * predates the email; signing in is by a code to the address).
+ */
 export const invitations = sqliteTable(
   "invitations",
   {
@@ -162,10 +167,17 @@ export const invitations = sqliteTable(
     expiresAt: timestamp("expires_at").notNull(),
     acceptedAt: timestamp("accepted_at"),
     createdAt: createdAt(),
+    /** When its sending finished (null: still due), and how (`INVITATION_OUTCOMES`). */
+    finishedAt: timestamp("finished_at"),
+    outcome: text("outcome", { enum: ["sent", "refused", "expired", "not-theirs", "left"] }),
   },
   (t) => [
     uniqueIndex("invitations_token_hash_uq").on(t.tokenHash),
     index("invitations_company_person_idx").on(t.companyId, t.personId),
+    // The due ones, oldest first (services/invitations.ts).
+    index("invitations_due_idx")
+      .on(t.id)
+      .where(sql`finished_at is null`),
   ],
 );
 

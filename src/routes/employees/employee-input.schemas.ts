@@ -280,7 +280,9 @@ export const CreateEmployeeSchema = z
       example: "scan",
     }),
     invite: whenAbsent(z.boolean(), false).openapi({
-      description: "Record a login invitation for the primary email; false when absent",
+      description:
+        "Send a login invitation email to the primary email (after the answer, once): it names the company and " +
+        "tells the person to sign in to the app with that address; false when absent",
     }),
     ephemeral: whenAbsent(z.boolean(), false).openapi({
       description: "Remove the employee 24 hours after creation; false when absent",

@@ -47,6 +47,7 @@ import {
   standingOf,
   WRITE_SETTINGS,
 } from "./authorization";
+import { askToSendInvitations } from "../invitations";
 import { assertEmailsFree, emailReplacement, emailsTaken } from "./emails";
 import { noLicense, tooManyEmployees } from "./errors";
 import {
@@ -178,6 +179,7 @@ export async function createEmployees(
     null,
   );
   const { results, deliveries } = await batch.commit();
+  if (inputs.some((input) => input.invite)) await askToSendInvitations(deps);
   // Inserted in input order, so ascending ids are input order.
   const ids = inserted
     .flatMap((position) => (results[position] as { id: number }[]).map((row) => row.id))

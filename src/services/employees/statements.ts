@@ -64,7 +64,7 @@ export async function addNewEmployees(
     employees.map(async (employee, k) => {
       let invitation: { email: string; hash: string } | null = null;
       if (employee.invite) {
-        // The token would be mailed to the person; sending mail is outside this service (docs/decisions.md).
+        // The invitation's email carries no token (services/invitations.ts): the column keeps a random one's hash.
         const token = base64url(crypto.getRandomValues(new Uint8Array(32)));
         invitation = { email: primaryOf(employee.emails).email, hash: await sha256Hex(token) };
       }
