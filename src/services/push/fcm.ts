@@ -1,5 +1,6 @@
 import { PUSH_TTL_SECONDS, type PushEvent } from "../../domain/push";
 import { epochSeconds, importPkcs8, signJwt } from "../../lib/jwt";
+import { singleFlight } from "../../lib/single-flight";
 import { noAnswer, outcomeOf, SEND_TIMEOUT_MS, type FcmTarget, type PushOutcome } from "./outcome";
 
 /*
@@ -43,10 +44,17 @@ export const forgetFcmTokens = () => accessTokens.clear();
 
 type Grant = { token: string } | { outcome: PushOutcome };
 
+/** Pushes that need an access token at the same moment share one request for it. */
+const granting = singleFlight<Grant>();
+
 /** The access token for `account`: the cached one, or a new one from Google's token endpoint. */
-async function accessToken(account: ServiceAccount, now: number): Promise<Grant> {
+function accessToken(account: ServiceAccount, now: number): Promise<Grant> {
   const cached = accessTokens.get(account.client_email);
-  if (cached && cached.until > now) return { token: cached.token };
+  if (cached && cached.until > now) return Promise.resolve({ token: cached.token });
+  return granting(account.client_email, () => grant(account, now));
+}
+
+async function grant(account: ServiceAccount, now: number): Promise<Grant> {
   let key: CryptoKey;
   try {
     key = await importPkcs8("RS256", account.private_key);
@@ -77,11 +85,11 @@ async function accessToken(account: ServiceAccount, now: number): Promise<Grant>
     // A refused grant is the deployment's key, not the device: the registration stays.
     return { outcome: outcome.result === "gone" ? { ...outcome, result: "failed" } : outcome };
   }
-  const grant = (await response.json().catch(() => null)) as { access_token?: string; expires_in?: number } | null;
-  if (!grant?.access_token) return { outcome: { result: "retry", status: response.status, reason: "no access_token" } };
-  const until = now + Math.max(0, (grant.expires_in ?? 3600) - 60) * 1000;
-  accessTokens.set(account.client_email, { token: grant.access_token, until });
-  return { token: grant.access_token };
+  const body = (await response.json().catch(() => null)) as { access_token?: string; expires_in?: number } | null;
+  if (!body?.access_token) return { outcome: { result: "retry", status: response.status, reason: "no access_token" } };
+  const until = now + Math.max(0, (body.expires_in ?? 3600) - 60) * 1000;
+  accessTokens.set(account.client_email, { token: body.access_token, until });
+  return { token: body.access_token };
 }
 
 /** The body of `messages:send` for `event` to one registration token. */
