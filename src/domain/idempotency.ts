@@ -1,7 +1,7 @@
 /**
- * Idempotency-Key (docs/decisions.md, "Idempotency keys"): the rule both
- * stores follow — the person's object for a person's writes, D1 for a
- * company's. A key is kept 24 h; a claim not settled within
+ * Idempotency-Key (docs/decisions.md, "Idempotency keys"): the rule the
+ * caller's object follows, and the company keys an older version kept in D1
+ * (read until they expire). A key is kept 24 h; a claim not settled within
  * `ABANDONED_AFTER_MS` (its request died between the write and the record)
  * may be claimed again.
  */

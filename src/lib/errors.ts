@@ -131,9 +131,17 @@ const isQueryError = (error: unknown) =>
 function redact(message: string): string {
   const firstLine = message.split("\n")[0] ?? "";
   const cut = firstLine.split(/\bparams:/)[0]!;
-  return cut
-    .replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`(?:[^`\\]|\\.)*`/g, "<text>")
-    .replace(/[^\s@]+@[^\s@]+/g, "<email>")
+  return maskPersonalData(cut.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`(?:[^`\\]|\\.)*`/g, "<text>"));
+}
+
+/**
+ * `text` with its email addresses and long numbers (phone numbers) masked, cut to 300 characters:
+ * what a log line may keep of a text that can name a person (a provider's answer quoting the number
+ * it refused).
+ */
+export function maskPersonalData(text: string): string {
+  return text
+    .replace(/[^\s@"']+@[^\s@"']+/g, "<email>")
     .replace(/\+?\d[\d\s().-]{3,}\d/g, "<number>")
     .slice(0, 300);
 }

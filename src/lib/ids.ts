@@ -42,27 +42,6 @@ export const pathId = (name: string, description: string) =>
     });
 
 /**
- * An id a query string resumes after (`?after=`): digits only, 0 for "from the start". Not
- * `z.coerce`, which reads an empty `?after=` as 0 and `1e3` as 1000: a client whose variable was
- * empty gets a 400 naming the parameter, not the list from its start.
- */
-export const queryAfterId = (description: string, example: number) =>
-  z
-    .string()
-    .regex(/^[0-9]{1,16}$/, { message: "must be a whole number, 0 or more" })
-    .refine((text) => Number.isSafeInteger(Number(text)), { message: "must be a whole number, 0 or more" })
-    .transform(Number)
-    .optional()
-    .openapi({
-      param: { name: "after", in: "query" },
-      type: "integer",
-      format: "int64",
-      minimum: 0,
-      description,
-      example,
-    });
-
-/**
  * An id in an answer: a JSON integer that passes 2³¹ (activity ids are
  * time-based, ~3.7×10¹⁵), so the document says `int64` and generated
  * clients use 64-bit integers (docs/decisions.md, "Ids").

@@ -2,30 +2,67 @@ import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 
 /**
+ * A whole number in a query string: decimal digits only, from `min` to `max`, else a 400 naming the
+ * parameter. Not `z.coerce`, which reads an empty `?after=` as 0, `1e3` as 1000, `0x10` as 16 and
+ * ` 5` as 5: a client whose variable was empty or mangled gets a 400, not another page. With
+ * `fallback`, the value when the parameter is absent; without, it is optional.
+ */
+export function queryInteger(
+  name: string,
+  bounds: { min: number; max: number; fallback: number },
+  description: string,
+  example: number,
+): z.ZodDefault<ReturnType<typeof digitsFrom>>;
+export function queryInteger(
+  name: string,
+  bounds: { min: number; max: number },
+  description: string,
+  example: number,
+): z.ZodOptional<ReturnType<typeof digitsFrom>>;
+export function queryInteger(
+  name: string,
+  { min, max, fallback }: { min: number; max: number; fallback?: number },
+  description: string,
+  example: number,
+) {
+  const digits = digitsFrom(min, max);
+  const schema = fallback === undefined ? digits.optional() : digits.default(fallback);
+  return schema.openapi({
+    param: { name, in: "query" },
+    type: "integer",
+    minimum: min,
+    maximum: max,
+    ...(fallback === undefined ? {} : { default: fallback }),
+    description,
+    example,
+  });
+}
+
+const digitsFrom = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^[0-9]{1,16}$/, { message: `must be a whole number from ${min}` })
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+/** An id a query string resumes after (`?after=`, keyset paging): 0 for "from the start". */
+export const queryAfterId = (description: string, example: number) =>
+  queryInteger("after", { min: 0, max: Number.MAX_SAFE_INTEGER }, description, example);
+
+/**
  * The one paging scheme (docs/decisions.md): `page` from 1, `per_page` with a
  * per-endpoint default and maximum; out-of-range values are a 400, never
  * clamped. Answers carry `X-Total-Count` and an RFC 8288 `Link` header.
  */
 export function pageQuery(defaultPerPage: number, maxPerPage: number) {
   return z.object({
-    page: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(Number.MAX_SAFE_INTEGER)
-      .default(1)
-      .openapi({ param: { name: "page", in: "query" }, description: "Page number, from 1", example: 1 }),
-    per_page: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(maxPerPage)
-      .default(defaultPerPage)
-      .openapi({
-        param: { name: "per_page", in: "query" },
-        description: `Results per page (default ${defaultPerPage}, at most ${maxPerPage})`,
-        example: defaultPerPage,
-      }),
+    page: queryInteger("page", { min: 1, max: Number.MAX_SAFE_INTEGER, fallback: 1 }, "Page number, from 1", 1),
+    per_page: queryInteger(
+      "per_page",
+      { min: 1, max: maxPerPage, fallback: defaultPerPage },
+      `Results per page (default ${defaultPerPage}, at most ${maxPerPage})`,
+      defaultPerPage,
+    ),
   });
 }
 
@@ -37,13 +74,16 @@ export const pageWindow = ({ page, per_page }: Page) => ({ limit: per_page, offs
 /**
  * Sets `X-Total-Count` and `Link` (`first`, `prev`, `next`, `last`) for a page of `total` items.
  * With `keyset` (a request that used `after`), `next` continues after the page's last id
- * (`keyset.last`), none after an empty page.
+ * (`keyset.last`), none after an empty page; `first` and `last` are the numbered pages.
  */
 export function setPageHeaders(c: Context, { page, per_page }: Page, total: number, keyset?: { last: number | null }) {
   c.header("X-Total-Count", String(total));
   const lastPage = Math.max(1, Math.ceil(total / per_page));
   // One URL for the page links: each sets the same two parameters, so each reads as from a fresh copy.
+  // Without `after`: `first` and `last` are numbered pages of the whole list (a page other than 1
+  // with `after` is a 400, and `after` with page 1 is this page again, not the first).
   const url = new URL(c.req.url);
+  url.searchParams.delete("after");
   const link = (n: number, rel: string) => {
     url.searchParams.set("page", String(n));
     url.searchParams.set("per_page", String(per_page));
@@ -87,17 +127,12 @@ export function cursorQuery(defaultLimit: number, maxLimit: number, cursorShape:
         param: { name: "cursor", in: "query" },
         description: 'Where the page starts: from the previous page\'s `Link` header (rel="next"); omit for the first',
       }),
-    limit: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(maxLimit)
-      .default(defaultLimit)
-      .openapi({
-        param: { name: "limit", in: "query" },
-        description: `Results per page (default ${defaultLimit}, at most ${maxLimit})`,
-        example: defaultLimit,
-      }),
+    limit: queryInteger(
+      "limit",
+      { min: 1, max: maxLimit, fallback: defaultLimit },
+      `Results per page (default ${defaultLimit}, at most ${maxLimit})`,
+      defaultLimit,
+    ),
   });
 }
 

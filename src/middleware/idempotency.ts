@@ -43,8 +43,8 @@ export const replayedHeader = z.object({
 
 /**
  * Idempotency-Key on a creating POST (docs/decisions.md, "Idempotency keys",
- * Stripe's rule): the key is claimed where the write goes — the caller's own
- * object (`person`) or D1 beside the company's rows (`company`) — before
+ * Stripe's rule): the key is claimed in the caller's own object — as it is
+ * (`person`) or under the company's name (`company`) — before
  * the handler runs, and the success it answers is kept for 24 h. Goes after
  * the route's access middleware (it needs the caller, and the company).
  * `answers: "activity"`: the success is the activity record the person's

@@ -36,11 +36,12 @@ export function createRouter() {
  * (src/app.ts); `RateLimit`/`RateLimit-Policy` on a success of a route that
  * takes only tokens (middleware/rate-limit.ts sets them for a principal's
  * answer below 400); `x-d1-bookmark` on any answer of a read, a success of a
- * write (middleware/db.ts). The stream's 101 is a success of a read.
+ * write (middleware/db.ts). The stream's 101 is a success of a read, a preflight a read.
  */
 function commonHeadersOf(route: { method: string; path: string; security?: Record<string, string[]>[] }) {
   const tokensOnly = !!route.security?.length && route.security.every((scheme) => Object.keys(scheme).length > 0);
-  const reads = route.method === "get" || route.path === RINGING_PATH;
+  // A preflight (OPTIONS) reads too: its container's lookup, whose 404 carries the bookmark.
+  const reads = route.method === "get" || route.method === "options" || route.path === RINGING_PATH;
   return (status: number): CommonHeader[] => {
     const success = status < 400;
     return [

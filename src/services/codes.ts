@@ -3,7 +3,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import { guardStatement, type GuardStatement } from "../db/guard";
 import { batchableAll } from "../db/sql";
 import { oneTimeCodes, secureNumbers } from "../db/schema";
-import { ApiError, badRequest, tooManyRequests } from "../lib/errors";
+import { ApiError, badRequest, maskPersonalData, tooManyRequests } from "../lib/errors";
 import { base64url, fromBase64url } from "../lib/crypto";
 import { logError } from "../lib/log";
 import { DAY_MS } from "../lib/time";
@@ -86,7 +86,8 @@ export async function issueCode(deps: Deps, settings: CodeSettings, request: Cod
     });
   } catch (err) {
     if (!(err instanceof NotSent)) throw err;
-    if (err.providerText) logError("a code was not sent", err, { provider_answer: err.providerText });
+    // The provider's words, its numbers and addresses masked: it may quote the number it refused.
+    if (err.providerText) logError("a code was not sent", err, { provider_answer: maskPersonalData(err.providerText) });
     throw new ApiError(err.kind === "refused" ? 502 : 503, `the code could not be sent: ${err.message}`);
   }
 }

@@ -7,10 +7,11 @@ import type { Deps } from "./deps";
 
 /**
  * Where an Idempotency-Key is kept (docs/decisions.md, "Idempotency keys"):
- * in the person's object for a person's writes, in D1 for a company's. Both
- * claim atomically, so of two requests with one key only one goes ahead.
- * The person's object also counts its keys and charges what it keeps to the
- * person's day (docs/security.md, "What a stranger can cost").
+ * in the caller's own object, for a person's writes and a company's alike (a
+ * company's under the company's name). A claim is atomic there, so of two
+ * requests with one key only one goes ahead; the object counts its keys and
+ * charges what it keeps to the person's day (docs/security.md, "What a
+ * stranger can cost").
  */
 export type IdempotencyStore = {
   claim(key: string, fingerprint: string): Promise<IdempotencyClaim>;
@@ -26,19 +27,16 @@ export const personKeys = ({ objects }: Deps, personId: number): IdempotencyStor
  * A company's keys, per caller: kept in the caller's own object beside their person keys, under
  * the company's name (`company <id>: <key>`, a space no key holds), so they cost the caller's day
  * like any key (1,000 new keys, the kept bytes charged). A key claimed in D1 by an older version
- * (`company_idempotency_keys`, 24 h) still answers for itself: a new claim reads it once.
+ * (`company_idempotency_keys`, 24 h) still answers for itself: a claim reads it first (one read).
  */
 export const companyKeys = (deps: Deps, companyId: number, personId: number, now = Date.now): IdempotencyStore => {
   const mine = personKeys(deps, personId);
   const scoped = (key: string) => `company ${companyId}: ${key}`;
   return {
     async claim(key, fingerprint) {
-      const claimed = await mine.claim(scoped(key), fingerprint);
-      if (claimed.state !== "new") return claimed;
+      // A key the older version claimed answers first: its replay costs nothing of the caller's day.
       const earlier = await claimedInD1(deps.db, companyId, personId, key, fingerprint, now());
-      if (!earlier) return claimed;
-      await mine.settle(scoped(key), fingerprint, null);
-      return earlier;
+      return earlier ?? mine.claim(scoped(key), fingerprint);
     },
     settle: (key, fingerprint, answer) => mine.settle(scoped(key), fingerprint, answer),
   };

@@ -343,7 +343,9 @@ export async function mintContainerToken(
     and ${accessTokens.id} not in (select id from ${accessTokens} where parent_token_id = ${deviceTokenId}
       and revoked_at is null order by id desc limit ${SESSIONS_PER_DEVICE - 1})`;
   batch.markStaleTokensOf(personId, older);
-  batch.add(deps.db.update(accessTokens).set({ revokedAt: now }).where(older));
+  const retired = batch.add(
+    deps.db.update(accessTokens).set({ revokedAt: now }).where(older).returning({ hash: accessTokens.tokenHash }),
+  );
   // Tied to the device that asked: revoked with it, expiring no later, and not minted once it is revoked.
   const minted = batch.add(
     batchableAll<{ id: number }>(
@@ -358,6 +360,8 @@ export async function mintContainerToken(
     ),
   );
   const { results } = await batch.commit();
+  // The sessions it retired stop working on the page at once in this isolate, as a signed-out one does.
+  for (const { hash } of results[retired] as { hash: string }[]) cache.delete(hash);
   if ((results[minted] as unknown[]).length === 0) throw unauthorized("the bearer token has been revoked");
   return token;
 }

@@ -290,6 +290,28 @@ describe("Idempotency-Key on a company's write (webhooks, kept in the caller's o
     expect(await seats()).toBe(before + 1);
   });
 
+  it("a key claimed in D1 before answers its replay without spending the caller's day, even once it is spent", async () => {
+    const admin = await newAcmeAdmin();
+    const key = fresh("legacy-spent");
+    const request = body();
+    const fingerprint = await sha256Hex(`POST /companies/1/webhooks\n${JSON.stringify(request)}`);
+    await env.DB.prepare(
+      "INSERT INTO company_idempotency_keys (company_id, person_id, key, fingerprint, claimed_at, status, body, content_type) VALUES (1, ?, ?, ?, ?, 201, '{\"id\":434343}', 'application/json')",
+    )
+      .bind(admin.id, key, fingerprint, Date.now() - 3600_000)
+      .run();
+    const today = Math.floor(Date.now() / 86_400_000);
+    await inPersonObject(admin.id, "INSERT OR REPLACE INTO idempotency_days (day, keys) VALUES (?, 1000)", today);
+    const replay = await call("/companies/1/webhooks", {
+      method: "POST",
+      token: admin.token,
+      body: request,
+      ...withKey(key),
+    });
+    expect(replay.status).toBe(201);
+    expect(replay.headers.get("Idempotent-Replayed")).toBe("true");
+  });
+
   it("a key claimed in D1 by the version before still answers its replay and its 422 for 24 h", async () => {
     const key = fresh("legacy");
     const request = body();

@@ -84,6 +84,25 @@ describe("a provider's failure", () => {
     await expect(send()).rejects.toBeInstanceOf(NotSent);
   });
 
+  it("the error code is read from the whole answer: a Telnyx refusal longer than 300 characters keeps it", async () => {
+    const body = JSON.stringify({
+      errors: [
+        {
+          code: "40310",
+          title: "Invalid 'to' address",
+          detail:
+            "The 'to' address should be a valid E.164 formatted phone number, a valid short code, or a valid " +
+            "alphanumeric sender ID where supported by the destination country and the messaging profile.",
+          source: { pointer: "/to" },
+          meta: { url: "https://developers.telnyx.com/docs/overview/errors/40310" },
+        },
+      ],
+    });
+    expect(body.length).toBeGreaterThan(300);
+    captureFetch(() => new Response(body, { status: 400 }));
+    await expect(send()).rejects.toMatchObject({ kind: "refused", message: "Telnyx answered 400 (error 40310)" });
+  });
+
   it("over HTTP: 502 for a refusal, 503 for silence; the code already sent stays valid and nothing else is written", async () => {
     const number = "+16505552323";
     await acmeEmployeeWithPhone("fail", number);
@@ -107,8 +126,20 @@ describe("a provider's failure", () => {
           .bind(number)
           .first<{ n: number }>())!.n;
       const before = await rows();
-      captureFetch(() => new Response('{"code":21211,"message":"Invalid To"}', { status: 400 }));
+      // Twilio's real answer quotes the number it refused: the log keeps the answer, the number masked.
+      captureFetch(
+        () =>
+          new Response(`{"code":21211,"message":"The 'To' number ${number} is not a valid phone number."}`, {
+            status: 400,
+          }),
+      );
+      const logged: string[] = [];
+      vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => void logged.push(args.join(" ")));
       const refused = await as("bob").send("POST", `/me/phones/${id}/verification`);
+      const line = logged.find((text) => text.includes("a code was not sent"));
+      expect(line).toContain("is not a valid phone number");
+      expect(line).not.toContain(number);
+      expect(line).not.toContain(number.slice(2));
       // The provider and its error code, never its own words (they can name the deployment's sender).
       expect(await expectError(refused, 502, "Bad Gateway")).toBe(
         "Bad Gateway: the code could not be sent: Twilio answered 400 (error 21211)",

@@ -129,6 +129,15 @@ describe("the employee list: its total and keyset paging", () => {
     expect(new URL(next).searchParams.get("after")).toBe(String(all[2]));
     const second = await as("alice").get(new URL(next).pathname + new URL(next).search);
     expect((await answer(second, 200, listEmployees)).map((person) => person.id)).toEqual(all.slice(3, 5));
+    // `first` and `last` are the whole list's numbered pages, each one a page to follow (before: they kept
+    // `after`, and `last` was a 400).
+    for (const rel of ["first", "last"]) {
+      const url = new URL(new RegExp(`<([^>]+)>; rel="${rel}"`).exec(first.headers.get("Link")!)![1]!);
+      expect(url.searchParams.get("after")).toBeNull();
+      const followed = await as("alice").get(url.pathname + url.search);
+      expect(followed.status).toBe(200);
+      await followed.body?.cancel();
+    }
   });
 
   it("`after` with a page other than 1 is a 400", async () => {
@@ -136,10 +145,12 @@ describe("the employee list: its total and keyset paging", () => {
     expect(await expectError(response, 400, "Bad Request")).toContain("`after`");
   });
 
-  it("an empty or non-decimal `after` is a 400 naming it, not the list from its start", async () => {
-    for (const after of ["", "1e3", "0x10", " 5"]) {
-      const response = await as("alice").get(`/companies/1/employees?after=${encodeURIComponent(after)}`);
-      expect(await expectError(response, 400, "Bad Request")).toContain("after");
+  it("an empty or non-decimal `after`, `page` or `per_page` is a 400 naming it, not another page", async () => {
+    for (const name of ["after", "page", "per_page"]) {
+      for (const value of ["", "1e3", "0x10", " 5", "2.0"]) {
+        const response = await as("alice").get(`/companies/1/employees?${name}=${encodeURIComponent(value)}`);
+        expect(await expectError(response, 400, "Bad Request")).toContain(name);
+      }
     }
   });
 });

@@ -186,6 +186,16 @@ describe("PUT /internal/licenses/{id}", () => {
     expect(await countRows("SELECT count(*) AS n FROM licenses WHERE lower(name) = lower(?)", name)).toBe(1);
   });
 
+  it("a name that is another PUT's id, both at once: one lands, the other is 409, as one after the other", async () => {
+    const tag = fresh("cross");
+    const [a, b] = await Promise.all([
+      admin("PUT", `/internal/licenses/${tag}-a`, entry({ name: `${tag}-B`, sites: [] })),
+      admin("PUT", `/internal/licenses/${tag}-b`, entry({ name: `Other ${tag}`, sites: [] })),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    await expectError(a.status === 409 ? a : b, 409, "Conflict");
+  });
+
   it("400 naming the field for a bad body", async () => {
     const cases: [unknown, string][] = [
       [entry({ price: 12.5 }), "`price`"],

@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { pathId } from "../../lib/ids";
 import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
+import { queryInteger } from "../../lib/pagination";
 import { INTERNATIONAL_PHONE_PATTERN } from "../../lib/phone";
 import { requireAuth } from "../../middleware/auth";
 import { developmentOnly } from "../../middleware/development-only";
@@ -98,13 +99,12 @@ export const readOutbox = createRoute({
         .max(254)
         .optional()
         .openapi({ param: { name: "to", in: "query" }, example: "bob@acme.example" }),
-      limit: z.coerce
-        .number()
-        .int()
-        .min(1)
-        .max(100)
-        .default(20)
-        .openapi({ param: { name: "limit", in: "query" }, example: 20 }),
+      limit: queryInteger(
+        "limit",
+        { min: 1, max: 100, fallback: 20 },
+        "At most this many (default 20, at most 100)",
+        20,
+      ),
     }),
   },
   responses: {

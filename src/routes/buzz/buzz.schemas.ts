@@ -1,7 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import { activityTypes, partyTypes } from "../../db/schema";
 import { blockReasons } from "../../domain/caller-verification";
-import { IdSchema, pathId, int64Id, queryAfterId } from "../../lib/ids";
+import { IdSchema, pathId, int64Id } from "../../lib/ids";
+import { queryAfterId, queryInteger } from "../../lib/pagination";
 import { whenAbsent } from "../../lib/openapi";
 
 /*
@@ -157,13 +158,12 @@ export const ActivityParams = z.object({
 });
 
 export const ActivityQuery = z.object({
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(500)
-    .default(100)
-    .openapi({ param: { name: "limit", in: "query" }, description: "At most this many (default 100, at most 500)" }),
+  limit: queryInteger(
+    "limit",
+    { min: 1, max: 500, fallback: 100 },
+    "At most this many (default 100, at most 500)",
+    100,
+  ),
 });
 
 /* ---------- the live stream (docs/realtime.md) ---------- */

@@ -1,8 +1,8 @@
 // The employees area's paths, queries and bodies (the Person, the Exposure and its history; the
 // webhook payloads reuse the first two). The request bodies are in employee-input.schemas.ts.
 import { z } from "@hono/zod-openapi";
-import { pathId, int64Id, queryAfterId } from "../../lib/ids";
-import { pageQuery } from "../../lib/pagination";
+import { pathId, int64Id } from "../../lib/ids";
+import { pageQuery, queryAfterId } from "../../lib/pagination";
 import { QueryTimestamp } from "../../lib/time";
 import { exposureStatuses } from "../../db/schema";
 import { CompanyParams, CompanyRefSchema } from "../companies/companies.schemas";

@@ -28,7 +28,7 @@ export class NotSent extends Error {
     readonly kind: "unavailable" | "refused",
     /** What the client is told: the provider, its status and its error code, never its own words. */
     detail: string,
-    /** The provider's answer (at most 300 characters), for the operator's log only. */
+    /** The provider's answer (at most 300 characters), for the operator's log only, masked there. */
     readonly providerText = "",
   ) {
     super(detail);
@@ -55,10 +55,12 @@ export async function expectAccepted(provider: string, send: () => Promise<Respo
     await answer.body?.cancel();
     return;
   }
-  const text = (await answer.text().catch(() => "")).slice(0, 300);
+  // Read whole for its error code (an error answer is a few hundred bytes; 16 KiB at most is read),
+  // kept cut to 300 characters for the log.
+  const text = (await answer.text().catch(() => "")).slice(0, 16_384);
   const kind = answer.status >= 500 || answer.status === 429 ? "unavailable" : "refused";
   const code = errorCodeOf(text);
-  throw new NotSent(kind, `${provider} answered ${answer.status}${code ? ` (error ${code})` : ""}`, text);
+  throw new NotSent(kind, `${provider} answered ${answer.status}${code ? ` (error ${code})` : ""}`, text.slice(0, 300));
 }
 
 /**
