@@ -46,7 +46,16 @@ export const database = createMiddleware<AppEnv>(async (c, next) => {
   useDeps(c, createDeps(c.env, guard.database, guard));
   await next();
   // A request that wrote nothing runs its guard now: a revoked token answers 401 whatever it did.
-  if (c.res.status !== 401) await guard.finish();
+  if (c.res.status !== 401) {
+    try {
+      await guard.finish();
+    } catch (err) {
+      // The handler's answer is not sent: forget it, or Hono would copy its headers (RateLimit, Location,
+      // ETag, Idempotent-Replayed) onto the refusal that replaces it.
+      c.res = undefined as unknown as Response;
+      throw err;
+    }
+  }
   if (c.res.status >= 400) return;
   const after = session.getBookmark();
   if (after) c.header(BOOKMARK_HEADER, after);

@@ -167,10 +167,32 @@ async function admit(limiter: RateLimit, { sample, state }: Budget, tokenId: num
   return success;
 }
 
-/** Charges one request to the client IP's budget; 429 when it is spent. */
+/**
+ * The budget a client address spends: an IPv4 address, or the /64 an IPv6 address is in (one
+ * subscriber's network: any host on it picks a new interface id at will, so a budget per address
+ * would be one per request).
+ */
+export function ipBudgetKey(address: string | undefined): string {
+  if (!address) return "ip:unknown";
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
+  if (mapped) return `ip:${mapped[1]}`;
+  if (!address.includes(":")) return `ip:${address}`;
+  const [head = "", tail = ""] = address.toLowerCase().split("::");
+  const left = head ? head.split(":") : [];
+  const right = address.includes("::") && tail ? tail.split(":") : [];
+  const groups = address.includes("::")
+    ? [...left, ...Array(8 - left.length - right.length).fill("0"), ...right]
+    : left;
+  return `ip6:${groups
+    .slice(0, 4)
+    .map((group) => group.replace(/^0+(?=.)/, ""))
+    .join(":")}::/64`;
+}
+
+/** Charges one request to the client address's budget (`ipBudgetKey`); 429 when it is spent. */
 export async function limitByIp(c: Context<AppEnv>) {
   c.set("ipCharged", true);
-  const { success } = await c.env.IP_RATE_LIMIT.limit({ key: `ip:${c.req.header("CF-Connecting-IP") ?? "unknown"}` });
+  const { success } = await c.env.IP_RATE_LIMIT.limit({ key: ipBudgetKey(c.req.header("CF-Connecting-IP")) });
   if (!success) {
     throw tooManyRequests(
       "this address made more than 300 requests without a valid token in the last minute; retry after the Retry-After delay",

@@ -3,6 +3,7 @@ import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../types";
 import { badRequest, describeZodError, notFound } from "../lib/errors";
 import { withCommonHeaders, type CommonHeader } from "../lib/openapi";
+import { developmentOnly } from "../middleware/development-only";
 import { RINGING_PATH } from "../middleware/request-kind";
 
 /**
@@ -25,7 +26,11 @@ export function createRouter() {
     const params = route.request?.params as z.ZodType | undefined;
     if (!params) return openapi(route, handler, hook);
     const middleware = route.middleware === undefined ? [] : [route.middleware].flat();
-    return openapi({ ...route, middleware: [pathFirst(params), ...middleware] }, handler, hook);
+    // A development-only route answers like an unknown route in production, whatever its path holds:
+    // its own check goes before the path's.
+    const first = middleware.filter((step) => step === developmentOnly);
+    const rest = middleware.filter((step) => step !== developmentOnly);
+    return openapi({ ...route, middleware: [...first, pathFirst(params), ...rest] }, handler, hook);
   }) as typeof openapi;
   return router;
 }

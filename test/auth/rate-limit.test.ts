@@ -29,6 +29,17 @@ describe("rate limiting (docs/decisions.md)", { timeout: 120_000 }, () => {
     expect((await call("/companies/1", { headers: { "CF-Connecting-IP": "192.0.2.78" } })).status).toBe(401);
   });
 
+  it("addresses of one IPv6 /64 (one subscriber's network) share the 300 a minute; another /64 has its own", async () => {
+    await startOfUsableWindow(20_000);
+    let n = 0;
+    // A fresh interface id per request: what any host on the /64 can choose freely.
+    const { statuses } = await burst(301, () =>
+      call("/companies/1", { headers: { "CF-Connecting-IP": `2001:db8:77:1::${(++n).toString(16)}` } }),
+    );
+    expect(statuses).toEqual({ 401: 300, 429: 1 });
+    expect((await call("/companies/1", { headers: { "CF-Connecting-IP": "2001:db8:77:2::1" } })).status).toBe(401);
+  });
+
   it("allows 1000 requests per minute per token, then answers 429", async () => {
     await startOfUsableWindow(30_000);
     const token = "pk_test_rate_limited_alice";

@@ -622,5 +622,11 @@ describe("DELETE /contacts/clear (development only)", () => {
     }
     await expectError(await production("/contacts/clear", "DELETE", "pk_unknown_token_value"), 404, "Not Found");
     expect(await countInPersonObject(DEMO.people.carol, "SELECT count(*) AS n FROM contacts")).toBe(1);
+    // Whatever the path holds: a bad id answers exactly as an unknown route, naming nothing about the route.
+    for (const path of ["/contacts/clear/abc", "/contacts/clearx/abc"]) {
+      expect(await expectError(await production(path, "DELETE", DEMO.tokens.carol), 404, "Not Found")).toBe(
+        `Not Found: there is no route DELETE ${path}`,
+      );
+    }
   });
 });

@@ -1,11 +1,13 @@
 import { Hono } from "hono";
 import { etag } from "hono/etag";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { sha256Hex } from "../../src/lib/crypto";
 import { conditionalRead } from "../../src/middleware/conditional";
 import { trustLookupGet } from "../../src/routes/buzz/buzz.routes";
 import { syncContacts } from "../../src/routes/contacts/contacts.routes";
 import type { AppEnv } from "../../src/types";
-import { answer, as, call, DEMO, employeeBody, expectError, fresh, secureNumberOf } from "../helpers";
+import { answer, as, call, DEMO, employeeBody, expectError, fresh, insertToken, secureNumberOf } from "../helpers";
 
 /** Wire details a mobile client relies on (docs/decisions.md, "Conditional reads", "Date", "Rate limits", "Ids"). */
 
@@ -132,6 +134,24 @@ describe("RateLimit and RateLimit-Policy on successes", () => {
     const refused = await as("bob").get("/companies/1");
     expect(refused.status).toBe(403);
     expect(refused.headers.get("RateLimit")).toBeNull();
+  });
+});
+
+describe("an error made after the handler answered", () => {
+  it("a token revoked in D1 while this isolate held it: the 401 replacing a success carries none of its headers", async () => {
+    const token = `sk_test_late_${crypto.randomUUID().replaceAll("-", "")}`;
+    await insertToken(token, { serviceName: "ops", scopes: ["platform:admin"] });
+    expect((await call("/internal/status", { token })).status).toBe(200); // this isolate now holds it as valid
+    await env.DB.prepare("UPDATE access_tokens SET revoked_at = ? WHERE token_hash = ?")
+      .bind(Date.now(), await sha256Hex(token))
+      .run();
+    // A write that changes nothing (no sealed secret to reseal): its token check runs after the handler's 200.
+    const refused = await call("/internal/provider-keys/rotate", { method: "POST", token });
+    const headers = Object.fromEntries(refused.headers);
+    expect(await expectError(refused, 401, "Unauthorized")).toMatch(/revoked/);
+    expect(headers).not.toHaveProperty("ratelimit");
+    expect(headers).not.toHaveProperty("ratelimit-policy");
+    expect(headers).toHaveProperty("x-request-id");
   });
 });
 
