@@ -830,3 +830,82 @@ describe("provider tokens: one for a burst, renewed no more often than Apple all
     expect(grants).toBe(1);
   });
 });
+
+describe("a refusal that calls the address itself dead removes the registration, as Apple and Google ask", () => {
+  /** Whether `who` is still woken: a trust request queues a push for them, or nothing. */
+  async function stillWoken(who: Person) {
+    const jobs = queuedPushes();
+    await personObject(who.id).receiveTrustRequest(1, "x", Date.now());
+    await settle();
+    return jobs.length > 0;
+  }
+
+  const cases: [string, Job["target"], () => Response][] = [
+    [
+      "APNs 400 BadDeviceToken",
+      { kind: "apns", token: "ef".repeat(32), topic: "com.example.privacy", sandbox: false },
+      () => json({ reason: "BadDeviceToken" }, 400),
+    ],
+    [
+      "APNs 400 DeviceTokenNotForTopic",
+      { kind: "apns", token: "fe".repeat(32), topic: "com.example.privacy", sandbox: false },
+      () => json({ reason: "DeviceTokenNotForTopic" }, 400),
+    ],
+    [
+      "FCM 400 INVALID_ARGUMENT about the registration token",
+      { kind: "fcm", token: "fcm-token:not-a-token" },
+      () =>
+        json(
+          {
+            error: {
+              code: 400,
+              message: "The registration token is not a valid FCM registration token",
+              status: "INVALID_ARGUMENT",
+              details: [
+                { "@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", errorCode: "INVALID_ARGUMENT" },
+              ],
+            },
+          },
+          400,
+        ),
+    ],
+    [
+      "FCM 403 SENDER_ID_MISMATCH",
+      { kind: "fcm", token: "fcm-token:another-app" },
+      () =>
+        json(
+          {
+            error: {
+              code: 403,
+              message: "SenderId mismatch",
+              status: "PERMISSION_DENIED",
+              details: [
+                { "@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", errorCode: "SENDER_ID_MISMATCH" },
+              ],
+            },
+          },
+          403,
+        ),
+    ],
+  ];
+  for (const [name, target, refusal] of cases) {
+    it(`${name}: removed`, async () => {
+      const bob = await newPerson("Dead address");
+      await register(bob, target);
+      pushServices((request) =>
+        request.url === FCM_TOKEN_URL ? json({ access_token: "ya29.dead", expires_in: 3599 }) : refusal(),
+      );
+      expect((await runJob(jobFor(bob, target))).explicitAcks).toEqual(["msg-1"]);
+      expect(await stillWoken(bob)).toBe(false);
+    });
+  }
+
+  it("another refusal (a 400 about the message, not the address) leaves the registration", async () => {
+    const bob = await newPerson("Bad payload");
+    const target = { kind: "apns" as const, token: "aa".repeat(32), topic: "com.example.privacy", sandbox: false };
+    await register(bob, target);
+    pushServices(() => json({ reason: "PayloadTooLarge" }, 413));
+    expect((await runJob(jobFor(bob, target))).explicitAcks).toEqual(["msg-1"]);
+    expect(await stillWoken(bob)).toBe(true);
+  });
+});

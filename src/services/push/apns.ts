@@ -1,7 +1,7 @@
 import { PUSH_TTL_SECONDS, type PushEvent, type PushType } from "../../domain/push";
 import { epochSeconds, importPkcs8, signJwt } from "../../lib/jwt";
 import { singleFlight } from "../../lib/single-flight";
-import { noAnswer, outcomeOf, SEND_TIMEOUT_MS, type ApnsTarget, type PushOutcome } from "./outcome";
+import { deadAddress, noAnswer, outcomeOf, SEND_TIMEOUT_MS, type ApnsTarget, type PushOutcome } from "./outcome";
 
 /*
  * Apple Push Notification service, token-based (docs/app.md, "Push"): the
@@ -98,7 +98,7 @@ export async function sendApns(
   } catch (err) {
     return noAnswer(err);
   }
-  const outcome = await outcomeOf(response);
+  const outcome = deadAddress(await outcomeOf(response));
   // ExpiredProviderToken, InvalidProviderToken: a new token on the next try, but never sooner than 20
   // minutes after the last one (Apple refuses renewals more often than that, for every push of the
   // team). A younger token refused is the deployment's key or ids: a new token would be refused too,

@@ -1,7 +1,7 @@
 import { PUSH_TTL_SECONDS, type PushEvent } from "../../domain/push";
 import { epochSeconds, importPkcs8, signJwt } from "../../lib/jwt";
 import { singleFlight } from "../../lib/single-flight";
-import { noAnswer, outcomeOf, SEND_TIMEOUT_MS, type FcmTarget, type PushOutcome } from "./outcome";
+import { deadAddress, noAnswer, outcomeOf, SEND_TIMEOUT_MS, type FcmTarget, type PushOutcome } from "./outcome";
 
 /*
  * Firebase Cloud Messaging, HTTP v1 API (docs/app.md, "Push"). The
@@ -128,5 +128,5 @@ export async function sendFcm(
     accessTokens.delete(account.client_email);
     return { result: "retry", status: 401, reason: "the access token was refused" };
   }
-  return outcomeOf(response);
+  return deadAddress(await outcomeOf(response));
 }
