@@ -40,5 +40,5 @@ export const QueryTimestamp = z
 
 /** A calendar date `YYYY-MM-DD` that exists (no 2026-02-30). */
 export const CalendarDate = z.iso
-  .date({ error: "must be a date written YYYY-MM-DD" })
+  .date({ error: (issue) => (issue.input === undefined ? "is required" : "must be a date written YYYY-MM-DD") })
   .openapi({ example: "1990-07-02" });

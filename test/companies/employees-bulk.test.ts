@@ -189,7 +189,14 @@ describe("POST /companies/{company_id}/employees/bulk", () => {
   });
 
   it("an empty array, or more than 1,000, is a 400; Viewer lacks write employees (403)", async () => {
-    await expectError(await as("alice").send("POST", "/companies/1/employees/bulk", []), 400, "Bad Request");
+    expect(
+      await expectError(await as("alice").send("POST", "/companies/1/employees/bulk", []), 400, "Bad Request"),
+    ).toBe("Bad Request: invalid body: must hold 1 to 1,000 employees");
+    // A missing date of birth says so, not how to write one.
+    const { dob: _dob, ...noDob } = batchOf(tag(), 1)[0]!;
+    expect(await expectError(await as("alice").send("POST", "/companies/1/employees", noDob), 400, "Bad Request")).toBe(
+      "Bad Request: invalid body: `dob` is required",
+    );
     const tooMany = batchOf(tag(), 1001).map(({ phone_numbers, addresses, ...rest }) => ({
       ...rest,
       addresses: [],

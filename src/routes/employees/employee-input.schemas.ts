@@ -311,8 +311,8 @@ export const CreateEmployeeSchema = z
  */
 export const BulkCreateEmployeesSchema = z
   .array(CreateEmployeeSchema)
-  .min(1)
-  .max(MAX_BULK_EMPLOYEES)
+  .min(1, `must hold 1 to ${MAX_BULK_EMPLOYEES.toLocaleString("en-US")} employees`)
+  .max(MAX_BULK_EMPLOYEES, `must hold 1 to ${MAX_BULK_EMPLOYEES.toLocaleString("en-US")} employees`)
   .superRefine((employees, ctx) => {
     const seen = new Map<string, number>();
     employees.forEach((employee, i) =>
