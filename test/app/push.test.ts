@@ -7,6 +7,7 @@ import { PUSH_RETRY_MS, PUSH_TTL_SECONDS, type PushJob } from "../../src/domain/
 import { SILENT_SOCKET_MS } from "../../src/domain/stream";
 import { base64url, fromBase64url } from "../../src/lib/crypto";
 import { ApiError } from "../../src/lib/errors";
+import { Person } from "../../src/objects/person/person";
 import { createDeps } from "../../src/services/create-deps";
 import { forgetApnsTokens } from "../../src/services/push/apns";
 import { forgetFcmTokens, FCM_SCOPE, FCM_TOKEN_URL } from "../../src/services/push/fcm";
@@ -899,6 +900,17 @@ describe("a refusal that calls the address itself dead removes the registration,
       expect(await stillWoken(bob)).toBe(false);
     });
   }
+
+  it("a removal that fails is logged and the push is done: acknowledged, never retried towards the dead letters", async () => {
+    const bob = await newPerson("Removal fails");
+    const target = { kind: "apns" as const, token: "bb".repeat(32), topic: "com.example.privacy", sandbox: false };
+    await register(bob, target);
+    pushServices(() => json({ reason: "Unregistered" }, 410));
+    vi.spyOn(Person.prototype, "changePush").mockRejectedValue(new Error("the object is overloaded"));
+    const result = await runJob(jobFor(bob, target));
+    expect(result.explicitAcks).toEqual(["msg-1"]);
+    expect(result.retryDelays ?? []).toEqual([]);
+  });
 
   it("another refusal (a 400 about the message, not the address) leaves the registration", async () => {
     const bob = await newPerson("Bad payload");

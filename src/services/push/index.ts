@@ -83,8 +83,12 @@ export async function runPushJob(
   const outcome = await sendPush(deps.push, deps.environment, job.target, job.event, now.getTime());
   const fields = { deviceId: job.deviceId, push: job.target.kind, type: job.event.type };
   if (outcome.result === "gone") {
-    // The push service no longer knows the device: its registration goes (unless it changed since).
-    await deps.objects.write(job.personId, (person) => person.changePush(job.deviceId, null, job.target));
+    // The push service no longer knows the device: its registration goes (unless it changed since). A
+    // removal that fails is logged, not retried: the push is done, and the next event's push is
+    // answered gone again and removes it then (a push never reaches the dead letters).
+    await deps.objects
+      .write(job.personId, (person) => person.changePush(job.deviceId, null, job.target))
+      .catch((err) => logError("a dead push registration was not removed; the next push tries again", err, fields));
   }
   const late = now.getTime() - job.at >= PUSH_RETRY_MS;
   if (outcome.result === "failed" || outcome.result === "skipped" || (outcome.result === "retry" && late)) {
