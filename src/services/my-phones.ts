@@ -1,4 +1,4 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, sql, type SQL } from "drizzle-orm";
 import { batchableAll } from "../db/sql";
 import { personPhones, secureNumbers } from "../db/schema";
 import { badRequest, conflict, notFound } from "../lib/errors";
@@ -83,18 +83,28 @@ export async function addMyPhone(
   if (held) return { phone: toMyPhone(held), created: false };
   if (pool.length > 0) throw conflict("this number is one of the platform's secure numbers");
   if (mine.length >= MAX_MY_PHONES) throw badRequest(`a person keeps at most ${MAX_MY_PHONES} phones`);
-  const [row] = await deps.db
-    .insert(personPhones)
-    .values({
-      personId,
-      countryCode: phone.countryCode,
-      phoneNumber: phone.nationalNumber,
-      e164: phone.e164,
-      primary: mine.length === 0,
-      confirmed: false,
-    })
-    .returning(columns);
-  return { phone: toMyPhone(row!), created: true };
+  // Only while the person does not hold the number yet: two adds at once (a double tap, a retry) write
+  // one row, and the other answers it as held.
+  const theirs = sql`from ${personPhones} where ${personPhones.personId} = ${personId}`;
+  const [row] = await deps.db.all<{ id: number; isPrimary: number }>(
+    sql`insert into ${personPhones} (person_id, country_code, phone_number, e164, "primary", confirmed)
+        select ${personId}, ${phone.countryCode}, ${phone.nationalNumber}, ${phone.e164},
+               not exists (select 1 ${theirs}), 0
+        where not exists (select 1 ${theirs} and ${personPhones.e164} = ${phone.e164})
+        returning id, "primary" as isPrimary`,
+  );
+  if (row) {
+    const { countryCode, nationalNumber: phoneNumber, e164 } = phone;
+    const added = { id: row.id, countryCode, phoneNumber, e164, primary: row.isPrimary === 1, confirmed: false };
+    return { phone: toMyPhone(added), created: true };
+  }
+  const now = await deps.db
+    .select(columns)
+    .from(personPhones)
+    .where(and(eq(personPhones.personId, personId), eq(personPhones.e164, phone.e164)))
+    .get();
+  if (!now) throw conflict("this phone was removed while it was being added; add it again");
+  return { phone: toMyPhone(now), created: false };
 }
 
 async function myPhone(deps: Deps, personId: number, phoneId: number): Promise<PhoneRow> {
@@ -137,7 +147,7 @@ export async function confirmMyPhone(
   const spent = await checkCode(deps, key, { address: row.e164, purpose: "phone", code, personId, phoneId });
   const batch = new WriteBatch(deps);
   for (const statement of spendStatements(deps, spent.id, batch.now)) batch.add(statement);
-  const losers = batch.add(takeNumber(deps, row.e164, personId));
+  const losers = batch.add(takeNumber(deps, row.e164, phoneId));
   batch.add(deps.db.update(personPhones).set({ confirmed: true }).where(eq(personPhones.id, phoneId)));
   batch.markStaleNumbers([row.e164]);
   const results = await commitSpending(batch);
@@ -146,16 +156,19 @@ export async function confirmMyPhone(
 }
 
 /**
- * The statement that ends every confirmation of `e164` but `winner`'s (possession wins; null: all of
- * them, the operator's release), returning who lost one. Shared by proving a phone, signing in by it
- * (services/sign-in.ts) and the release.
+ * The statement that ends every confirmation of `e164` but the row `kept` (possession wins: the row
+ * its prover confirms next; null: all of them, the operator's release), returning whose ended. Shared
+ * by proving a phone, signing in by it (services/sign-in.ts) and the release. Only one row of a number
+ * is ever confirmed (a unique index), so the row kept is the one to confirm: a person holding the
+ * number twice (rows written before adds were made single) loses the other row's confirmation too,
+ * rather than the batch failing on the index.
  */
-export const takeNumber = (deps: Deps, e164: string, winner: number | null) =>
+export const takeNumber = (deps: Deps, e164: string, kept: number | SQL | null) =>
   batchableAll<{ personId: number }>(
     deps.db,
     sql`update ${personPhones} set confirmed = 0
         where ${personPhones.e164} = ${e164} and ${personPhones.confirmed} = 1
-          and ${winner === null ? sql`1` : sql`${personPhones.personId} != ${winner}`}
+          and ${kept === null ? sql`1` : sql`${personPhones.id} != (${kept})`}
         returning person_id as personId`,
   );
 

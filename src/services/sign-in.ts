@@ -1,4 +1,4 @@
-import { and, eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { accessTokens, memberships, people, personEmails, personPhones } from "../db/schema";
 import { batchableAll } from "../db/sql";
 import type { Phone } from "../lib/phone";
@@ -125,12 +125,14 @@ export async function signIn(
     ),
   );
   if ("phone" in address) {
-    losers = batch.add(takeNumber(deps, where.address, personId));
+    // One row of the person's confirmed: the oldest, should they hold the number twice.
+    const row = sql`select min(id) from ${personPhones} where person_id = ${personId} and e164 = ${where.address}`;
+    losers = batch.add(takeNumber(deps, where.address, row));
     batch.add(
       deps.db
         .update(personPhones)
         .set({ confirmed: true })
-        .where(and(eq(personPhones.personId, personId), eq(personPhones.e164, where.address))),
+        .where(sql`${personPhones.id} = (${row})`),
     );
     batch.markStaleNumbers([where.address]);
   }

@@ -7,7 +7,7 @@ import { PUSH_RETRY_MS, PUSH_TTL_SECONDS, type PushJob } from "../../src/domain/
 import { SILENT_SOCKET_MS } from "../../src/domain/stream";
 import { base64url, fromBase64url } from "../../src/lib/crypto";
 import { ApiError } from "../../src/lib/errors";
-import { Person } from "../../src/objects/person/person";
+import { Person as PersonObject } from "../../src/objects/person/person";
 import { createDeps } from "../../src/services/create-deps";
 import { forgetApnsTokens } from "../../src/services/push/apns";
 import { forgetFcmTokens, FCM_SCOPE, FCM_TOKEN_URL } from "../../src/services/push/fcm";
@@ -906,7 +906,7 @@ describe("a refusal that calls the address itself dead removes the registration,
     const target = { kind: "apns" as const, token: "bb".repeat(32), topic: "com.example.privacy", sandbox: false };
     await register(bob, target);
     pushServices(() => json({ reason: "Unregistered" }, 410));
-    vi.spyOn(Person.prototype, "changePush").mockRejectedValue(new Error("the object is overloaded"));
+    vi.spyOn(PersonObject.prototype, "changePush").mockRejectedValue(new Error("the object is overloaded"));
     const result = await runJob(jobFor(bob, target));
     expect(result.explicitAcks).toEqual(["msg-1"]);
     expect(result.retryDelays ?? []).toEqual([]);

@@ -175,6 +175,77 @@ describe("a confirmation needs the code sent to the number", () => {
   });
 });
 
+describe("adding a phone twice", () => {
+  /** An employee holding no seat (the file's other tests need Acme's). */
+  async function seatless(phone: string) {
+    const id = await acmeEmployeeWithPhone("twice", phone, { license: null });
+    const token = `pk_test_twice_${crypto.randomUUID().replaceAll("-", "")}`;
+    await insertToken(token, { personId: id });
+    return { id, token, api: asAny({ token }) };
+  }
+
+  it("two adds of one number at once (a double tap) keep one row, answered to both", async () => {
+    const vic = await seatless("+16505554002");
+    const number = "+16505554003";
+    const answers = await Promise.all([
+      vic.api.send("POST", "/me/phones", { phone: number }),
+      vic.api.send("POST", "/me/phones", { phone: number }),
+    ]);
+    expect(answers.map((response) => response.status).sort()).toEqual([200, 201]);
+    const ids = await Promise.all(answers.map(async (response) => ((await response.json()) as { id: number }).id));
+    expect(ids[0]).toBe(ids[1]);
+    const phones = await answer(await vic.api.get("/me/phones"), 200, listMyPhones);
+    expect(phones.filter((phone) => phone.phone_full === number)).toHaveLength(1);
+  });
+
+  it("a retry with its Idempotency-Key replays the first answer", async () => {
+    const vic = await seatless("+16505554006");
+    const options = { headers: { "Idempotency-Key": crypto.randomUUID() } };
+    const first = await vic.api.send("POST", "/me/phones", { phone: "+16505554007" }, options);
+    const added = await answer(first, 201, addMyPhone);
+    const retry = await vic.api.send("POST", "/me/phones", { phone: "+16505554007" }, options);
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(await retry.json()).toEqual(added);
+  });
+
+  it("a number held twice (rows an older version wrote): proving either row works, never a 500", async () => {
+    const vic = await seatless("+16505554004");
+    const number = "+16505554005";
+    const first = await answer(await vic.api.send("POST", "/me/phones", { phone: number }), 201, addMyPhone);
+    await env.DB.prepare(
+      `INSERT INTO person_phones (person_id, country_code, phone_number, e164, "primary", confirmed) VALUES (?, '1', ?, ?, 0, 0)`,
+    )
+      .bind(vic.id, number.slice(2), number)
+      .run();
+    const twin = (await answer(await vic.api.get("/me/phones"), 200, listMyPhones)).find(
+      (phone) => phone.phone_full === number && phone.id !== first.id,
+    )!;
+    for (const id of [first.id, twin.id]) expect((await provePhone({ token: vic.token }, id)).status).toBe(200);
+    const rows = (await answer(await vic.api.get("/me/phones"), 200, listMyPhones)).filter(
+      (phone) => phone.phone_full === number,
+    );
+    expect(rows.map((phone) => [phone.id, phone.confirmed])).toEqual([
+      [first.id, false],
+      [twin.id, true],
+    ]);
+    // Signing in by the number works too: one row of it confirmed, the oldest.
+    expect((await call("/auth/codes", { method: "POST", body: { phone: number } })).status).toBe(202);
+    const signed = await call("/auth/tokens", {
+      method: "POST",
+      body: { phone: number, code: await codeSentTo(number), device_name: "Twin" },
+    });
+    expect(signed.status).toBe(201);
+    const after = (await answer(await vic.api.get("/me/phones"), 200, listMyPhones)).filter(
+      (phone) => phone.phone_full === number,
+    );
+    expect(after.map((phone) => [phone.id, phone.confirmed])).toEqual([
+      [first.id, true],
+      [twin.id, false],
+    ]);
+  });
+});
+
 describe("possession wins", () => {
   it("proving a number someone else confirmed takes it; their stream hears `phones`; the operator can release it", async () => {
     const number = "+16505557781";

@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent } from "../../lib/openapi";
 import { requirePerson } from "../../middleware/auth";
+import { IdempotencyHeaders, idempotent, replayedHeader } from "../../middleware/idempotency";
 import { CodeSentSchema, ConfirmCodeSchema } from "../auth/auth.schemas";
 import {
   DeviceListItemSchema,
@@ -62,15 +63,19 @@ export const addMyPhone = createRoute({
   tags,
   summary: "Add a phone to the caller's account",
   description:
-    "Adds the number, unconfirmed (201); a number already on the account answers that phone (200). Prove it with " +
+    "Adds the number, unconfirmed (201); a number already on the account answers that phone (200), also when two " +
+    "adds of it come at once (one row, never two). Prove it with " +
     "`POST /me/phones/{id}/verification` and `…/confirm`. A secure number of the platform → 409.",
   security: bearerSecurity,
-  middleware: [requirePerson] as const,
-  request: { body: { required: true, content: { "application/json": { schema: NewPhoneSchema } } } },
+  middleware: [requirePerson, idempotent("person")] as const,
+  request: {
+    headers: IdempotencyHeaders,
+    body: { required: true, content: { "application/json": { schema: NewPhoneSchema } } },
+  },
   responses: {
-    201: jsonContent(MyPhoneSchema, "The phone, added unconfirmed"),
-    200: jsonContent(MyPhoneSchema, "The phone the caller already holds"),
-    ...errorResponses(400, 401, 403, 409, 413, 429),
+    201: { ...jsonContent(MyPhoneSchema, "The phone, added unconfirmed"), headers: replayedHeader },
+    200: { ...jsonContent(MyPhoneSchema, "The phone the caller already holds"), headers: replayedHeader },
+    ...errorResponses(400, 401, 403, 409, 413, 422, 429),
   },
 });
 
