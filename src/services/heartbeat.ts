@@ -40,26 +40,32 @@ const numberColumns = {
 async function assignSecureNumber(deps: Deps, personId: number): Promise<SecureNumber | null> {
   const { db } = deps;
   const batch = new WriteBatch(deps);
+  const freeNumber = db
+    .select({ id: free.id })
+    .from(free)
+    .where(
+      and(
+        isNull(free.personId),
+        or(isNull(free.releasedAt), lte(free.releasedAt, new Date(Date.now() - RELEASE_QUARANTINE_MS))),
+      ),
+    )
+    .orderBy(asc(free.id))
+    .limit(1);
+  // An empty pool writes nothing: a person without a number asks again every heartbeat, and each
+  // would otherwise run the assignment and its index work for nothing (one read instead).
+  const [anyFree, mine] = await db.batch([
+    freeNumber,
+    db.select(numberColumns).from(secureNumbers).where(eq(secureNumbers.personId, personId)),
+  ]);
+  if (mine[0]) return mine[0];
+  if (anyFree.length === 0) return poolEmpty(personId);
   const assignment = batch.add(
     db
       .update(secureNumbers)
       .set({ personId, assignedAt: batch.now })
       .where(
         and(
-          inArray(
-            secureNumbers.id,
-            db
-              .select({ id: free.id })
-              .from(free)
-              .where(
-                and(
-                  isNull(free.personId),
-                  or(isNull(free.releasedAt), lte(free.releasedAt, new Date(Date.now() - RELEASE_QUARANTINE_MS))),
-                ),
-              )
-              .orderBy(asc(free.id))
-              .limit(1),
-          ),
+          inArray(secureNumbers.id, freeNumber),
           notExists(db.select({ id: held.id }).from(held).where(eq(held.personId, personId))),
         ),
       )
@@ -73,9 +79,12 @@ async function assignSecureNumber(deps: Deps, personId: number): Promise<SecureN
   const [assigned] = results[assignment] as SecureNumber[];
   if (assigned) return assigned;
 
-  // A concurrent heartbeat of the same person won, or the pool is empty.
+  // A concurrent heartbeat of the same person won, or another took the last free number.
   const raced = await db.select(numberColumns).from(secureNumbers).where(eq(secureNumbers.personId, personId)).get();
-  if (raced) return raced;
+  return raced ?? poolEmpty(personId);
+}
+
+function poolEmpty(personId: number): null {
   console.warn(
     JSON.stringify({
       level: "warn",

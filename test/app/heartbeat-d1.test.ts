@@ -151,3 +151,41 @@ describe("the heartbeat, once the person holds a secure number", () => {
     expect(Date.now() - at).toBeLessThan(BOUND_MS);
   });
 });
+
+describe("the heartbeat of a person the pool has no number for", () => {
+  it("reads D1 and writes nothing, however often it comes (before: the assignment and its index work each time)", async () => {
+    const freed = Date.now();
+    // Every free number rests (released just now): the pool has none to give.
+    const { meta } = await env.DB.prepare(
+      "UPDATE secure_numbers SET released_at = ? WHERE person_id IS NULL AND released_at IS NULL",
+    )
+      .bind(freed)
+      .run();
+    try {
+      const created = await admin("POST", "/internal/companies/1/members", {
+        first_name: "Poolless",
+        last_name: "Person",
+        email: `poolless.${crypto.randomUUID()}@acme.example`,
+        roles: ["Viewer"],
+      });
+      expect(created.status).toBe(201);
+      const { person_id } = (await created.json()) as { person_id: number };
+      const token = `pk_test_poolless_${crypto.randomUUID().replaceAll("-", "")}`;
+      await insertToken(token, { personId: person_id });
+      // The token's first use records it (its verification record): not the heartbeat's doing.
+      expect((await call("/me", { token })).status).toBe(200);
+      await scheduler.wait(50);
+      for (let beat = 0; beat < 2; beat++) {
+        const d1 = countD1();
+        const response = await call("/apps/buzz/heartbeat", { token });
+        const writes = d1.queries.filter((query) => /^\s*(insert|update|delete)\b/i.test(query));
+        vi.restoreAllMocks();
+        expect((await answer(response, 200, getHeartbeat)).secure_number).toBeNull();
+        expect(writes, writes.join("\n")).toEqual([]);
+      }
+    } finally {
+      expect(meta.changes).toBeGreaterThan(0);
+      await env.DB.prepare("UPDATE secure_numbers SET released_at = NULL WHERE released_at = ?").bind(freed).run();
+    }
+  });
+});
