@@ -84,25 +84,23 @@ describe("a confirmation needs the code sent to the number", () => {
     await setAlicesPhones();
   });
 
-  it("an employer's move of a confirmed number arrives unconfirmed, and the employee proves it back", async () => {
+  it("an employer cannot move a number its holder proved: it stays theirs; typed onto another record it is unconfirmed there", async () => {
     const number = "+16505557776";
     const vic = await employee(number);
     const [vics] = await phonesOf(vic.api);
     expect((await provePhone({ token: vic.token }, vics!.id)).status).toBe(200);
 
-    // The Admin takes the number off Vic's record and puts it on her own.
+    // The Admin clears Vic's phones and puts the number on her own record (before: Vic lost it).
     const cleared = await as("alice").send("PUT", `/companies/1/employees/${vic.id}`, { phone_numbers: [] });
     expect(cleared.status).toBe(200);
+    expect(await phonesOf(vic.api)).toEqual([expect.objectContaining({ phone_full: number, confirmed: true })]);
     await setAlicesPhones(number);
     const [alices] = await phonesOf(as("alice"));
     expect(alices).toMatchObject({ phone_full: number, confirmed: false });
     const bare = await as("alice").send("POST", `/me/phones/${alices!.id}/confirm`);
     expect(bare.status).toBe(400);
-
-    // Vic adds it back and proves it: 200 (possession), not the audit's 409.
-    const added = await vic.api.send("POST", "/me/phones", { phone: number });
-    const { id } = await answer(added, 201, addMyPhone);
-    expect((await provePhone({ token: vic.token }, id)).status).toBe(200);
+    // Vic's is still the confirmed one.
+    expect((await vic.api.send("POST", "/me/phones", { phone: number })).status).toBe(200);
     await setAlicesPhones();
   });
 
@@ -246,6 +244,36 @@ describe("adding a phone twice", () => {
   });
 });
 
+describe("a phone the person proved is theirs", () => {
+  it("survives their employer's replacement of their phones, and still signs them in", async () => {
+    const id = await acmeEmployeeWithPhone("own", "+16505554030", { license: null });
+    const token = `pk_test_own_${crypto.randomUUID().replaceAll("-", "")}`;
+    await insertToken(token, { personId: id });
+    const api = asAny({ token });
+    const personal = "+16505554032";
+    const added = await answer(await api.send("POST", "/me/phones", { phone: personal }), 201, addMyPhone);
+    expect((await provePhone({ token }, added.id)).status).toBe(200);
+
+    // The employer changes the work number it entered, naming nothing of the person's own phone.
+    const put = await as("alice").send("PUT", `/companies/1/employees/${id}`, {
+      phone_numbers: [{ phone_full: "+16505554031", primary: true }],
+    });
+    expect(put.status).toBe(200);
+
+    const phones = await answer(await api.get("/me/phones"), 200, listMyPhones);
+    expect(phones.map((phone) => [phone.phone_full, phone.confirmed, phone.primary]).sort()).toEqual([
+      ["+16505554031", false, true],
+      [personal, true, false],
+    ]);
+    expect((await call("/auth/codes", { method: "POST", body: { phone: personal } })).status).toBe(202);
+    const signed = await call("/auth/tokens", {
+      method: "POST",
+      body: { phone: personal, code: await codeSentTo(personal), device_name: "Own phone" },
+    });
+    expect(signed.status).toBe(201);
+  });
+});
+
 describe("possession wins", () => {
   it("proving a number someone else confirmed takes it; their stream hears `phones`; the operator can release it", async () => {
     const number = "+16505557781";
@@ -287,7 +315,7 @@ describe("an employer's phone edit in flight while a confirmation changes", () =
   async function putRacing(person: number, phones: string[], meanwhile: () => Promise<void>) {
     let fired = false;
     spyOnD1(async (statements) => {
-      if (fired || !statements.some((s) => /delete from "person_phones" where "person_phones"."person_id"/i.test(s)))
+      if (fired || !statements.some((s) => /delete from "person_phones" where \(?"person_phones"."person_id"/i.test(s)))
         return;
       fired = true;
       await meanwhile();

@@ -1,4 +1,4 @@
-import { count, eq, sql } from "drizzle-orm";
+import { and, count, eq, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { guardStatement, type GuardStatement } from "../../db/guard";
 import { touchRosters } from "../../db/rosters";
@@ -275,14 +275,27 @@ export async function updateEmployee(
   if (changes.phones) {
     // Both the numbers they leave and the ones they take change hands (caller records).
     batch.markStaleNumbersOf(personId);
-    // A number the person confirmed stays confirmed; any other number the employer enters is not (docs/decisions.md).
-    // What is written back is what was read: a release or a proof since rolls the batch back (409).
+    // The employer replaces the phones it may: a number the person proved is theirs and stays, confirmed,
+    // named in the list or not (docs/decisions.md); any number the employer enters is unconfirmed. What was
+    // read is what stays: a release or a proof since rolls the batch back (409).
     const confirmed = await confirmedNumbersOf(db, personId);
     statements.push(confirmationsGuardStatement(db, personId, confirmed));
-    statements.push(db.delete(personPhones).where(eq(personPhones.personId, personId)));
+    const mine = eq(personPhones.personId, personId);
+    statements.push(db.delete(personPhones).where(and(mine, eq(personPhones.confirmed, false))));
+    const primary = changes.phones.find((phone) => phone.primary)?.e164 ?? null;
+    if (confirmed.size > 0) {
+      statements.push(
+        db
+          .update(personPhones)
+          .set({ primary: sql`${personPhones.e164} is ${primary}` })
+          .where(and(mine, eq(personPhones.confirmed, true))),
+      );
+    }
     statements.push(
       ...collectionInserts(db, personId, {
-        phones: changes.phones.map((phone) => ({ ...phone, confirmed: confirmed.delete(phone.e164) })),
+        phones: changes.phones
+          .filter((phone) => !confirmed.has(phone.e164))
+          .map((phone) => ({ ...phone, confirmed: false })),
       }),
     );
   }
