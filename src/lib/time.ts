@@ -4,6 +4,13 @@ import { z } from "@hono/zod-openapi";
 /** A day in milliseconds (UTC days: no daylight saving). */
 export const DAY_MS = 24 * 3600 * 1000;
 
+/**
+ * Whether a token's use at `now` is its first of the UTC day, as `last_used_on` shows days: the one
+ * rule of when a use is recorded (the person's object, D1's bookkeeping).
+ */
+export const firstUseOfDay = (lastUsedAt: number | null, now: number) =>
+  lastUsedAt === null || Math.floor(lastUsedAt / DAY_MS) < Math.floor(now / DAY_MS);
+
 export const iso = (date: Date | null | undefined): string | null => (date ? date.toISOString() : null);
 
 /**

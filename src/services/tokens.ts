@@ -6,6 +6,7 @@ import type { WriteCondition } from "../db/write-guard";
 import { base64url, sha256Hex } from "../lib/crypto";
 import { ApiError, unauthorized } from "../lib/errors";
 import { d1Fallback } from "../lib/fallback-gate";
+import { DAY_MS, firstUseOfDay } from "../lib/time";
 import type { Principal } from "../domain/principal";
 import type { TokenUseMessage } from "../domain/queue-messages";
 import { checkDevice, type DevicePrincipal, forgetDeviceCheck, isDevice } from "./device-checks";
@@ -48,9 +49,6 @@ const cache = new Map<string, Cached>();
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{8,256}$/;
 
 export const tokenHasValidShape = (token: string) => TOKEN_SHAPE.test(token);
-
-/** `last_used` and `last_login` are recorded at most once a day per token (`recordTokenUses`). */
-const USE_RECORDED_EVERY_MS = 86_400_000;
 
 /** The uses this isolate sent (hash → ms): its cache's 30 s do not send them again. */
 const usesSent = new Map<string, number>();
@@ -268,8 +266,8 @@ const indexUnavailable = () =>
     "Retry-After": "1",
   });
 
-const useIsDue = (lastUsedAt: number | null, now: Date) =>
-  lastUsedAt === null || lastUsedAt <= now.getTime() - USE_RECORDED_EVERY_MS;
+/** `last_used` and `last_login` are recorded at the day's first use of each token (`recordTokenUses`). */
+const useIsDue = (lastUsedAt: number | null, now: Date) => firstUseOfDay(lastUsedAt, now.getTime());
 
 /** The day's first use of a token, sent to the `token-uses` queue (no D1 statement on the request path). */
 function sendUse(uses: Queue<TokenUseMessage>, hash: string, now: Date) {
@@ -297,7 +295,8 @@ export async function recordTokenUses(deps: Deps, uses: TokenUseMessage[], now: 
     update access_tokens set last_used_at = u.used_at
     from (select json_extract(value, '$[0]') as hash, json_extract(value, '$[1]') as used_at from json_each(${list})) as u
     where token_hash = u.hash
-      and (last_used_at is null or last_used_at <= u.used_at - ${USE_RECORDED_EVERY_MS} or last_used_at = u.used_at)
+      and (last_used_at is null or last_used_at / ${sql.raw(String(DAY_MS))} < u.used_at / ${sql.raw(String(DAY_MS))}
+        or last_used_at = u.used_at)
     returning token_hash as hash, (person_id is not null and not exists
       (select 1 from json_each(scopes) where value = ${CONTAINER_SCOPE})) as device`);
   // A device's use is its object's to remember (objects/person/devices.ts): its record stays as written. The

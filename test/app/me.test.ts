@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { heartbeat } from "../../src/routes/buzz/buzz.routes";
-import { getMe } from "../../src/routes/me/me.routes";
-import { answer, as, call, expectError, indexWorkApplied, insertToken } from "../helpers";
+import { getMe, listMyDevices } from "../../src/routes/me/me.routes";
+import { answer, as, call, employeeBody, expectError, indexWorkApplied, insertToken } from "../helpers";
 
 /** GET /me: who the caller is (docs/decisions.md, "Me"). */
 describe("GET /me", () => {
@@ -74,5 +74,29 @@ describe("GET /me for a person of several companies and roles, and of none", () 
     // their object (docs/architecture.md, "Names travel with facts"); applied here as the sweep would.
     await indexWorkApplied([`prs:${id}`]);
     expect((await answer(await call("/me", { token }), 200, getMe)).companies).toEqual([]);
+  });
+});
+
+describe("GET /me/devices: last_used_on", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("is the UTC day the device was last used, never the day before (a use recorded at most once a day)", async () => {
+    const created = await as("alice").send("POST", "/companies/1/employees", {
+      ...employeeBody(`used-${crypto.randomUUID().slice(0, 8)}`),
+      license: null,
+    });
+    expect(created.status).toBe(200);
+    const { id } = (await created.json()) as { id: number };
+    const token = `pk_test_used_${crypto.randomUUID().replaceAll("-", "")}`;
+    await insertToken(token, { personId: id });
+    const lateOnDay1 = Date.UTC(2031, 0, 1, 23, 0);
+    vi.useFakeTimers({ toFake: ["Date"], now: lateOnDay1 });
+    expect((await call("/me", { token })).status).toBe(200);
+    await scheduler.wait(20);
+    vi.setSystemTime(lateOnDay1 + 11 * 3_600_000); // the next morning, 11 hours later
+    expect((await call("/me", { token })).status).toBe(200);
+    await scheduler.wait(20);
+    const devices = await answer(await call("/me/devices", { token }), 200, listMyDevices);
+    expect(devices.find((device) => device.current)!.last_used_on).toBe("2031-01-02");
   });
 });

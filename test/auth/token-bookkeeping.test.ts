@@ -86,17 +86,18 @@ describe("token work of 100 writes with one token", () => {
     expect(await lastUsed(token)).toBeGreaterThanOrEqual(started);
   });
 
-  it("records use when the last record is a day old, not when it is younger", async () => {
+  it("records the day's first use (UTC): not a token last used earlier today, a token last used yesterday", async () => {
     const now = Date.now();
-    const recent = await newToken("recent", DEMO.people.bob, { lastUsedAt: new Date(now - 23 * 3_600_000) });
-    const old = await newToken("old", DEMO.people.bob, { lastUsedAt: new Date(now - 25 * 3_600_000) });
+    const today = now - (now % 86_400_000);
+    const recent = await newToken("recent", DEMO.people.bob, { lastUsedAt: new Date(today) });
+    const old = await newToken("old", DEMO.people.bob, { lastUsedAt: new Date(today - 1) });
     const uses = captureTokenUses();
     expect((await encrypt(recent, 1)).status).toBe(200);
     expect((await encrypt(old, 2)).status).toBe(200);
     await settle();
     expect(uses.sent).toEqual([{ h: await sha256Hex(old), at: expect.any(Number) }]);
     await uses.flush();
-    expect(await lastUsed(recent)).toBe(now - 23 * 3_600_000);
+    expect(await lastUsed(recent)).toBe(today);
     expect(await lastUsed(old)).toBeGreaterThanOrEqual(now);
   });
 

@@ -4,6 +4,7 @@ import type { DeviceView } from "../../domain/stream";
 import { errorBody } from "../../lib/errors";
 import type { DeviceCheck, DeviceClaim } from "./api";
 import { inList } from "../../db/sql";
+import { firstUseOfDay } from "../../lib/time";
 import { devices } from "./schema";
 
 /*
@@ -14,9 +15,6 @@ import { devices } from "./schema";
  * object has not seen is adopted from what its verification record says (its name, its creation, its
  * expiry); a revoked row stays, so a revocation that arrived first is never undone by an adoption.
  */
-
-/** A use is recorded (and sent to D1) when the last recorded one is this old or older, as D1 keeps it. */
-const USE_RECORDED_EVERY_MS = 86_400_000;
 
 /** A token of a person whose account is gone. */
 export const PERSON_GONE = { ok: false, reason: "the bearer token's person no longer exists" } as const;
@@ -31,7 +29,8 @@ export function check(db: DrizzleSqliteDODatabase, claim: DeviceClaim, now: numb
   const expiresAt = row ? row.expiresAt : (claim.expiresAt ?? null);
   if (expiresAt !== null && expiresAt <= now) return { ok: false, reason: "the bearer token has expired" };
   const usedAt = row ? row.usedAt : claim.usedAt;
-  const due = usedAt === null || usedAt <= now - USE_RECORDED_EVERY_MS;
+  // The day's first use is recorded (and sent to D1), as `last_used_on` shows days.
+  const due = firstUseOfDay(usedAt, now);
   if (!row)
     db.insert(devices)
       .values({ ...claim, usedAt: due ? now : usedAt })
