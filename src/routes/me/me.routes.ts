@@ -147,8 +147,8 @@ export const deleteMyDevice = createRoute({
   tags,
   summary: "Sign a device out",
   description:
-    "Revokes that device's token at once: its open streams close with 4001, and its next request is a 401 " +
-    "(in this location at once, everywhere within 60 s). A device may delete itself (signing out).",
+    "Revokes that device's token at once: its open streams close with 4001, its writes are refused at once and " +
+    "its reads within a second, everywhere. A device may delete itself (signing out).",
   security: bearerSecurity,
   middleware: [requirePerson] as const,
   request: { params: DeviceParams },
