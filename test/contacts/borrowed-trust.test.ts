@@ -48,13 +48,14 @@ describe("an employer cannot lend a number the trust others gave its employee", 
     // Bob's demo phone is one he confirmed: it rings Carol.
     expect(await rings(carol, DEMO.bobPhone)).toEqual({ trusted: true, user_id: DEMO.people.carol });
 
-    // The audit's reproduction: the Admin of Bob's company gives him any number it likes.
+    // The audit's reproduction: the Admin of Bob's company gives him any number it likes. It rings
+    // nobody until Bob proves it; the number Bob proved stays his, and still rings Carol.
     const borrowed = "+14155550142";
     await setBobsPhones(borrowed);
     expect(await rings(carol, borrowed)).toEqual({ trusted: false, user_id: DEMO.people.carol });
-    expect(await rings(carol, DEMO.bobPhone)).toEqual({ trusted: false, user_id: DEMO.people.carol });
+    expect(await rings(carol, DEMO.bobPhone)).toEqual({ trusted: true, user_id: DEMO.people.carol });
 
-    const [phone] = await bobsPhones();
+    const phone = (await bobsPhones()).find((held) => held.phone_full === borrowed);
     expect(phone).toMatchObject({ phone_full: borrowed, confirmed: false });
     const confirmed = await provePhone("bob", phone!.id);
     expect(confirmed.status).toBe(200);
@@ -65,6 +66,7 @@ describe("an employer cannot lend a number the trust others gave its employee", 
     const added = "+14155550143";
     await setBobsPhones(borrowed, added);
     expect((await bobsPhones()).map(({ phone_full, confirmed }) => ({ phone_full, confirmed }))).toEqual([
+      { phone_full: DEMO.bobPhone, confirmed: true },
       { phone_full: borrowed, confirmed: true },
       { phone_full: added, confirmed: false },
     ]);
@@ -74,9 +76,9 @@ describe("an employer cannot lend a number the trust others gave its employee", 
   });
 
   it("a phone is confirmed only by whoever proves it, and by one person at most: possession wins", async () => {
-    // The first test gave Bob his demo number back through his employer: unconfirmed again until he proves it.
+    // Bob's demo number stayed his through the first test's edits: confirmed.
     const [bobs] = await bobsPhones();
-    expect(bobs).toMatchObject({ phone_full: DEMO.bobPhone, confirmed: false });
+    expect(bobs).toMatchObject({ phone_full: DEMO.bobPhone, confirmed: true });
     expect((await provePhone("bob", bobs!.id)).status).toBe(200);
     expect(
       await expectError(
@@ -137,7 +139,7 @@ describe("a trust request reaches one person at most", () => {
     }
     // Bob holds it too, and proves it.
     await setBobsPhones(shared);
-    const [phone] = await bobsPhones();
+    const phone = (await bobsPhones()).find((held) => held.phone_full === shared);
     expect((await provePhone("bob", phone!.id)).status).toBe(200);
     expect((await as("carol").send("POST", "/contacts/requests", { phone: shared, contact_reason: "hi" })).status).toBe(
       201,

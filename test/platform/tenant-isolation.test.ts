@@ -43,6 +43,19 @@ const RECEIVER = "https://receiver.iso.test/";
 
 const op = (method: string, path: string, body?: unknown) => call(path, { method, body, token: OPERATOR });
 
+/** The scanner reports a scan of `personId` that found them on PeopleFinder at `url`, on `day`. */
+async function scanFound(personId: number, scan: string, url: string, day: string) {
+  const posted = await call("/internal/scan-events", {
+    method: "POST",
+    token: SCANNER,
+    body: [
+      { type: "started", scan_id: scan, person_id: personId, at: `${day}T10:00:00Z` },
+      { type: "found", scan_id: scan, person_id: personId, site_id: 3, url, at: `${day}T10:01:00Z` },
+    ],
+  });
+  expect(posted.status, await posted.clone().text()).toBe(202);
+}
+
 type Tenant = {
   company: number;
   admin: number;
@@ -176,24 +189,7 @@ beforeAll(async () => {
 
   // Exposures through the scanner (the real queue consumer applies them).
   for (const t of [A, B]) {
-    const scan = `iso-scan-${t.employee}`;
-    const r = await call("/internal/scan-events", {
-      method: "POST",
-      token: SCANNER,
-      body: [
-        { type: "started", scan_id: scan, person_id: t.employee, at: "2026-03-01T10:00:00Z" },
-        {
-          type: "found",
-          scan_id: scan,
-          person_id: t.employee,
-          site_id: 3,
-          url: `https://peoplefinder.example/p/${t.employee}`,
-          data: { name: "x" },
-          at: "2026-03-01T10:01:00Z",
-        },
-      ],
-    });
-    expect(r.status, await r.clone().text()).toBe(202);
+    await scanFound(t.employee, `iso-scan-${t.employee}`, `https://peoplefinder.example/p/${t.employee}`, "2026-03-01");
   }
   for (let i = 0; i < 100 && (A.exposure === null || B.exposure === null); i++) {
     A.exposure ??= await exposureOf(A);
@@ -664,23 +660,7 @@ describe("companies served from D1 (scans_in_object = 0)", () => {
         createEmployee,
       );
       ids[tag] = e.id;
-      const scan = `iso-d1-${e.id}`;
-      const posted = await call("/internal/scan-events", {
-        method: "POST",
-        token: SCANNER,
-        body: [
-          { type: "started", scan_id: scan, person_id: e.id, at: "2026-03-03T10:00:00Z" },
-          {
-            type: "found",
-            scan_id: scan,
-            person_id: e.id,
-            site_id: 3,
-            url: `https://peoplefinder.example/d1/${e.id}`,
-            at: "2026-03-03T10:01:00Z",
-          },
-        ],
-      });
-      expect(posted.status).toBe(202);
+      await scanFound(e.id, `iso-d1-${e.id}`, `https://peoplefinder.example/d1/${e.id}`, "2026-03-03");
     }
     const listOf = async (t: Tenant, who: number) =>
       answer(
