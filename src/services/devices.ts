@@ -70,7 +70,14 @@ async function directoryDevices(deps: Deps, personId: number, now: Date): Promis
 export async function revokeDevice(deps: Deps, personId: number | null, tokenId: number, now = new Date()) {
   const mine = and(
     eq(accessTokens.id, tokenId),
-    personId === null ? isNotNull(accessTokens.id) : eq(accessTokens.personId, personId),
+    // A person signs out devices only: a consent-container session (not listed among them) is no
+    // device of theirs, and goes with its device or by DELETE /apps/vcc/session.
+    personId === null
+      ? isNotNull(accessTokens.id)
+      : and(
+          eq(accessTokens.personId, personId),
+          sql`not exists (select 1 from json_each(${accessTokens.scopes}) where value = ${CONTAINER_SCOPE})`,
+        ),
     isNull(accessTokens.revokedAt),
   );
   const row = await deps.db

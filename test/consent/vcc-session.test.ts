@@ -130,6 +130,15 @@ describe("container sessions", () => {
     expect((await load(cookies[7])).is_authenticated).toBe(true);
   });
 
+  it("a container session is no device: DELETE /me/devices/{its id} is a 404 and it keeps working", async () => {
+    const cookie = await session("carol");
+    const { id } = (await env.DB.prepare("SELECT id FROM access_tokens WHERE token_hash = ?")
+      .bind(await sha256Hex(cookie))
+      .first<{ id: number }>())!;
+    await expectError(await as("carol").send("DELETE", `/me/devices/${id}`), 404, "Not Found");
+    expect((await load(cookie)).is_authenticated).toBe(true);
+  });
+
   it("DELETE leaves a full person token in the cookie valid (only the cookie is cleared)", async () => {
     const response = await call("/apps/vcc/session", {
       method: "DELETE",
