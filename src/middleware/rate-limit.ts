@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
+import { clientNetwork } from "../lib/client-network";
 import { errorBody, tooManyRequests } from "../lib/errors";
 import type { AppEnv, LookupCharge } from "../types";
 import { readsOnly, RINGING_PATH } from "./request-kind";
@@ -167,27 +168,8 @@ async function admit(limiter: RateLimit, { sample, state }: Budget, tokenId: num
   return success;
 }
 
-/**
- * The budget a client address spends: an IPv4 address, or the /64 an IPv6 address is in (one
- * subscriber's network: any host on it picks a new interface id at will, so a budget per address
- * would be one per request).
- */
-export function ipBudgetKey(address: string | undefined): string {
-  if (!address) return "ip:unknown";
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
-  if (mapped) return `ip:${mapped[1]}`;
-  if (!address.includes(":")) return `ip:${address}`;
-  const [head = "", tail = ""] = address.toLowerCase().split("::");
-  const left = head ? head.split(":") : [];
-  const right = address.includes("::") && tail ? tail.split(":") : [];
-  const groups = address.includes("::")
-    ? [...left, ...Array(8 - left.length - right.length).fill("0"), ...right]
-    : left;
-  return `ip6:${groups
-    .slice(0, 4)
-    .map((group) => group.replace(/^0+(?=.)/, ""))
-    .join(":")}::/64`;
-}
+/** The budget a client address spends: its network (lib/client-network.ts), an IPv6 client's /64. */
+export const ipBudgetKey = (address: string | undefined) => `ip:${clientNetwork(address)}`;
 
 /** Charges one request to the client address's budget (`ipBudgetKey`); 429 when it is spent. */
 export async function limitByIp(c: Context<AppEnv>) {

@@ -90,10 +90,13 @@ describe("a confirmation needs the code sent to the number", () => {
     const [vics] = await phonesOf(vic.api);
     expect((await provePhone({ token: vic.token }, vics!.id)).status).toBe(200);
 
-    // The Admin clears Vic's phones and puts the number on her own record (before: Vic lost it).
+    // The Admin clears Vic's phones and puts the number on her own record (before: Vic lost it). It stays
+    // his, and his record's primary: a list holds exactly one.
     const cleared = await as("alice").send("PUT", `/companies/1/employees/${vic.id}`, { phone_numbers: [] });
     expect(cleared.status).toBe(200);
-    expect(await phonesOf(vic.api)).toEqual([expect.objectContaining({ phone_full: number, confirmed: true })]);
+    expect(await phonesOf(vic.api)).toEqual([
+      expect.objectContaining({ phone_full: number, confirmed: true, primary: true }),
+    ]);
     await setAlicesPhones(number);
     const [alices] = await phonesOf(as("alice"));
     expect(alices).toMatchObject({ phone_full: number, confirmed: false });

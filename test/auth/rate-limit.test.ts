@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { ipBudgetKey } from "../../src/middleware/rate-limit";
 import { call, DEMO, expectError, insertToken, startOfUsableWindow } from "../helpers";
 
 /** Sends `count` requests, `concurrency` at a time; returns the statuses counted and the 429s. */
@@ -38,6 +39,19 @@ describe("rate limiting (docs/decisions.md)", { timeout: 120_000 }, () => {
     );
     expect(statuses).toEqual({ 401: 300, 429: 1 });
     expect((await call("/companies/1", { headers: { "CF-Connecting-IP": "2001:db8:77:2::1" } })).status).toBe(401);
+  });
+
+  it("an address that does not parse (a header set by hand) is its own budget, not a 500", async () => {
+    const response = await call("/companies/1", { headers: { "CF-Connecting-IP": "1:2:3:4:5:6:7:8::9" } });
+    expect(response.status).toBe(401);
+  });
+
+  it("one budget key per network: an IPv6 /64 whatever its spelling, an IPv4-mapped address as its IPv4", () => {
+    const same = (addresses: string[]) => expect(new Set(addresses.map(ipBudgetKey)).size).toBe(1);
+    same(["2001:db8:77:1::1", "2001:0DB8:0077:0001:abcd::1", "2001:db8:77:1:ffff:ffff:ffff:ffff"]);
+    same(["192.0.2.1", "::ffff:192.0.2.1", "::ffff:c000:201", "0:0:0:0:0:ffff:192.0.2.1"]);
+    expect(ipBudgetKey("::ffff:c000:201")).not.toBe(ipBudgetKey("::ffff:c633:6401"));
+    expect(ipBudgetKey("2001:db8:77:1::1")).not.toBe(ipBudgetKey("2001:db8:77:2::1"));
   });
 
   it("allows 1000 requests per minute per token, then answers 429", async () => {

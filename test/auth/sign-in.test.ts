@@ -160,6 +160,17 @@ describe("signing in", () => {
     expect(await expectError(past, 429, "Too Many Requests")).toMatch(/20 codes an hour/);
   });
 
+  it("20 codes an hour from one client counts an IPv6 client's /64, whatever interface id it picks", async () => {
+    const statuses: number[] = [];
+    for (let i = 1; i <= 21; i++) {
+      const headers = { "CF-Connecting-IP": `2001:db8:d2:1::${i.toString(16)}` };
+      const body = { email: `${fresh("v6")}@nowhere.example` };
+      statuses.push((await call("/auth/codes", { method: "POST", body, headers })).status);
+    }
+    expect(statuses.slice(0, 20).every((status) => status === 202)).toBe(true);
+    expect(statuses[20]).toBe(429);
+  });
+
   it("a person past their 10 codes of the day: their phone's next code is a 429, a sign-in code a 202 that sends nothing", async () => {
     const id = await acmeEmployeeWithPhone("daily", "+16505553000");
     const token = `pk_test_daily_${crypto.randomUUID().replaceAll("-", "")}`;

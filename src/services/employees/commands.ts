@@ -282,12 +282,17 @@ export async function updateEmployee(
     statements.push(confirmationsGuardStatement(db, personId, confirmed));
     const mine = eq(personPhones.personId, personId);
     statements.push(db.delete(personPhones).where(and(mine, eq(personPhones.confirmed, false))));
+    // Exactly one primary: the list's; with an empty list, the oldest number the person kept.
     const primary = changes.phones.find((phone) => phone.primary)?.e164 ?? null;
     if (confirmed.size > 0) {
+      const oldestKept = sql`(select min(id) from ${personPhones} where person_id = ${personId} and confirmed = 1)`;
       statements.push(
         db
           .update(personPhones)
-          .set({ primary: sql`${personPhones.e164} is ${primary}` })
+          .set({
+            primary:
+              primary === null ? sql`${personPhones.id} = ${oldestKept}` : sql`${personPhones.e164} = ${primary}`,
+          })
           .where(and(mine, eq(personPhones.confirmed, true))),
       );
     }
