@@ -9,7 +9,10 @@ export const DAY_MS = 24 * 3600 * 1000;
  * rule of when a use is recorded (the person's object, D1's bookkeeping).
  */
 export const firstUseOfDay = (lastUsedAt: number | null, now: number) =>
-  lastUsedAt === null || Math.floor(lastUsedAt / DAY_MS) < Math.floor(now / DAY_MS);
+  lastUsedAt === null || utcDay(lastUsedAt) < utcDay(now);
+
+/** Days since 1970-01-01 in UTC: the key of the daily counters, and the day a use is recorded for. */
+export const utcDay = (ms: number) => Math.floor(ms / DAY_MS);
 
 export const iso = (date: Date | null | undefined): string | null => (date ? date.toISOString() : null);
 

@@ -1,5 +1,5 @@
 import { and, asc, eq, isNull, sql } from "drizzle-orm";
-import { companies, invitations, memberships, people } from "../db/schema";
+import { companies, invitationOutcomes, invitations, memberships, people } from "../db/schema";
 import { logError } from "../lib/log";
 import type { Deps } from "./deps";
 import { NotSent } from "./messaging";
@@ -30,7 +30,7 @@ export async function askToSendInvitations(deps: Deps): Promise<void> {
 /** Invitations per chunk: a read and a send each, and one write for the chunk. */
 export const INVITATIONS_PER_CHUNK = 25;
 
-type Outcome = NonNullable<(typeof invitations.$inferSelect)["outcome"]>;
+type Outcome = (typeof invitationOutcomes)[number];
 
 /**
  * Sends the oldest due invitations, at most `limit`. Stops early, leaving the rest due, when the
@@ -78,10 +78,7 @@ export async function sendDueInvitations(deps: Deps, now: Date, limit = INVITATI
     );
   }
   const counts = Object.fromEntries(
-    (["sent", "refused", "expired", "not-theirs", "left"] as const).map((outcome) => [
-      outcome,
-      finished.filter((row) => row.outcome === outcome).length,
-    ]),
+    invitationOutcomes.map((outcome) => [outcome, finished.filter((row) => row.outcome === outcome).length]),
   );
   return { ...counts, more: !unavailable && due.length === limit };
 }

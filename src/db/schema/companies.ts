@@ -150,6 +150,9 @@ export const membershipRoles = sqliteTable(
   (t) => [primaryKey({ columns: [t.membershipId, t.roleId] }), index("membership_roles_role_idx").on(t.roleId)],
 );
 
+/** How an invitation's sending finished (services/invitations.ts). */
+export const invitationOutcomes = ["sent", "refused", "expired", "not-theirs", "left"] as const;
+
 /**
  * Login invitations, one per employee created with `invite: true`: an email to their primary address
  * telling them to sign in to the app with it (services/invitations.ts), sent after the command by
@@ -167,9 +170,9 @@ export const invitations = sqliteTable(
     expiresAt: timestamp("expires_at").notNull(),
     acceptedAt: timestamp("accepted_at"),
     createdAt: createdAt(),
-    /** When its sending finished (null: still due), and how (`INVITATION_OUTCOMES`). */
+    /** When its sending finished (null: still due), and how (`invitationOutcomes`). */
     finishedAt: timestamp("finished_at"),
-    outcome: text("outcome", { enum: ["sent", "refused", "expired", "not-theirs", "left"] }),
+    outcome: text("outcome", { enum: invitationOutcomes }),
   },
   (t) => [
     uniqueIndex("invitations_token_hash_uq").on(t.tokenHash),

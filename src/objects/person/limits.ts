@@ -38,10 +38,8 @@ export const KEEP = {
   endedDeviceDays: 30,
 } as const;
 
-export { DAY_MS } from "../../lib/time";
-import { DAY_MS } from "../../lib/time";
-/** Days since 1970-01-01 in UTC: the key of the daily counters. */
-export const utcDay = (ms: number) => Math.floor(ms / DAY_MS);
+export { DAY_MS, utcDay } from "../../lib/time";
+import { DAY_MS, utcDay } from "../../lib/time";
 /** Seconds from `ms` until the next UTC day starts (the `Retry-After` of a spent daily budget). */
 export const secondsToNextDay = (ms: number) => Math.ceil(((utcDay(ms) + 1) * DAY_MS - ms) / 1000);
 

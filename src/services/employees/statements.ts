@@ -234,15 +234,13 @@ export async function confirmedNumbersOf(db: Db, personId: number): Promise<Set<
 }
 
 /**
- * The guard of a phone replacement that writes back the confirmations it read (`confirmed`): the
+ * The guard of a phone replacement that keeps the confirmed numbers it read (`confirmed`): the
  * batch rolls back when the person's confirmed numbers are no longer those, as when the operator
- * released one (a SIM swap) or the person proved one meanwhile. An employer's edit never carries a
- * confirmation, so none it read may be written back after it changed; asked after a rollback, the
- * same comparison answers a 409 to send the request again.
+ * released one (a SIM swap) or the person proved one meanwhile, since the replacement would then
+ * delete or keep the wrong rows; asked after a rollback, the same comparison answers a 409 to send
+ * the request again.
  */
-export function confirmationsGuardStatement(db: Db, personId: number, numbers: Set<string>) {
-  // A copy: the caller's set is used up as it writes the confirmations back.
-  const confirmed = new Set(numbers);
+export function confirmationsGuardStatement(db: Db, personId: number, confirmed: Set<string>) {
   const read = JSON.stringify([...confirmed]);
   const now = sql`select ${personPhones.e164} from ${personPhones}
     where ${personPhones.personId} = ${personId} and ${personPhones.confirmed} = 1`;
