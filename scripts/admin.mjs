@@ -97,11 +97,16 @@ Commands:
 
 Options:
   --api <url>      the API (default http://127.0.0.1:8787, the server of \`npm run dev\`)
-  --token <token>  a service token with scope platform:admin (default: $ADMIN_TOKEN);
+  --token <token>  a service token with scope platform:admin (default: $ADMIN_TOKEN; --admin-token,
+                   as \`npm run token\` names it, is the same);
                    mint one with: npm run token -- mint --service operator --scope platform:admin [--remote]`;
 
 const { flags, positionals } = parseArgs(process.argv.slice(2), {
   switches: ["help", "scanner", "disabled", "full-scan", "full-delete", "wait"],
+  options: [
+    ...["api", "token", "admin-token", "name", "slug", "url", "logo", "domain", "profile-url", "status", "limit", "to"],
+    ...["email", "first-name", "last-name", "role", "vendor", "price", "currency", "site", "auth-token", "public-key"],
+  ],
 });
 const [command, ...args] = positionals;
 
@@ -111,7 +116,8 @@ if (flags.help || !command) {
 }
 
 const api = String(flags.api ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
-const token = flags.token ?? process.env.ADMIN_TOKEN;
+// `--admin-token` is what `npm run token -- revoke` calls it: the same flag here.
+const token = flags.token ?? flags["admin-token"] ?? process.env.ADMIN_TOKEN;
 
 const commands = {
   status: showStatus,

@@ -23,7 +23,7 @@ import {
   stopServer,
 } from "./lib/cli.mjs";
 
-const { flags } = parseArgs(process.argv.slice(2), { switches: ["help"] });
+const { flags } = parseArgs(process.argv.slice(2), { switches: ["help"], options: ["api"] });
 if (flags.help) {
   console.error("Usage: node scripts/app-guide-check.mjs [--api <url of a local npm run dev server>]");
   process.exit(0);

@@ -51,7 +51,10 @@ import { ROOT, fail, parseArgs, step } from "./lib/cli.mjs";
 import { measureBigCompany } from "./lib/big-company.mjs";
 import { startLocalWorker } from "./lib/local-worker.mjs";
 
-const { flags } = parseArgs(process.argv.slice(2), { switches: ["json", "smoke"] });
+const { flags } = parseArgs(process.argv.slice(2), {
+  switches: ["json", "smoke"],
+  options: ["scale", "big-scan", "json-file"],
+});
 // `--json-file <path>`: also write the JSON there (docs/capacity.md is written from it).
 const jsonFile = flags["json-file"] ? path.resolve(flags["json-file"]) : null;
 const smoke = flags.smoke === true;

@@ -9,7 +9,7 @@ import { createServer } from "node:http";
 import ece from "http_ece";
 import { parseArgs } from "./lib/cli.mjs";
 
-const { flags } = parseArgs(process.argv.slice(2), { switches: [] });
+const { flags } = parseArgs(process.argv.slice(2), { options: ["port", "api"] });
 const port = Number(flags.port ?? 8790);
 const ecdh = createECDH("prime256v1");
 ecdh.generateKeys();

@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import WebSocket from "ws";
 import { parseArgs } from "./lib/cli.mjs";
 
-const { flags } = parseArgs(process.argv.slice(2), { switches: [] });
+const { flags } = parseArgs(process.argv.slice(2), { options: ["url"] });
 const base = (flags.url ?? "http://127.0.0.1:8793").replace(/\/$/, "");
 const wsBase = base.replace(/^http/, "ws");
 const ALICE = { id: 1, token: "pk_demo_alice" };

@@ -19,7 +19,10 @@ Tokens go to the local database unless --remote is given.
 revoke goes through the API (default http://127.0.0.1:8787) with an operator token ($ADMIN_TOKEN or
 --admin-token), so the token's open streams close at once; without one it revokes in D1 directly.`;
 
-const { flags, positionals } = parseArgs(process.argv.slice(2), { switches: ["remote", "help"] });
+const { flags, positionals } = parseArgs(process.argv.slice(2), {
+  switches: ["remote", "help"],
+  options: ["id", "api", "admin-token", "expires", "person", "service", "scope"],
+});
 const remote = flags.remote === true;
 const [command, ...rest] = positionals;
 const now = Date.now();

@@ -62,9 +62,11 @@ export function runQuiet(name, args, { env = {}, what = `${name} ${args.join(" "
  * Parses `--flag value`, `--flag=value` and repeated flags (arrays); the rest are positionals.
  * A switch (named in `switches`) is a boolean: `--switch` is true, and it takes `true` or `false`
  * as `--switch=false` or `--switch false` (the next argument, only when it is one of those two);
- * the last one given wins. Any other value of a switch is a usage error (exit 2).
+ * the last one given wins. Any other value of a switch is a usage error (exit 2). `options` names
+ * the flags that take a value; a flag named in neither list is a usage error (exit 2), so a
+ * mistyped or another script's flag is refused, never silently ignored.
  */
-export function parseArgs(argv, { switches = [] } = {}) {
+export function parseArgs(argv, { switches = [], options = [] } = {}) {
   const flags = {};
   const positionals = [];
   for (let i = 0; i < argv.length; i++) {
@@ -74,6 +76,10 @@ export function parseArgs(argv, { switches = [] } = {}) {
       continue;
     }
     let [name, value] = arg.slice(2).split(/=(.*)/s, 2);
+    if (!switches.includes(name) && !options.includes(name)) {
+      const known = [...options, ...switches].map((flag) => `--${flag}`).join(", ");
+      fail(`unknown option --${name}${known ? ` (this command takes ${known})` : " (this command takes none)"}.`, 2);
+    }
     if (switches.includes(name)) {
       if (value === undefined && (argv[i + 1] === "true" || argv[i + 1] === "false")) value = argv[++i];
       if (value !== undefined && value !== "true" && value !== "false")

@@ -109,6 +109,22 @@ describe("the heartbeat, once the person holds a secure number", () => {
     expect(ms(beat.last_user_update)).toBeGreaterThanOrEqual(before);
   });
 
+  it("saving the identifiers one has already writes nothing: last_user_update stays", async () => {
+    expect((await as("carol").send("PUT", "/apps/buzz/encryption", { hash: "hb-same", e2e_id: "hb-e2e" })).status).toBe(
+      200,
+    );
+    await indexWorkApplied();
+    const first = (await heartbeat("carol")).beat.last_user_update;
+    await scheduler.wait(5);
+    const d1 = countD1();
+    const again = await as("carol").send("PUT", "/apps/buzz/encryption", { hash: "hb-same", e2e_id: "hb-e2e" });
+    expect(await again.json()).toEqual({ hash: "hb-same", e2e_id: "hb-e2e" });
+    expect(d1.queries.filter((query) => !/^\s*select/i.test(query))).toEqual([]);
+    vi.restoreAllMocks();
+    await indexWorkApplied();
+    expect((await heartbeat("carol")).beat.last_user_update).toBe(first);
+  });
+
   it("joining a company reaches last_company_update and last_coworker_update", async () => {
     const carolBefore = await heartbeat("carol");
     expect(carolBefore.beat.last_coworker_update).toBeNull();

@@ -151,6 +151,45 @@ describe("D1 statements of what an app user does, in the steady state", () => {
   });
 });
 
+/**
+ * The app's reads of the directory D1 keeps (docs/capacity.md, "What still reads D1"): what every
+ * person's object cannot answer alone, because it is other people's or the companies' (who works
+ * where, a company's name and logo) or the numbers D1 keeps unique across accounts. Counted so a
+ * change that adds a statement fails here; none of them is on the app's minute-by-minute path.
+ */
+describe("D1 statements of the app's directory reads", () => {
+  it.each([
+    // The numbers a person holds are the directory's (unique across accounts): one read.
+    { label: "GET /me/phones", action: () => as("bob").get("/me/phones"), status: 200, expected: 1 },
+    // Their companies, then those companies' employees, each in one read whatever their number.
+    { label: "GET /contacts/employees", action: () => as("bob").get("/contacts/employees"), status: 200, expected: 2 },
+    {
+      label: "GET /contacts/employees/{id}",
+      action: () => as("bob").get(`/contacts/employees/${DEMO.companies.acme}`),
+      status: 200,
+      expected: 2,
+    },
+    // The settings from the person's object; the companies' names and logos, and who is a member, from D1.
+    { label: "GET /contacts/companies", action: () => as("bob").get("/contacts/companies"), status: 200, expected: 1 },
+    {
+      label: "PUT /contacts/companies/{id}/trust",
+      action: () => as("bob").send("PUT", `/contacts/companies/${DEMO.companies.acme}/trust`, { trust: "trusted" }),
+      status: 200,
+      expected: 1,
+    },
+    // The identifiers live on the account; saving the ones it has (each start of an app) reads it and writes nothing.
+    {
+      label: "PUT /apps/buzz/encryption, the identifiers it has",
+      action: () => as("bob").send("PUT", "/apps/buzz/encryption", { hash: "budget-hash", e2e_id: "budget-e2e" }),
+      status: 200,
+      expected: 1,
+    },
+  ])("$label: $expected statement(s)", async ({ action, status, expected }) => {
+    const ran = await statementsOf(action, status);
+    expect(ran, ran.join("\n")).toHaveLength(expected);
+  });
+});
+
 describe("D1 statements of a token's first request of the day", () => {
   it("the heartbeat of a token verified yesterday: 0 statements; its use leaves as one message", async () => {
     const token = `pk_test_budget_day_${crypto.randomUUID().replaceAll("-", "")}`;

@@ -77,6 +77,20 @@ const api = (token: string) => ({
     call(path, { method, body, token, headers }),
 });
 
+/** A call of a sweep: method, path, body, and the statuses it may answer (404 unless said). */
+type Probe = [method: string, path: string, body?: unknown, ok?: number[]];
+
+/** Makes each call as `token`; returns every answer that was not one of its allowed statuses, with its text. */
+async function unexpectedAnswers(token: string, calls: Probe[]): Promise<string[]> {
+  const wrong: string[] = [];
+  for (const [method, path, body, ok = [404]] of calls) {
+    const r = await api(token).send(method, path, body);
+    const text = await r.text();
+    if (!ok.includes(r.status)) wrong.push(`${method} ${path} -> ${r.status} ${text.slice(0, 200)}`);
+  }
+  return wrong;
+}
+
 let phoneSeq = Math.floor(Math.random() * 800) + 100;
 const newPhone = () => `+1415555${String(phoneSeq++).padStart(4, "0")}`;
 
@@ -260,9 +274,8 @@ describe("tenant isolation sweep", () => {
 
   it("A's Admin with B's company_id: every company route is 404, nothing changes", async () => {
     const before = await victimState();
-    const a = api(A.token);
     const c = B.company;
-    const calls: [string, string, unknown?][] = [
+    const calls: Probe[] = [
       ["GET", `/companies/${c}`],
       ["GET", `/companies/${c}/roles`],
       ["GET", `/companies/${c}/sites`],
@@ -298,21 +311,14 @@ describe("tenant isolation sweep", () => {
       ["POST", `/companies/${c}/webhooks/${B.webhook}/rotate-secret`],
       ["GET", `/contacts/employees/${c}`],
     ];
-    const wrong: string[] = [];
-    for (const [method, path, body] of calls) {
-      const r = await a.send(method, path, body);
-      const text = await r.text();
-      if (r.status !== 404) wrong.push(`${method} ${path} -> ${r.status} ${text.slice(0, 200)}`);
-    }
-    expect(wrong).toEqual([]);
+    expect(await unexpectedAnswers(A.token, calls)).toEqual([]);
     expect(await victimState()).toEqual(before);
   });
 
   it("A's Admin with A's own company_id and B's resource ids: 404, nothing changes", async () => {
     const before = await victimState();
-    const a = api(A.token);
     const c = A.company;
-    const calls: [string, string, unknown?][] = [
+    const calls: Probe[] = [
       ["DELETE", `/companies/${c}/phones/${B.phone}`],
       ["GET", `/companies/${c}/employees/${B.employee}`],
       ["PUT", `/companies/${c}/employees/${B.employee}`, { first_name: "Mallory" }],
@@ -332,13 +338,7 @@ describe("tenant isolation sweep", () => {
       ["POST", `/companies/${c}/webhooks/${B.webhook}/test`],
       ["POST", `/companies/${c}/webhooks/${B.webhook}/rotate-secret`],
     ];
-    const wrong: string[] = [];
-    for (const [method, path, body] of calls) {
-      const r = await a.send(method, path, body);
-      const text = await r.text();
-      if (r.status !== 404) wrong.push(`${method} ${path} -> ${r.status} ${text.slice(0, 200)}`);
-    }
-    expect(wrong).toEqual([]);
+    expect(await unexpectedAnswers(A.token, calls)).toEqual([]);
     expect(await victimState()).toEqual(before);
   });
 
@@ -402,7 +402,7 @@ describe("tenant isolation sweep", () => {
   it("person A cannot read or change person B's data", async () => {
     const before = await victimState();
     const a = api(A.token);
-    const calls: [string, string, unknown?, number[]?][] = [
+    const calls: Probe[] = [
       ["GET", `/contacts/${B.contact}`],
       ["PUT", `/contacts/${B.contact}`, { display_name: "pwned" }],
       ["DELETE", `/contacts/${B.contact}`],
@@ -415,12 +415,7 @@ describe("tenant isolation sweep", () => {
       ["POST", `/me/phones/${B.myPhone}/confirm`, { code: "123456" }],
       ["PUT", `/contacts/companies/${B.company}/trust`, { trust: "trusted" }],
     ];
-    const wrong: string[] = [];
-    for (const [method, path, body, ok = [404]] of calls) {
-      const r = await a.send(method, path, body);
-      const text = await r.text();
-      if (!ok.includes(r.status)) wrong.push(`${method} ${path} -> ${r.status} ${text.slice(0, 200)}`);
-    }
+    const wrong = await unexpectedAnswers(A.token, calls);
     // A sync naming B's contact id: refused, not B's contact changed.
     const sync = await a.send("POST", "/contacts", [{ id: B.contact, display_name: "pwned" }]);
     const syncText = await sync.text();
@@ -445,7 +440,7 @@ describe("tenant isolation sweep", () => {
     const wrong: string[] = [];
     for (const token of [telephony, SCANNER]) {
       const s = api(token);
-      const calls: [string, string, unknown?][] = [
+      const calls: Probe[] = [
         ["GET", `/companies/${B.company}`],
         ["GET", `/companies/${B.company}/employees`],
         ["GET", `/companies/${B.company}/employees/${B.employee}`],
