@@ -1,6 +1,6 @@
 import type { Db } from "../db/client";
 import { pruneOlderThan, type PruneResult } from "../db/prune";
-import { activities, blockedCalls, oneTimeCodes } from "../db/schema";
+import { activities, blockedCalls, invitations, oneTimeCodes } from "../db/schema";
 import { logError } from "../lib/log";
 import { pruneExpiredClaims } from "./company-phones";
 import { pruneCompanyKeys } from "./idempotency";
@@ -11,14 +11,14 @@ import { DAY_MS } from "../lib/time";
 import type { Deps } from "./deps";
 
 /** How long records are kept (docs/decisions.md). */
-export const RETENTION_DAYS = { blockedCalls: 90, activities: 365 } as const;
+export const RETENTION_DAYS = { blockedCalls: 90, activities: 365, finishedInvitations: 30 } as const;
 
 /**
  * D1 statements each rule may run per invocation (× 1,000 rows each): the
  * rules together stay under half of the invocation's 1,000, leaving room for
  * the other daily jobs.
  */
-export const RETENTION_STATEMENTS_PER_RULE = 45;
+export const RETENTION_STATEMENTS_PER_RULE = 40;
 
 const before = (now: Date, days: number) => new Date(now.getTime() - days * DAY_MS);
 
@@ -55,6 +55,14 @@ const RULES = {
   // Company phone claims still pending after 30 days have expired (docs/decisions.md, "Company phones").
   expiredPhoneClaims: pruneExpiredClaims,
   idempotencyKeys: pruneCompanyKeys,
+  // An invitation's row is its sending's record (services/invitations.ts): kept a month after it finished.
+  finishedInvitations: (db: Db, now: Date, maxStatements: number) =>
+    pruneOlderThan(db, {
+      table: invitations,
+      column: invitations.finishedAt,
+      cutoff: before(now, RETENTION_DAYS.finishedInvitations),
+      maxStatements,
+    }),
   // One-time codes: a code lives 10 minutes, its row counts toward the limits for a day (docs/security.md).
   oneTimeCodes: (db: Db, now: Date, maxStatements: number) =>
     pruneOlderThan(db, {

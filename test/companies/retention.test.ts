@@ -219,6 +219,39 @@ describe("daily cron: scans, scan results and closed exposures", () => {
   });
 });
 
+describe("daily cron: an invitation is kept 30 days after its sending finished", () => {
+  it("prunes invitations finished more than 30 days ago; younger and unsent ones stay", async () => {
+    const now = Date.now();
+    const created = await answer(
+      await as("alice").send(
+        "POST",
+        "/companies/1/employees",
+        employeeBody(fresh("inv"), { license: null, invite: true }),
+      ),
+      200,
+      createEmployee,
+    );
+    const invited = async () => ids("SELECT id FROM invitations WHERE person_id = ? ORDER BY id", created.id);
+    const [id] = await invited();
+    const insertLike = (finishedAt: number | null) =>
+      env.DB.prepare(
+        `INSERT INTO invitations (company_id, person_id, email, expires_at, created_at, finished_at, outcome)
+         SELECT company_id, person_id, email, expires_at, created_at, ?, ? FROM invitations WHERE id = ?`,
+      )
+        .bind(finishedAt, finishedAt === null ? null : "sent", id)
+        .run();
+    await env.DB.prepare("UPDATE invitations SET finished_at = ?, outcome = 'sent' WHERE id = ?")
+      .bind(now - 31 * day, id)
+      .run();
+    await insertLike(now - 29 * day);
+    await insertLike(null);
+    const [, young, unsent] = await invited();
+
+    await fireDaily(now);
+    expect(await invited()).toEqual([young, unsent]);
+  });
+});
+
 describe("exposure history lives as long as its exposure", () => {
   beforeAll(() => scansInObject(1, false));
 
@@ -322,6 +355,7 @@ describe("retention finds due rows through an index", () => {
     exposures: "SELECT rowid FROM exposures WHERE closed_at < ?1 AND status = 'closed' LIMIT 1000",
     index_written: "SELECT rowid FROM index_written WHERE written_at < ?1 LIMIT 1000",
     company_idempotency_keys: "SELECT rowid FROM company_idempotency_keys WHERE claimed_at < ?1 LIMIT 1000",
+    invitations: "SELECT rowid FROM invitations WHERE finished_at < ?1 LIMIT 1000",
   };
   for (const [table, query] of Object.entries(plans)) {
     it(`${table}: no table scan`, async () => {

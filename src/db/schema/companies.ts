@@ -156,8 +156,9 @@ export const invitationOutcomes = ["sent", "refused", "expired", "not-theirs", "
 /**
  * Login invitations, one per employee created with `invite: true`: an email to their primary address
  * telling them to sign in to the app with it (services/invitations.ts), sent after the command by
- * the `background` queue. `token_hash` is the SHA-256 of a random token no one redeems (the column
- * predates the email; signing in is by a code to the address).
+ * the `background` queue. The email carries no token (signing in is by a code to the address), so
+ * the row keeps the address and its sending only; a finished one goes 30 days after it finished
+ * (services/retention.ts).
  */
 export const invitations = sqliteTable(
   "invitations",
@@ -166,21 +167,22 @@ export const invitations = sqliteTable(
     companyId: cascadeRef("company_id", () => companies.id),
     personId: cascadeRef("person_id", () => people.id),
     email: text("email").notNull(),
-    tokenHash: text("token_hash").notNull(),
     expiresAt: timestamp("expires_at").notNull(),
-    acceptedAt: timestamp("accepted_at"),
     createdAt: createdAt(),
     /** When its sending finished (null: still due), and how (`invitationOutcomes`). */
     finishedAt: timestamp("finished_at"),
     outcome: text("outcome", { enum: invitationOutcomes }),
   },
   (t) => [
-    uniqueIndex("invitations_token_hash_uq").on(t.tokenHash),
     index("invitations_company_person_idx").on(t.companyId, t.personId),
     // The due ones, oldest first (services/invitations.ts).
     index("invitations_due_idx")
       .on(t.id)
       .where(sql`finished_at is null`),
+    // The finished ones, by when they finished: retention finds those past their time without a scan.
+    index("invitations_finished_idx")
+      .on(t.finishedAt)
+      .where(sql`finished_at is not null`),
   ],
 );
 

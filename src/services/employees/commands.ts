@@ -160,7 +160,7 @@ export async function createEmployees(
   if (have + n > MAX_EMPLOYEES_PER_COMPANY) throw tooManyEmployees(companyId, have, n);
   await assertSeatsAvailable(deps, companyId, seatsNeeded);
 
-  const inserted = await addNewEmployees(batch, companyId, checked);
+  const inserted = addNewEmployees(batch, companyId, checked);
   // Two requests may both have seen room for their employees: the guard rolls the later one back.
   batch.add(
     guardStatement(

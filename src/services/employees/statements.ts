@@ -14,7 +14,6 @@ import {
 } from "../../db/schema";
 import { batchableAll } from "../../db/sql";
 import { primaryOf, type AddressInput, type AkaInput, type NewEmployee, type PhoneInput } from "../../domain/employees";
-import { base64url, sha256Hex } from "../../lib/crypto";
 import { conflict } from "../../lib/errors";
 import type { WriteBatch } from "../outbox";
 import { seatGuardStatement } from "../seats";
@@ -48,11 +47,7 @@ export type CheckedEmployee = NewEmployee & { roleIds: number[]; licenseId: stri
  * employee is max(id) − n + 1 + k; every other row finds its person that way.
  * Returns the positions of the people inserts (their results are the ids).
  */
-export async function addNewEmployees(
-  batch: WriteBatch,
-  companyId: number,
-  employees: CheckedEmployee[],
-): Promise<number[]> {
+export function addNewEmployees(batch: WriteBatch, companyId: number, employees: CheckedEmployee[]): number[] {
   const { db } = batch.deps;
   const { now } = batch;
   const t = now.getTime();
@@ -60,31 +55,25 @@ export async function addNewEmployees(
   const firstId = sql`((select max(${people.id}) from ${people}) - ${n - 1})`;
   const personOf = sql`${firstId} + json_extract(j.value, '$.k')`;
 
-  const rows = await Promise.all(
-    employees.map(async (employee, k) => {
-      let invitation: { email: string; hash: string } | null = null;
-      if (employee.invite) {
-        // The invitation's email carries no token (services/invitations.ts): the column keeps a random one's hash.
-        const token = base64url(crypto.getRandomValues(new Uint8Array(32)));
-        invitation = { email: primaryOf(employee.emails).email, hash: await sha256Hex(token) };
-      }
-      return {
-        k,
-        first_name: employee.firstName,
-        middle_name: employee.middleName,
-        last_name: employee.lastName,
-        dob: employee.dob,
-        emails: employee.emails,
-        akas: employee.akas,
-        phones: employee.phones,
-        addresses: employee.addresses,
-        roles: employee.roleIds,
-        license: employee.licenseId,
-        ephemeral_until: employee.ephemeral ? t + EPHEMERAL_MS : null,
-        invitation,
-      };
-    }),
-  );
+  const rows = employees.map((employee, k) => {
+    // The invitation's email carries no token (services/invitations.ts): its row keeps the address only.
+    const invitation = employee.invite ? { email: primaryOf(employee.emails).email } : null;
+    return {
+      k,
+      first_name: employee.firstName,
+      middle_name: employee.middleName,
+      last_name: employee.lastName,
+      dob: employee.dob,
+      emails: employee.emails,
+      akas: employee.akas,
+      phones: employee.phones,
+      addresses: employee.addresses,
+      roles: employee.roleIds,
+      license: employee.licenseId,
+      ephemeral_until: employee.ephemeral ? t + EPHEMERAL_MS : null,
+      invitation,
+    };
+  });
   const parts = chunks(rows, EMPLOYEES_PER_INSERT);
 
   const peopleInserts = parts.map((part) =>
@@ -169,9 +158,8 @@ export async function addNewEmployees(
     batch.add(
       batchableAll(
         db,
-        sql`insert into ${invitations} (company_id, person_id, email, token_hash, expires_at, created_at)
-          select ${companyId}, ${personOf}, json_extract(j.value, '$.invitation.email'),
-                 json_extract(j.value, '$.invitation.hash'), ${t + INVITATION_MS}, ${t}
+        sql`insert into ${invitations} (company_id, person_id, email, expires_at, created_at)
+          select ${companyId}, ${personOf}, json_extract(j.value, '$.invitation.email'), ${t + INVITATION_MS}, ${t}
           from json_each(${JSON.stringify(part)}) j
           where json_extract(j.value, '$.invitation') is not null order by j.key`,
       ),
