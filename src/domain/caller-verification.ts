@@ -33,6 +33,16 @@ export type VerificationFields = Record<(typeof verificationFieldNames)[number],
 
 const given = (value: string | undefined): value is string => value !== undefined && value.trim() !== "";
 
+/** How every failed `verstat` value begins (`TN-Validation-Failed[-A|B|C]`), compared in lower case. */
+const FAILED_VERSTAT = "tn-validation-failed";
+
+/**
+ * Whether the text Twilio signed of a form (its names and values run together, names sorted) holds a
+ * failed `StirVerstat`: its name right before a failed value. True of every cut of that form into
+ * other fields, since they all sign the same text (middleware/provider-signature.ts).
+ */
+export const signsFailedStirVerstat = (signed: string) => signed.toLowerCase().includes(`stirverstat${FAILED_VERSTAT}`);
+
 /**
  * A `verstat` value (Twilio's `StirVerstat`, with a level; SIP's, without):
  * `TN-Validation-Passed[-A|B|C]`, `TN-Validation-Failed[-A|B|C]`,
@@ -42,7 +52,7 @@ const given = (value: string | undefined): value is string => value !== undefine
  * the value on into the next field: docs/providers.md). Anything else is `none`.
  */
 function fromVerstat(value: string): CallerVerification {
-  if (/^TN-Validation-Failed/i.test(value.trim())) return "failed";
+  if (value.trim().toLowerCase().startsWith(FAILED_VERSTAT)) return "failed";
   const match = /^TN-Validation-(Passed|Failed)(?:-([ABC]))?$/i.exec(value.trim());
   if (!match) return "none";
   if (match[1]!.toLowerCase() === "failed") return "failed";

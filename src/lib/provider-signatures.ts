@@ -38,14 +38,35 @@ export async function twilioSignature(
   url: string,
   params: Map<string, string[]> = new Map(),
 ): Promise<string> {
-  let data = url;
-  for (const name of [...params.keys()].sort()) {
-    for (const value of [...new Set(params.get(name))].sort()) data += name + value;
-  }
+  const data = url + twilioSignedFields(params);
   const key = await crypto.subtle.importKey("raw", encoder.encode(authToken), { name: "HMAC", hash: "SHA-1" }, false, [
     "sign",
   ]);
   return bytesToBase64(new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(data))));
+}
+
+/**
+ * What Twilio's signature covers of a form after the URL: each field's name and value run together,
+ * names sorted (a repeated name: its distinct values sorted, each with the name). The same text can
+ * be cut into other fields with the same signature (middleware/provider-signature.ts).
+ */
+export function twilioSignedFields(params: Map<string, string[]>): string {
+  let data = "";
+  for (const name of [...params.keys()].sort()) {
+    for (const value of [...new Set(params.get(name))].sort()) data += name + value;
+  }
+  return data;
+}
+
+/** Whether a request's `Content-Type` is a form's, whose fields Twilio signs. */
+export const isFormType = (contentType: string) => /^application\/x-www-form-urlencoded/i.test(contentType);
+
+/** A form body's fields, each name with all its values in order. */
+export function formFields(body: Uint8Array | string): Map<string, string[]> {
+  const params = new Map<string, string[]>();
+  const text = typeof body === "string" ? body : new TextDecoder().decode(body);
+  for (const [name, value] of new URLSearchParams(text)) params.set(name, [...(params.get(name) ?? []), value]);
+  return params;
 }
 
 /**
@@ -82,13 +103,9 @@ export type TwilioRequest = {
 export async function verifyTwilio(authToken: string, request: TwilioRequest): Promise<boolean> {
   if (!request.signature) return false;
   const given = encoder.encode(request.signature.trim());
-  const isForm = /^application\/x-www-form-urlencoded/i.test(request.contentType);
-  const params = new Map<string, string[]>();
-  if (isForm) {
-    for (const [name, value] of new URLSearchParams(new TextDecoder().decode(request.body))) {
-      params.set(name, [...(params.get(name) ?? []), value]);
-    }
-  } else if (request.body.byteLength > 0) {
+  const isForm = isFormType(request.contentType);
+  const params = isForm ? formFields(request.body) : new Map<string, string[]>();
+  if (!isForm && request.body.byteLength > 0) {
     const declared = new URL(request.url).searchParams.get("bodySHA256") ?? "";
     const actual = hex(await crypto.subtle.digest("SHA-256", request.body));
     if (!sameBytes(encoder.encode(declared.toLowerCase()), encoder.encode(actual))) return false;

@@ -4,12 +4,10 @@ import { logError } from "../lib/log";
 import { principalAllowedOn, tokenHasValidShape, verifyToken } from "../services/tokens";
 import type { AppEnv, Principal } from "../types";
 import { limitByIp } from "./rate-limit";
-import { readsOnly } from "./request-kind";
+import { isProviderWebhook, readsOnly } from "./request-kind";
 
 const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
 const BASIC = /^Basic[ ]+([A-Za-z0-9+/]+={0,2})\s*$/i;
-/** The routes a telephony provider's webhook calls, the only ones HTTP Basic authenticates. */
-const BASIC_ROUTES = /^\/apps\/buzz\/(trust|call)-lookup\/?$/;
 
 /**
  * How a token may be sent, as the 401 messages say it: Basic is named only on the routes that
@@ -52,11 +50,11 @@ export const identify = createMiddleware<AppEnv>(async (c, next) => {
   const header = c.req.header("Authorization");
   // HTTP Basic carries a token only to the telephony provider's two routes (docs/security.md): a browser
   // that saved Basic credentials sends them cross-site, so everywhere else they are refused unread.
-  if (header !== undefined && /^Basic\b/i.test(header) && !BASIC_ROUTES.test(c.req.path)) {
+  if (header !== undefined && /^Basic\b/i.test(header) && !isProviderWebhook(c.req.path)) {
     c.set("authFailure", "HTTP Basic is accepted only by trust-lookup and call-lookup; send `Bearer <token>`");
   } else if (header !== undefined) {
     const token = tokenFromAuthorization(header);
-    const send = howToSend(BASIC_ROUTES.test(c.req.path));
+    const send = howToSend(isProviderWebhook(c.req.path));
     if (!token) {
       c.set("authFailure", `the Authorization header must be ${send}`);
     } else if (!tokenHasValidShape(token)) {
@@ -97,7 +95,7 @@ export type AuthRule = { person?: boolean; scope?: string };
 export function requireAuth(rule: AuthRule) {
   return createMiddleware<AppEnv>(async (c, next) => {
     // No Authorization header at all: the message names every way this route takes a token.
-    const missing = BASIC_ROUTES.test(c.req.path) ? `this endpoint needs a token: ${howToSend(true)}` : null;
+    const missing = isProviderWebhook(c.req.path) ? `this endpoint needs a token: ${howToSend(true)}` : null;
     assertAllowed(c.var.principal, c.var.authFailure ?? missing, rule);
     await next();
   });

@@ -2,9 +2,18 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { forbidden, serviceUnavailable } from "../lib/errors";
 import { logError } from "../lib/log";
-import { TELNYX_TOLERANCE_SECONDS, telnyxSignedBytes, verifyTelnyx, verifyTwilio } from "../lib/provider-signatures";
+import {
+  formFields,
+  isFormType,
+  TELNYX_TOLERANCE_SECONDS,
+  telnyxSignedBytes,
+  twilioSignedFields,
+  verifyTelnyx,
+  verifyTwilio,
+} from "../lib/provider-signatures";
 import { signsBodyOnly } from "../domain/provider-signing";
-import { verificationFieldNames } from "../domain/caller-verification";
+import { signsFailedStirVerstat, verificationFieldNames } from "../domain/caller-verification";
+import { callerVerificationOf } from "../services/caller-verification";
 import { twilioAuthToken } from "../services/provider-secrets";
 import type { AppEnv, Principal } from "../types";
 
@@ -62,33 +71,40 @@ async function checkTwilio(c: Context<AppEnv>, authToken: string) {
   });
   if (!valid)
     throw forbidden("this token answers only requests Twilio signed: X-Twilio-Signature is missing or does not match");
-  // Decoded by hand: the runtime warns when a form body is read with text().
-  const body = hasNoBody(c) ? null : new TextDecoder().decode(await c.req.arrayBuffer());
-  const resplit = body === null ? null : shiftedVerificationField(c.req.header("Content-Type") ?? "", body);
-  if (resplit !== null)
-    throw forbidden(
-      `the signed form's field \`${resplit}\` is not as Twilio sends it: it reads like a verification field cut elsewhere`,
-    );
+  if (hasNoBody(c) || !isFormType(c.req.header("Content-Type") ?? "")) return;
+  const recut = recutForm(formFields(new Uint8Array(await c.req.arrayBuffer())));
+  if (recut !== null) throw forbidden(recut);
 }
 
 /**
  * Twilio signs a form as its names and values run together (names sorted, no separators), so a captured
- * form can be cut again at other places with the same signature and drop a failed verification:
- * `StirVerstat=TN-Validation-Failed-A` sent as `StirVerst=atTN-Validation-Failed-A` (the name cut short
- * or run long), or swallowed by the field before it (`StirPassportToken=…StirVerstatTN-Validation-…`).
- * Either leaves a verification field's name where Twilio never puts one: a name that is one shortened or
- * lengthened at either end, or one inside a value. Answers that field, or null. (A cut that runs the
- * value on into the next field keeps reading as failed: domain/caller-verification.ts.)
+ * form can be cut again at other places with the same signature and drop a failed verification. Two
+ * rules refuse those cuts (the sentence of the 403, or null):
+ * - a verification field's name where Twilio never puts one: a name that is one shortened or lengthened
+ *   at either end (`StirVerst=atTN-Validation-Failed-A`), or one inside a value (the field before
+ *   swallowing it, `StirPassportToken=…StirVerstatTN-Validation-…`);
+ * - a failed `StirVerstat` in the signed text that the fields do not read as failed, however it was
+ *   cut: its value cut short (`StirVerstat=TN-Validation-Fai`), or its name split across a boundary
+ *   (`StirPassportToken=…S`), the rest run into a name starting in lower case, which sorts after every
+ *   name Twilio sends and so can take the form's last fields. The signed text is the same for every cut.
+ * (A cut that runs the value on into the next field keeps reading as failed: domain/caller-verification.ts.)
  */
-function shiftedVerificationField(contentType: string, body: string): string | null {
-  if (!/^application\/x-www-form-urlencoded/i.test(contentType)) return null;
-  for (const [name, value] of new URLSearchParams(body)) {
+function recutForm(fields: Map<string, string[]>): string | null {
+  for (const [name, values] of fields) {
     for (const field of verificationFieldNames) {
-      if (value.includes(field)) return name;
-      if (name === field) continue;
-      if (field.startsWith(name) || name.startsWith(field) || field.endsWith(name) || name.endsWith(field)) return name;
+      const shifted =
+        values.some((value) => value.includes(field)) ||
+        (name !== field &&
+          (field.startsWith(name) || name.startsWith(field) || field.endsWith(name) || name.endsWith(field)));
+      if (shifted)
+        return `the signed form's field \`${name}\` is not as Twilio sends it: it reads like a verification field cut elsewhere`;
     }
   }
+  if (
+    signsFailedStirVerstat(twilioSignedFields(fields)) &&
+    callerVerificationOf(Object.fromEntries(fields)) !== "failed"
+  )
+    return "the signed form holds a failed caller verification that its fields do not read as one: it was cut elsewhere than Twilio cut it";
   return null;
 }
 

@@ -3,7 +3,7 @@ import { createMiddleware } from "hono/factory";
 import { clientNetwork } from "../lib/client-network";
 import { errorBody, tooManyRequests } from "../lib/errors";
 import type { AppEnv, LookupCharge } from "../types";
-import { readsOnly, RINGING_PATH } from "./request-kind";
+import { isProviderWebhook, readsOnly } from "./request-kind";
 
 /** Every limit uses a 60 s window (wrangler.toml), so that is the longest wait. */
 const WINDOW_SECONDS = 60;
@@ -17,7 +17,8 @@ const WINDOW_SECONDS = 60;
  *   (`RECEIVER_SHARE`, `chargeLookup`);
  * - person tokens: 1,000 / 60 s each;
  * - requests without a valid token: 300 / 60 s per client IP (IP_RATE_LIMIT),
- *   also charged by `identify` before an uncached token is looked up in D1.
+ *   also charged by `identify` before an uncached token is looked up in D1; but not a provider
+ *   webhook's request without credentials (`isChallenge`).
  * Token budgets are counted by sampling (`admit`). A refused request is a 429
  * with Retry-After, never a silent answer. Runs after `identify`, so a valid
  * token is counted against its own budget.
@@ -28,12 +29,12 @@ export const rateLimit = createMiddleware<AppEnv>(async (c, next) => {
   const principal = c.var.principal;
   if (!principal) {
     // Already charged while identifying a token that turned out unknown.
-    if (!c.var.ipCharged) await limitByIp(c);
+    if (!c.var.ipCharged && !isChallenge(c)) await limitByIp(c);
     return next();
   }
   const budget = principal.kind === "service" ? SERVICE_BUDGET : PERSON_BUDGET;
   const limiter = principal.kind === "service" ? c.env.SERVICE_RATE_LIMIT : c.env.TOKEN_RATE_LIMIT;
-  const ringing = principal.kind === "service" && RINGING_PATHS.has(c.req.path);
+  const ringing = principal.kind === "service" && isProviderWebhook(c.req.path);
   // The ringing path with a service token is charged once its handler knows the receiving number
   // (`chargeLookup`); a request whose handler never asks (a 400, a 403) is charged to the token alone.
   let lookupCharge: Promise<LookupCharge> | null = null;
@@ -131,8 +132,6 @@ const SERVICE_BUDGET: Budget = { name: "service", perMinute: 600_000, sample: 8,
  * one number's burst never brings a 429 to the others (docs/security.md, "What a stranger can cost").
  */
 const RECEIVER_SHARE: Budget = { name: "receiver", perMinute: 1_200, sample: 8, state: sampleState() };
-/** Paths whose service-token requests are charged per receiving number (`chargeLookup`). */
-const RINGING_PATHS = new Set([RINGING_PATH, "/apps/buzz/call-lookup"]);
 
 /**
  * Charges one ringing-path lookup of service token `tokenId` to `receiver`'s share (its E.164, null when
@@ -167,6 +166,16 @@ async function admit(limiter: RateLimit, { sample, state }: Budget, tokenId: num
   if (!success) state.refusedUntil.set(tokenId, now - (now % (WINDOW_SECONDS * 1000)) + WINDOW_SECONDS * 1000);
   return success;
 }
+
+/**
+ * A provider webhook's request with no credentials at all: answered its 401 challenge, which reads
+ * nothing, without spending the address's budget. Twilio sends the first request of every call so and
+ * sends the voice URL's credentials only after the challenge (docs/providers.md, "The token"), from
+ * addresses the deployment's calls share: charged, the 301st call a minute from one of them got a 429
+ * instead of the challenge, and went to the provider's fallback.
+ */
+const isChallenge = (c: Context<AppEnv>) =>
+  c.req.header("Authorization") === undefined && isProviderWebhook(c.req.path);
 
 /** The budget a client address spends: its network (lib/client-network.ts), an IPv6 client's /64. */
 export const ipBudgetKey = (address: string | undefined) => `ip:${clientNetwork(address)}`;

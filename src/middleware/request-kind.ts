@@ -3,6 +3,14 @@ import type { Context } from "hono";
 /** trust-lookup: a question by every transport, never a write (its POST reads like a GET). */
 export const RINGING_PATH = "/apps/buzz/trust-lookup";
 
+/**
+ * The routes a telephony provider's webhook calls while a call rings (trust-lookup, call-lookup): the only
+ * ones HTTP Basic authenticates (auth.ts); in rate-limit.ts, a service token's lookups there are charged
+ * to the receiving number's share, and a request without credentials is the challenge Twilio waits for.
+ */
+const PROVIDER_WEBHOOKS = /^\/apps\/buzz\/(trust|call)-lookup\/?$/;
+export const isProviderWebhook = (path: string) => PROVIDER_WEBHOOKS.test(path);
+
 const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**

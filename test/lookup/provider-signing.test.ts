@@ -162,6 +162,23 @@ describe("Twilio: X-Twilio-Signature", () => {
     });
   });
 
+  it("nor by cutting its value short, or its name in two, the rest a last field named in lower case: 403", async () => {
+    const passport = "eyJhbGciOiJFUzI1NiJ9.eyJhdHRlc3QiOiJBIn0.c2ln";
+    const spoofed = incomingCall(ACME, { StirPassportToken: passport, StirVerstat: "TN-Validation-Failed-A" });
+    const signature = await twilioLibrary<string>({ op: "sign", authToken: AUTH_TOKEN, url: LOOKUP, params: spoofed });
+    const { StirVerstat, To, ...rest } = spoofed;
+    // A name starting in lower case sorts after every name Twilio sends: it can take the form's tail
+    // (`Called` still names the receiver once `To` is gone).
+    const cutShort = { ...rest, StirVerstat: "TN-Validation-Fai", "led-ATo": To };
+    const nameSplit = { ...rest, StirPassportToken: `${passport}S`, [`tirVerstat${StirVerstat}To`]: To };
+    for (const resplit of [cutShort, nameSplit]) {
+      expect(await stillVerifies(signature, resplit)).toBe(true);
+      expect(await expectError(await twilioPost(provider.token, resplit, signature), 403, "Forbidden")).toContain(
+        "failed caller verification",
+      );
+    }
+  });
+
   it("forged, absent or signed with another auth token: 403, and nothing is recorded", async () => {
     const forgedFields = incomingCall(STRANGER, { caller_id: "FORGED TWILIO" });
     const signature = await twilioLibrary<string>({

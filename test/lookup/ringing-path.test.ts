@@ -289,6 +289,26 @@ describe("provider-sized rate limits", () => {
     expect(refused.headers.get("Retry-After")).toBe("60");
     expect(d1.statements).toBe(0);
   }, 60_000);
+
+  it("a webhook's request without credentials (how Twilio opens every call) is always challenged: no address's budget is spent", async () => {
+    // Twilio sends a voice URL's credentials only after a 401 that asks for them, from addresses all
+    // of a deployment's calls share: a 429 there would send every further call to the fallback.
+    const ip = `198.18.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250) + 1}`;
+    const challengeOnly = (path: string) =>
+      call(path, {
+        method: path.endsWith("trust-lookup") ? "POST" : "GET",
+        body: path.endsWith("trust-lookup") ? "To=%2B12025550101&From=%2B14155550100" : undefined,
+        headers: { "Content-Type": "application/x-www-form-urlencoded", "CF-Connecting-IP": ip },
+      });
+    await startOfUsableWindow(30_000);
+    for (let i = 0; i < 301; i++) {
+      const response = await challengeOnly(i % 2 === 0 ? "/apps/buzz/trust-lookup" : "/apps/buzz/call-lookup");
+      expect(response.status).toBe(401);
+      expect(response.headers.get("WWW-Authenticate")).toContain("Basic");
+    }
+    // The address spent nothing: its budget is whole for what it guards (unknown tokens, other routes).
+    expect((await call("/me", { headers: { "CF-Connecting-IP": ip } })).status).toBe(401);
+  }, 60_000);
 });
 
 describe("bounded fan-out", () => {

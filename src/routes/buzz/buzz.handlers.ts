@@ -17,6 +17,7 @@ import type { CallerVerification } from "../../domain/caller-verification";
 import { dialTwiml, rejectTwiml, wantsTwiml, XML_CONTENT_TYPE } from "../../lib/twiml";
 import type { AppEnv, AppRouteHandler, LookupCharge } from "../../types";
 import { phoneFromParts } from "../../lib/phone";
+import { formFields, isFormType } from "../../lib/provider-signatures";
 import type * as routes from "./buzz.routes";
 import { UNLISTED_BLOCKED } from "./blocked.schemas";
 import { LOOKUP_PROBLEM } from "./lookup.schemas";
@@ -109,13 +110,13 @@ async function readAnyBody(c: Context<AppEnv>): Promise<unknown> {
     }
     // Decoded by hand: the runtime warns when a form body is read with text().
     const text = new TextDecoder().decode(await c.req.arrayBuffer());
-    if (/^application\/x-www-form-urlencoded/i.test(type)) return formFields(text);
+    if (isFormType(type)) return formObject(text);
     if (text.trim() === "") return {};
     try {
       return JSON.parse(text) as unknown;
     } catch {
       // Providers that post a form without saying so.
-      return text.includes("=") ? formFields(text) : {};
+      return text.includes("=") ? formObject(text) : {};
     }
   } catch {
     return {};
@@ -123,10 +124,8 @@ async function readAnyBody(c: Context<AppEnv>): Promise<unknown> {
 }
 
 /** A form's fields, a repeated one as the list of its values (readLookupFields reads it as unreadable). */
-function formFields(text: string): Record<string, string[]> {
-  const fields: Record<string, string[]> = {};
-  for (const [name, value] of new URLSearchParams(text)) (fields[name] ??= []).push(value);
-  return fields;
+function formObject(text: string): Record<string, string[]> {
+  return Object.fromEntries(formFields(text));
 }
 
 export const callLookup: AppRouteHandler<typeof routes.callLookup> = async (c) => {

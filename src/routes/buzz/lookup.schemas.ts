@@ -123,9 +123,11 @@ export const LookupProblemHeaders = z.object({
     .openapi({
       description:
         "Present only when the receiver or the caller was missing or unreadable: `receiver missing`, " +
-        "`receiver unreadable`, `caller missing`, `caller unreadable`, two of them joined with `, `. " +
-        "A well-formed number nobody holds is no problem. The answer is still `trusted: false` " +
-        "(or the receiver's `user_id`); alert on this header: it means the integration sends the wrong fields.",
+        "`receiver unreadable`, `caller missing`, `caller unreadable`; or when the trust index could not be " +
+        "read: `index unavailable` (the call was not decided: `trusted: false`, `user_id` 0, nothing recorded; " +
+        "apply your fallback). Several are joined with `, `. A well-formed number nobody holds is no problem. " +
+        "The answer is still `trusted: false` (or the receiver's `user_id`); alert on this header: it means " +
+        "the integration sends the wrong fields, or the platform is degraded.",
       example: "caller unreadable",
     }),
 });
