@@ -44,6 +44,7 @@ export async function forwardCompanyEvents(
         companyId,
         event: event.event,
         payload: JSON.parse(event.payload) as unknown,
+        at: new Date(event.at),
       })),
       {
         // Each event once (above the mark), and only about a person who is still a member: one removed
