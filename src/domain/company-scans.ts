@@ -66,8 +66,11 @@ export type ExposureCounts = {
   notFound: number;
 };
 
-/** An event the object raised, waiting in its outbox until D1 recorded it as deliveries. */
-export type CompanyEvent = { seq: number; event: EventName; payload: string };
+/**
+ * An event the object raised, waiting in its outbox until D1 recorded it as deliveries; `at` is when
+ * the object applied its change (ms), the delivery body's `timestamp` however late D1 records it.
+ */
+export type CompanyEvent = { seq: number; event: EventName; payload: string; at: number };
 
 /**
  * One chunk of a company's scan side as D1 keeps it, given to the company's object by the

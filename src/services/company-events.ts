@@ -16,6 +16,12 @@ export const FORWARD_EVENTS = 200;
 export const FORWARD_BYTES = 500_000;
 /** Batches per call; what is left is the next message's (`more`). */
 export const FORWARD_ROUNDS = 10;
+/**
+ * Deliveries per call, after which no further batch starts: each 100 are one queue send, and an event
+ * fans out to up to 50 webhooks, so 10 full batches could need 1,000 sends, past the 1,000 operations
+ * an invocation has (docs/architecture.md, "Background work"). One batch more is at most 10,000.
+ */
+export const FORWARD_DELIVERIES = 40_000;
 
 /**
  * Takes the object's oldest events, records them in ONE D1 batch, then acknowledges them to the
@@ -23,8 +29,8 @@ export const FORWARD_ROUNDS = 10;
  * the company's mark (`company_event_marks`), then moves the mark up to the last one (never back):
  * a run forwarded twice, or by two forwarders at once, is recorded once (guarding the whole run by
  * whether the mark moved would record again the events two overlapping takes share). The deliveries are
- * enqueued after the commit (`WriteBatch`). Returns how many events were taken, and whether more
- * may wait.
+ * enqueued after the commit (`WriteBatch`), at most about `FORWARD_DELIVERIES` a call. Returns how many
+ * events were taken, and whether more may wait.
  */
 export async function forwardCompanyEvents(
   deps: Deps,
@@ -32,7 +38,8 @@ export async function forwardCompanyEvents(
 ): Promise<{ forwarded: number; more: boolean }> {
   const object = deps.companyObjects.of(companyId);
   let forwarded = 0;
-  for (let round = 0; round < FORWARD_ROUNDS; round++) {
+  let deliveries = 0;
+  for (let round = 0; round < FORWARD_ROUNDS && deliveries < FORWARD_DELIVERIES; round++) {
     const taken = await object.takeEvents(FORWARD_EVENTS, FORWARD_BYTES);
     if (taken.length === 0) return { forwarded, more: false };
     const last = taken.at(-1)!.seq;
@@ -44,6 +51,7 @@ export async function forwardCompanyEvents(
         companyId,
         event: event.event,
         payload: JSON.parse(event.payload) as unknown,
+        at: new Date(event.at),
       })),
       {
         // Each event once (above the mark), and only about a person who is still a member: one removed
@@ -64,7 +72,7 @@ export async function forwardCompanyEvents(
           setWhere: sql`${companyEventMarks.seq} < excluded.seq`,
         }),
     );
-    await batch.commit();
+    deliveries += (await batch.commit()).deliveries.length;
     await object.ackEvents(last);
     forwarded += taken.length;
     const bytes = taken.reduce((sum, event) => sum + event.payload.length, 0);

@@ -19,7 +19,15 @@ import { KEY_KINDS } from "../domain/key-kinds";
  * still in D1 (D1's scan and exposure events; a company whose scan side is in its object records
  * its own, docs/architecture.md, "The Company object").
  */
-export type OutboxEvent = { event: EventName; payload: unknown } & ({ companyId: number } | { personId: number });
+export type OutboxEvent = {
+  event: EventName;
+  payload: unknown;
+  /**
+   * When the change happened, when that was before this batch: an event a company's object raised, recorded
+   * here later (the body's `timestamp`, docs/webhooks.md). Absent: the batch's time, the change being in it.
+   */
+  at?: Date;
+} & ({ companyId: number } | { personId: number });
 
 type Role = "change" | "deliveries" | "index" | "erase" | "forget";
 
@@ -116,6 +124,7 @@ export class WriteBatch {
       c: "companyId" in item ? item.companyId : null,
       p: "personId" in item ? item.personId : null,
       d: JSON.stringify(item.payload),
+      t: item.at?.getTime() ?? null,
     }));
     this.#push(
       deliveryInsert(this.deps.db, sql`from json_each(${JSON.stringify(items)}) e`, {
@@ -127,6 +136,7 @@ export class WriteBatch {
           ? sql`json_set(json_extract(e.value, '$.d'), '$.id', ${setId})`
           : sql`json_extract(e.value, '$.d')`,
         rendered: sql`1`,
+        happenedAt: sql`json_extract(e.value, '$.t')`,
         ifChanged,
         // `when`: a condition per event on its payload or its index in `events` (recorded only where it holds at
         // this point of the batch).
@@ -326,6 +336,8 @@ function deliveryInsert(
     personId: SQL;
     payload: SQL;
     rendered: SQL;
+    /** When the event happened (ms), when before `now`; null or absent: `now`. */
+    happenedAt?: SQL;
     ifChanged: boolean;
     when?: SQL | undefined;
     now: Date;
@@ -336,7 +348,7 @@ function deliveryInsert(
     db,
     sql`
     insert into ${webhookDeliveries} (id, company_id, webhook_id, event, payload, rendered, created_at, updated_at, due_at)
-    select ${UUID_V4}, w.company_id, w.id, w.event, ${f.payload}, ${f.rendered}, ${t}, ${t}, ${t}
+    select ${UUID_V4}, w.company_id, w.id, w.event, ${f.payload}, ${f.rendered}, coalesce(${f.happenedAt ?? sql`null`}, ${t}), ${t}, ${t}
     ${source}
     join webhooks w on w.event = ${f.event} and w.active = 1
       and (w.company_id = ${f.companyId}

@@ -212,6 +212,35 @@ describe("a company's scans in its object", () => {
     expect(await inObject(ACME, "SELECT value FROM counters WHERE name = 'due:events'")).toEqual([]);
   });
 
+  it("an event recorded in D1 late keeps, as its body's timestamp, the time its object applied the change", async () => {
+    const person = await newEmployee([ACME]);
+    await consume([started(person, `late-${person}`)], { COMPANY: objectsFailing(["takeEvents"]) });
+    await consume([found(person, `late-${person}`)], { COMPANY: objectsFailing(["takeEvents"]) });
+    // Applied 2 and 1 minutes ago (the forward failed); recorded now, in one batch, by the repair.
+    await runInDurableObject(companyObject(ACME), (_, state) => {
+      state.storage.sql.exec(
+        `UPDATE events SET created_at = created_at - CASE event WHEN 'scan:started' THEN 120000 ELSE 60000 END
+         WHERE ?1 IN (json_extract(payload, '$.person_id'), json_extract(payload, '$.employee_id'))`,
+        person,
+      );
+    });
+    const raised = await inObject<{ event: string; created_at: number }>(
+      ACME,
+      `SELECT event, created_at FROM events
+       WHERE ?1 IN (json_extract(payload, '$.person_id'), json_extract(payload, '$.employee_id')) ORDER BY seq`,
+      person,
+    );
+    expect(raised.map((row) => row.event)).toEqual(["scan:started", "scan:found", "exposure:created"]);
+    await forwardCompanyEvents(createDeps(env), ACME);
+    const { results } = await env.DB.prepare(
+      `SELECT event, created_at FROM webhook_deliveries
+       WHERE ?1 IN (json_extract(payload, '$.person_id'), json_extract(payload, '$.employee_id')) ORDER BY rowid`,
+    )
+      .bind(person)
+      .all<{ event: string; created_at: number }>();
+    expect(results).toEqual(raised);
+  });
+
   it("a backlog larger than one D1 batch is recorded in batches of 200, in order, each event once", async () => {
     const person = await newEmployee([ACME]);
     const noTake = objectsFailing(["takeEvents"]);

@@ -3,6 +3,7 @@ import {
   createMessageBatch,
   createScheduledController,
   getQueueResult,
+  runInDurableObject,
   waitOnExecutionContext,
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -12,6 +13,7 @@ import type { BackgroundMessage } from "../../src/domain/queue-messages";
 import { INDEX_SWEEP_CHUNK, OUTBOX_SWEEP_CHUNK } from "../../src/services/background-jobs";
 import { REMOVAL_BATCHES_PER_INVOCATION, REMOVAL_BATCH_SIZE } from "../../src/services/exposures";
 import { countD1, countRows, DEMO } from "../helpers";
+import { companyObject, insertEmployee } from "../support/company-scans";
 import { newWebhook } from "../webhook-receiver";
 
 /**
@@ -70,17 +72,27 @@ async function runToEnd(cron: string, scheduledTime = Date.now()) {
   const continuations: BackgroundMessage[] = [];
   const invocations: Invocation[] = [];
   const kinds: string[] = [];
-  let read = meter(continuations);
+  const read = meter(continuations);
   const ctx = createExecutionContext();
   await worker.scheduled!(createScheduledController({ cron, scheduledTime }), env, ctx);
   await waitOnExecutionContext(ctx);
   invocations.push(read());
   vi.restoreAllMocks();
+  return runMessages(continuations, invocations, kinds, cron);
+}
+
+/** Runs `continuations` (and those they lead to) through the queue handler, one message per invocation. */
+async function runMessages(
+  continuations: BackgroundMessage[],
+  invocations: Invocation[] = [],
+  kinds: string[] = [],
+  started = "messages",
+) {
   while (continuations.length > 0) {
     if (invocations.length > 100) throw new Error("the job does not end");
     const body = continuations.shift()!;
     kinds.push(body.kind);
-    read = meter(continuations);
+    const read = meter(continuations);
     const batch = createMessageBatch("background", [
       { id: `m-${invocations.length}`, timestamp: new Date(), attempts: 1, body },
     ]);
@@ -92,7 +104,7 @@ async function runToEnd(cron: string, scheduledTime = Date.now()) {
     expect(result.retryMessages).toEqual([]);
   }
   // What each invocation cost, for docs/architecture.md's background table.
-  console.log(JSON.stringify({ cron, kinds, invocations }));
+  console.log(JSON.stringify({ started, kinds, invocations }));
   return { invocations, kinds };
 }
 
@@ -201,6 +213,42 @@ describe("the outbox sweep continues until nothing stale is pending", () => {
       await countRows("SELECT count(*) AS n FROM webhook_deliveries WHERE id LIKE 'swept-%' AND due_at >= ?", now),
     ).toBe(1200);
   }, 60_000);
+});
+
+describe("recording a company object's events continues while some wait", () => {
+  it("2,000 events for 50 webhooks each (100,000 deliveries): every invocation stays inside the limits, each event recorded once", async () => {
+    const globex = DEMO.companies.globex;
+    const person = await insertEmployee(7_654_321, [globex], "Fanout");
+    // A company's 50 webhooks (its most), all on one event; the object's outbox holds 2,000 of it.
+    await env.DB.batch(
+      Array.from({ length: 50 }, (_, i) =>
+        env.DB.prepare(
+          `INSERT INTO webhooks (company_id, endpoint, event, active, secret, created_at, updated_at)
+           VALUES (?, ?, 'scan:not_found', 1, 'whsec_dGVzdA==', 0, 0)`,
+        ).bind(globex, `https://hooks.globex.example/${i}`),
+      ),
+    );
+    await runInDurableObject(companyObject(globex), (_, state) => {
+      state.storage.sql.exec(
+        `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+         INSERT INTO events (event, payload, created_at)
+         SELECT 'scan:not_found', json_object('scan_id', 'fanout-' || i, 'person_id', ?1, 'at', '2026-01-01T00:00:00.000Z'), ?2 FROM n`,
+        person,
+        Date.now(),
+      );
+    });
+
+    const { invocations, kinds } = await runMessages([{ kind: "company-events", companyId: globex }]);
+
+    expect(kinds[0]).toBe("company-events");
+    expectWithinLimits(invocations);
+    expect(await companyObject(globex).takeEvents(1)).toEqual([]);
+    expect(
+      await countRows(
+        `SELECT count(*) AS n FROM webhook_deliveries WHERE event = 'scan:not_found' AND json_extract(payload, '$.person_id') = ${person}`,
+      ),
+    ).toBe(100_000);
+  }, 120_000);
 });
 
 describe("the tombstone prune continues until none is due", () => {

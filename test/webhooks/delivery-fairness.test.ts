@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { createWebhook, getHistoryEntry } from "../../src/routes/webhooks/webhooks.routes";
-import { answer, as } from "../helpers";
+import { answer, as, failingD1 } from "../helpers";
 import { EVENT_AT, newDelivery, newWebhook, PAYLOAD, RECEIVER, uniqueEndpoint } from "../webhook-receiver";
 
 /**
@@ -64,8 +64,8 @@ function endpoints(answer: (url: string) => Answer, requested?: WeakMap<AbortSig
   return { calls, peak };
 }
 
-/** Runs the consumer on these deliveries as one batch, without waiting for it. */
-function consumeBatch(deliveryIds: string[]) {
+/** Runs the consumer on these deliveries as one batch, without waiting for it; `bindings` override the environment. */
+function consumeBatch(deliveryIds: string[], bindings: Partial<Env> = {}) {
   const batch = createMessageBatch(
     "webhook-deliveries",
     deliveryIds.map((deliveryId, i) => ({
@@ -76,8 +76,12 @@ function consumeBatch(deliveryIds: string[]) {
     })),
   );
   const ctx = createExecutionContext();
-  const run = worker.queue!(batch, env, ctx);
-  return { done: Promise.resolve(run).then(() => getQueueResult(batch, ctx)) };
+  const retries = batch.messages.map((message) => vi.spyOn(message, "retry"));
+  const run = worker.queue!(batch, { ...env, ...bindings }, ctx);
+  return {
+    done: Promise.resolve(run).then(() => getQueueResult(batch, ctx)),
+    retryDelays: () => retries.flatMap((retry) => retry.mock.calls.map(([options]) => options?.delaySeconds)),
+  };
 }
 
 /** A webhook of Globex (company 2, Carol) and a pending delivery for it. */
@@ -199,6 +203,26 @@ describe("a run's attempts", () => {
     expect(peak.perEndpoint).toBe(1);
     expect(result.explicitAcks).toHaveLength(10);
     for (const id of ids) expect((await entry("alice", 1, id)).status).toBe("success");
+  });
+
+  it("a run whose rows cannot be read together sends nothing at once to one endpoint: it is tried again in 30 s", async () => {
+    const shared = uniqueEndpoint();
+    const hook = await newWebhook({ endpoint: shared });
+    const ids = [await newDelivery(hook.id), await newDelivery(hook.id), await newDelivery(hook.id)];
+    const { calls, peak } = endpoints(() => ({ status: 200, afterMs: 100 }));
+    // D1 fails the run's read of its rows (and answers the statements after it).
+    let failed = false;
+    const firstReadFails = {
+      test: (query: string) =>
+        !failed && /from "webhook_deliveries" left join "webhooks"/.test(query) && (failed = true),
+    } as unknown as RegExp;
+    const run = consumeBatch(ids, { DB: failingD1(firstReadFails, () => new Error("D1_ERROR: network lost")) });
+
+    const result = await run.done;
+    expect(peak.perEndpoint).toBeLessThanOrEqual(1);
+    expect(calls).toHaveLength(0);
+    expect(result.retryMessages).toHaveLength(3);
+    expect(run.retryDelays()).toEqual([30, 30, 30]);
   });
 
   it("a 410 in the run stops the other attempts to that endpoint", async () => {

@@ -294,6 +294,26 @@ describe("finished deliveries leave D1 for the company's object", () => {
     expect((await company(1).history({}, 0, 1000)).rows.filter((row) => row.id === id)).toHaveLength(1);
   });
 
+  it("a delivery with more attempts than one statement can bind (resent while it was retried) is handed over whole", async () => {
+    const webhook = await newWebhook();
+    const id = await newDelivery(webhook.id, { status: "dispatched", result: "503", attempts: 7 });
+    // 30 attempts of earlier schedules (each resend while it was retried starts a new one; an older
+    // deployment kept them all in D1): the object binds four values an attempt, at most 100 a statement.
+    await env.DB.batch(
+      Array.from({ length: 30 }, (_, i) =>
+        env.DB.prepare(
+          "INSERT INTO webhook_attempts (delivery_id, at, result, duration_ms) VALUES (?, ?, '503', ?)",
+        ).bind(id, Date.now() - 3_600_000 + i * 1000, i),
+      ),
+    );
+    receiver(() => new Response("ok", { status: 200 }));
+    await deliver(id);
+    expect(await inD1(id)).toBe(0);
+    const kept = await entry(id);
+    expect(kept.status).toBe("success");
+    expect(kept.attempts).toHaveLength(31);
+  });
+
   it("a test send is kept by the object too", async () => {
     const webhook = await newWebhook();
     receiver(() => new Response("ok", { status: 200 }));

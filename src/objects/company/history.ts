@@ -21,6 +21,12 @@ type Db = DrizzleSqliteDODatabase;
 /** Entries deleted per retention pass (one call's work; the alarm comes back while more are due). */
 export const PRUNE_CHUNK = 500;
 
+/**
+ * Attempts per INSERT: four bound values each, and SQLite here binds at most 100 per statement. An entry
+ * resent while it was retried brings every schedule's attempts (and an older deployment kept them all in D1).
+ */
+const ATTEMPTS_PER_INSERT = 20;
+
 /** Keeps `finished` (idempotent): each entry replaced by the newer hand-over, attempts added once. */
 export function keep(db: Db, finished: FinishedDelivery[]) {
   db.transaction((tx) => {
@@ -40,9 +46,9 @@ export function keep(db: Db, finished: FinishedDelivery[]) {
           },
         })
         .run();
-      if (attemptRows.length > 0)
+      for (let i = 0; i < attemptRows.length; i += ATTEMPTS_PER_INSERT)
         tx.insert(attempts)
-          .values(attemptRows.map((row) => ({ ...row, deliveryId: entry.id })))
+          .values(attemptRows.slice(i, i + ATTEMPTS_PER_INSERT).map((row) => ({ ...row, deliveryId: entry.id })))
           .onConflictDoNothing()
           .run();
     }

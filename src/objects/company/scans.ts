@@ -213,7 +213,7 @@ export function confirmRemoval(db: Db, exposureId: number, at: Date, now: Date):
 /** The oldest events of the outbox, at most `limit`, and no more once `maxBytes` of payload are taken (one at least). */
 export function takeEvents(db: Db, limit: number, maxBytes: number): CompanyEvent[] {
   const rows = db
-    .select({ seq: events.seq, event: events.event, payload: events.payload })
+    .select({ seq: events.seq, event: events.event, payload: events.payload, at: events.createdAt })
     .from(events)
     .orderBy(asc(events.seq))
     .limit(limit)
@@ -222,7 +222,7 @@ export function takeEvents(db: Db, limit: number, maxBytes: number): CompanyEven
   let bytes = 0;
   for (const row of rows) {
     if (taken.length > 0 && bytes >= maxBytes) break;
-    taken.push(row as CompanyEvent);
+    taken.push({ ...row, event: row.event as EventName, at: row.at.getTime() });
     bytes += row.payload.length;
   }
   return taken;
