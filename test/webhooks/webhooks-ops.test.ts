@@ -13,7 +13,7 @@ import {
 import { createDeps } from "../../src/services/create-deps";
 import { sendTestEvent, sweepOutbox } from "../../src/services/webhook-delivery";
 import { OUTBOX_STALE_MS } from "../../src/services/webhook-delivery/sweep";
-import { answer, as, call, expectError } from "../helpers";
+import { answer, as, call, expectError, failingD1 } from "../helpers";
 import { deliver, deliveryRow, newDelivery, newWebhook, receiver, until, webhookHeaders } from "../webhook-receiver";
 
 /**
@@ -154,6 +154,29 @@ describe("POST /companies/{company_id}/webhooks/{id}/test", () => {
     await expectError(await as("bob").send("POST", `/companies/1/webhooks/${mine.id}/test`), 403, "Forbidden");
     await expectError(await call(`/companies/1/webhooks/${mine.id}/test`, { method: "POST" }), 401, "Unauthorized");
     expect(calls).toHaveLength(0);
+  });
+});
+
+describe("a test send racing the webhook's DELETE", () => {
+  it("a webhook deleted after the test read it: 404, nothing sent, no entry (not a 500)", async () => {
+    const webhook = await newWebhook();
+    const calls = receiver(() => new Response("ok", { status: 200 }));
+    // The DELETE lands between the test's read of the webhook and its write of the history entry.
+    const db = failingD1(/^$/, () => new Error("unused"), {
+      batch: async (statements: D1PreparedStatement[]) => {
+        await env.DB.prepare("DELETE FROM webhooks WHERE id = ?").bind(webhook.id).run();
+        return env.DB.batch(statements);
+      },
+    });
+    const sent = await sendTestEvent(createDeps({ ...env, DB: db }), 1, webhook.id);
+    expect(sent).toEqual({ ok: false, status: 404, message: `webhook ${webhook.id} does not exist` });
+    expect(calls).toHaveLength(0);
+    const entries = await env.DB.prepare(
+      "SELECT count(*) AS n FROM webhook_deliveries WHERE event = 'webhook:test' AND json_extract(payload, '$.webhook_id') = ?",
+    )
+      .bind(webhook.id)
+      .first<{ n: number }>();
+    expect(entries!.n).toBe(0);
   });
 });
 

@@ -39,6 +39,17 @@ export type Answer = {
 
 export const FINISHED = ["success", "failed"] as const;
 
+/** What an attempt reads of a delivery's webhook: where it goes, how it is signed, its health. */
+export const webhookColumns = {
+  id: webhooks.id,
+  endpoint: webhooks.endpoint,
+  secret: webhooks.secret,
+  previousSecret: webhooks.previousSecret,
+  previousSecretExpiresAt: webhooks.previousSecretExpiresAt,
+  active: webhooks.active,
+  failingSince: webhooks.failingSince,
+};
+
 /** The rows and their webhooks as attempts need them. */
 function loadDeliveries(db: Db, deliveryIds: string[]) {
   return db
@@ -53,15 +64,7 @@ function loadDeliveries(db: Db, deliveryIds: string[]) {
       attempts: webhookDeliveries.attempts,
       dueAt: webhookDeliveries.dueAt,
       createdAt: webhookDeliveries.createdAt,
-      webhook: {
-        id: webhooks.id,
-        endpoint: webhooks.endpoint,
-        secret: webhooks.secret,
-        previousSecret: webhooks.previousSecret,
-        previousSecretExpiresAt: webhooks.previousSecretExpiresAt,
-        active: webhooks.active,
-        failingSince: webhooks.failingSince,
-      },
+      webhook: webhookColumns,
     })
     .from(webhookDeliveries)
     .leftJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))

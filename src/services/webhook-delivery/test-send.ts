@@ -1,11 +1,11 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { webhookDeliveries, webhooks } from "../../db/schema";
 import { TEST_EVENT } from "../../domain/events";
 import { refusal, type Answer } from "../../lib/answer";
 import { WriteBatch } from "../outbox";
 import type { Deps } from "../deps";
 import { handOverFinished } from "./archive";
-import { finishStatement, loadDelivery, recordAttempt } from "./records";
+import { finishStatement, recordAttempt, webhookColumns, type Delivery } from "./records";
 import type { AttemptResult } from "./records";
 import { isSuccess, send } from "./sending";
 
@@ -23,31 +23,58 @@ export async function sendTestEvent(
   now = new Date(),
 ): Promise<Answer<{ status: "success" | "failed"; result: AttemptResult; history_id: string }>> {
   const { db } = deps;
-  const webhook = await db
-    .select({ id: webhooks.id })
-    .from(webhooks)
-    .where(and(eq(webhooks.companyId, companyId), eq(webhooks.id, webhookId)))
-    .get();
-  if (!webhook) return refusal(404, `webhook ${webhookId} does not exist`);
+  const ofCompany = and(eq(webhooks.companyId, companyId), eq(webhooks.id, webhookId));
+  const webhook = await db.select(webhookColumns).from(webhooks).where(ofCompany).get();
+  const gone = refusal(404, `webhook ${webhookId} does not exist`);
+  if (!webhook) return gone;
   const id = crypto.randomUUID();
-  // The history entry is a command's write (nothing follows it today: the send below is the test itself).
+  const payload = { webhook_id: webhookId };
+  // The history entry is a command's write, made only while the webhook still exists (a DELETE may
+  // have come since the read above: then nothing is written and the answer is the same 404).
   const entry = new WriteBatch(deps, now);
-  entry.add(
-    db.insert(webhookDeliveries).values({
-      id,
-      companyId,
-      webhookId,
-      event: TEST_EVENT,
-      payload: { webhook_id: webhookId },
-      status: "pending",
-      createdAt: now,
-      updatedAt: now,
-      dueAt: now.getTime(),
-    }),
+  const inserted = entry.add(
+    db
+      .insert(webhookDeliveries)
+      .select(
+        db
+          // drizzle wants every column, in the table's order.
+          .select({
+            id: sql<string>`${id}`.as("id"),
+            companyId: webhooks.companyId,
+            webhookId: webhooks.id,
+            event: sql<string>`${TEST_EVENT}`.as("event"),
+            payload: sql<string>`${JSON.stringify(payload)}`.as("payload"),
+            rendered: sql<boolean>`1`.as("rendered"),
+            status: sql<string>`'pending'`.as("status"),
+            result: sql<string>`''`.as("result"),
+            attempts: sql<number>`0`.as("attempts"),
+            deliveredAt: sql<Date | null>`null`.as("delivered_at"),
+            dueAt: sql<number>`${now.getTime()}`.as("due_at"),
+            handoverAfter: sql<number>`0`.as("handover_after"),
+            createdAt: sql<Date>`${now.getTime()}`.as("created_at"),
+            updatedAt: sql<Date>`${now.getTime()}`.as("updated_at"),
+          })
+          .from(webhooks)
+          .where(ofCompany),
+      )
+      .returning({ id: webhookDeliveries.id }),
   );
-  await entry.commit();
-  const row = (await loadDelivery(db, id))!;
-  const answer = await send(deps, row, row.webhook!, now);
+  if (((await entry.commit()).results[inserted] as unknown[]).length === 0) return gone;
+  // Sent with the webhook as read: the test was asked of it while it existed.
+  const row: Delivery = {
+    id,
+    companyId,
+    event: TEST_EVENT,
+    payload,
+    rendered: true,
+    status: "pending",
+    result: "",
+    attempts: 0,
+    dueAt: now.getTime(),
+    createdAt: now,
+    webhook,
+  };
+  const answer = await send(deps, row, webhook, now);
   const status = isSuccess(answer) ? "success" : "failed";
   await db.batch([
     recordAttempt(db, id, now, answer),
