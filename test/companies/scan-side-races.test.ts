@@ -10,6 +10,7 @@ import { MOVE_MEMBERS_CHUNK, moveCompanyScansChunk } from "../../src/services/co
 import { applyInObjects, homesOf } from "../../src/services/company-scans";
 import { createDeps } from "../../src/services/create-deps";
 import { submitRemovalRequests } from "../../src/services/exposures";
+import { purgeExpiredEphemeral } from "../../src/services/memberships";
 import { applyScanEvents } from "../../src/services/scans";
 import { as, DEMO } from "../helpers";
 import {
@@ -237,6 +238,26 @@ describe("a membership that ends while a change is on its way to the object", ()
     expect(await inObject("SELECT id FROM exposures WHERE person_id = ?", person)).toEqual([]);
     expect(await inObject("SELECT id FROM scan_results WHERE person_id = ?", person)).toEqual([]);
     expect(await acmeEventsAbout(person)).toEqual([]);
+    const response = await as("alice").get(`/companies/${ACME}/employees/exposures?employees=${person}`);
+    expect(response.headers.get("X-Total-Count")).toBe("0");
+  });
+
+  it("a run landing between the purge's time and its commit: the purge's forget reaches it", async () => {
+    const person = await newEmployee();
+    await env.DB.prepare("UPDATE memberships SET ephemeral_until = 1 WHERE company_id = ? AND person_id = ?")
+      .bind(ACME, person)
+      .run();
+    // The hourly cron's time: its purge runs after the outbox sweep, some time later.
+    const cronTime = new Date();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Meanwhile a run of the member lands; its own check after the call still finds a member.
+    await apply([found(person, `purged-${person}`)]);
+    expect(await inObject("SELECT id FROM exposures WHERE person_id = ?", person)).toHaveLength(1);
+
+    const { removed } = await purgeExpiredEphemeral(createDeps(env), cronTime);
+    expect(removed).toContainEqual({ companyId: ACME, personId: person });
+    expect(await inObject("SELECT id FROM exposures WHERE person_id = ?", person)).toEqual([]);
+    expect(await inObject("SELECT id FROM scan_results WHERE person_id = ?", person)).toEqual([]);
     const response = await as("alice").get(`/companies/${ACME}/employees/exposures?employees=${person}`);
     expect(response.headers.get("X-Total-Count")).toBe("0");
   });
