@@ -30,13 +30,27 @@ export const FORGET_RETRY: Backoff = { base: 60_000, cap: 3_600_000 };
  * point of the batch. A row left from an earlier removal takes the later time. Returns the rows
  * it wrote (`Forget`).
  */
-export const forgetStatement = (db: Db, pairs: Pair[], now: Date) => batchableAll<Forget>(db, forgetSql(pairs, now));
+export const forgetStatement = (db: Db, pairs: Pair[]) => batchableAll<Forget>(db, forgetSql(pairs));
 
 type Pair = { companyId: number; personId: number };
 
-const forgetSql = (pairs: Pair[], now: Date) =>
+/**
+ * How far past the end of a membership a forget reaches: the object stamps what it records with its
+ * own clock, which may run a little ahead of D1's on another machine.
+ */
+const CLOCK_SLACK_MS = 1000;
+
+/**
+ * When a membership ended, as the object is told to forget up to: D1's clock as the statement runs (the
+ * commit that ended it), not a time the Worker took before. A batch's own time can be seconds earlier (the
+ * hourly purge's is the cron's scheduled time), and a scan run landing in between, whose check still found
+ * a member, would otherwise outlive the membership. Milliseconds, as the triggers of drizzle/0026 write them.
+ */
+const endedAt = sql`cast((julianday('now') - 2440587.5) * 86400000 as integer) + ${CLOCK_SLACK_MS}`;
+
+const forgetSql = (pairs: Pair[]) =>
   sql`insert into ${companyForgets} (company_id, person_id, due_at)
-        select c.id, json_extract(f.value, '$.personId'), ${now.getTime()}
+        select c.id, json_extract(f.value, '$.personId'), ${endedAt}
         from json_each(${JSON.stringify(pairs)}) f
         join companies c on c.id = json_extract(f.value, '$.companyId') and c.scans_in_object = 1
         where not exists (select 1 from memberships m
@@ -60,12 +74,6 @@ export async function forgetBeforeReturn(deps: Deps, companyId: number, personId
 }
 
 /**
- * How far ahead of the Worker's clock a forget reaches: the object stamps what it records with its
- * own clock, which may run a little ahead on another machine.
- */
-const CLOCK_SLACK_MS = 1000;
-
-/**
  * The people a company's object was just given rows of, from a membership read before the call
  * (a scan run, a chunk of the operator's move): those whose membership has ended since are
  * recorded and forgotten as a removal at this moment would be, so nothing the call recorded
@@ -76,7 +84,7 @@ const CLOCK_SLACK_MS = 1000;
 export async function forgetLeavers(deps: Deps, companyId: number, personIds: number[]): Promise<number> {
   if (personIds.length === 0) return 0;
   const pairs = [...new Set(personIds)].map((personId) => ({ companyId, personId }));
-  const left = await deps.db.all<Forget>(forgetSql(pairs, new Date(Date.now() + CLOCK_SLACK_MS)));
+  const left = await deps.db.all<Forget>(forgetSql(pairs));
   if (left.length === 0) return 0;
   await forgetInObjects(deps, left);
   return left.length;

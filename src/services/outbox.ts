@@ -292,7 +292,7 @@ export class WriteBatch {
   async commit({ committed }: { committed?: () => Promise<unknown> } = {}): Promise<Committed> {
     if (this.#items.length === 0) return { results: [], deliveries: [] };
     if (this.#forgets.length > 0) {
-      this.#items.push({ statement: forgetStatement(this.deps.db, this.#forgets.splice(0), this.now), role: "forget" });
+      this.#items.push({ statement: forgetStatement(this.deps.db, this.#forgets.splice(0)), role: "forget" });
     }
     const [first, ...rest] = this.#items.map((item) => item.statement);
     let results: unknown[];

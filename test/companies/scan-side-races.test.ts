@@ -10,6 +10,7 @@ import { MOVE_MEMBERS_CHUNK, moveCompanyScansChunk } from "../../src/services/co
 import { applyInObjects, homesOf } from "../../src/services/company-scans";
 import { createDeps } from "../../src/services/create-deps";
 import { submitRemovalRequests } from "../../src/services/exposures";
+import { purgeExpiredEphemeral } from "../../src/services/memberships";
 import { applyScanEvents } from "../../src/services/scans";
 import { as, DEMO } from "../helpers";
 import {
@@ -151,6 +152,62 @@ describe("the object's alarm meets a scan run", () => {
     expect((after.due[0] as { value: number }).value).toBeGreaterThan(Date.now());
   });
 
+  it("an exposure found while an earlier duty of the alarm waits is moved at a time after it was found", async () => {
+    const [earlier, person] = [await newEmployee(), await newEmployee()];
+    await apply([found(earlier, `before-${earlier}`)]);
+    await forwardCompanyEvents(createDeps(env), ACME); // the outbox empty: the event below is the oldest
+    const [row] = await runInDurableObject(companyObject(ACME), async (instance, state) => {
+      const object = instance as unknown as { env: Env; sawOldest: number | null };
+      object.sawOldest = null; // as an object just woken: the events duty asks at its first look
+      // An event waiting past its minute, so the events duty (before the removal step) sends a message.
+      state.storage.sql.exec(
+        "INSERT INTO events (event, payload, created_at) VALUES ('scan:found', '{}', ?)",
+        Date.now() - 5 * 60_000,
+      );
+      for (const duty of ["events", "removals"])
+        state.storage.sql.exec(
+          "INSERT INTO counters (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = ?2",
+          `due:${duty}`,
+          Date.now() - 1000,
+        );
+      let landed = false;
+      const realEnv = object.env;
+      object.env = new Proxy(realEnv, {
+        get: (target, key) =>
+          key === "BACKGROUND_QUEUE"
+            ? {
+                send: async () => {
+                  if (landed) return;
+                  landed = true;
+                  // While the events duty's send is on its way, time passes and a run of the company lands.
+                  await new Promise((resolve) => setTimeout(resolve, 20));
+                  await instance.applyScanRun(
+                    ACME,
+                    [{ ...found(person, `during-${person}`), at: new Date() }] as never,
+                    [PEOPLE_FINDER],
+                  );
+                },
+              }
+            : (Reflect.get(target, key) as unknown),
+      });
+      try {
+        await instance.alarm();
+      } finally {
+        object.env = realEnv;
+        state.storage.sql.exec("DELETE FROM events WHERE payload = '{}'");
+      }
+      return state.storage.sql
+        .exec<{ status: string; created_at: number; updated_at: number }>(
+          "SELECT status, created_at, updated_at FROM exposures WHERE person_id = ?",
+          person,
+        )
+        .toArray();
+    });
+    // The same alarm's removal step moved it, at its own time: never before the exposure was found.
+    expect(row).toMatchObject({ status: "in_progress" });
+    expect(row!.updated_at).toBeGreaterThanOrEqual(row!.created_at);
+  });
+
   it("removal passes one right after another start one forwarding chain, not one each", async () => {
     const [first, second] = [await newEmployee(), await newEmployee()];
     const sent: BackgroundMessage[] = [];
@@ -237,6 +294,26 @@ describe("a membership that ends while a change is on its way to the object", ()
     expect(await inObject("SELECT id FROM exposures WHERE person_id = ?", person)).toEqual([]);
     expect(await inObject("SELECT id FROM scan_results WHERE person_id = ?", person)).toEqual([]);
     expect(await acmeEventsAbout(person)).toEqual([]);
+    const response = await as("alice").get(`/companies/${ACME}/employees/exposures?employees=${person}`);
+    expect(response.headers.get("X-Total-Count")).toBe("0");
+  });
+
+  it("a run landing between the purge's time and its commit: the purge's forget reaches it", async () => {
+    const person = await newEmployee();
+    await env.DB.prepare("UPDATE memberships SET ephemeral_until = 1 WHERE company_id = ? AND person_id = ?")
+      .bind(ACME, person)
+      .run();
+    // The hourly cron's time: its purge runs after the outbox sweep, some time later.
+    const cronTime = new Date();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Meanwhile a run of the member lands; its own check after the call still finds a member.
+    await apply([found(person, `purged-${person}`)]);
+    expect(await inObject("SELECT id FROM exposures WHERE person_id = ?", person)).toHaveLength(1);
+
+    const { removed } = await purgeExpiredEphemeral(createDeps(env), cronTime);
+    expect(removed).toContainEqual({ companyId: ACME, personId: person });
+    expect(await inObject("SELECT id FROM exposures WHERE person_id = ?", person)).toEqual([]);
+    expect(await inObject("SELECT id FROM scan_results WHERE person_id = ?", person)).toEqual([]);
     const response = await as("alice").get(`/companies/${ACME}/employees/exposures?employees=${person}`);
     expect(response.headers.get("X-Total-Count")).toBe("0");
   });

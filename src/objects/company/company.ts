@@ -94,7 +94,10 @@ export class Company extends DurableObject<Env> {
     },
     // Pending exposures move to `in_progress`, a chunk an alarm while more are pending; the events
     // raised are recorded through the background queue at once (no request waits on this step).
-    removals: async (now) => {
+    removals: async () => {
+      // The step's own time, not the alarm's start: an earlier duty's await let calls in, and an exposure
+      // found then must not be moved to a time before it was found (a page polled with `since` would skip it).
+      const now = Date.now();
       // While a move is under way D1 may still act on what it carried over: the object's own only.
       const companyId = scans.companyOf(this.db);
       const fromId = companyId !== null && moveUnderWay(this.db) ? exposureIdBase(companyId) : 0;
