@@ -301,11 +301,17 @@ describe("provider-sized rate limits", () => {
         headers: { "Content-Type": "application/x-www-form-urlencoded", "CF-Connecting-IP": ip },
       });
     await startOfUsableWindow(30_000);
+    // Uncharged, so it must cost nothing either: no D1 statement, no KV read before the 401.
+    const d1 = countD1();
+    const kvGet = vi.spyOn(Object.getPrototypeOf(env.TRUST_INDEX) as KVNamespace, "get");
     for (let i = 0; i < 301; i++) {
       const response = await challengeOnly(i % 2 === 0 ? "/apps/buzz/trust-lookup" : "/apps/buzz/call-lookup");
       expect(response.status).toBe(401);
       expect(response.headers.get("WWW-Authenticate")).toContain("Basic");
     }
+    expect(d1.statements).toBe(0);
+    expect(kvGet).not.toHaveBeenCalled();
+    vi.restoreAllMocks();
     // The address spent nothing: its budget is whole for what it guards (unknown tokens, other routes).
     expect((await call("/me", { headers: { "CF-Connecting-IP": ip } })).status).toBe(401);
   }, 60_000);
