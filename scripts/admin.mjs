@@ -84,8 +84,9 @@ Commands:
       until no finished delivery and no company's scan side is left in D1. Prints what is left.
   rebuild-index [--wait]
       Rewrites every trust-lookup key from D1 and the person objects (a background job; starting it
-      again while it runs resumes it), then marks the index complete: from then on a lookup whose keys
-      are absent is answered without D1. --wait polls until it is complete. Prints its status.
+      again while it runs resumes a part that has not moved for 5 minutes), then marks the index
+      complete: from then on a lookup whose keys are absent is answered without D1. --wait polls
+      until it is complete. Prints its status.
   index-status
       Where the rebuild stands, and whether the index is marked complete.
   push-keys

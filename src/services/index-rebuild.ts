@@ -36,9 +36,10 @@ import { markStale } from "./trust-index/stale";
  * chunk's work stays that of one message, whatever the deployment's size). Each
  * range keeps where it stands in its own KV record (`rangeKey`, written once per
  * chunk); the range that finishes last starts the next stage. A range whose
- * chain broke (its message lost) is sent again by the minute cron once it has
- * not moved for `STALLED_MS`, or by starting the rebuild again; the marks are
- * set only when every range of the last stage is done.
+ * chain broke (its message lost) is sent again once it has not moved for
+ * `STALLED_MS`, by the minute cron or by starting the rebuild again (never a
+ * range still moving: its chain would run twice); the marks are set only when
+ * every range of the last stage is done.
  */
 
 export const REBUILD_KEY = KEY_KINDS.idx.key("rebuild");
@@ -51,7 +52,9 @@ export const MAX_RANGES = 16;
 /** A range that has not moved for this long lost its chain (a chunk takes seconds). */
 export const STALLED_MS = 5 * 60_000;
 
-type Stage = "people" | "numbers" | "companies";
+/** The stages in the order they run. */
+const STAGES = ["people", "numbers", "companies"] as const;
+type Stage = (typeof STAGES)[number];
 export type RebuildMessage = Extract<BackgroundMessage, { kind: "rebuild-index" }>;
 
 /** Where the rebuild stands (`GET /internal/trust-index/rebuild`). */
@@ -214,9 +217,18 @@ async function advance(deps: Deps, stored: Stored, ranges: (Range | null)[], now
   return startStage(deps, totals, stage === "people" ? "numbers" : "companies", now);
 }
 
-/** Starts (or resumes) the rebuild on the background queue (the operator's command). */
+/** A range whose chain broke: it has not moved for `STALLED_MS` (a chunk takes seconds). */
+const stalledAt = (now: Date) => (range: Range) => range.at <= now.getTime() - STALLED_MS;
+
+/**
+ * Starts the rebuild on the background queue (the operator's command), or, while one runs, sends
+ * again only the ranges that stalled (or the next stage when all are done), as the minute cron
+ * does: a range still moving has its chain on the queue, and a second chain would run it twice.
+ */
 export async function requestRebuild(deps: Deps, now: Date): Promise<void> {
-  await sendAll(deps, await startRebuildRanges(deps, now));
+  const stored = await readStored(deps);
+  if (stored?.state === "running" && stored.stage) await sendAll(deps, await resume(deps, stored, now, stalledAt(now)));
+  else await sendAll(deps, await startRebuildRanges(deps, now));
 }
 
 /** At most `MAX_RANGES` messages, one send each. */
@@ -237,7 +249,7 @@ export async function rebuildIfNever(deps: Deps, now: Date): Promise<boolean> {
   const record = found.get(REBUILD_KEY) ?? null;
   const stored = record === null ? null : (JSON.parse(record) as Stored);
   if (stored?.state === "running" && stored.stage) {
-    const stalled = await resume(deps, stored, now, (range) => range.at <= now.getTime() - STALLED_MS);
+    const stalled = await resume(deps, stored, now, stalledAt(now));
     await sendAll(deps, stalled);
     return stalled.length > 0;
   }
@@ -259,6 +271,11 @@ export async function rebuildChunk(deps: Deps, body: RebuildMessage, now: Date):
     after: body.after,
   };
   const stage = body.stage;
+  // A copy of a message whose stage is over (a queue's second delivery, a chain sent again that was only
+  // slow): its keys were written, and its range's record now belongs to a later stage's range.
+  if (stored.state === "running" && stored.stage && STAGES.indexOf(stage) < STAGES.indexOf(stored.stage)) {
+    return { done: { stage, range: body.range ?? 0, over: true } };
+  }
   const i = body.range ?? 0;
   const until = body.until ?? null;
   const rows = await deps.db.all<{ k: string | number }>(sql`select k from (${sourceOf(stage)})

@@ -191,12 +191,19 @@ async function resealChunk(deps: Deps, now: Date, skip: number[]): Promise<Resea
   };
 }
 
-/** Chunks the operator's rotation runs in one request: 2,000 auth tokens. */
+/** Chunks the operator's rotation runs in one request at most (those of values that do not open cost no KV). */
 const ROTATION_CHUNKS = 20;
+/**
+ * Auth tokens the operator's rotation seals again in one request: each rewrites its token's `tok:`
+ * record in KV right after the commit, and one invocation may make 1,000 KV operations
+ * (https://developers.cloudflare.com/workers/platform/limits/); `remaining` asks for another call.
+ */
+const ROTATION_RESEALS = 5 * RESEAL_CHUNK;
 
 /**
  * The operator's rotation (`POST /internal/provider-keys/rotate`): chunks
- * run until nothing is due, at most `ROTATION_CHUNKS` of them; a value that
+ * run until nothing is due, at most `ROTATION_CHUNKS` of them sealing at most
+ * `ROTATION_RESEALS` auth tokens (then `remaining` says to call again); a value that
  * did not open is left out of the chunks after it (and counted), so the
  * rotation always gets past it. 503 naming `PROVIDER_SECRET_KEYS` when it
  * is not set.
@@ -211,7 +218,7 @@ export async function rotateProviderSecrets(deps: Deps, now = new Date()): Promi
     total.resealed += run.resealed;
     total.unopened = run.unopened;
     total.remaining = run.remaining;
-    if (!run.remaining) break;
+    if (!run.remaining || total.resealed >= ROTATION_RESEALS) break;
   }
   return total;
 }

@@ -233,6 +233,40 @@ describe("the rebuild", () => {
     expect(JSON.parse((await env.TRUST_INDEX.get(`num:${DEMO.bobPhone}`))!)).toMatchObject({ p: [DEMO.people.bob] });
   });
 
+  it("started again while its chains are on their way, it doubles none; a copy landing after its stage ended does nothing", async () => {
+    const sent = backgroundSends();
+    const deps = createDeps(env);
+    const now = new Date();
+    const { people, numbers } = await numbersRanges(deps, sent, now);
+    // The operator starts it again while every range's message is still on the queue: no range is sent twice
+    // (before, each was, and the status counted every number twice).
+    const again = await call("/internal/trust-index/rebuild", { method: "POST", token: ADMIN });
+    expect(again.status).toBe(202);
+    expect(await again.json()).toMatchObject({ state: "running", stage: "numbers" });
+    expect(sent.splice(0)).toEqual([]);
+    // The chains run to their end; the queue delivers a numbers message a second time (at least once delivery)
+    // just after the companies' range of the same index finished: it must leave that range's record alone.
+    const queue: RebuildMessage[] = [...numbers];
+    let copied = false;
+    for (let chunks = 0; queue.length > 0 && chunks < 500; chunks++) {
+      const message = queue.shift()!;
+      const chunk = await rebuildChunk(deps, message, now);
+      queue.push(...(sent.splice(0) as RebuildMessage[]), ...(chunk.next ? [chunk.next as RebuildMessage] : []));
+      const finished = message.stage === "companies" && !chunk.next && !chunk.done.complete;
+      if (!copied && finished && numbers[message.range ?? 0]) {
+        copied = true;
+        queue.unshift(numbers[message.range ?? 0]!);
+      }
+    }
+    expect(copied).toBe(true);
+    expect(await rebuildStatus(deps)).toMatchObject({
+      state: "complete",
+      complete: true,
+      people,
+      numbers: numbers.length,
+    });
+  });
+
   it("a range whose chain broke is sent again by the minute cron once it stalled, and the rebuild then finishes", async () => {
     const sent = backgroundSends();
     const deps = createDeps(env);

@@ -135,7 +135,7 @@ export const rotateProviderKeys = createRoute({
     "Twilio auth tokens are stored sealed (AES-GCM) under the Worker secret `PROVIDER_SECRET_KEYS`. After a new " +
     "key is put first in it, this seals again every auth token not sealed under that key (and any an older " +
     "version stored in clear), and rewrites the tokens' cached records. The minute cron does the same, 100 " +
-    "tokens a minute; this does up to 2,000 now. The older key may leave the secret once `remaining` is false " +
+    "tokens a minute; this seals up to 500 now (`remaining`: call again). The older key may leave the secret once `remaining` is false " +
     "and `unopened` is 0. 503 when the secret is not set.",
   security: bearerSecurity,
   middleware: [requireAdmin] as const,

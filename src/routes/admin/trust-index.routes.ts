@@ -46,7 +46,8 @@ export const startRebuild = createRoute({
     NEEDS +
     "Starts the background job that writes every trust-lookup key from D1 and the person objects (100 people, " +
     "then 200 numbers per message) and then marks the index complete. Starting it while it runs resumes it " +
-    "where it stands. Answers where it stood when it started; poll GET for progress.",
+    "where it stands: it sends again a part of it that has not moved for 5 minutes (as the minute cron does), " +
+    "never one still moving. Answers where it stood when it started; poll GET for progress.",
   security: bearerSecurity,
   middleware: [requireAdmin] as const,
   responses: {
