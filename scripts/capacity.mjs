@@ -54,6 +54,9 @@ import { startLocalWorker } from "./lib/local-worker.mjs";
 const { flags } = parseArgs(process.argv.slice(2), {
   switches: ["json", "smoke"],
   options: ["scale", "big-scan", "json-file"],
+  usage:
+    "Usage: npm run capacity [-- --scale <0..4>] [-- --big-scan <employees>] [-- --json] [-- --json-file <path>] [-- --smoke]\n" +
+    "What the platform's data costs in D1 and in the objects, and other companies' writes during a big scan (docs/capacity.md).",
 });
 // `--json-file <path>`: also write the JSON there (docs/capacity.md is written from it).
 const jsonFile = flags["json-file"] ? path.resolve(flags["json-file"]) : null;

@@ -9,7 +9,10 @@ import { createServer } from "node:http";
 import ece from "http_ece";
 import { parseArgs } from "./lib/cli.mjs";
 
-const { flags } = parseArgs(process.argv.slice(2), { options: ["port", "api"] });
+const { flags } = parseArgs(process.argv.slice(2), {
+  options: ["port", "api"],
+  usage: 'Usage: node scripts/push-receiver.mjs [--port 8790] [--api http://127.0.0.1:8787] (docs/app.md, "Push")',
+});
 const port = Number(flags.port ?? 8790);
 const ecdh = createECDH("prime256v1");
 ecdh.generateKeys();

@@ -10,7 +10,10 @@ import { randomUUID } from "node:crypto";
 import WebSocket from "ws";
 import { parseArgs } from "./lib/cli.mjs";
 
-const { flags } = parseArgs(process.argv.slice(2), { options: ["url"] });
+const { flags } = parseArgs(process.argv.slice(2), {
+  options: ["url"],
+  usage: "Usage: npm run test:stream -- [--url http://127.0.0.1:8793] (a running npm run dev; docs/realtime.md)",
+});
 const base = (flags.url ?? "http://127.0.0.1:8793").replace(/\/$/, "");
 const wsBase = base.replace(/^http/, "ws");
 const ALICE = { id: 1, token: "pk_demo_alice" };

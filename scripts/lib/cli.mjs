@@ -64,9 +64,14 @@ export function runQuiet(name, args, { env = {}, what = `${name} ${args.join(" "
  * as `--switch=false` or `--switch false` (the next argument, only when it is one of those two);
  * the last one given wins. Any other value of a switch is a usage error (exit 2). `options` names
  * the flags that take a value; a flag named in neither list is a usage error (exit 2), so a
- * mistyped or another script's flag is refused, never silently ignored.
+ * mistyped or another script's flag is refused, never silently ignored. A script that reads no
+ * `--help` of its own gives `usage`: `--help` prints it and exits 0.
  */
-export function parseArgs(argv, { switches = [], options = [] } = {}) {
+export function parseArgs(argv, { switches = [], options = [], usage } = {}) {
+  if (usage !== undefined && !switches.includes("help") && argv.includes("--help")) {
+    console.error(usage);
+    process.exit(0);
+  }
   const flags = {};
   const positionals = [];
   for (let i = 0; i < argv.length; i++) {

@@ -8,8 +8,8 @@ export const RINGING_PATH = "/apps/buzz/trust-lookup";
  * ones HTTP Basic authenticates (auth.ts); in rate-limit.ts, a service token's lookups there are charged
  * to the receiving number's share, and a request without credentials is the challenge Twilio waits for.
  */
-const PROVIDER_WEBHOOKS = /^\/apps\/buzz\/(trust|call)-lookup\/?$/;
-export const isProviderWebhook = (path: string) => PROVIDER_WEBHOOKS.test(path);
+const PROVIDER_WEBHOOKS = new Set([RINGING_PATH, "/apps/buzz/call-lookup"]);
+export const isProviderWebhook = (path: string) => PROVIDER_WEBHOOKS.has(path.replace(/\/$/, ""));
 
 const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 

@@ -235,8 +235,8 @@ describe("daily cron: an invitation is kept 30 days after its sending finished",
     const [id] = await invited();
     const insertLike = (finishedAt: number | null) =>
       env.DB.prepare(
-        `INSERT INTO invitations (company_id, person_id, email, expires_at, created_at, finished_at, outcome)
-         SELECT company_id, person_id, email, expires_at, created_at, ?, ? FROM invitations WHERE id = ?`,
+        `INSERT INTO invitations (company_id, person_id, email, token_hash, expires_at, created_at, finished_at, outcome)
+         SELECT company_id, person_id, email, token_hash, expires_at, created_at, ?, ? FROM invitations WHERE id = ?`,
       )
         .bind(finishedAt, finishedAt === null ? null : "sent", id)
         .run();

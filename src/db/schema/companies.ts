@@ -157,7 +157,7 @@ export const invitationOutcomes = ["sent", "refused", "expired", "not-theirs", "
  * Login invitations, one per employee created with `invite: true`: an email to their primary address
  * telling them to sign in to the app with it (services/invitations.ts), sent after the command by
  * the `background` queue. The email carries no token (signing in is by a code to the address), so
- * the row keeps the address and its sending only; a finished one goes 30 days after it finished
+ * the row keeps the address and its sending; a finished one goes 30 days after it finished
  * (services/retention.ts).
  */
 export const invitations = sqliteTable(
@@ -167,6 +167,12 @@ export const invitations = sqliteTable(
     companyId: cascadeRef("company_id", () => companies.id),
     personId: cascadeRef("person_id", () => people.id),
     email: text("email").notNull(),
+    /**
+     * Empty since drizzle/0044 (the email carries no token; before, the hash of one nothing
+     * redeemed). The column stays while a Worker of before 0044 may still be running, which writes
+     * it (NOT NULL); a later migration drops it.
+     */
+    tokenHash: text("token_hash").notNull(),
     expiresAt: timestamp("expires_at").notNull(),
     createdAt: createdAt(),
     /** When its sending finished (null: still due), and how (`invitationOutcomes`). */

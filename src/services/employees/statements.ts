@@ -158,8 +158,8 @@ export function addNewEmployees(batch: WriteBatch, companyId: number, employees:
     batch.add(
       batchableAll(
         db,
-        sql`insert into ${invitations} (company_id, person_id, email, expires_at, created_at)
-          select ${companyId}, ${personOf}, json_extract(j.value, '$.invitation.email'), ${t + INVITATION_MS}, ${t}
+        sql`insert into ${invitations} (company_id, person_id, email, token_hash, expires_at, created_at)
+          select ${companyId}, ${personOf}, json_extract(j.value, '$.invitation.email'), '', ${t + INVITATION_MS}, ${t}
           from json_each(${JSON.stringify(part)}) j
           where json_extract(j.value, '$.invitation') is not null order by j.key`,
       ),

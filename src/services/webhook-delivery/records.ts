@@ -50,22 +50,24 @@ export const webhookColumns = {
   failingSince: webhooks.failingSince,
 };
 
+/** What an attempt reads of a delivery's own row. */
+export const deliveryColumns = {
+  id: webhookDeliveries.id,
+  companyId: webhookDeliveries.companyId,
+  event: webhookDeliveries.event,
+  payload: webhookDeliveries.payload,
+  rendered: webhookDeliveries.rendered,
+  status: webhookDeliveries.status,
+  result: webhookDeliveries.result,
+  attempts: webhookDeliveries.attempts,
+  dueAt: webhookDeliveries.dueAt,
+  createdAt: webhookDeliveries.createdAt,
+};
+
 /** The rows and their webhooks as attempts need them. */
 function loadDeliveries(db: Db, deliveryIds: string[]) {
   return db
-    .select({
-      id: webhookDeliveries.id,
-      companyId: webhookDeliveries.companyId,
-      event: webhookDeliveries.event,
-      payload: webhookDeliveries.payload,
-      rendered: webhookDeliveries.rendered,
-      status: webhookDeliveries.status,
-      result: webhookDeliveries.result,
-      attempts: webhookDeliveries.attempts,
-      dueAt: webhookDeliveries.dueAt,
-      createdAt: webhookDeliveries.createdAt,
-      webhook: webhookColumns,
-    })
+    .select({ ...deliveryColumns, webhook: webhookColumns })
     .from(webhookDeliveries)
     .leftJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))
     .where(inList(webhookDeliveries.id, deliveryIds))

@@ -5,7 +5,7 @@ import { refusal, type Answer } from "../../lib/answer";
 import { WriteBatch } from "../outbox";
 import type { Deps } from "../deps";
 import { handOverFinished } from "./archive";
-import { finishStatement, recordAttempt, webhookColumns, type Delivery } from "./records";
+import { deliveryColumns, finishStatement, recordAttempt, webhookColumns, type Delivery } from "./records";
 import type { AttemptResult } from "./records";
 import { isSuccess, send } from "./sending";
 
@@ -57,23 +57,12 @@ export async function sendTestEvent(
           .from(webhooks)
           .where(ofCompany),
       )
-      .returning({ id: webhookDeliveries.id }),
+      .returning(deliveryColumns),
   );
-  if (((await entry.commit()).results[inserted] as unknown[]).length === 0) return gone;
+  const [written] = (await entry.commit()).results[inserted] as Omit<Delivery, "webhook">[];
+  if (!written) return gone;
   // Sent with the webhook as read: the test was asked of it while it existed.
-  const row: Delivery = {
-    id,
-    companyId,
-    event: TEST_EVENT,
-    payload,
-    rendered: true,
-    status: "pending",
-    result: "",
-    attempts: 0,
-    dueAt: now.getTime(),
-    createdAt: now,
-    webhook,
-  };
+  const row: Delivery = { ...written, webhook };
   const answer = await send(deps, row, webhook, now);
   const status = isSuccess(answer) ? "success" : "failed";
   await db.batch([
