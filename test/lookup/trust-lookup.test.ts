@@ -429,6 +429,25 @@ describe("trust-lookup: blocked calls", () => {
     ).toBe(0);
   });
 
+  it("a HEAD of the lookup answers its headers and records no call (a read asks, it does not act)", async () => {
+    const receiving = await receivingOf("alice");
+    const head = await call(
+      `/apps/buzz/trust-lookup?${new URLSearchParams({ ...receiving, inbound_code: "1", inbound: "3035550191", caller_id: "head-probe" })}`,
+      { method: "HEAD", token: telephony },
+    );
+    expect(head.status).toBe(200);
+    // A GET after it: once its call is recorded, the HEAD's would have been too (each after its answer).
+    await lookup({ ...receiving, inbound_code: "1", inbound: "3035550191", caller_id: "get-after-head" });
+    await eventually(async () => {
+      expect(
+        await countInPersonObject(alice, "SELECT count(*) AS n FROM blocked_calls WHERE caller_id = 'get-after-head'"),
+      ).toBe(1);
+    });
+    expect(
+      await countInPersonObject(alice, "SELECT count(*) AS n FROM blocked_calls WHERE caller_id = 'head-probe'"),
+    ).toBe(0);
+  });
+
   it("a burst of untrusted calls is recorded in full in the receiver's object, with no D1 write", async () => {
     const receiving = await receivingOf("alice");
     const unknown = { ...receiving, inbound_code: "1", inbound: "3035550177" };

@@ -44,8 +44,9 @@ async function answerTrustLookup(c: Context<AppEnv>, fields: LookupFields, verif
     defer,
   );
   // A lookup the rate limit refuses is answered 429 (rate-limit.ts): its call is not recorded. One
-  // past its number's share is counted, not listed (docs/decisions.md, "Rate limits").
-  if (blocked) {
+  // past its number's share is counted, not listed (docs/decisions.md, "Rate limits"). A HEAD (the GET
+  // route's, headers only) asks about no call that rang: nothing is recorded.
+  if (blocked && c.req.method !== "HEAD") {
     defer(
       charge.then(({ admitted, withinShare }) =>
         admitted ? recordBlockedCall(c.var.deps, blocked, withinShare) : undefined,
