@@ -140,7 +140,7 @@ export async function updateCompany(deps: Deps, companyId: number, changes: Comp
   for (const [field, owner] of Object.entries(OWNER_OF)) {
     if (changes[field as keyof CompanyChanges] !== undefined && current.kind !== owner) {
       throw badRequest(
-        `\`${field}\` is only for companies of kind \`${owner}\`; company ${companyId} is a ${current.kind}`,
+        `\`${field}\` is only for companies of kind \`${owner}\`; company ${companyId} is of kind \`${current.kind}\``,
       );
     }
   }
