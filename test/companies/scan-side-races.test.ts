@@ -97,6 +97,21 @@ async function chunkOf(personId: number): Promise<ScanSideChunk> {
   };
 }
 
+/**
+ * Makes the company object's own `BACKGROUND_QUEUE.send` run `send` instead (what the object's
+ * alarm sends while a test holds it); returns the undo.
+ */
+function withQueueSend(instance: unknown, send: () => Promise<void>): () => void {
+  const object = instance as { env: Env };
+  const realEnv = object.env;
+  object.env = new Proxy(realEnv, {
+    get: (target, key) => (key === "BACKGROUND_QUEUE" ? { send } : (Reflect.get(target, key) as unknown)),
+  });
+  return () => {
+    object.env = realEnv;
+  };
+}
+
 beforeAll(async () => {
   for (const event of EVENT_NAMES) {
     const response = await as("alice").send("POST", `/companies/${ACME}/webhooks`, { endpoint: RECEIVER, event });
@@ -116,18 +131,9 @@ describe("the object's alarm meets a scan run", () => {
       const gate = new Promise<void>((resolve) => (release = resolve));
       let sending!: () => void;
       const sendStarted = new Promise<void>((resolve) => (sending = resolve));
-      const object = instance as unknown as { env: Env };
-      const realEnv = object.env;
-      object.env = new Proxy(realEnv, {
-        get: (target, key) =>
-          key === "BACKGROUND_QUEUE"
-            ? {
-                send: async () => {
-                  sending();
-                  await gate;
-                },
-              }
-            : (Reflect.get(target, key) as unknown),
+      const restore = withQueueSend(instance, async () => {
+        sending();
+        await gate;
       });
       try {
         const alarm = instance.alarm();
@@ -139,7 +145,7 @@ describe("the object's alarm meets a scan run", () => {
         release();
         await alarm;
       } finally {
-        object.env = realEnv;
+        restore();
       }
       return {
         pending: state.storage.sql.exec("SELECT person_id FROM exposures WHERE status = 'pending'").toArray(),
@@ -171,29 +177,19 @@ describe("the object's alarm meets a scan run", () => {
           Date.now() - 1000,
         );
       let landed = false;
-      const realEnv = object.env;
-      object.env = new Proxy(realEnv, {
-        get: (target, key) =>
-          key === "BACKGROUND_QUEUE"
-            ? {
-                send: async () => {
-                  if (landed) return;
-                  landed = true;
-                  // While the events duty's send is on its way, time passes and a run of the company lands.
-                  await new Promise((resolve) => setTimeout(resolve, 20));
-                  await instance.applyScanRun(
-                    ACME,
-                    [{ ...found(person, `during-${person}`), at: new Date() }] as never,
-                    [PEOPLE_FINDER],
-                  );
-                },
-              }
-            : (Reflect.get(target, key) as unknown),
+      const restore = withQueueSend(instance, async () => {
+        if (landed) return;
+        landed = true;
+        // While the events duty's send is on its way, time passes and a run of the company lands.
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        await instance.applyScanRun(ACME, [{ ...found(person, `during-${person}`), at: new Date() }] as never, [
+          PEOPLE_FINDER,
+        ]);
       });
       try {
         await instance.alarm();
       } finally {
-        object.env = realEnv;
+        restore();
         state.storage.sql.exec("DELETE FROM events WHERE payload = '{}'");
       }
       return state.storage.sql
